@@ -1,0 +1,65 @@
+/* util.h: small helpers every file uses: cleanup attributes, string and number parsing. */
+#pragma once
+
+#include <errno.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#define _cleanup_(f) __attribute__((cleanup(f)))
+#define _printf_(a, b) __attribute__((format(printf, a, b)))
+#define _unused_ __attribute__((unused))
+#define ELEMENTSOF(x) (sizeof(x) / sizeof((x)[0]))
+
+static inline void freep(void *p) { free(*(void **)p); }
+static inline void fclosep(FILE **f) { if (*f) fclose(*f); }
+static inline void closep(int *fd) { if (*fd >= 0) close(*fd); }
+#define _cleanup_free_ _cleanup_(freep)
+#define _cleanup_fclose_ _cleanup_(fclosep)
+#define _cleanup_close_ _cleanup_(closep)
+
+/* Returns ptr and sets *p to NULL: hands ownership out of a _cleanup_ variable. */
+#define TAKE_PTR(p) ({ __typeof__(p) _t = (p); (p) = NULL; _t; })
+
+/* Returns true when a and b are equal strings (both may be NULL). */
+static inline bool streq_ptr(const char *a, const char *b) {
+        if (!a || !b) return a == b;
+        return strcmp(a, b) == 0;
+}
+#define streq(a, b) (strcmp((a), (b)) == 0)
+
+/* Returns the part of s after prefix, or NULL when s does not start with prefix. */
+static inline const char *startswith(const char *s, const char *prefix) {
+        size_t n = strlen(prefix);
+        return strncmp(s, prefix, n) == 0 ? s + n : NULL;
+}
+
+/* Returns s with trailing whitespace removed in place. */
+char *strstrip_right(char *s);
+
+/* Returns a malloc'd printf result; aborts on out-of-memory (as all allocation helpers here do). */
+char *xasprintf(const char *fmt, ...) _printf_(1, 2);
+void *xmalloc(size_t n);
+void *xcalloc(size_t n, size_t size);
+void *xrealloc(void *p, size_t n);
+char *xstrdup(const char *s);
+char *xstrndup(const char *s, size_t n);
+
+/* Parses a whole decimal (or 0x hex with base 0) unsigned number; returns 0 or -EINVAL/-ERANGE. */
+int parse_u64(const char *s, int base, uint64_t *ret);
+/* Parses a whole signed decimal number; returns 0 or -EINVAL/-ERANGE. */
+int parse_i64(const char *s, int64_t *ret);
+
+/* A growing byte buffer, always NUL-terminated. */
+struct buf {
+        char *data;
+        size_t len, cap;
+};
+void buf_append(struct buf *b, const char *s, size_t n);
+void buf_puts(struct buf *b, const char *s);
+void buf_printf(struct buf *b, const char *fmt, ...) _printf_(2, 3);
+void buf_free(struct buf *b);
