@@ -1,0 +1,31 @@
+/* check_registry.c: the one ordered table of checks: bottom-up by layer, foundations first. */
+#include "checks.h"
+
+static const struct check_def *const registry[] = {
+        /* Layer 1: hardware enablement */
+        &check_pci_devices,
+        &check_pci_binding,
+        &check_module_signature,
+        &check_kernel_headers,
+        &check_module_loaded,
+        &check_driver_version,
+        &check_device_nodes,
+        &check_version_match,
+        &check_nvml_init,
+        &check_fallen_off_bus,
+        &check_gpu_count,
+        &check_xid_errors,
+        &check_recovery_action,
+        &check_memory_errors,
+        &check_persistence,
+        &check_fabric_state,
+        &check_rdma_devices,
+        &check_rdma_ports,
+        &check_rdma_peermem,
+        &check_sriov_vfs,
+};
+
+const struct check_def *const *check_registry(size_t *ret_n) {
+        *ret_n = ELEMENTSOF(registry);
+        return registry;
+}

@@ -1,0 +1,18 @@
+/* checks.h: what every check file includes: the engine, the facts, and the check definitions. */
+#pragma once
+
+#include "check.h"
+#include "facts.h"
+
+/* Layer 1: driver */
+extern const struct check_def check_pci_devices, check_pci_binding, check_module_signature, check_kernel_headers,
+        check_module_loaded, check_driver_version, check_device_nodes;
+extern const struct check_def check_version_match, check_nvml_init, check_fallen_off_bus, check_gpu_count,
+        check_xid_errors, check_persistence, check_memory_errors, check_recovery_action;
+/* Layer 1: fabric manager, RDMA, SR-IOV */
+extern const struct check_def check_fabric_state, check_rdma_devices, check_rdma_ports, check_rdma_peermem, check_sriov_vfs;
+
+/* Adds the kernel log's lines of one event kind (enum kmsg_event_kind) as evidence; returns their count. */
+size_t kmsg_evidence(const struct kmsg_facts *k, int kind, struct finding *f);
+/* Adds the kernel log's API mismatch lines, with the versions they name, as evidence. */
+void kmsg_api_mismatch_evidence(const struct kmsg_facts *k, struct finding *f);

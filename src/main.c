@@ -1,0 +1,86 @@
+/* main.c: gpunode's entry: the command table, --help generated from it, --version. */
+#include "commands.h"
+#include "util.h"
+
+#include <stdio.h>
+
+#ifndef GPUNODE_VERSION
+#define GPUNODE_VERSION "0.0.0"
+#endif
+
+static const struct command commands[] = {
+        {"check", cmd_check, "diagnose the node bottom-up and name the root cause", "[OPTIONS]",
+         "  --root DIR            host root to read (env GPUNODE_ROOT, default /)\n"
+         "  --output FORMAT       text, json or prometheus (default text)\n"
+         "  --kmsg FILE           read a saved kernel log (dmesg, journal or kmsg format) instead of /dev/kmsg\n"
+         "  --nvml-library PATH   load this file instead of libnvidia-ml.so.1\n"
+         "  --nvml-timeout MS     bound on all NVML calls together (default 10000)\n"
+         "  --node NAME           node name in the report (default $NODE_NAME, else the host name)\n"
+         "  --verbose             evidence for passing checks too\n"
+         "  --no-color            no colours (NO_COLOR is honoured too)\n"
+         "exit status: 0 healthy, 1 warnings, 2 failures, 64 usage error, 70 internal error\n"},
+        {"explain", cmd_explain, "what every check reads and means, and the symptom table", "[CHECK-ID | TEXT]",
+         "  with no argument: the symptom table and every check, layer by layer\n"
+         "  CHECK-ID: what the check reads, what each outcome means, its dependencies\n"
+         "  TEXT: the symptoms and checks whose words match\n"},
+};
+
+const struct command *command_table(size_t *ret_n) {
+        *ret_n = ELEMENTSOF(commands);
+        return commands;
+}
+
+void command_help(const struct command *c) {
+        printf("usage: gpunode %s %s\n%s\n\n%s", c->name, c->usage, c->summary, c->options);
+}
+
+/* Prints the program help from the command table. */
+static void program_help(void) {
+        printf("usage: gpunode [--version] [--help] COMMAND [ARGS]\n\n"
+               "Diagnoses an NVIDIA GPU node in Kubernetes bottom-up: hardware enablement, container\n"
+               "integration, Kubernetes resource exposure, observability.\n\ncommands:\n");
+        for (size_t i = 0; i < ELEMENTSOF(commands); i++) printf("  %-10s %s\n", commands[i].name, commands[i].summary);
+        printf("\n`gpunode COMMAND --help` describes a command's options.\n");
+}
+
+/* Returns the exit code; a failed write to stdout is an error (exit 70), as in git. */
+static int finish(int rc) {
+        if (fflush(stdout) != 0 || ferror(stdout)) {
+                fprintf(stderr, "gpunode: could not write to standard output\n");
+                return EXIT_INTERNAL;
+        }
+        return rc;
+}
+
+int main(int argc, char **argv) {
+        if (argc < 2) {
+                program_help();
+                return finish(EXIT_USAGE);
+        }
+        const char *name = argv[1];
+        if (streq(name, "--help") || streq(name, "-h") || streq(name, "help")) {
+                if (argc > 2)
+                        for (size_t i = 0; i < ELEMENTSOF(commands); i++)
+                                if (streq(argv[2], commands[i].name)) {
+                                        command_help(&commands[i]);
+                                        return finish(0);
+                                }
+                program_help();
+                return finish(0);
+        }
+        if (streq(name, "--version") || streq(name, "version")) {
+                printf("gpunode %s\n", GPUNODE_VERSION);
+                return finish(0);
+        }
+        for (size_t i = 0; i < ELEMENTSOF(commands); i++) {
+                if (!streq(name, commands[i].name)) continue;
+                for (int a = 2; a < argc; a++)
+                        if (streq(argv[a], "--help") || streq(argv[a], "-h")) {
+                                command_help(&commands[i]);
+                                return finish(0);
+                        }
+                return finish(commands[i].run(argc - 1, argv + 1));
+        }
+        fprintf(stderr, "gpunode: '%s' is not a command; see gpunode --help\n", name);
+        return EXIT_USAGE;
+}

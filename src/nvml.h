@@ -1,0 +1,349 @@
+/* nvml.h: the project's own minimal NVML declarations (types, constants, function pointer types) for dlopen use. */
+#pragma once
+
+/*
+ * Every layout, value and signature below was copied by hand from NVIDIA's nvml.h as published in
+ * github.com/NVIDIA/go-nvml, gen/nvml/nvml.h at commit 2f9e261fe40a7a1c54783d66805e8920564763b4
+ * (NVML API version 13). Only what gpunode uses is declared. Never change a layout without checking
+ * that header: the real library writes into these structs.
+ */
+
+/* nvmlReturn_t (nvml.h "nvmlReturn_enum"). */
+typedef enum nvmlReturn_enum {
+        NVML_SUCCESS = 0,
+        NVML_ERROR_UNINITIALIZED = 1,
+        NVML_ERROR_INVALID_ARGUMENT = 2,
+        NVML_ERROR_NOT_SUPPORTED = 3,
+        NVML_ERROR_NO_PERMISSION = 4,
+        NVML_ERROR_ALREADY_INITIALIZED = 5,
+        NVML_ERROR_NOT_FOUND = 6,
+        NVML_ERROR_INSUFFICIENT_SIZE = 7,
+        NVML_ERROR_INSUFFICIENT_POWER = 8,
+        NVML_ERROR_DRIVER_NOT_LOADED = 9,
+        NVML_ERROR_TIMEOUT = 10,
+        NVML_ERROR_IRQ_ISSUE = 11,
+        NVML_ERROR_LIBRARY_NOT_FOUND = 12,
+        NVML_ERROR_FUNCTION_NOT_FOUND = 13,
+        NVML_ERROR_CORRUPTED_INFOROM = 14,
+        NVML_ERROR_GPU_IS_LOST = 15,
+        NVML_ERROR_RESET_REQUIRED = 16,
+        NVML_ERROR_OPERATING_SYSTEM = 17,
+        NVML_ERROR_LIB_RM_VERSION_MISMATCH = 18,
+        NVML_ERROR_IN_USE = 19,
+        NVML_ERROR_MEMORY = 20,
+        NVML_ERROR_NO_DATA = 21,
+        NVML_ERROR_VGPU_ECC_NOT_SUPPORTED = 22,
+        NVML_ERROR_INSUFFICIENT_RESOURCES = 23,
+        NVML_ERROR_FREQ_NOT_SUPPORTED = 24,
+        NVML_ERROR_ARGUMENT_VERSION_MISMATCH = 25,
+        NVML_ERROR_DEPRECATED = 26,
+        NVML_ERROR_NOT_READY = 27,
+        NVML_ERROR_GPU_NOT_FOUND = 28,
+        NVML_ERROR_INVALID_STATE = 29,
+        NVML_ERROR_RESET_TYPE_NOT_SUPPORTED = 30,
+        NVML_ERROR_UNKNOWN = 999,
+} nvmlReturn_t;
+
+/* NVML_STRUCT_VERSION(data, ver): sizeof the struct | (ver << 24). */
+#define NVML_STRUCT_VERSION(data, ver) \
+        (unsigned int)(sizeof(nvml##data##_v##ver##_t) | ((unsigned)(ver) << 24U))
+
+/* nvmlInitWithFlags flags. */
+#define NVML_INIT_FLAG_NO_GPUS (1 << 0)
+#define NVML_INIT_FLAG_NO_ATTACH (1 << 1)
+
+/* Buffer sizes. */
+#define NVML_DEVICE_PCI_BUS_ID_BUFFER_SIZE 32
+#define NVML_DEVICE_PCI_BUS_ID_BUFFER_V2_SIZE 16
+#define NVML_DEVICE_PCI_BUS_ID_LEGACY_FMT "%04X:%02X:%02X.0"
+#define NVML_DEVICE_PCI_BUS_ID_FMT "%08X:%02X:%02X.0"
+#define NVML_DEVICE_UUID_BUFFER_SIZE 80
+#define NVML_DEVICE_UUID_V2_BUFFER_SIZE 96
+#define NVML_DEVICE_NAME_BUFFER_SIZE 64
+#define NVML_DEVICE_NAME_V2_BUFFER_SIZE 96
+#define NVML_SYSTEM_DRIVER_VERSION_BUFFER_SIZE 80
+#define NVML_SYSTEM_NVML_VERSION_BUFFER_SIZE 80
+
+/* Opaque handles. */
+typedef struct nvmlDevice_st *nvmlDevice_t;
+typedef struct nvmlEventSet_st *nvmlEventSet_t;
+
+/* nvmlPciInfo_t: the struct taken by nvmlDeviceGetPciInfo_v2 and _v3. */
+typedef struct nvmlPciInfo_st {
+        char busIdLegacy[NVML_DEVICE_PCI_BUS_ID_BUFFER_V2_SIZE];
+        unsigned int domain;
+        unsigned int bus;
+        unsigned int device;
+        unsigned int pciDeviceId;    /* 16-bit device id << 16 | 16-bit vendor id */
+        unsigned int pciSubSystemId;
+        char busId[NVML_DEVICE_PCI_BUS_ID_BUFFER_SIZE];
+} nvmlPciInfo_t;
+
+/* nvmlUtilization_t (percent over the last sample period). */
+typedef struct nvmlUtilization_st {
+        unsigned int gpu;
+        unsigned int memory;
+} nvmlUtilization_t;
+
+/* nvmlMemory_t (v1): note free comes before used. */
+typedef struct nvmlMemory_st {
+        unsigned long long total;
+        unsigned long long free;
+        unsigned long long used;
+} nvmlMemory_t;
+
+/* nvmlMemory_v2_t: version must be nvmlMemory_v2. */
+typedef struct nvmlMemory_v2_st {
+        unsigned int version;
+        unsigned long long total;
+        unsigned long long reserved;
+        unsigned long long free;
+        unsigned long long used;
+} nvmlMemory_v2_t;
+#define nvmlMemory_v2 NVML_STRUCT_VERSION(Memory, 2)
+
+/* nvmlEnableState_t. */
+typedef enum nvmlEnableState_enum {
+        NVML_FEATURE_DISABLED = 0,
+        NVML_FEATURE_ENABLED = 1,
+} nvmlEnableState_t;
+
+/* nvmlTemperatureSensors_t. */
+typedef enum nvmlTemperatureSensors_enum {
+        NVML_TEMPERATURE_GPU = 0,
+        NVML_TEMPERATURE_COUNT,
+} nvmlTemperatureSensors_t;
+
+/* nvmlTemperature_v1_t, taken by nvmlDeviceGetTemperatureV. */
+typedef struct {
+        unsigned int version;
+        nvmlTemperatureSensors_t sensorType;
+        int temperature;
+} nvmlTemperature_v1_t;
+typedef nvmlTemperature_v1_t nvmlTemperature_t;
+#define nvmlTemperature_v1 NVML_STRUCT_VERSION(Temperature, 1)
+
+/* nvmlMemoryErrorType_t. */
+typedef enum nvmlMemoryErrorType_enum {
+        NVML_MEMORY_ERROR_TYPE_CORRECTED = 0,
+        NVML_MEMORY_ERROR_TYPE_UNCORRECTED = 1,
+        NVML_MEMORY_ERROR_TYPE_COUNT,
+} nvmlMemoryErrorType_t;
+
+/* nvmlEccCounterType_t. */
+typedef enum nvmlEccCounterType_enum {
+        NVML_VOLATILE_ECC = 0,
+        NVML_AGGREGATE_ECC = 1,
+        NVML_ECC_COUNTER_TYPE_COUNT,
+} nvmlEccCounterType_t;
+
+/* nvmlClockType_t. */
+typedef enum nvmlClockType_enum {
+        NVML_CLOCK_GRAPHICS = 0,
+        NVML_CLOCK_SM = 1,
+        NVML_CLOCK_MEM = 2,
+        NVML_CLOCK_VIDEO = 3,
+        NVML_CLOCK_COUNT,
+} nvmlClockType_t;
+
+/* MIG modes (nvmlDeviceGetMigMode). */
+#define NVML_DEVICE_MIG_DISABLE 0x0
+#define NVML_DEVICE_MIG_ENABLE 0x1
+
+/* Fabric (nvmlDeviceGetGpuFabricInfo*). */
+#define NVML_GPU_FABRIC_UUID_LEN 16
+#define NVML_GPU_FABRIC_STATE_NOT_SUPPORTED 0
+#define NVML_GPU_FABRIC_STATE_NOT_STARTED 1
+#define NVML_GPU_FABRIC_STATE_IN_PROGRESS 2
+#define NVML_GPU_FABRIC_STATE_COMPLETED 3
+typedef unsigned char nvmlGpuFabricState_t;
+
+/* nvmlGpuFabricInfo_t (v1, no version field): taken by the deprecated nvmlDeviceGetGpuFabricInfo. */
+typedef struct {
+        unsigned char clusterUuid[NVML_GPU_FABRIC_UUID_LEN];
+        nvmlReturn_t status;
+        unsigned int cliqueId;
+        nvmlGpuFabricState_t state;
+} nvmlGpuFabricInfo_t;
+
+/* nvmlGpuFabricInfo_v2_t: v1 with a leading version and a trailing healthMask. */
+typedef struct {
+        unsigned int version;
+        unsigned char clusterUuid[NVML_GPU_FABRIC_UUID_LEN];
+        nvmlReturn_t status;
+        unsigned int cliqueId;
+        nvmlGpuFabricState_t state;
+        unsigned int healthMask;
+} nvmlGpuFabricInfo_v2_t;
+#define nvmlGpuFabricInfo_v2 NVML_STRUCT_VERSION(GpuFabricInfo, 2)
+
+/* nvmlGpuFabricInfo_v3_t: v2 plus healthSummary. nvml.h (API 13) typedefs nvmlGpuFabricInfoV_t to
+ * this; older drivers accept only nvmlGpuFabricInfo_v2 in nvmlDeviceGetGpuFabricInfoV (they answer
+ * NVML_ERROR_ARGUMENT_VERSION_MISMATCH to v3), and v3 is a prefix-compatible superset of v2. */
+typedef struct {
+        unsigned int version;
+        unsigned char clusterUuid[NVML_GPU_FABRIC_UUID_LEN];
+        nvmlReturn_t status;
+        unsigned int cliqueId;
+        nvmlGpuFabricState_t state;
+        unsigned int healthMask;
+        unsigned char healthSummary;
+} nvmlGpuFabricInfo_v3_t;
+typedef nvmlGpuFabricInfo_v3_t nvmlGpuFabricInfoV_t;
+#define nvmlGpuFabricInfo_v3 NVML_STRUCT_VERSION(GpuFabricInfo, 3)
+
+/* nvmlValueType_t and nvmlValue_t (field values). */
+typedef enum nvmlValueType_enum {
+        NVML_VALUE_TYPE_DOUBLE = 0,
+        NVML_VALUE_TYPE_UNSIGNED_INT = 1,
+        NVML_VALUE_TYPE_UNSIGNED_LONG = 2,
+        NVML_VALUE_TYPE_UNSIGNED_LONG_LONG = 3,
+        NVML_VALUE_TYPE_SIGNED_LONG_LONG = 4,
+        NVML_VALUE_TYPE_SIGNED_INT = 5,
+        NVML_VALUE_TYPE_UNSIGNED_SHORT = 6,
+        NVML_VALUE_TYPE_COUNT,
+} nvmlValueType_t;
+
+typedef union nvmlValue_st {
+        double dVal;
+        int siVal;
+        unsigned int uiVal;
+        unsigned long ulVal;
+        unsigned long long ullVal;
+        signed long long sllVal;
+        unsigned short usVal;
+} nvmlValue_t;
+
+/* nvmlFieldValue_t: fieldId (and scopeId) are inputs, the rest outputs. */
+typedef struct nvmlFieldValue_st {
+        unsigned int fieldId;
+        unsigned int scopeId;
+        long long timestamp;
+        long long latencyUsec;
+        nvmlValueType_t valueType;
+        nvmlReturn_t nvmlReturn;
+        nvmlValue_t value;
+} nvmlFieldValue_t;
+
+/* Field ids (NVML_FI_*) gpunode and its exporter read. */
+#define NVML_FI_DEV_ECC_SBE_VOL_TOTAL 3
+#define NVML_FI_DEV_ECC_DBE_VOL_TOTAL 4
+#define NVML_FI_DEV_ECC_SBE_AGG_TOTAL 5
+#define NVML_FI_DEV_ECC_DBE_AGG_TOTAL 6
+#define NVML_FI_DEV_RETIRED_SBE 29
+#define NVML_FI_DEV_RETIRED_DBE 30
+#define NVML_FI_DEV_RETIRED_PENDING 31
+#define NVML_FI_DEV_NVLINK_CRC_FLIT_ERROR_COUNT_TOTAL 38
+#define NVML_FI_DEV_NVLINK_CRC_DATA_ERROR_COUNT_TOTAL 45
+#define NVML_FI_DEV_NVLINK_REPLAY_ERROR_COUNT_TOTAL 52
+#define NVML_FI_DEV_NVLINK_RECOVERY_ERROR_COUNT_TOTAL 59
+#define NVML_FI_DEV_NVLINK_BANDWIDTH_C0_TOTAL 66
+#define NVML_FI_DEV_MEMORY_TEMP 82
+#define NVML_FI_DEV_NVLINK_LINK_COUNT 91
+#define NVML_FI_DEV_PCIE_REPLAY_COUNTER 94
+#define NVML_FI_DEV_REMAPPED_COR 142
+#define NVML_FI_DEV_REMAPPED_UNC 143
+#define NVML_FI_DEV_REMAPPED_PENDING 144
+#define NVML_FI_DEV_REMAPPED_FAILURE 145
+#define NVML_FI_DEV_PCIE_COUNT_CORRECTABLE_ERRORS 173
+#define NVML_FI_DEV_POWER_INSTANT 186
+#define NVML_FI_DEV_ENERGY 191
+#define NVML_FI_DEV_GET_GPU_RECOVERY_ACTION 230
+
+/* nvmlDeviceGpuRecoveryAction_t: the value of field 230. */
+typedef enum nvmlDeviceGpuRecoveryAction_s {
+        NVML_GPU_RECOVERY_ACTION_NONE = 0,
+        NVML_GPU_RECOVERY_ACTION_GPU_RESET = 1,
+        NVML_GPU_RECOVERY_ACTION_NODE_REBOOT = 2,
+        NVML_GPU_RECOVERY_ACTION_DRAIN_P2P = 3,
+        NVML_GPU_RECOVERY_ACTION_DRAIN_AND_RESET = 4,
+        NVML_GPU_RECOVERY_ACTION_RECOVER_IMEX_DOMAIN = 5,
+} nvmlDeviceGpuRecoveryAction_t;
+
+/* Event types (nvmlDeviceRegisterEvents, nvmlEventData_t.eventType). */
+#define nvmlEventTypeNone 0x0000000000000000LL
+#define nvmlEventTypeSingleBitEccError 0x0000000000000001LL
+#define nvmlEventTypeDoubleBitEccError 0x0000000000000002LL
+#define nvmlEventTypePState 0x0000000000000004LL
+#define nvmlEventTypeXidCriticalError 0x0000000000000008LL
+#define nvmlEventTypeClock 0x0000000000000010LL
+#define nvmlEventTypePowerSourceChange 0x0000000000000080LL
+#define nvmlEventMigConfigChange 0x0000000000000100LL
+#define nvmlEventTypeSingleBitEccErrorStorm 0x0000000000000200LL
+#define nvmlEventTypeDramRetirementEvent 0x0000000000000400LL
+#define nvmlEventTypeDramRetirementFailure 0x0000000000000800LL
+#define nvmlEventTypeNonFatalPoisonError 0x0000000000001000LL
+#define nvmlEventTypeFatalPoisonError 0x0000000000002000LL
+#define nvmlEventTypeGpuUnavailableError 0x0000000000004000LL
+#define nvmlEventTypeGpuRecoveryAction 0x0000000000008000LL
+
+/* nvmlEventData_t: eventData is the Xid for nvmlEventTypeXidCriticalError (999 = unknown). */
+typedef struct nvmlEventData_st {
+        nvmlDevice_t device;
+        unsigned long long eventType;
+        unsigned long long eventData;
+        unsigned int gpuInstanceId;
+        unsigned int computeInstanceId;
+} nvmlEventData_t;
+
+/* Clocks event (formerly throttle) reasons, a bit mask. */
+#define nvmlClocksEventReasonGpuIdle 0x0000000000000001LL
+#define nvmlClocksEventReasonApplicationsClocksSetting 0x0000000000000002LL
+#define nvmlClocksEventReasonSwPowerCap 0x0000000000000004LL
+#define nvmlClocksThrottleReasonHwSlowdown 0x0000000000000008LL
+#define nvmlClocksEventReasonSyncBoost 0x0000000000000010LL
+#define nvmlClocksEventReasonSwThermalSlowdown 0x0000000000000020LL
+#define nvmlClocksThrottleReasonHwThermalSlowdown 0x0000000000000040LL
+#define nvmlClocksThrottleReasonHwPowerBrakeSlowdown 0x0000000000000080LL
+#define nvmlClocksEventReasonDisplayClockSetting 0x0000000000000100LL
+#define nvmlClocksEventReasonNone 0x0000000000000000LL
+
+/* Function pointer types, one per NVML entry point gpunode resolves (signatures from nvml.h). */
+typedef nvmlReturn_t (*nvmlInit_fn)(void);
+typedef nvmlReturn_t (*nvmlInitWithFlags_fn)(unsigned int flags);
+typedef nvmlReturn_t (*nvmlShutdown_fn)(void);
+typedef const char *(*nvmlErrorString_fn)(nvmlReturn_t result);
+typedef nvmlReturn_t (*nvmlSystemGetDriverVersion_fn)(char *version, unsigned int length);
+typedef nvmlReturn_t (*nvmlSystemGetNVMLVersion_fn)(char *version, unsigned int length);
+typedef nvmlReturn_t (*nvmlSystemGetCudaDriverVersion_fn)(int *cudaDriverVersion);
+typedef nvmlReturn_t (*nvmlDeviceGetCount_fn)(unsigned int *deviceCount);
+typedef nvmlReturn_t (*nvmlDeviceGetHandleByIndex_fn)(unsigned int index, nvmlDevice_t *device);
+typedef nvmlReturn_t (*nvmlDeviceGetName_fn)(nvmlDevice_t device, char *name, unsigned int length);
+typedef nvmlReturn_t (*nvmlDeviceGetUUID_fn)(nvmlDevice_t device, char *uuid, unsigned int length);
+typedef nvmlReturn_t (*nvmlDeviceGetIndex_fn)(nvmlDevice_t device, unsigned int *index);
+typedef nvmlReturn_t (*nvmlDeviceGetMinorNumber_fn)(nvmlDevice_t device, unsigned int *minorNumber);
+typedef nvmlReturn_t (*nvmlDeviceGetPciInfo_fn)(nvmlDevice_t device, nvmlPciInfo_t *pci);
+typedef nvmlReturn_t (*nvmlDeviceGetMemoryInfo_fn)(nvmlDevice_t device, nvmlMemory_t *memory);
+typedef nvmlReturn_t (*nvmlDeviceGetMemoryInfo_v2_fn)(nvmlDevice_t device, nvmlMemory_v2_t *memory);
+typedef nvmlReturn_t (*nvmlDeviceGetCudaComputeCapability_fn)(nvmlDevice_t device, int *major, int *minor);
+typedef nvmlReturn_t (*nvmlDeviceGetMigMode_fn)(nvmlDevice_t device, unsigned int *currentMode,
+                                                unsigned int *pendingMode);
+typedef nvmlReturn_t (*nvmlDeviceGetPersistenceMode_fn)(nvmlDevice_t device, nvmlEnableState_t *mode);
+typedef nvmlReturn_t (*nvmlDeviceGetGpuFabricInfo_fn)(nvmlDevice_t device, nvmlGpuFabricInfo_t *gpuFabricInfo);
+typedef nvmlReturn_t (*nvmlDeviceGetGpuFabricInfoV_fn)(nvmlDevice_t device, nvmlGpuFabricInfoV_t *gpuFabricInfo);
+typedef nvmlReturn_t (*nvmlDeviceGetEccMode_fn)(nvmlDevice_t device, nvmlEnableState_t *current,
+                                                nvmlEnableState_t *pending);
+typedef nvmlReturn_t (*nvmlDeviceGetTotalEccErrors_fn)(nvmlDevice_t device, nvmlMemoryErrorType_t errorType,
+                                                       nvmlEccCounterType_t counterType,
+                                                       unsigned long long *eccCounts);
+typedef nvmlReturn_t (*nvmlDeviceGetRemappedRows_fn)(nvmlDevice_t device, unsigned int *corrRows,
+                                                     unsigned int *uncRows, unsigned int *isPending,
+                                                     unsigned int *failureOccurred);
+typedef nvmlReturn_t (*nvmlDeviceGetFieldValues_fn)(nvmlDevice_t device, int valuesCount,
+                                                    nvmlFieldValue_t *values);
+typedef nvmlReturn_t (*nvmlDeviceGetTemperature_fn)(nvmlDevice_t device, nvmlTemperatureSensors_t sensorType,
+                                                    unsigned int *temp);
+typedef nvmlReturn_t (*nvmlDeviceGetTemperatureV_fn)(nvmlDevice_t device, nvmlTemperature_t *temperature);
+typedef nvmlReturn_t (*nvmlDeviceGetPowerUsage_fn)(nvmlDevice_t device, unsigned int *power);
+typedef nvmlReturn_t (*nvmlDeviceGetTotalEnergyConsumption_fn)(nvmlDevice_t device, unsigned long long *energy);
+typedef nvmlReturn_t (*nvmlDeviceGetUtilizationRates_fn)(nvmlDevice_t device, nvmlUtilization_t *utilization);
+typedef nvmlReturn_t (*nvmlDeviceGetClockInfo_fn)(nvmlDevice_t device, nvmlClockType_t type, unsigned int *clock);
+typedef nvmlReturn_t (*nvmlDeviceGetPcieReplayCounter_fn)(nvmlDevice_t device, unsigned int *value);
+typedef nvmlReturn_t (*nvmlDeviceGetCurrentClocksEventReasons_fn)(nvmlDevice_t device,
+                                                                  unsigned long long *clocksEventReasons);
+typedef nvmlReturn_t (*nvmlEventSetCreate_fn)(nvmlEventSet_t *set);
+typedef nvmlReturn_t (*nvmlDeviceRegisterEvents_fn)(nvmlDevice_t device, unsigned long long eventTypes,
+                                                    nvmlEventSet_t set);
+typedef nvmlReturn_t (*nvmlDeviceGetSupportedEventTypes_fn)(nvmlDevice_t device, unsigned long long *eventTypes);
+typedef nvmlReturn_t (*nvmlEventSetWait_fn)(nvmlEventSet_t set, nvmlEventData_t *data, unsigned int timeoutms);
+typedef nvmlReturn_t (*nvmlEventSetFree_fn)(nvmlEventSet_t set);

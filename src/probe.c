@@ -1,0 +1,35 @@
+/* probe.c: runs every probe into one node_facts and frees it. */
+#include "facts.h"
+
+void probe_all(const struct probe_options *opts, struct node_facts *ret) {
+        *ret = (struct node_facts){0};
+        ret->hostname = probe_hostname();
+        probe_pci(&ret->pci);
+        probe_modules(&ret->modules);
+        probe_driver(&ret->driver);
+        probe_secureboot(&ret->secureboot);
+        probe_kmsg(opts->kmsg_file, &ret->kmsg);
+        probe_processes(&ret->processes);
+        /* NVML only when the kernel module is there: dlopen of a half-installed driver can hang
+         * or abort, and without the module it can only fail. */
+        if (module_loaded(&ret->modules, "nvidia"))
+                probe_nvml(opts->nvml_library, opts->nvml_timeout_ms, &ret->nvml);
+        else
+                ret->nvml = (struct nvml_state){.load_rc = -ENODEV,
+                                                .load_error = xstrdup("not loaded: the nvidia kernel module is not loaded")};
+        probe_rdma(&ret->rdma);
+        probe_sriov(&ret->sriov);
+}
+
+void node_facts_free(struct node_facts *f) {
+        free(f->hostname);
+        pci_facts_free(&f->pci);
+        module_facts_free(&f->modules);
+        driver_facts_free(&f->driver);
+        secureboot_facts_free(&f->secureboot);
+        kmsg_facts_free(&f->kmsg);
+        nvml_state_free(&f->nvml);
+        rdma_facts_free(&f->rdma);
+        sriov_facts_free(&f->sriov);
+        *f = (struct node_facts){0};
+}

@@ -1,0 +1,37 @@
+/* probe_modules.c: loaded kernel modules, from /proc/modules. */
+#include "facts.h"
+#include "hostfs.h"
+
+#define PROC_MODULES "/proc/modules"
+
+void probe_modules(struct module_facts *ret) {
+        *ret = (struct module_facts){0};
+        _cleanup_free_ char *text = NULL;
+        int r = hostfs_read(PROC_MODULES, HOSTFS_READ_MAX, &text, NULL);
+        if (r < 0) {
+                ret->rc = r;
+                ret->error = read_error(PROC_MODULES, r);
+                return;
+        }
+        /* Each line: "name size refcount users state address"; only the name matters. */
+        char *save = NULL;
+        for (char *line = strtok_r(text, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
+                size_t len = strcspn(line, " \t");
+                if (len == 0 || len > 64) continue;
+                ret->loaded = xrealloc(ret->loaded, (ret->n_loaded + 1) * sizeof *ret->loaded);
+                ret->loaded[ret->n_loaded++] = xstrndup(line, len);
+        }
+}
+
+bool module_loaded(const struct module_facts *m, const char *name) {
+        for (size_t i = 0; i < m->n_loaded; i++)
+                if (streq(m->loaded[i], name)) return true;
+        return false;
+}
+
+void module_facts_free(struct module_facts *f) {
+        for (size_t i = 0; i < f->n_loaded; i++) free(f->loaded[i]);
+        free(f->loaded);
+        free(f->error);
+        *f = (struct module_facts){0};
+}

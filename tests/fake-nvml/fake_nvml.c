@@ -1,0 +1,702 @@
+/* fake_nvml.c: a test-only libnvidia-ml.so.1 that answers NVML calls from a JSON description of GPUs. */
+
+/*
+ * Built as libnvidia-ml.so.1 (never installed). It exports the real library's symbol names, versioned
+ * and unversioned, with the real signatures, structs and return codes (declared in src/nvml.h, which
+ * was checked against NVIDIA's nvml.h), so a program that dlopens NVML cannot tell it from the real one.
+ *
+ * The description is the JSON file named by the environment variable GPUNODE_FAKE_NVML:
+ *
+ * {
+ *   "driver_version": "550.54.15",          nvmlSystemGetDriverVersion
+ *   "nvml_version": "12.550.54.15",         nvmlSystemGetNVMLVersion
+ *   "cuda_driver_version": 12040,           nvmlSystemGetCudaDriverVersion(_v2)
+ *   "init_error": 0,                        nonzero: nvmlInit* returns this code (9, 18, ...)
+ *   "errors": {"nvmlDeviceGetCount": 999},  system calls that fail with a code
+ *   "block": {"call": "nvmlDeviceGetPowerUsage", "gpu": 3, "seconds": 30},
+ *                                           that call sleeps first (gpu -1 or absent: a system call)
+ *   "fabric_info_max_version": 3,           2: nvmlDeviceGetGpuFabricInfoV rejects v3 like older drivers
+ *   "gpus": [ {
+ *     "name": "NVIDIA H100 80GB HBM3", "uuid": "GPU-...", "minor_number": 0,
+ *     "pci_bus_id": "00000000:18:00.0", "pci_device_id": "0x233010DE", "pci_subsystem_id": "0x16C110DE",
+ *     "memory": {"total": 85520809984, "used": 0, "free": 0, "reserved": 0},   bytes
+ *     "compute_capability": [9, 0],
+ *     "mig_mode": {"current": 0, "pending": 0},           null: not MIG capable
+ *     "persistence_mode": 1,
+ *     "fabric": {"state": 3, "status": 0, "cluster_uuid": "8-4-4-4-12 hex", "clique_id": 1,
+ *                "health_mask": 0},                        null: not supported
+ *     "ecc": {"mode_current": 1, "mode_pending": 1, "volatile_corrected": 0, "volatile_uncorrected": 0,
+ *             "aggregate_corrected": 0, "aggregate_uncorrected": 0},
+ *     "remapped_rows": {"correctable": 0, "uncorrectable": 0, "pending": false, "failure": false},
+ *     "recovery_action": 0,                                field 230 (NVML_FI_DEV_GET_GPU_RECOVERY_ACTION)
+ *     "memory_temperature": 40,                            field 82 (NVML_FI_DEV_MEMORY_TEMP)
+ *     "fields": {"94": 0},                                 any other field id -> unsigned long long
+ *     "temperature": 33, "power_mw": 71000, "energy_mj": 123456789,
+ *     "utilization": {"gpu": 0, "memory": 0},
+ *     "clocks": {"sm": 1980, "mem": 2619, "graphics": 1980, "video": 1755},   MHz
+ *     "pcie_replay": 0, "clocks_event_reasons": 1,
+ *     "xid_events": [48, 64],                              delivered once each by nvmlEventSetWait
+ *     "lost": false,                                       true: every per-device call returns 15
+ *     "errors": {"nvmlDeviceGetPowerUsage": 3}             per call name, an nvmlReturn_t
+ *   } ]
+ * }
+ *
+ * Rules: a missing key answers NVML_ERROR_NOT_SUPPORTED. Call names in "errors" and "block" are the
+ * unversioned NVML names and cover every version of the call: nvmlInit (nvmlInit_v2, nvmlInitWithFlags),
+ * nvmlDeviceGetPciInfo (_v2, _v3), nvmlDeviceGetMemoryInfo (_v2), nvmlDeviceGetTemperature
+ * (nvmlDeviceGetTemperatureV), nvmlDeviceGetGpuFabricInfo (...V), nvmlDeviceGetCurrentClocksEventReasons
+ * (...ThrottleReasons), nvmlEventSetWait (_v2), nvmlSystemGetCudaDriverVersion (_v2).
+ * A missing or unreadable description makes nvmlInit return NVML_ERROR_DRIVER_NOT_LOADED (9), what the
+ * real library answers on a host without the NVIDIA kernel driver. Calls before nvmlInit (or after the
+ * last nvmlShutdown) return NVML_ERROR_UNINITIALIZED; init and shutdown are reference counted. Unlike
+ * the real library, every successful nvmlInit re-reads the description, so tests can switch it.
+ */
+#include <jansson.h>
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "../../src/nvml.h"
+
+#define FAKE_MAX_GPUS 64
+#define EXPORT __attribute__((visibility("default")))
+
+struct nvmlDevice_st {
+        unsigned index;
+};
+
+struct nvmlEventSet_st {
+        unsigned long long types[FAKE_MAX_GPUS];
+        size_t next[FAKE_MAX_GPUS];
+};
+
+static pthread_mutex_t fake_lock = PTHREAD_MUTEX_INITIALIZER;
+static int init_count;                                 /* under fake_lock */
+static json_t *fake_desc;                              /* under fake_lock */
+static struct nvmlDevice_st devices[FAKE_MAX_GPUS] = { /* constant after load */
+        { 0 },  { 1 },  { 2 },  { 3 },  { 4 },  { 5 },  { 6 },  { 7 },  { 8 },  { 9 },  { 10 }, { 11 }, { 12 },
+        { 13 }, { 14 }, { 15 }, { 16 }, { 17 }, { 18 }, { 19 }, { 20 }, { 21 }, { 22 }, { 23 }, { 24 }, { 25 },
+        { 26 }, { 27 }, { 28 }, { 29 }, { 30 }, { 31 }, { 32 }, { 33 }, { 34 }, { 35 }, { 36 }, { 37 }, { 38 },
+        { 39 }, { 40 }, { 41 }, { 42 }, { 43 }, { 44 }, { 45 }, { 46 }, { 47 }, { 48 }, { 49 }, { 50 }, { 51 },
+        { 52 }, { 53 }, { 54 }, { 55 }, { 56 }, { 57 }, { 58 }, { 59 }, { 60 }, { 61 }, { 62 }, { 63 },
+};
+
+/* A description reference dropped at scope exit (jansson's own json_decrefp). */
+#define _cleanup_json_ __attribute__((cleanup(json_decrefp)))
+
+/* Sleeps for seconds (fractions allowed). Returns nothing. */
+static void sleep_seconds(double seconds) {
+        if (seconds <= 0) return;
+        struct timespec ts = { .tv_sec = (time_t)seconds,
+                               .tv_nsec = (long)((seconds - (double)(time_t)seconds) * 1e9) };
+        while (nanosleep(&ts, &ts) != 0) {}
+}
+
+/* Sleeps when the description blocks call on gpu (-1: system). Returns nothing. */
+static void maybe_block(json_t *d, const char *call, int gpu) {
+        json_t *b = json_object_get(d, "block");
+        if (!json_is_object(b)) return;
+        const char *c = json_string_value(json_object_get(b, "call"));
+        json_t *g = json_object_get(b, "gpu");
+        int bg = json_is_integer(g) ? (int)json_integer_value(g) : -1;
+        if (c && strcmp(c, call) == 0 && bg == gpu) sleep_seconds(json_number_value(json_object_get(b, "seconds")));
+}
+
+/* Returns the code errors[call] of obj asks for, or NVML_SUCCESS. */
+static nvmlReturn_t injected(json_t *obj, const char *call) {
+        json_t *e = json_object_get(json_object_get(obj, "errors"), call);
+        return json_is_integer(e) ? (nvmlReturn_t)json_integer_value(e) : NVML_SUCCESS;
+}
+
+/* Starts a system call: takes a description reference into *ret_d. Returns NVML_SUCCESS or the
+ * code the call must answer (uninitialized, injected error). */
+static nvmlReturn_t begin_sys(const char *call, json_t **ret_d) {
+        pthread_mutex_lock(&fake_lock);
+        if (init_count == 0) {
+                pthread_mutex_unlock(&fake_lock);
+                return NVML_ERROR_UNINITIALIZED;
+        }
+        json_t *d = json_incref(fake_desc);
+        pthread_mutex_unlock(&fake_lock);
+        *ret_d = d;
+        maybe_block(d, call, -1);
+        return injected(d, call);
+}
+
+/* Starts a call about GPU index: like begin_sys, plus *ret_g (borrowed from *ret_d). Returns
+ * NVML_SUCCESS or the code to answer (invalid index, injected error; lost when handle_based). */
+static nvmlReturn_t begin_gpu(const char *call, unsigned index, bool handle_based, json_t **ret_d, json_t **ret_g) {
+        pthread_mutex_lock(&fake_lock);
+        if (init_count == 0) {
+                pthread_mutex_unlock(&fake_lock);
+                return NVML_ERROR_UNINITIALIZED;
+        }
+        json_t *d = json_incref(fake_desc);
+        pthread_mutex_unlock(&fake_lock);
+        *ret_d = d;
+        json_t *g = json_array_get(json_object_get(d, "gpus"), index);
+        if (!g || index >= FAKE_MAX_GPUS) return NVML_ERROR_INVALID_ARGUMENT;
+        *ret_g = g;
+        maybe_block(d, call, (int)index);
+        if (handle_based && json_is_true(json_object_get(g, "lost"))) return NVML_ERROR_GPU_IS_LOST;
+        return injected(g, call);
+}
+
+/* Starts a call on a device handle. Returns like begin_gpu; an unknown handle is an invalid argument. */
+static nvmlReturn_t begin_dev(const char *call, nvmlDevice_t dev, json_t **ret_d, json_t **ret_g) {
+        if (!dev || dev < devices || dev >= devices + FAKE_MAX_GPUS) return NVML_ERROR_INVALID_ARGUMENT;
+        return begin_gpu(call, dev->index, true, ret_d, ret_g);
+}
+
+/* Copies string s into buf of length len. Returns NVML_SUCCESS or NVML_ERROR_INSUFFICIENT_SIZE. */
+static nvmlReturn_t put_string(const char *s, char *buf, unsigned len) {
+        if (!buf) return NVML_ERROR_INVALID_ARGUMENT;
+        if (strlen(s) + 1 > len) return NVML_ERROR_INSUFFICIENT_SIZE;
+        memcpy(buf, s, strlen(s) + 1);
+        return NVML_SUCCESS;
+}
+
+/* Reads obj[key] as an unsigned number (an integer, or a "0x..." string) into *ret. Returns false when absent. */
+static bool get_u64(json_t *obj, const char *key, unsigned long long *ret) {
+        json_t *v = json_object_get(obj, key);
+        if (json_is_integer(v)) {
+                *ret = (unsigned long long)json_integer_value(v);
+                return true;
+        }
+        if (json_is_true(v) || json_is_false(v)) {
+                *ret = json_is_true(v);
+                return true;
+        }
+        if (json_is_string(v)) {
+                char *end;
+                *ret = strtoull(json_string_value(v), &end, 0);
+                return *end == 0;
+        }
+        return false;
+}
+
+/* Answers an unsigned int fact obj[key]. Returns NVML_SUCCESS or NVML_ERROR_NOT_SUPPORTED. */
+static nvmlReturn_t answer_uint(json_t *obj, const char *key, unsigned *out) {
+        unsigned long long v;
+        if (!out) return NVML_ERROR_INVALID_ARGUMENT;
+        if (!get_u64(obj, key, &v)) return NVML_ERROR_NOT_SUPPORTED;
+        *out = (unsigned)v;
+        return NVML_SUCCESS;
+}
+
+/* Answers an unsigned long long fact obj[key]. Returns NVML_SUCCESS or NVML_ERROR_NOT_SUPPORTED. */
+static nvmlReturn_t answer_ull(json_t *obj, const char *key, unsigned long long *out) {
+        if (!out) return NVML_ERROR_INVALID_ARGUMENT;
+        return get_u64(obj, key, out) ? NVML_SUCCESS : NVML_ERROR_NOT_SUPPORTED;
+}
+
+/* ---- init, shutdown, errors ---- */
+
+/* Loads the description and takes an init reference. Returns NVML_SUCCESS, init_error, or
+ * NVML_ERROR_DRIVER_NOT_LOADED when there is no readable description. */
+static nvmlReturn_t fake_init(void) {
+        const char *path = getenv("GPUNODE_FAKE_NVML");
+        json_t *d = path ? json_load_file(path, 0, NULL) : NULL;
+        if (!json_is_object(d)) {
+                json_decref(d);
+                return NVML_ERROR_DRIVER_NOT_LOADED;
+        }
+        maybe_block(d, "nvmlInit", -1);
+        json_t *ie = json_object_get(d, "init_error");
+        if (json_is_integer(ie) && json_integer_value(ie) != 0) {
+                nvmlReturn_t rc = (nvmlReturn_t)json_integer_value(ie);
+                json_decref(d);
+                return rc;
+        }
+        pthread_mutex_lock(&fake_lock);
+        json_decref(fake_desc);
+        fake_desc = d;
+        init_count++;
+        pthread_mutex_unlock(&fake_lock);
+        return NVML_SUCCESS;
+}
+
+EXPORT nvmlReturn_t nvmlInit(void) { return fake_init(); }
+EXPORT nvmlReturn_t nvmlInit_v2(void) { return fake_init(); }
+EXPORT nvmlReturn_t nvmlInitWithFlags(unsigned int flags) {
+        (void)flags;
+        return fake_init();
+}
+
+EXPORT nvmlReturn_t nvmlShutdown(void) {
+        json_t *old = NULL;
+        pthread_mutex_lock(&fake_lock);
+        if (init_count == 0) {
+                pthread_mutex_unlock(&fake_lock);
+                return NVML_ERROR_UNINITIALIZED;
+        }
+        if (--init_count == 0) {
+                old = fake_desc;
+                fake_desc = NULL;
+        }
+        pthread_mutex_unlock(&fake_lock);
+        json_decref(old);
+        return NVML_SUCCESS;
+}
+
+/* The strings the real library returns (as mirrored by NVIDIA DCGM's nvml_error_strings.h). */
+EXPORT const char *nvmlErrorString(nvmlReturn_t result) {
+        switch (result) {
+        case NVML_SUCCESS: return "Success";
+        case NVML_ERROR_UNINITIALIZED: return "Uninitialized";
+        case NVML_ERROR_INVALID_ARGUMENT: return "Invalid Argument";
+        case NVML_ERROR_NOT_SUPPORTED: return "Not Supported";
+        case NVML_ERROR_NO_PERMISSION: return "Insufficient Permissions";
+        case NVML_ERROR_ALREADY_INITIALIZED: return "Already Initialized";
+        case NVML_ERROR_NOT_FOUND: return "Not Found";
+        case NVML_ERROR_INSUFFICIENT_SIZE: return "Insufficient Size";
+        case NVML_ERROR_INSUFFICIENT_POWER: return "Insufficient External Power";
+        case NVML_ERROR_DRIVER_NOT_LOADED: return "Driver Not Loaded";
+        case NVML_ERROR_TIMEOUT: return "Timeout";
+        case NVML_ERROR_IRQ_ISSUE: return "Interrupt Request Issue";
+        case NVML_ERROR_LIBRARY_NOT_FOUND: return "NVML Shared Library Not Found";
+        case NVML_ERROR_FUNCTION_NOT_FOUND: return "Function Not Found";
+        case NVML_ERROR_CORRUPTED_INFOROM: return "Corrupted infoROM";
+        case NVML_ERROR_GPU_IS_LOST: return "GPU is lost";
+        case NVML_ERROR_RESET_REQUIRED: return "GPU requires reset";
+        case NVML_ERROR_OPERATING_SYSTEM: return "GPU access blocked by the operating system";
+        case NVML_ERROR_LIB_RM_VERSION_MISMATCH: return "Driver/library version mismatch";
+        case NVML_ERROR_IN_USE: return "In use by another client";
+        case NVML_ERROR_MEMORY: return "Insufficient Memory";
+        case NVML_ERROR_NO_DATA: return "No data";
+        case NVML_ERROR_INSUFFICIENT_RESOURCES: return "Insufficient Resources";
+        case NVML_ERROR_ARGUMENT_VERSION_MISMATCH: return "Argument version mismatch";
+        default: return "Unknown Error";
+        }
+}
+
+/* ---- system queries ---- */
+
+/* Answers a string fact of the description. Returns an nvmlReturn_t. */
+static nvmlReturn_t sys_string(const char *call, const char *key, char *buf, unsigned len) {
+        _cleanup_json_ json_t *d = NULL;
+        nvmlReturn_t rc = begin_sys(call, &d);
+        if (rc != NVML_SUCCESS) return rc;
+        const char *s = json_string_value(json_object_get(d, key));
+        return s ? put_string(s, buf, len) : NVML_ERROR_NOT_SUPPORTED;
+}
+
+EXPORT nvmlReturn_t nvmlSystemGetDriverVersion(char *version, unsigned int length) {
+        return sys_string("nvmlSystemGetDriverVersion", "driver_version", version, length);
+}
+
+EXPORT nvmlReturn_t nvmlSystemGetNVMLVersion(char *version, unsigned int length) {
+        return sys_string("nvmlSystemGetNVMLVersion", "nvml_version", version, length);
+}
+
+/* Answers nvmlSystemGetCudaDriverVersion (both versions). Returns an nvmlReturn_t. */
+static nvmlReturn_t cuda_version(int *out) {
+        _cleanup_json_ json_t *d = NULL;
+        nvmlReturn_t rc = begin_sys("nvmlSystemGetCudaDriverVersion", &d);
+        unsigned v;
+        if (rc != NVML_SUCCESS) return rc;
+        rc = answer_uint(d, "cuda_driver_version", &v);
+        if (rc == NVML_SUCCESS) *out = (int)v;
+        return rc;
+}
+
+EXPORT nvmlReturn_t nvmlSystemGetCudaDriverVersion(int *cudaDriverVersion) { return cuda_version(cudaDriverVersion); }
+EXPORT nvmlReturn_t nvmlSystemGetCudaDriverVersion_v2(int *cudaDriverVersion) {
+        return cuda_version(cudaDriverVersion);
+}
+
+/* Answers nvmlDeviceGetCount (both versions). Returns an nvmlReturn_t. */
+static nvmlReturn_t device_count(unsigned *out) {
+        _cleanup_json_ json_t *d = NULL;
+        nvmlReturn_t rc = begin_sys("nvmlDeviceGetCount", &d);
+        if (rc != NVML_SUCCESS) return rc;
+        if (!out) return NVML_ERROR_INVALID_ARGUMENT;
+        size_t n = json_array_size(json_object_get(d, "gpus"));
+        *out = (unsigned)(n > FAKE_MAX_GPUS ? FAKE_MAX_GPUS : n);
+        return NVML_SUCCESS;
+}
+
+EXPORT nvmlReturn_t nvmlDeviceGetCount(unsigned int *deviceCount) { return device_count(deviceCount); }
+EXPORT nvmlReturn_t nvmlDeviceGetCount_v2(unsigned int *deviceCount) { return device_count(deviceCount); }
+
+/* Answers nvmlDeviceGetHandleByIndex (both versions). Returns an nvmlReturn_t. */
+static nvmlReturn_t handle_by_index(unsigned index, nvmlDevice_t *out) {
+        _cleanup_json_ json_t *d = NULL;
+        json_t *g = NULL;
+        nvmlReturn_t rc = begin_gpu("nvmlDeviceGetHandleByIndex", index, false, &d, &g);
+        if (rc != NVML_SUCCESS) return rc;
+        if (!out) return NVML_ERROR_INVALID_ARGUMENT;
+        *out = &devices[index];
+        return NVML_SUCCESS;
+}
+
+EXPORT nvmlReturn_t nvmlDeviceGetHandleByIndex(unsigned int index, nvmlDevice_t *device) {
+        return handle_by_index(index, device);
+}
+EXPORT nvmlReturn_t nvmlDeviceGetHandleByIndex_v2(unsigned int index, nvmlDevice_t *device) {
+        return handle_by_index(index, device);
+}
+
+/* ---- per-device queries ---- */
+
+/* Declares d and g and starts a device call, returning early on any failure. */
+#define BEGIN(call)                                             \
+        _cleanup_json_ json_t *d = NULL;                        \
+        json_t *g = NULL;                                       \
+        nvmlReturn_t rc = begin_dev((call), device, &d, &g);    \
+        if (rc != NVML_SUCCESS) return rc
+
+EXPORT nvmlReturn_t nvmlDeviceGetIndex(nvmlDevice_t device, unsigned int *index) {
+        BEGIN("nvmlDeviceGetIndex");
+        if (!index) return NVML_ERROR_INVALID_ARGUMENT;
+        *index = device->index;
+        return NVML_SUCCESS;
+}
+
+EXPORT nvmlReturn_t nvmlDeviceGetName(nvmlDevice_t device, char *name, unsigned int length) {
+        BEGIN("nvmlDeviceGetName");
+        const char *s = json_string_value(json_object_get(g, "name"));
+        return s ? put_string(s, name, length) : NVML_ERROR_NOT_SUPPORTED;
+}
+
+EXPORT nvmlReturn_t nvmlDeviceGetUUID(nvmlDevice_t device, char *uuid, unsigned int length) {
+        BEGIN("nvmlDeviceGetUUID");
+        const char *s = json_string_value(json_object_get(g, "uuid"));
+        return s ? put_string(s, uuid, length) : NVML_ERROR_NOT_SUPPORTED;
+}
+
+EXPORT nvmlReturn_t nvmlDeviceGetMinorNumber(nvmlDevice_t device, unsigned int *minorNumber) {
+        BEGIN("nvmlDeviceGetMinorNumber");
+        return answer_uint(g, "minor_number", minorNumber);
+}
+
+/* Answers every nvmlDeviceGetPciInfo version (they share nvmlPciInfo_t). Returns an nvmlReturn_t. */
+static nvmlReturn_t pci_info(nvmlDevice_t device, nvmlPciInfo_t *pci) {
+        BEGIN("nvmlDeviceGetPciInfo");
+        const char *id = json_string_value(json_object_get(g, "pci_bus_id"));
+        unsigned dom, bus, dev, fn;
+        unsigned long long did = 0, sid = 0;
+        if (!pci) return NVML_ERROR_INVALID_ARGUMENT;
+        if (!id || sscanf(id, "%x:%x:%x.%x", &dom, &bus, &dev, &fn) != 4) return NVML_ERROR_NOT_SUPPORTED;
+        get_u64(g, "pci_device_id", &did);
+        get_u64(g, "pci_subsystem_id", &sid);
+        memset(pci, 0, sizeof *pci);
+        snprintf(pci->busId, sizeof pci->busId, "%s", id);
+        snprintf(pci->busIdLegacy, sizeof pci->busIdLegacy, NVML_DEVICE_PCI_BUS_ID_LEGACY_FMT, dom & 0xffff, bus,
+                 dev);
+        pci->domain = dom;
+        pci->bus = bus;
+        pci->device = dev;
+        pci->pciDeviceId = (unsigned)did;
+        pci->pciSubSystemId = (unsigned)sid;
+        return NVML_SUCCESS;
+}
+
+EXPORT nvmlReturn_t nvmlDeviceGetPciInfo(nvmlDevice_t device, nvmlPciInfo_t *pci) { return pci_info(device, pci); }
+EXPORT nvmlReturn_t nvmlDeviceGetPciInfo_v2(nvmlDevice_t device, nvmlPciInfo_t *pci) { return pci_info(device, pci); }
+EXPORT nvmlReturn_t nvmlDeviceGetPciInfo_v3(nvmlDevice_t device, nvmlPciInfo_t *pci) { return pci_info(device, pci); }
+
+EXPORT nvmlReturn_t nvmlDeviceGetMemoryInfo(nvmlDevice_t device, nvmlMemory_t *memory) {
+        BEGIN("nvmlDeviceGetMemoryInfo");
+        json_t *m = json_object_get(g, "memory");
+        if (!memory) return NVML_ERROR_INVALID_ARGUMENT;
+        if (!json_is_object(m)) return NVML_ERROR_NOT_SUPPORTED;
+        memory->total = memory->used = memory->free = 0;
+        get_u64(m, "total", &memory->total);
+        get_u64(m, "used", &memory->used);
+        get_u64(m, "free", &memory->free);
+        return NVML_SUCCESS;
+}
+
+EXPORT nvmlReturn_t nvmlDeviceGetMemoryInfo_v2(nvmlDevice_t device, nvmlMemory_v2_t *memory) {
+        BEGIN("nvmlDeviceGetMemoryInfo");
+        json_t *m = json_object_get(g, "memory");
+        if (!memory) return NVML_ERROR_INVALID_ARGUMENT;
+        if (memory->version != nvmlMemory_v2) return NVML_ERROR_ARGUMENT_VERSION_MISMATCH;
+        if (!json_is_object(m)) return NVML_ERROR_NOT_SUPPORTED;
+        memory->total = memory->reserved = memory->used = memory->free = 0;
+        get_u64(m, "total", &memory->total);
+        get_u64(m, "reserved", &memory->reserved);
+        get_u64(m, "used", &memory->used);
+        get_u64(m, "free", &memory->free);
+        return NVML_SUCCESS;
+}
+
+EXPORT nvmlReturn_t nvmlDeviceGetCudaComputeCapability(nvmlDevice_t device, int *major, int *minor) {
+        BEGIN("nvmlDeviceGetCudaComputeCapability");
+        json_t *cc = json_object_get(g, "compute_capability");
+        if (!major || !minor) return NVML_ERROR_INVALID_ARGUMENT;
+        if (json_array_size(cc) != 2) return NVML_ERROR_NOT_SUPPORTED;
+        *major = (int)json_integer_value(json_array_get(cc, 0));
+        *minor = (int)json_integer_value(json_array_get(cc, 1));
+        return NVML_SUCCESS;
+}
+
+EXPORT nvmlReturn_t nvmlDeviceGetMigMode(nvmlDevice_t device, unsigned int *currentMode, unsigned int *pendingMode) {
+        BEGIN("nvmlDeviceGetMigMode");
+        json_t *m = json_object_get(g, "mig_mode");
+        if (!currentMode || !pendingMode) return NVML_ERROR_INVALID_ARGUMENT;
+        if (!json_is_object(m)) return NVML_ERROR_NOT_SUPPORTED;
+        if (answer_uint(m, "current", currentMode) != NVML_SUCCESS) *currentMode = 0;
+        if (answer_uint(m, "pending", pendingMode) != NVML_SUCCESS) *pendingMode = *currentMode;
+        return NVML_SUCCESS;
+}
+
+EXPORT nvmlReturn_t nvmlDeviceGetPersistenceMode(nvmlDevice_t device, nvmlEnableState_t *mode) {
+        BEGIN("nvmlDeviceGetPersistenceMode");
+        unsigned v;
+        if (!mode) return NVML_ERROR_INVALID_ARGUMENT;
+        rc = answer_uint(g, "persistence_mode", &v);
+        if (rc == NVML_SUCCESS) *mode = v ? NVML_FEATURE_ENABLED : NVML_FEATURE_DISABLED;
+        return rc;
+}
+
+/* Parses a UUID string's 32 hex digits (dashes ignored) into 16 bytes. Returns nothing; bad input gives zeros. */
+static void parse_uuid(const char *s, unsigned char out[16]) {
+        unsigned n = 0;
+        memset(out, 0, 16);
+        for (; s && *s && n < 32; s++) {
+                int v;
+                if (*s >= '0' && *s <= '9') v = *s - '0';
+                else if (*s >= 'a' && *s <= 'f') v = *s - 'a' + 10;
+                else if (*s >= 'A' && *s <= 'F') v = *s - 'A' + 10;
+                else continue;
+                out[n / 2] |= (unsigned char)(n % 2 ? v : v << 4);
+                n++;
+        }
+}
+
+/* Reads the fabric object into its parts. Returns NVML_SUCCESS or NVML_ERROR_NOT_SUPPORTED. */
+static nvmlReturn_t fabric(json_t *g, unsigned char uuid[16], nvmlReturn_t *status, unsigned *clique,
+                           nvmlGpuFabricState_t *state, unsigned *health) {
+        json_t *f = json_object_get(g, "fabric");
+        unsigned v = 0;
+        if (!json_is_object(f)) return NVML_ERROR_NOT_SUPPORTED;
+        parse_uuid(json_string_value(json_object_get(f, "cluster_uuid")), uuid);
+        *status = answer_uint(f, "status", &v) == NVML_SUCCESS ? (nvmlReturn_t)v : NVML_SUCCESS;
+        *clique = answer_uint(f, "clique_id", &v) == NVML_SUCCESS ? v : 0;
+        *state = answer_uint(f, "state", &v) == NVML_SUCCESS ? (nvmlGpuFabricState_t)v : 0;
+        *health = answer_uint(f, "health_mask", &v) == NVML_SUCCESS ? v : 0;
+        return NVML_SUCCESS;
+}
+
+EXPORT nvmlReturn_t nvmlDeviceGetGpuFabricInfo(nvmlDevice_t device, nvmlGpuFabricInfo_t *gpuFabricInfo) {
+        BEGIN("nvmlDeviceGetGpuFabricInfo");
+        unsigned health;
+        if (!gpuFabricInfo) return NVML_ERROR_INVALID_ARGUMENT;
+        return fabric(g, gpuFabricInfo->clusterUuid, &gpuFabricInfo->status, &gpuFabricInfo->cliqueId,
+                      &gpuFabricInfo->state, &health);
+}
+
+EXPORT nvmlReturn_t nvmlDeviceGetGpuFabricInfoV(nvmlDevice_t device, nvmlGpuFabricInfoV_t *gpuFabricInfo) {
+        BEGIN("nvmlDeviceGetGpuFabricInfo");
+        unsigned long long maxv = 3;
+        if (!gpuFabricInfo) return NVML_ERROR_INVALID_ARGUMENT;
+        get_u64(d, "fabric_info_max_version", &maxv);
+        unsigned ver = gpuFabricInfo->version;
+        if (!(ver == nvmlGpuFabricInfo_v2 || (ver == nvmlGpuFabricInfo_v3 && maxv >= 3)))
+                return NVML_ERROR_ARGUMENT_VERSION_MISMATCH;
+        /* Write only the fields of the version asked for: a v2 caller's buffer ends before healthSummary. */
+        nvmlGpuFabricInfo_v3_t tmp;
+        memset(&tmp, 0, sizeof tmp);
+        rc = fabric(g, tmp.clusterUuid, &tmp.status, &tmp.cliqueId, &tmp.state, &tmp.healthMask);
+        if (rc != NVML_SUCCESS) return rc;
+        tmp.version = ver;
+        memcpy(gpuFabricInfo, &tmp, ver == nvmlGpuFabricInfo_v2 ? sizeof(nvmlGpuFabricInfo_v2_t) : sizeof tmp);
+        return NVML_SUCCESS;
+}
+
+EXPORT nvmlReturn_t nvmlDeviceGetEccMode(nvmlDevice_t device, nvmlEnableState_t *current, nvmlEnableState_t *pending) {
+        BEGIN("nvmlDeviceGetEccMode");
+        json_t *e = json_object_get(g, "ecc");
+        unsigned c, p;
+        if (!current || !pending) return NVML_ERROR_INVALID_ARGUMENT;
+        if (answer_uint(e, "mode_current", &c) != NVML_SUCCESS) return NVML_ERROR_NOT_SUPPORTED;
+        if (answer_uint(e, "mode_pending", &p) != NVML_SUCCESS) p = c;
+        *current = c ? NVML_FEATURE_ENABLED : NVML_FEATURE_DISABLED;
+        *pending = p ? NVML_FEATURE_ENABLED : NVML_FEATURE_DISABLED;
+        return NVML_SUCCESS;
+}
+
+EXPORT nvmlReturn_t nvmlDeviceGetTotalEccErrors(nvmlDevice_t device, nvmlMemoryErrorType_t errorType,
+                                                nvmlEccCounterType_t counterType, unsigned long long *eccCounts) {
+        BEGIN("nvmlDeviceGetTotalEccErrors");
+        char key[64];
+        if (errorType >= NVML_MEMORY_ERROR_TYPE_COUNT || counterType >= NVML_ECC_COUNTER_TYPE_COUNT)
+                return NVML_ERROR_INVALID_ARGUMENT;
+        snprintf(key, sizeof key, "%s_%s", counterType == NVML_VOLATILE_ECC ? "volatile" : "aggregate",
+                 errorType == NVML_MEMORY_ERROR_TYPE_CORRECTED ? "corrected" : "uncorrected");
+        return answer_ull(json_object_get(g, "ecc"), key, eccCounts);
+}
+
+EXPORT nvmlReturn_t nvmlDeviceGetRemappedRows(nvmlDevice_t device, unsigned int *corrRows, unsigned int *uncRows,
+                                              unsigned int *isPending, unsigned int *failureOccurred) {
+        BEGIN("nvmlDeviceGetRemappedRows");
+        json_t *r = json_object_get(g, "remapped_rows");
+        if (!corrRows || !uncRows || !isPending || !failureOccurred) return NVML_ERROR_INVALID_ARGUMENT;
+        if (!json_is_object(r)) return NVML_ERROR_NOT_SUPPORTED;
+        if (answer_uint(r, "correctable", corrRows) != NVML_SUCCESS) *corrRows = 0;
+        if (answer_uint(r, "uncorrectable", uncRows) != NVML_SUCCESS) *uncRows = 0;
+        if (answer_uint(r, "pending", isPending) != NVML_SUCCESS) *isPending = 0;
+        if (answer_uint(r, "failure", failureOccurred) != NVML_SUCCESS) *failureOccurred = 0;
+        return NVML_SUCCESS;
+}
+
+EXPORT nvmlReturn_t nvmlDeviceGetFieldValues(nvmlDevice_t device, int valuesCount, nvmlFieldValue_t *values) {
+        BEGIN("nvmlDeviceGetFieldValues");
+        struct timespec now;
+        if (valuesCount < 0 || (valuesCount > 0 && !values)) return NVML_ERROR_INVALID_ARGUMENT;
+        clock_gettime(CLOCK_REALTIME, &now);
+        for (int i = 0; i < valuesCount; i++) {
+                nvmlFieldValue_t *v = &values[i];
+                unsigned long long x;
+                char key[16];
+                v->timestamp = (long long)now.tv_sec * 1000000 + now.tv_nsec / 1000;
+                v->latencyUsec = 0;
+                memset(&v->value, 0, sizeof v->value);
+                v->nvmlReturn = NVML_SUCCESS;
+                snprintf(key, sizeof key, "%u", v->fieldId);
+                if (v->fieldId == NVML_FI_DEV_GET_GPU_RECOVERY_ACTION && get_u64(g, "recovery_action", &x)) {
+                        v->valueType = NVML_VALUE_TYPE_UNSIGNED_INT;
+                        v->value.uiVal = (unsigned)x;
+                } else if (v->fieldId == NVML_FI_DEV_MEMORY_TEMP && get_u64(g, "memory_temperature", &x)) {
+                        v->valueType = NVML_VALUE_TYPE_UNSIGNED_INT;
+                        v->value.uiVal = (unsigned)x;
+                } else if (get_u64(json_object_get(g, "fields"), key, &x)) {
+                        v->valueType = NVML_VALUE_TYPE_UNSIGNED_LONG_LONG;
+                        v->value.ullVal = x;
+                } else {
+                        v->nvmlReturn = NVML_ERROR_NOT_SUPPORTED;
+                }
+        }
+        return NVML_SUCCESS;
+}
+
+EXPORT nvmlReturn_t nvmlDeviceGetTemperature(nvmlDevice_t device, nvmlTemperatureSensors_t sensorType,
+                                             unsigned int *temp) {
+        BEGIN("nvmlDeviceGetTemperature");
+        if (sensorType != NVML_TEMPERATURE_GPU) return NVML_ERROR_INVALID_ARGUMENT;
+        return answer_uint(g, "temperature", temp);
+}
+
+EXPORT nvmlReturn_t nvmlDeviceGetTemperatureV(nvmlDevice_t device, nvmlTemperature_t *temperature) {
+        BEGIN("nvmlDeviceGetTemperature");
+        unsigned t;
+        if (!temperature) return NVML_ERROR_INVALID_ARGUMENT;
+        if (temperature->version != nvmlTemperature_v1) return NVML_ERROR_ARGUMENT_VERSION_MISMATCH;
+        if (temperature->sensorType != NVML_TEMPERATURE_GPU) return NVML_ERROR_INVALID_ARGUMENT;
+        rc = answer_uint(g, "temperature", &t);
+        if (rc == NVML_SUCCESS) temperature->temperature = (int)t;
+        return rc;
+}
+
+EXPORT nvmlReturn_t nvmlDeviceGetPowerUsage(nvmlDevice_t device, unsigned int *power) {
+        BEGIN("nvmlDeviceGetPowerUsage");
+        return answer_uint(g, "power_mw", power);
+}
+
+EXPORT nvmlReturn_t nvmlDeviceGetTotalEnergyConsumption(nvmlDevice_t device, unsigned long long *energy) {
+        BEGIN("nvmlDeviceGetTotalEnergyConsumption");
+        return answer_ull(g, "energy_mj", energy);
+}
+
+EXPORT nvmlReturn_t nvmlDeviceGetUtilizationRates(nvmlDevice_t device, nvmlUtilization_t *utilization) {
+        BEGIN("nvmlDeviceGetUtilizationRates");
+        json_t *u = json_object_get(g, "utilization");
+        if (!utilization) return NVML_ERROR_INVALID_ARGUMENT;
+        if (!json_is_object(u)) return NVML_ERROR_NOT_SUPPORTED;
+        if (answer_uint(u, "gpu", &utilization->gpu) != NVML_SUCCESS) utilization->gpu = 0;
+        if (answer_uint(u, "memory", &utilization->memory) != NVML_SUCCESS) utilization->memory = 0;
+        return NVML_SUCCESS;
+}
+
+EXPORT nvmlReturn_t nvmlDeviceGetClockInfo(nvmlDevice_t device, nvmlClockType_t type, unsigned int *clock) {
+        BEGIN("nvmlDeviceGetClockInfo");
+        static const char *const names[] = { "graphics", "sm", "mem", "video" };
+        if ((unsigned)type >= 4) return NVML_ERROR_INVALID_ARGUMENT;
+        return answer_uint(json_object_get(g, "clocks"), names[type], clock);
+}
+
+EXPORT nvmlReturn_t nvmlDeviceGetPcieReplayCounter(nvmlDevice_t device, unsigned int *value) {
+        BEGIN("nvmlDeviceGetPcieReplayCounter");
+        return answer_uint(g, "pcie_replay", value);
+}
+
+EXPORT nvmlReturn_t nvmlDeviceGetCurrentClocksEventReasons(nvmlDevice_t device, unsigned long long *reasons) {
+        BEGIN("nvmlDeviceGetCurrentClocksEventReasons");
+        return answer_ull(g, "clocks_event_reasons", reasons);
+}
+
+EXPORT nvmlReturn_t nvmlDeviceGetCurrentClocksThrottleReasons(nvmlDevice_t device, unsigned long long *reasons) {
+        return nvmlDeviceGetCurrentClocksEventReasons(device, reasons);
+}
+
+/* ---- events ---- */
+
+EXPORT nvmlReturn_t nvmlEventSetCreate(nvmlEventSet_t *set) {
+        _cleanup_json_ json_t *d = NULL;
+        nvmlReturn_t rc = begin_sys("nvmlEventSetCreate", &d);
+        if (rc != NVML_SUCCESS) return rc;
+        if (!set) return NVML_ERROR_INVALID_ARGUMENT;
+        *set = calloc(1, sizeof **set);
+        return *set ? NVML_SUCCESS : NVML_ERROR_MEMORY;
+}
+
+EXPORT nvmlReturn_t nvmlDeviceGetSupportedEventTypes(nvmlDevice_t device, unsigned long long *eventTypes) {
+        BEGIN("nvmlDeviceGetSupportedEventTypes");
+        if (!eventTypes) return NVML_ERROR_INVALID_ARGUMENT;
+        *eventTypes = nvmlEventTypeXidCriticalError | nvmlEventTypeSingleBitEccError | nvmlEventTypeDoubleBitEccError;
+        return NVML_SUCCESS;
+}
+
+EXPORT nvmlReturn_t nvmlDeviceRegisterEvents(nvmlDevice_t device, unsigned long long eventTypes, nvmlEventSet_t set) {
+        BEGIN("nvmlDeviceRegisterEvents");
+        if (!set) return NVML_ERROR_INVALID_ARGUMENT;
+        pthread_mutex_lock(&fake_lock);
+        set->types[device->index] |= eventTypes;
+        pthread_mutex_unlock(&fake_lock);
+        return NVML_SUCCESS;
+}
+
+/* Delivers the next undelivered Xid of a registered GPU, or waits timeoutms. Returns an nvmlReturn_t. */
+static nvmlReturn_t event_wait(nvmlEventSet_t set, nvmlEventData_t *data, unsigned timeoutms) {
+        _cleanup_json_ json_t *d = NULL;
+        nvmlReturn_t rc = begin_sys("nvmlEventSetWait", &d);
+        if (rc != NVML_SUCCESS) return rc;
+        if (!set || !data) return NVML_ERROR_INVALID_ARGUMENT;
+        json_t *gpus = json_object_get(d, "gpus");
+        pthread_mutex_lock(&fake_lock);
+        for (unsigned i = 0; i < FAKE_MAX_GPUS && i < json_array_size(gpus); i++) {
+                if (!(set->types[i] & nvmlEventTypeXidCriticalError)) continue;
+                json_t *x = json_object_get(json_array_get(gpus, i), "xid_events");
+                if (set->next[i] < json_array_size(x)) {
+                        memset(data, 0, sizeof *data);
+                        data->device = &devices[i];
+                        data->eventType = nvmlEventTypeXidCriticalError;
+                        data->eventData = (unsigned long long)json_integer_value(json_array_get(x, set->next[i]));
+                        data->gpuInstanceId = 0xFFFFFFFFu;
+                        data->computeInstanceId = 0xFFFFFFFFu;
+                        set->next[i]++;
+                        pthread_mutex_unlock(&fake_lock);
+                        return NVML_SUCCESS;
+                }
+        }
+        pthread_mutex_unlock(&fake_lock);
+        sleep_seconds(timeoutms / 1000.0);
+        return NVML_ERROR_TIMEOUT;
+}
+
+EXPORT nvmlReturn_t nvmlEventSetWait(nvmlEventSet_t set, nvmlEventData_t *data, unsigned int timeoutms) {
+        return event_wait(set, data, timeoutms);
+}
+EXPORT nvmlReturn_t nvmlEventSetWait_v2(nvmlEventSet_t set, nvmlEventData_t *data, unsigned int timeoutms) {
+        return event_wait(set, data, timeoutms);
+}
+
+EXPORT nvmlReturn_t nvmlEventSetFree(nvmlEventSet_t set) {
+        free(set);
+        return NVML_SUCCESS;
+}

@@ -1,0 +1,437 @@
+/* test_nvml.c: unit tests of the NVML loader and probe against the fake libnvidia-ml.so.1. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <cmocka.h>
+
+#include <dlfcn.h>
+#include <jansson.h>
+#include <time.h>
+
+#include "nvml_lib.h"
+#include "nvml_probe.h"
+#include "util.h"
+
+#ifndef FAKE_NVML_LIBRARY
+#define FAKE_NVML_LIBRARY "./libnvidia-ml.so.1"
+#endif
+#ifndef NVML_TESTDATA
+#define NVML_TESTDATA "tests/fake-nvml/testdata"
+#endif
+
+/* Returns the fake library's path: $GPUNODE_TEST_FAKE_NVML_LIBRARY or the build-time default. */
+static const char *fake_library(void) {
+        const char *p = getenv("GPUNODE_TEST_FAKE_NVML_LIBRARY");
+        return p ? p : FAKE_NVML_LIBRARY;
+}
+
+/* Points the fake at testdata/name. Returns nothing. */
+static void use_description(const char *name) {
+        _cleanup_free_ char *p = xasprintf("%s/%s", getenv("GPUNODE_TEST_NVML_TESTDATA") ?: NVML_TESTDATA, name);
+        setenv("GPUNODE_FAKE_NVML", p, 1);
+}
+
+/* Returns the loaded fake; fails the test when it cannot be loaded. */
+static struct nvml_lib *open_fake(void) {
+        struct nvml_lib *lib = NULL;
+        _cleanup_free_ char *err = NULL;
+        int r = nvml_lib_open(fake_library(), &lib, &err);
+        if (r < 0) fail_msg("cannot load %s: %s", fake_library(), err);
+        return lib;
+}
+
+/* Returns the probe's facts for testdata/name with a generous timeout. */
+static struct nvml_facts *probe(struct nvml_lib *lib, const char *name) {
+        struct nvml_facts *f = NULL;
+        use_description(name);
+        assert_int_equal(nvml_probe_run(lib, 5000, &f), 0);
+        assert_non_null(f);
+        assert_false(f->timed_out);
+        return f;
+}
+
+/* Returns monotonic milliseconds. */
+static long long now_ms(void) {
+        struct timespec ts;
+        clock_gettime(CLOCK_MONOTONIC, &ts);
+        return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static void test_return_names(void **state) {
+        (void)state;
+        assert_string_equal(nvml_return_name(9), "NVML_ERROR_DRIVER_NOT_LOADED");
+        assert_string_equal(nvml_return_name(18), "NVML_ERROR_LIB_RM_VERSION_MISMATCH");
+        assert_string_equal(nvml_return_name(0), "NVML_SUCCESS");
+        assert_string_equal(nvml_return_name(999), "NVML_ERROR_UNKNOWN");
+        assert_string_equal(nvml_return_name(12345), "NVML_ERROR_UNRECOGNIZED");
+        assert_string_equal(nvml_return_message(18),
+                            "the NVML library and the kernel module have different versions "
+                            "(driver/library version mismatch)");
+        for (int rc = 0; rc <= 30; rc++) {
+                assert_string_not_equal(nvml_return_name(rc), "NVML_ERROR_UNRECOGNIZED");
+                assert_non_null(strstr(nvml_return_name(rc), "NVML_"));
+                assert_true(strlen(nvml_return_message(rc)) > 5);
+        }
+}
+
+static void test_missing_library(void **state) {
+        (void)state;
+        struct nvml_lib *lib = NULL;
+        _cleanup_free_ char *err = NULL;
+        assert_int_equal(nvml_lib_open("/nonexistent/libnvidia-ml.so.1", &lib, &err), -ENOENT);
+        assert_null(lib);
+        assert_non_null(err);
+        assert_non_null(strstr(err, "/nonexistent/libnvidia-ml.so.1"));
+}
+
+static void test_not_nvml(void **state) {
+        (void)state;
+        struct nvml_lib *lib = NULL;
+        _cleanup_free_ char *err = NULL;
+        assert_int_equal(nvml_lib_open("libc.so.6", &lib, &err), -ELIBBAD);
+        assert_null(lib);
+        assert_non_null(strstr(err, "nvmlInit_v2"));
+}
+
+static void test_symbols(void **state) {
+        (void)state;
+        _cleanup_nvml_lib_ struct nvml_lib *lib = open_fake();
+        assert_non_null(lib->nvmlInit);
+        assert_non_null(lib->nvmlDeviceGetPciInfo);
+        assert_non_null(lib->nvmlDeviceGetMemoryInfo_v2);
+        assert_non_null(lib->nvmlDeviceGetGpuFabricInfoV);
+        assert_non_null(lib->nvmlEventSetWait);
+        assert_non_null(strstr(lib->path, "libnvidia-ml.so.1"));
+        /* The fake exports the real names: versioned and unversioned. */
+        assert_ptr_equal(lib->nvmlInit, dlsym(lib->handle, "nvmlInit_v2"));
+        assert_non_null(dlsym(lib->handle, "nvmlInit"));
+        assert_non_null(dlsym(lib->handle, "nvmlDeviceGetPciInfo_v3"));
+        assert_non_null(dlsym(lib->handle, "nvmlDeviceGetCurrentClocksThrottleReasons"));
+        /* Calls before init. */
+        unsigned n;
+        assert_int_equal(lib->nvmlDeviceGetCount(&n), NVML_ERROR_UNINITIALIZED);
+        assert_int_equal(lib->nvmlShutdown(), NVML_ERROR_UNINITIALIZED);
+        assert_string_equal(lib->nvmlErrorString(NVML_ERROR_LIB_RM_VERSION_MISMATCH), "Driver/library version mismatch");
+}
+
+static void test_two_gpus(void **state) {
+        (void)state;
+        _cleanup_nvml_lib_ struct nvml_lib *lib = open_fake();
+        _cleanup_nvml_facts_ struct nvml_facts *f = probe(lib, "two-gpus.json");
+
+        assert_non_null(strstr(f->library_path, "libnvidia-ml.so.1"));
+        assert_int_equal(f->init_rc, NVML_SUCCESS);
+        assert_int_equal(f->driver_version_rc, 0);
+        assert_string_equal(f->driver_version, "550.54.15");
+        assert_int_equal(f->nvml_version_rc, 0);
+        assert_string_equal(f->nvml_version, "12.550.54.15");
+        assert_int_equal(f->cuda_driver_version.rc, 0);
+        assert_int_equal(f->cuda_driver_version.value, 12040);
+        assert_int_equal(f->device_count_rc, 0);
+        assert_int_equal(f->device_count, 2);
+        assert_int_equal(f->n_gpus, 2);
+
+        const struct nvml_gpu_facts *g = &f->gpus[0];
+        assert_true(g->complete);
+        assert_int_equal(g->index, 0);
+        assert_int_equal(g->handle_rc, 0);
+        assert_int_equal(g->name_rc, 0);
+        assert_string_equal(g->name, "NVIDIA H100 80GB HBM3");
+        assert_int_equal(g->uuid_rc, 0);
+        assert_string_equal(g->uuid, "GPU-d0f25a6f-9a3f-61b9-c128-3d14759651d7");
+        assert_int_equal(g->minor_number.rc, 0);
+        assert_int_equal(g->minor_number.value, 0);
+        assert_int_equal(g->pci_rc, 0);
+        assert_string_equal(g->pci_bus_id, "00000000:18:00.0");
+        assert_string_equal(g->pci_bus_id_legacy, "0000:18:00.0");
+        assert_int_equal(g->pci_domain, 0);
+        assert_int_equal(g->pci_bus, 0x18);
+        assert_int_equal(g->pci_device, 0);
+        assert_int_equal(g->pci_device_id, 0x233010DE);
+        assert_int_equal(g->pci_subsystem_id, 0x16C110DE);
+        assert_int_equal(g->memory_rc, 0);
+        assert_int_equal(g->memory_version, 2);
+        assert_int_equal(g->memory_total, 85520809984ULL);
+        assert_int_equal(g->memory_used, 633602048ULL);
+        assert_int_equal(g->memory_free, 84887207936ULL);
+        assert_int_equal(g->memory_reserved, 562036736ULL);
+        assert_int_equal(g->cc_rc, 0);
+        assert_int_equal(g->cc_major, 9);
+        assert_int_equal(g->cc_minor, 0);
+        assert_int_equal(g->mig_rc, 0);
+        assert_int_equal(g->mig_current, 0);
+        assert_int_equal(g->mig_pending, 0);
+        assert_int_equal(g->persistence_mode.rc, 0);
+        assert_int_equal(g->persistence_mode.value, 1);
+        assert_int_equal(g->fabric_rc, 0);
+        assert_int_equal(g->fabric_version, 3);
+        assert_int_equal(g->fabric_state, NVML_GPU_FABRIC_STATE_COMPLETED);
+        assert_int_equal(g->fabric_status, 0);
+        assert_string_equal(g->fabric_cluster_uuid, "6b1bd5c2-7f45-4b2e-9b66-0c1a3e2f4d5e");
+        assert_int_equal(g->fabric_clique_id, 32766);
+        assert_int_equal(g->ecc_mode_rc, 0);
+        assert_int_equal(g->ecc_mode_current, 1);
+        assert_int_equal(g->ecc_mode_pending, 1);
+        assert_int_equal(g->ecc_volatile_corrected.value, 2);
+        assert_int_equal(g->ecc_volatile_uncorrected.value, 0);
+        assert_int_equal(g->ecc_aggregate_corrected.value, 17);
+        assert_int_equal(g->ecc_aggregate_uncorrected.rc, 0);
+        assert_int_equal(g->ecc_aggregate_uncorrected.value, 1);
+        assert_int_equal(g->remapped_rows_rc, 0);
+        assert_int_equal(g->remapped_correctable, 0);
+        assert_int_equal(g->remapped_uncorrectable, 1);
+        assert_false(g->remapped_pending);
+        assert_false(g->remapped_failure);
+        assert_int_equal(g->field_values_rc, 0);
+        assert_int_equal(g->recovery_action.rc, 0);
+        assert_int_equal(g->recovery_action.value, NVML_GPU_RECOVERY_ACTION_NONE);
+        assert_int_equal(g->memory_temperature.rc, 0);
+        assert_int_equal(g->memory_temperature.value, 41);
+        assert_int_equal(g->temperature.rc, 0);
+        assert_int_equal(g->temperature.value, 33);
+        assert_int_equal(g->power_mw.value, 71000);
+        assert_int_equal(g->energy_mj.rc, 0);
+        assert_int_equal(g->energy_mj.value, 123456789012ULL);
+        assert_int_equal(g->utilization_rc, 0);
+        assert_int_equal(g->utilization_gpu, 0);
+        assert_int_equal(g->clock_sm_mhz.value, 1980);
+        assert_int_equal(g->clock_mem_mhz.value, 2619);
+        assert_int_equal(g->pcie_replay.rc, 0);
+        assert_int_equal(g->pcie_replay.value, 0);
+        assert_int_equal(g->clocks_event_reasons.value, nvmlClocksEventReasonGpuIdle);
+
+        g = &f->gpus[1];
+        assert_true(g->complete);
+        assert_int_equal(g->index, 1);
+        assert_string_equal(g->pci_bus_id, "00000000:2A:00.0");
+        assert_string_equal(g->pci_bus_id_legacy, "0000:2A:00.0");
+        assert_int_equal(g->minor_number.value, 1);
+        assert_int_equal(g->mig_rc, 0);
+        assert_int_equal(g->mig_current, 1);
+        assert_int_equal(g->mig_pending, 0);
+        assert_int_equal(g->persistence_mode.value, 0);
+        assert_int_equal(g->fabric_rc, NVML_ERROR_NOT_SUPPORTED);
+        assert_int_equal(g->remapped_correctable, 3);
+        assert_true(g->remapped_pending);
+        assert_true(g->remapped_failure);
+        assert_int_equal(g->recovery_action.value, NVML_GPU_RECOVERY_ACTION_DRAIN_AND_RESET);
+        assert_int_equal(g->memory_temperature.rc, NVML_ERROR_NOT_SUPPORTED);
+        assert_int_equal(g->temperature.value, 71);
+        assert_int_equal(g->power_mw.value, 512000);
+        assert_int_equal(g->energy_mj.rc, NVML_ERROR_NOT_SUPPORTED);
+        assert_int_equal(g->utilization_rc, NVML_ERROR_NO_PERMISSION);
+        assert_int_equal(g->pcie_replay.rc, NVML_ERROR_UNKNOWN);
+        assert_int_equal(g->clocks_event_reasons.value, nvmlClocksEventReasonSwPowerCap);
+}
+
+static void test_not_mig_capable_and_fabric_v2(void **state) {
+        (void)state;
+        /* Derive a description: GPU 0 not MIG capable, a driver that knows only fabric info v2. */
+        _cleanup_free_ char *src = xasprintf("%s/two-gpus.json", getenv("GPUNODE_TEST_NVML_TESTDATA") ?: NVML_TESTDATA);
+        json_t *d = json_load_file(src, 0, NULL);
+        assert_non_null(d);
+        json_object_set_new(json_array_get(json_object_get(d, "gpus"), 0), "mig_mode", json_null());
+        json_object_set_new(d, "fabric_info_max_version", json_integer(2));
+        char tmp[] = "/tmp/test-nvml-XXXXXX";
+        int fd = mkstemp(tmp);
+        assert_true(fd >= 0);
+        close(fd);
+        assert_int_equal(json_dump_file(d, tmp, 0), 0);
+        json_decref(d);
+        setenv("GPUNODE_FAKE_NVML", tmp, 1);
+
+        _cleanup_nvml_lib_ struct nvml_lib *lib = open_fake();
+        struct nvml_facts *f = NULL;
+        assert_int_equal(nvml_probe_run(lib, 5000, &f), 0);
+        unlink(tmp);
+        assert_int_equal(f->gpus[0].mig_rc, NVML_ERROR_NOT_SUPPORTED);
+        assert_int_equal(f->gpus[0].fabric_rc, 0);
+        assert_int_equal(f->gpus[0].fabric_version, 2);
+        assert_int_equal(f->gpus[0].fabric_state, NVML_GPU_FABRIC_STATE_COMPLETED);
+        assert_int_equal(f->gpus[0].fabric_clique_id, 32766);
+        nvml_facts_free(f);
+}
+
+/* Checks a description whose nvmlInit fails with code rc. */
+static void check_init_error(const char *name, int rc, const char *text) {
+        _cleanup_nvml_lib_ struct nvml_lib *lib = open_fake();
+        _cleanup_nvml_facts_ struct nvml_facts *f = probe(lib, name);
+        assert_int_equal(f->init_rc, rc);
+        assert_string_equal(f->init_error, text);
+        assert_int_equal(f->driver_version_rc, NVML_FACT_NOT_QUERIED);
+        assert_int_equal(f->device_count_rc, NVML_FACT_NOT_QUERIED);
+        assert_int_equal(f->n_gpus, 0);
+        assert_null(f->gpus);
+        /* A failed init takes no reference. */
+        unsigned n;
+        assert_int_equal(lib->nvmlDeviceGetCount(&n), NVML_ERROR_UNINITIALIZED);
+}
+
+static void test_init_error_9(void **state) {
+        (void)state;
+        check_init_error("init-error-9.json", NVML_ERROR_DRIVER_NOT_LOADED, "Driver Not Loaded");
+}
+
+static void test_init_error_18(void **state) {
+        (void)state;
+        check_init_error("init-error-18.json", NVML_ERROR_LIB_RM_VERSION_MISMATCH, "Driver/library version mismatch");
+}
+
+static void test_no_description(void **state) {
+        (void)state;
+        check_init_error("does-not-exist.json", NVML_ERROR_DRIVER_NOT_LOADED, "Driver Not Loaded");
+}
+
+static void test_lost_gpu(void **state) {
+        (void)state;
+        _cleanup_nvml_lib_ struct nvml_lib *lib = open_fake();
+        _cleanup_nvml_facts_ struct nvml_facts *f = probe(lib, "lost-gpu.json");
+        assert_int_equal(f->n_gpus, 2);
+        assert_int_equal(f->gpus[0].name_rc, 0);
+        assert_int_equal(f->gpus[0].temperature.value, 30);
+        assert_int_equal(f->gpus[0].mig_rc, NVML_ERROR_NOT_SUPPORTED);
+        const struct nvml_gpu_facts *g = &f->gpus[1];
+        assert_true(g->complete);
+        assert_int_equal(g->handle_rc, 0);
+        assert_int_equal(g->name_rc, NVML_ERROR_GPU_IS_LOST);
+        assert_int_equal(g->uuid_rc, NVML_ERROR_GPU_IS_LOST);
+        assert_int_equal(g->pci_rc, NVML_ERROR_GPU_IS_LOST);
+        assert_int_equal(g->memory_rc, NVML_ERROR_GPU_IS_LOST);
+        assert_int_equal(g->temperature.rc, NVML_ERROR_GPU_IS_LOST);
+        assert_int_equal(g->power_mw.rc, NVML_ERROR_GPU_IS_LOST);
+        assert_int_equal(g->field_values_rc, NVML_ERROR_GPU_IS_LOST);
+        assert_int_equal(g->recovery_action.rc, NVML_ERROR_GPU_IS_LOST);
+        assert_int_equal(g->clocks_event_reasons.rc, NVML_ERROR_GPU_IS_LOST);
+}
+
+static void test_events(void **state) {
+        (void)state;
+        _cleanup_nvml_lib_ struct nvml_lib *lib = open_fake();
+        use_description("two-gpus.json");
+        assert_int_equal(lib->nvmlInit(), 0);
+        assert_int_equal(lib->nvmlInit(), 0); /* reference counted */
+        nvmlDevice_t dev;
+        nvmlEventSet_t set;
+        unsigned long long types = 0;
+        assert_int_equal(lib->nvmlDeviceGetHandleByIndex(0, &dev), 0);
+        assert_int_equal(lib->nvmlDeviceGetSupportedEventTypes(dev, &types), 0);
+        assert_true(types & nvmlEventTypeXidCriticalError);
+        assert_int_equal(lib->nvmlEventSetCreate(&set), 0);
+        assert_int_equal(lib->nvmlDeviceRegisterEvents(dev, nvmlEventTypeXidCriticalError, set), 0);
+        nvmlEventData_t e;
+        assert_int_equal(lib->nvmlEventSetWait(set, &e, 10), 0);
+        assert_ptr_equal(e.device, dev);
+        assert_int_equal(e.eventType, nvmlEventTypeXidCriticalError);
+        assert_int_equal(e.eventData, 48);
+        assert_int_equal(lib->nvmlEventSetWait(set, &e, 10), 0);
+        assert_int_equal(e.eventData, 64);
+        long long t0 = now_ms();
+        assert_int_equal(lib->nvmlEventSetWait(set, &e, 50), NVML_ERROR_TIMEOUT);
+        assert_true(now_ms() - t0 >= 45);
+        assert_int_equal(lib->nvmlEventSetFree(set), 0);
+        assert_int_equal(lib->nvmlShutdown(), 0);
+        unsigned n;
+        assert_int_equal(lib->nvmlDeviceGetCount(&n), 0); /* one reference left */
+        assert_int_equal(n, 2);
+        assert_int_equal(lib->nvmlShutdown(), 0);
+        assert_int_equal(lib->nvmlDeviceGetCount(&n), NVML_ERROR_UNINITIALIZED);
+}
+
+static void test_json_round_trip(void **state) {
+        (void)state;
+        _cleanup_nvml_lib_ struct nvml_lib *lib = open_fake();
+        _cleanup_nvml_facts_ struct nvml_facts *f1 = probe(lib, "two-gpus.json");
+        _cleanup_free_ char *j1 = NULL, *j2 = NULL;
+        assert_int_equal(nvml_facts_to_json(f1, &j1), 0);
+
+        char tmp[] = "/tmp/test-nvml-XXXXXX";
+        int fd = mkstemp(tmp);
+        assert_true(fd >= 0);
+        assert_int_equal(write(fd, j1, strlen(j1)), (ssize_t)strlen(j1));
+        close(fd);
+        setenv("GPUNODE_FAKE_NVML", tmp, 1);
+        struct nvml_facts *f2 = NULL;
+        assert_int_equal(nvml_probe_run(lib, 5000, &f2), 0);
+        unlink(tmp);
+        assert_int_equal(nvml_facts_to_json(f2, &j2), 0);
+
+        assert_string_equal(j1, j2);
+        assert_int_equal(f2->n_gpus, f1->n_gpus);
+        assert_string_equal(f2->driver_version, f1->driver_version);
+        assert_int_equal(f2->cuda_driver_version.value, f1->cuda_driver_version.value);
+        for (unsigned i = 0; i < f1->n_gpus; i++)
+                assert_memory_equal(&f1->gpus[i], &f2->gpus[i], sizeof f1->gpus[i]);
+        nvml_facts_free(f2);
+
+        /* The description names injected errors per call. */
+        json_t *d = json_loads(j1, 0, NULL);
+        json_t *errs = json_object_get(json_array_get(json_object_get(d, "gpus"), 1), "errors");
+        assert_int_equal(json_integer_value(json_object_get(errs, "nvmlDeviceGetPcieReplayCounter")), 999);
+        assert_true(json_is_null(json_object_get(json_array_get(json_object_get(d, "gpus"), 1), "fabric")));
+        json_decref(d);
+}
+
+static void test_blocked_call(void **state) {
+        (void)state;
+        _cleanup_nvml_lib_ struct nvml_lib *lib = open_fake();
+        _cleanup_nvml_facts_ struct nvml_facts *f = NULL;
+        use_description("blocked.json");
+        long long t0 = now_ms();
+        assert_int_equal(nvml_probe_run(lib, 300, &f), 0);
+        long long dt = now_ms() - t0;
+        assert_true(dt >= 290);
+        assert_true(dt < 900);
+        assert_true(f->timed_out);
+        assert_int_equal(f->timeout_ms, 300);
+        assert_string_equal(f->blocked_call, "nvmlDeviceGetPowerUsage");
+        assert_int_equal(f->blocked_gpu, 1);
+        assert_string_equal(f->timeout_message, "nvmlDeviceGetPowerUsage on GPU 1 did not return within 300 ms");
+        assert_int_equal(f->init_rc, 0);
+        assert_string_equal(f->driver_version, "550.54.15");
+        assert_int_equal(f->device_count, 3);
+        assert_int_equal(f->n_gpus, 2); /* GPU 2 was never reached */
+        assert_true(f->gpus[0].complete);
+        assert_int_equal(f->gpus[0].power_mw.value, 90000);
+        assert_false(f->gpus[1].complete);
+        assert_string_equal(f->gpus[1].name, "NVIDIA L40S");
+        assert_int_equal(f->gpus[1].temperature.value, 41);
+        assert_int_equal(f->gpus[1].power_mw.rc, NVML_FACT_NOT_QUERIED);
+        assert_int_equal(f->gpus[1].clocks_event_reasons.rc, NVML_FACT_NOT_QUERIED);
+        assert_int_equal(nvml_probe_abandoned_workers(), 1);
+        /* The JSON of partial facts still describes what finished. */
+        _cleanup_free_ char *j = NULL;
+        assert_int_equal(nvml_facts_to_json(f, &j), 0);
+        assert_non_null(strstr(j, "GPU-dddddddd"));
+}
+
+static void test_abandoned_worker_cleans_up(void **state) {
+        (void)state;
+        /* The worker of test_blocked_call wakes after 1 s, sees it was abandoned, and frees its state. */
+        long long t0 = now_ms();
+        while (nvml_probe_abandoned_workers() > 0 && now_ms() - t0 < 5000) usleep(10000);
+        assert_int_equal(nvml_probe_abandoned_workers(), 0);
+        /* It also shut NVML down: a fresh probe works. */
+        _cleanup_nvml_lib_ struct nvml_lib *lib = open_fake();
+        _cleanup_nvml_facts_ struct nvml_facts *f = probe(lib, "lost-gpu.json");
+        assert_int_equal(f->n_gpus, 2);
+}
+
+int main(void) {
+        const struct CMUnitTest tests[] = {
+                cmocka_unit_test(test_return_names),
+                cmocka_unit_test(test_missing_library),
+                cmocka_unit_test(test_not_nvml),
+                cmocka_unit_test(test_symbols),
+                cmocka_unit_test(test_two_gpus),
+                cmocka_unit_test(test_not_mig_capable_and_fabric_v2),
+                cmocka_unit_test(test_init_error_9),
+                cmocka_unit_test(test_init_error_18),
+                cmocka_unit_test(test_no_description),
+                cmocka_unit_test(test_lost_gpu),
+                cmocka_unit_test(test_events),
+                cmocka_unit_test(test_json_round_trip),
+                cmocka_unit_test(test_blocked_call),
+                cmocka_unit_test(test_abandoned_worker_cleans_up),
+        };
+        return cmocka_run_group_tests(tests, NULL, NULL);
+}
