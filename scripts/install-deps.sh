@@ -1,0 +1,23 @@
+#!/bin/bash
+# install-deps.sh: installs the Debian 12 packages gpunode needs to build, test and benchmark.
+set -euo pipefail
+packages=(
+        gcc clang meson ninja-build pkg-config git ca-certificates
+        libjansson-dev libcurl4-openssl-dev libmicrohttpd-dev libfyaml-dev libarchive-dev zlib1g-dev
+        libcmocka-dev valgrind openssl python3 python3-grpcio
+        prometheus prometheus-node-exporter wrk hyperfine libclang-rt-14-dev
+)
+sudo=
+[ "$(id -u)" -eq 0 ] || sudo=sudo
+missing=()
+for p in "${packages[@]}"; do
+        dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if [ ${#missing[@]} -gt 0 ]; then
+        $sudo apt-get update -qq
+        DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}"
+fi
+# Debian starts these services when it installs them; the tests run their own instances.
+for svc in prometheus prometheus-node-exporter; do
+        if command -v systemctl >/dev/null && systemctl is-active -q "$svc" 2>/dev/null; then $sudo systemctl stop "$svc" || true; fi
+done

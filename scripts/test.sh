@@ -1,0 +1,12 @@
+#!/bin/bash
+# test.sh: builds gpunode twice (plain, and with address and undefined-behaviour sanitizers,
+# warnings as errors) and runs every test suite on both.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+[ -d build ] || meson setup build
+ninja -C build
+meson test -C build --print-errorlogs
+[ -d build-asan ] || CC=gcc meson setup build-asan -Db_sanitize=address,undefined -Dwerror=true -Db_lundef=false
+ninja -C build-asan
+ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
+        meson test -C build-asan --print-errorlogs
