@@ -151,24 +151,26 @@ int kmsg_pci_normalize(const char *s, size_t n, char ret[KMSG_PCI_MAX]) {
 
 /* Parses a /dev/kmsg record header "pri,seq,usec,flags[,...];". Returns the header length or 0. */
 static size_t kmsg_header(const char *p, size_t n, struct msg *m) {
-        size_t i = 0;
+        size_t i = 0, start = 0, end = 0;
         for (int field = 0; field < 3; field++) {
-                size_t start = i;
+                start = i;
                 while (i < n && is_digit(p[i]) && i - start < 20) i++;
                 if (i == start || i >= n) return 0;
-                if (field == 2) {
-                        m->ts = p + start;
-                        m->ts_n = i - start;
-                }
                 if (field < 2 && p[i++] != ',') return 0;
         }
-        if (p[i] == ';') return i + 1;
-        if (p[i] != ',') return 0;
-        for (size_t j = i; j < n && j < i + 64; j++) {
-                if (p[j] == ';') return j + 1;
-                if (p[j] == ' ') return 0;
+        if (p[i] == ';') {
+                end = i + 1;
+        } else if (p[i] == ',') {
+                for (size_t j = i; j < n && j < i + 64 && !end; j++) {
+                        if (p[j] == ';') end = j + 1;
+                        else if (p[j] == ' ') return 0;
+                }
         }
-        return 0;
+        if (!end) return 0;
+        m->ts = p + start;
+        m->ts_n = i - start;
+        m->ts_usec = true;
+        return end;
 }
 
 /* Parses a dmesg timestamp "[  123.456789] " or "[Wed Jul 31 23:14:18 2024] ". Returns its
@@ -253,7 +255,7 @@ static void split_line(const char *p, size_t n, struct msg *m) {
         m->ts_usec = false;
 
         if (is_digit(p[0]) && (skip = kmsg_header(p, n, m)) > 0) {
-                m->ts_usec = true;
+                /* the message follows */
         } else if ((skip = bracket_ts(p, n, m)) > 0) {
                 /* journalctl -o short-monotonic: "[  12.3] host kernel: msg" */
                 const char *sp = memchr(p + skip, ' ', n - skip < 64 ? n - skip : 64);

@@ -81,6 +81,7 @@ static struct curl_slist *slist_add(struct curl_slist *l, const char *s) {
 static int setup_server_name(struct kube_client *c, const char *name, char **ret_error) {
         CURLU *u = curl_url();
         char *scheme = NULL, *host = NULL, *port = NULL, *path = NULL;
+        _cleanup_free_ char *ct = NULL, *hh = NULL;
         int r = 0;
         if (!u) return fail(ret_error, -ENOMEM, "out of memory");
         if (curl_url_set(u, CURLUPART_URL, c->server, 0) != CURLUE_OK ||
@@ -94,9 +95,9 @@ static int setup_server_name(struct kube_client *c, const char *name, char **ret
         free(c->url_base);
         c->url_base = xasprintf("%s://%s:%s%s", scheme, name, port, streq(path, "/") ? "" : path);
         while (c->url_base[strlen(c->url_base) - 1] == '/') c->url_base[strlen(c->url_base) - 1] = 0;
-        _cleanup_free_ char *ct = xasprintf("%s:%s:%s:%s", name, port, host, port);
+        ct = xasprintf("%s:%s:%s:%s", name, port, host, port);
         c->connect_to = slist_add(c->connect_to, ct);
-        _cleanup_free_ char *hh = xasprintf("Host: %s:%s", host, port);
+        hh = xasprintf("Host: %s:%s", host, port);
         c->headers = slist_add(c->headers, hh);
 out:
         curl_free(scheme);

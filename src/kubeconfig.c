@@ -233,10 +233,10 @@ static int kc_file_parse(char *text, size_t len, const char *display, const char
                                  e->line + 1, e->column + 1, e->msg);
                 else
                         r = fail(ret_error, -EINVAL, "%s: invalid YAML", display);
-                fy_diag_unref(diag);
+                fy_diag_destroy(diag);
                 return r;
         }
-        fy_diag_unref(diag);
+        fy_diag_destroy(diag);
 
         f->root = fy_document_root(f->doc);
         if (f->root && fy_node_get_type(f->root) == FYNT_SCALAR) {
@@ -468,7 +468,6 @@ static void exec_spec_done(struct exec_spec *e) {
 static int exec_spec_parse(const struct kc_file *f, const char *user, struct fy_node *m,
                            struct exec_spec *e, char **ret_error) {
         _cleanup_free_ char *where = xasprintf("%s: user \"%s\": exec:", f->display, user);
-        _cleanup_free_ char *pci = NULL;
         int r;
 
         if (fy_node_get_type(m) != FYNT_MAPPING) return fail(ret_error, -EINVAL, "%s must be a mapping", where);

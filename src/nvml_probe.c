@@ -457,11 +457,8 @@ int nvml_probe_run(struct nvml_lib *lib, unsigned timeout_ms, struct nvml_facts 
         st->pub = st->w;
         st->lib = nvml_lib_ref(lib);
 
-        pthread_attr_t attr;
-        pthread_attr_init(&attr);
-        pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
-        r = pthread_create(&(pthread_t){ 0 }, &attr, probe_worker, st);
-        pthread_attr_destroy(&attr);
+        pthread_t thread;
+        r = pthread_create(&thread, NULL, probe_worker, st);
         if (r != 0) {
                 nvml_lib_unref(st->lib);
                 probe_state_free(st);
@@ -497,7 +494,13 @@ int nvml_probe_run(struct nvml_lib *lib, unsigned timeout_ms, struct nvml_facts 
                 st->abandoned = true;
                 __atomic_add_fetch(&abandoned_workers, 1, __ATOMIC_ACQ_REL);
         }
+        bool done = st->done;
         probe_state_unref_locked(st);
+        /* A finished worker is joined (it is only returning); a stuck one is left to end on its own. */
+        if (done)
+                pthread_join(thread, NULL);
+        else
+                pthread_detach(thread);
 
         f->library_path = xstrdup(lib->path);
         *ret = f;

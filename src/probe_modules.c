@@ -1,6 +1,7 @@
 /* probe_modules.c: loaded kernel modules, from /proc/modules. */
 #include "facts.h"
 #include "hostfs.h"
+#include "kfmt.h"
 
 #define PROC_MODULES "/proc/modules"
 
@@ -14,13 +15,7 @@ void probe_modules(struct module_facts *ret) {
                 return;
         }
         /* Each line: "name size refcount users state address"; only the name matters. */
-        char *save = NULL;
-        for (char *line = strtok_r(text, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
-                size_t len = strcspn(line, " \t");
-                if (len == 0 || len > 64) continue;
-                ret->loaded = xrealloc(ret->loaded, (ret->n_loaded + 1) * sizeof *ret->loaded);
-                ret->loaded[ret->n_loaded++] = xstrndup(line, len);
-        }
+        ret->n_loaded = kfmt_proc_modules(text, &ret->loaded);
 }
 
 bool module_loaded(const struct module_facts *m, const char *name) {
@@ -30,8 +25,7 @@ bool module_loaded(const struct module_facts *m, const char *name) {
 }
 
 void module_facts_free(struct module_facts *f) {
-        for (size_t i = 0; i < f->n_loaded; i++) free(f->loaded[i]);
-        free(f->loaded);
+        strv_free(f->loaded);
         free(f->error);
         *f = (struct module_facts){0};
 }

@@ -1,23 +1,17 @@
 /* probe_rdma.c: RDMA HCAs and their ports from /sys/class/infiniband, verbs device nodes. */
 #include "facts.h"
 #include "hostfs.h"
+#include "kfmt.h"
 
 #define IB_CLASS "/sys/class/infiniband"
 
-/* Parses "4: ACTIVE" into 4 and "ACTIVE". Returns the number, or -1 when unreadable. */
+/* Returns the number of a "4: ACTIVE" file and its text, or -1 when unreadable or garbled. */
 static int read_numbered_state(const char *path, char **ret_text) {
         _cleanup_free_ char *s = NULL;
         *ret_text = NULL;
         if (hostfs_read_line(path, &s) < 0) return -1;
-        char *colon = strchr(s, ':');
-        if (!colon) return -1;
-        *colon = 0;
-        int64_t v;
-        if (parse_i64(s, &v) < 0 || v < 0 || v > 255) return -1;
-        const char *text = colon + 1;
-        while (*text == ' ') text++;
-        *ret_text = xstrdup(text);
-        return (int)v;
+        int v = kfmt_numbered_state(s, ret_text);
+        return v < 0 ? -1 : v;
 }
 
 static char *read_attr(const char *dev, const char *attr) {

@@ -1,6 +1,7 @@
 /* probe_secureboot.c: Secure Boot, kernel lockdown and kernel headers for driver builds. */
 #include "facts.h"
 #include "hostfs.h"
+#include "kfmt.h"
 
 #define SECUREBOOT_VAR "/sys/firmware/efi/efivars/SecureBoot-8be4df61-93ca-11d2-aa0d-00e098032b8c"
 #define LOCKDOWN_FILE "/sys/kernel/security/lockdown"
@@ -11,14 +12,10 @@ void probe_secureboot(struct secureboot_facts *ret) {
         size_t len = 0;
         /* An efivar is 4 attribute bytes followed by the data: one byte, 1 = enabled. */
         ret->efi_rc = hostfs_read(SECUREBOOT_VAR, 4096, &var, &len);
-        if (ret->efi_rc == 0) ret->secure_boot = len >= 5 ? (var[4] == 1) : -1;
+        if (ret->efi_rc == 0) ret->secure_boot = kfmt_efivar_bool(var, len) < 0 ? -1 : kfmt_efivar_bool(var, len);
 
         _cleanup_free_ char *lockdown = NULL;
-        if (hostfs_read_line(LOCKDOWN_FILE, &lockdown) == 0) {
-                /* "none [integrity] confidentiality": the bracketed word is in force. */
-                char *open = strchr(lockdown, '['), *close = open ? strchr(open, ']') : NULL;
-                if (open && close) ret->lockdown = xstrndup(open + 1, (size_t)(close - open - 1));
-        }
+        if (hostfs_read_line(LOCKDOWN_FILE, &lockdown) == 0) ret->lockdown = kfmt_lockdown(lockdown);
 
         if (hostfs_read_line("/proc/sys/kernel/osrelease", &ret->kernel_release) == 0 && *ret->kernel_release &&
             !strchr(ret->kernel_release, '/')) {
