@@ -20,6 +20,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         free(err);
 
         /* and as a context other than current-context */
+        c = NULL;
+        err = NULL;
         r = kube_config_from_yaml((const char *)data, size, "fuzz", NULL, "a", KUBE_CONFIG_NO_EXEC | KUBE_CONFIG_NO_FILES,
                                   100, &c, &err);
         kube_config_free(c);

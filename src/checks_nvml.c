@@ -59,7 +59,7 @@ static void run_nvml_init(const struct node_facts *facts, struct finding *f) {
                 return;
         }
         if (n->library_path) finding_evidence(f, "library: %s", n->library_path);
-        if (n->timed_out && n->blocked_gpu < 0 && n->init_rc == NVML_FACT_NOT_QUERIED) {
+        if (n->timed_out) {
                 finding_fail(f, "NVML hung: %s", n->timeout_message);
                 finding_remedy(f, "a GPU or the driver is stuck: look for Xid errors in the kernel log, enable persistence mode, "
                                   "and reset the GPU or reboot the node if nvidia-smi hangs too");
@@ -248,6 +248,10 @@ static void run_fabric_state(const struct node_facts *facts, struct finding *f) 
         for (unsigned i = 0; i < n->n_gpus; i++) {
                 const struct nvml_gpu_facts *g = &n->gpus[i];
                 _cleanup_free_ char *label = gpu_label(g);
+                if (g->fabric_rc == NVML_ERROR_GPU_IS_LOST || g->handle_rc == NVML_ERROR_GPU_IS_LOST) {
+                        finding_evidence(f, "%s: lost, fabric state not asked (see driver.gpu-fallen-off-bus)", label);
+                        continue;
+                }
                 if (g->fabric_rc != NVML_SUCCESS) {
                         unknown++;
                         finding_evidence(f, "%s: fabric state unknown: %s", label, nvml_return_message(g->fabric_rc));

@@ -347,3 +347,21 @@ typedef nvmlReturn_t (*nvmlDeviceRegisterEvents_fn)(nvmlDevice_t device, unsigne
 typedef nvmlReturn_t (*nvmlDeviceGetSupportedEventTypes_fn)(nvmlDevice_t device, unsigned long long *eventTypes);
 typedef nvmlReturn_t (*nvmlEventSetWait_fn)(nvmlEventSet_t set, nvmlEventData_t *data, unsigned int timeoutms);
 typedef nvmlReturn_t (*nvmlEventSetFree_fn)(nvmlEventSet_t set);
+
+/* Layout checks: sizes and offsets measured by compiling NVIDIA's nvml.h (go-nvml commit above) on
+ * x86_64; a mismatch here means a declaration above drifted from the real header. */
+#if defined(__LP64__)
+#include <stddef.h>
+_Static_assert(sizeof(nvmlPciInfo_t) == 68 && offsetof(nvmlPciInfo_t, busId) == 36, "nvmlPciInfo_t layout");
+_Static_assert(sizeof(nvmlMemory_t) == 24 && offsetof(nvmlMemory_t, used) == 16, "nvmlMemory_t layout");
+_Static_assert(sizeof(nvmlMemory_v2_t) == 40 && offsetof(nvmlMemory_v2_t, used) == 32, "nvmlMemory_v2_t layout");
+_Static_assert(sizeof(nvmlTemperature_t) == 12, "nvmlTemperature_t layout");
+_Static_assert(sizeof(nvmlGpuFabricInfo_t) == 28 && offsetof(nvmlGpuFabricInfo_t, state) == 24,
+               "nvmlGpuFabricInfo_t layout");
+_Static_assert(sizeof(nvmlGpuFabricInfo_v2_t) == 36 && offsetof(nvmlGpuFabricInfo_v2_t, healthMask) == 32,
+               "nvmlGpuFabricInfo_v2_t layout");
+_Static_assert(sizeof(nvmlGpuFabricInfo_v3_t) == 40 && offsetof(nvmlGpuFabricInfo_v3_t, healthSummary) == 36,
+               "nvmlGpuFabricInfo_v3_t layout");
+_Static_assert(sizeof(nvmlFieldValue_t) == 40 && offsetof(nvmlFieldValue_t, value) == 32, "nvmlFieldValue_t layout");
+_Static_assert(sizeof(nvmlEventData_t) == 32 && offsetof(nvmlEventData_t, eventData) == 16, "nvmlEventData_t layout");
+#endif

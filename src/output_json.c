@@ -5,6 +5,13 @@
 
 #define REPORT_SCHEMA "gpunode.report/v1"
 
+/* Returns a JSON string of s, made valid UTF-8 first: evidence quotes files as they are. */
+static json_t *json_text(const char *s) {
+        if (!s) return json_null();
+        _cleanup_free_ char *clean = utf8_sanitize(s);
+        return json_string(clean);
+}
+
 static const char *layer_status_word(enum check_status s) {
         switch (s) {
         case CHECK_FAIL: return "failed";
@@ -18,18 +25,18 @@ static const char *layer_status_word(enum check_status s) {
 
 static json_t *finding_to_json(const struct finding *f) {
         json_t *ev = json_array();
-        for (size_t i = 0; i < f->n_evidence; i++) json_array_append_new(ev, json_string(f->evidence[i]));
+        for (size_t i = 0; i < f->n_evidence; i++) json_array_append_new(ev, json_text(f->evidence[i]));
         json_t *deps = json_array();
         for (size_t d = 0; d < CHECK_MAX_DEPS && f->def->depends[d]; d++)
                 json_array_append_new(deps, json_string(f->def->depends[d]));
-        return json_pack("{s:s, s:i, s:s, s:s, s:s, s:o, s:o, s:o, s:o}",
+        return json_pack("{s:s, s:i, s:s, s:s, s:o, s:o, s:o, s:o, s:o}",
                          "id", f->def->id,
                          "layer", f->def->layer,
                          "component", f->def->component,
                          "status", check_status_name(f->status),
-                         "summary", f->summary ? f->summary : "",
+                         "summary", json_text(f->summary ? f->summary : ""),
                          "evidence", ev,
-                         "remedy", f->remedy ? json_string(f->remedy) : json_null(),
+                         "remedy", json_text(f->remedy),
                          "blocked_by", f->blocked_by ? json_string(f->blocked_by) : json_null(),
                          "depends_on", deps);
 }
@@ -62,14 +69,13 @@ json_t *report_to_json(const struct report *r) {
         json_t *root_cause = json_null();
         if (r->root_cause) {
                 const struct finding *f = r->root_cause;
-                root_cause = json_pack("{s:i, s:s, s:s, s:s, s:o}", "layer", f->def->layer, "component", f->def->component,
-                                       "check", f->def->id, "summary", f->summary,
-                                       "remedy", f->remedy ? json_string(f->remedy) : json_null());
+                root_cause = json_pack("{s:i, s:s, s:s, s:o, s:o}", "layer", f->def->layer, "component", f->def->component,
+                                       "check", f->def->id, "summary", json_text(f->summary), "remedy", json_text(f->remedy));
         }
-        return json_pack("{s:s, s:s, s:s, s:s, s:o, s:o, s:o}",
+        return json_pack("{s:s, s:o, s:o, s:s, s:o, s:o, s:o}",
                          "schema", REPORT_SCHEMA,
-                         "node", r->node,
-                         "root", r->root,
+                         "node", json_text(r->node),
+                         "root", json_text(r->root),
                          "verdict", verdict_name(r->verdict),
                          "root_cause", root_cause,
                          "layers", layers,
@@ -78,6 +84,7 @@ json_t *report_to_json(const struct report *r) {
 
 int output_json(FILE *out, const struct report *r) {
         json_t *doc = report_to_json(r);
+        if (!doc) return -EINVAL;
         int rc = json_dumpf(doc, out, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
         json_decref(doc);
         if (rc < 0 || fputc('\n', out) == EOF) return -EIO;

@@ -41,6 +41,13 @@ static const char *layer_word(enum check_status s) {
         return "?";
 }
 
+/* Prints s made safe for a terminal: invalid UTF-8 and control bytes (escape sequences from a
+ * hostile file) become '?'. */
+static void put_clean(FILE *out, const char *s) {
+        _cleanup_free_ char *clean = utf8_sanitize(s);
+        fputs(clean, out);
+}
+
 int output_text(FILE *out, const struct report *r, const struct text_options *opts) {
         bool c = opts && opts->color;
         bool verbose = opts && opts->verbose;
@@ -55,13 +62,22 @@ int output_text(FILE *out, const struct report *r, const struct text_options *op
                         const struct finding *f = &r->findings[i];
                         if (f->def->layer != layer) continue;
                         any = true;
-                        fprintf(out, "  %s[%s]%s %-34s %s\n", COL(status_color(f->status)), status_tag(f->status),
-                                COL(C_RESET), f->def->id, f->summary);
+                        fprintf(out, "  %s[%s]%s %-34s ", COL(status_color(f->status)), status_tag(f->status),
+                                COL(C_RESET), f->def->id);
+                        put_clean(out, f->summary);
+                        fputc('\n', out);
                         bool detail = verbose || f->status == CHECK_FAIL || f->status == CHECK_WARN;
                         if (!detail) continue;
-                        for (size_t e = 0; e < f->n_evidence; e++)
-                                fprintf(out, "         %s%s%s\n", COL(C_DIM), f->evidence[e], COL(C_RESET));
-                        if (f->remedy) fprintf(out, "         remedy: %s\n", f->remedy);
+                        for (size_t e = 0; e < f->n_evidence; e++) {
+                                fprintf(out, "         %s", COL(C_DIM));
+                                put_clean(out, f->evidence[e]);
+                                fprintf(out, "%s\n", COL(C_RESET));
+                        }
+                        if (f->remedy) {
+                                fputs("         remedy: ", out);
+                                put_clean(out, f->remedy);
+                                fputc('\n', out);
+                        }
                 }
                 if (!any) fprintf(out, "  %s(no checks in this layer yet)%s\n", COL(C_DIM), COL(C_RESET));
         }
@@ -69,8 +85,14 @@ int output_text(FILE *out, const struct report *r, const struct text_options *op
         fprintf(out, "\n%sVerdict: %s%s", COL(vc), verdict_name(r->verdict), COL(C_RESET));
         if (r->root_cause) {
                 const struct finding *f = r->root_cause;
-                fprintf(out, "; root cause: layer %d %s (%s): %s\n", f->def->layer, f->def->component, f->def->id, f->summary);
-                if (f->remedy) fprintf(out, "Remedy: %s\n", f->remedy);
+                fprintf(out, "; root cause: layer %d %s (%s): ", f->def->layer, f->def->component, f->def->id);
+                put_clean(out, f->summary);
+                fputc('\n', out);
+                if (f->remedy) {
+                        fputs("Remedy: ", out);
+                        put_clean(out, f->remedy);
+                        fputc('\n', out);
+                }
         } else {
                 fputc('\n', out);
         }

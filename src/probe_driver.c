@@ -10,7 +10,18 @@
 void probe_driver(struct driver_facts *ret) {
         *ret = (struct driver_facts){0};
         char *line = NULL;
-        int r = hostfs_read_line(DRIVER_VERSION_FILE, &line);
+        size_t len = 0;
+        int r = hostfs_read(DRIVER_VERSION_FILE, 64 * 1024, &line, &len);
+        if (r == 0) {
+                /* Keep the first line, printable: a garbled file is shown as it is, not cut at a NUL. */
+                size_t end = 0;
+                while (end < len && line[end] != '\n') {
+                        if ((unsigned char)line[end] < 0x20 && line[end] != '\t') line[end] = '?';
+                        end++;
+                }
+                line[end] = 0;
+                strstrip_right(line);
+        }
         if (r < 0) {
                 ret->version_rc = r;
                 ret->version_error = read_error(DRIVER_VERSION_FILE, r);

@@ -71,6 +71,7 @@ struct parser {
         size_t err_pos;
         bool failed;
         char err[200];
+        struct buf scratch; /* strings and keys are decoded here, then copied out at their size */
 };
 
 /* ---- values ---- */
@@ -384,6 +385,22 @@ static int expect_line_end(struct parser *p, const char *what) {
 
 /* ---- strings ---- */
 
+/* Empties the parser's scratch buffer. Returns it. */
+static struct buf *scratch_reset(struct parser *p) {
+        p->scratch.len = 0;
+        return &p->scratch;
+}
+
+/* Returns a malloc'd NUL-terminated copy of the scratch buffer, with its length in *ret_len;
+ * aborts on out-of-memory. */
+static char *scratch_take(struct parser *p, size_t *ret_len) {
+        char *s = xmalloc(p->scratch.len + 1);
+        if (p->scratch.len) memcpy(s, p->scratch.data, p->scratch.len);
+        s[p->scratch.len] = 0;
+        *ret_len = p->scratch.len;
+        return s;
+}
+
 /* Appends code point cp to b as UTF-8. Returns nothing. */
 static void append_utf8(struct buf *b, uint32_t cp) {
         char out[4];
@@ -545,18 +562,18 @@ static int parse_key(struct parser *p, struct key *k) {
         for (;;) {
                 size_t start = p->pos;
                 int c = peek(p);
-                struct buf b = {0};
+                char *s;
+                size_t len;
                 if (c == '"' || c == '\'') {
                         if (at_triple(p, (char)c))
                                 return fail_at(p, start, "a multi-line string cannot be a key");
-                        int r = parse_line_string(p, &b);
-                        if (r < 0) {
-                                buf_free(&b);
-                                return r;
-                        }
+                        int r = parse_line_string(p, scratch_reset(p));
+                        if (r < 0) return r;
+                        s = scratch_take(p, &len);
                 } else if (is_bare_key_char(c)) {
                         while (p->pos < p->len && is_bare_key_char((unsigned char)p->text[p->pos])) p->pos++;
-                        buf_append(&b, p->text + start, p->pos - start);
+                        len = p->pos - start;
+                        s = xstrndup(p->text + start, len);
                 } else if (c < 0)
                         return fail_at(p, start, "expected a key before the end of input");
                 else if (at_newline(p))
@@ -565,16 +582,15 @@ static int parse_key(struct parser *p, struct key *k) {
                         return fail_at(p, start, "expected a key: bare keys are ASCII letters, digits, '_' and '-'; quote others");
                 else
                         return fail_at(p, start, "expected a key, found %s", char_name(c, (char[8]){0}));
-                if (!b.data) buf_append(&b, "", 0);
                 if (k->n == TOML_MAX_DEPTH) {
-                        buf_free(&b);
+                        free(s);
                         return fail_at(p, start, "key has more than %d parts", TOML_MAX_DEPTH);
                 }
                 if (k->n == k->cap) {
                         k->cap = k->cap ? k->cap * 2 : 4;
                         k->parts = xrealloc(k->parts, k->cap * sizeof(struct key_part));
                 }
-                k->parts[k->n++] = (struct key_part){ b.data, b.len, start, true };
+                k->parts[k->n++] = (struct key_part){ s, len, start, true };
                 size_t save = p->pos;
                 skip_ws(p);
                 if (peek(p) != '.') {
@@ -774,12 +790,12 @@ static const char *scan_time(const char *s, const char *end, const char **why) {
 /* Parses the date/time token [s, end) (with 'T', 't' or ' ' between date and time). Returns 0
  * with a new value holding its normalized text in *ret, or -EINVAL when malformed. */
 static int parse_datetime(struct parser *p, size_t pos, const char *s, const char *end, struct toml_value **ret) {
-        struct buf b = {0};
+        struct buf *b = scratch_reset(p);
         enum toml_type type;
         const char *why = NULL;
         const char *e = scan_date(s, end, &why);
         if (e) {
-                buf_append(&b, s, 10);
+                buf_append(b, s, 10);
                 type = TOML_DATE_LOCAL;
                 if (e < end) {
                         if (*e != 'T' && *e != 't' && *e != ' ') {
@@ -789,11 +805,11 @@ static int parse_datetime(struct parser *p, size_t pos, const char *s, const cha
                         const char *t = e + 1;
                         e = scan_time(t, end, &why);
                         if (!e) goto bad;
-                        buf_append(&b, "T", 1);
-                        buf_append(&b, t, (size_t)(e - t));
+                        buf_append(b, "T", 1);
+                        buf_append(b, t, (size_t)(e - t));
                         type = TOML_DATETIME_LOCAL;
                         if (e < end && (*e == 'Z' || *e == 'z')) {
-                                buf_append(&b, "Z", 1);
+                                buf_append(b, "Z", 1);
                                 e++;
                                 type = TOML_DATETIME;
                         } else if (e < end && (*e == '+' || *e == '-')) {
@@ -802,7 +818,7 @@ static int parse_datetime(struct parser *p, size_t pos, const char *s, const cha
                                 if (oh < 0 || om < 0) why = "an offset is Z, +HH:MM or -HH:MM";
                                 else if (oh > 23 || om > 59) why = "offset out of range";
                                 if (why) goto bad;
-                                buf_append(&b, e, 6);
+                                buf_append(b, e, 6);
                                 e += 6;
                                 type = TOML_DATETIME;
                         }
@@ -810,7 +826,7 @@ static int parse_datetime(struct parser *p, size_t pos, const char *s, const cha
         } else if (!(end - s >= 5 && s[4] == '-')) {
                 e = scan_time(s, end, &why);
                 if (!e) goto bad;
-                buf_append(&b, s, (size_t)(e - s));
+                buf_append(b, s, (size_t)(e - s));
                 type = TOML_TIME_LOCAL;
         } else
                 goto bad;
@@ -819,12 +835,10 @@ static int parse_datetime(struct parser *p, size_t pos, const char *s, const cha
                 goto bad;
         }
         struct toml_value *v = value_new(type, 0, 0);
-        v->u.str.s = b.data;
-        v->u.str.len = b.len;
+        v->u.str.s = scratch_take(p, &v->u.str.len);
         *ret = v;
         return 0;
 bad:
-        buf_free(&b);
         return fail_at(p, pos, "invalid date/time '%.*s': %s", (int)(end - s > 40 ? 40 : end - s), s, why);
 }
 
@@ -948,16 +962,11 @@ fail:
 static int parse_value(struct parser *p, unsigned depth, struct toml_value **ret) {
         int c = peek(p);
         if (c == '"' || c == '\'') {
-                struct buf b = {0};
-                int r = at_triple(p, (char)c) ? parse_multiline_string(p, &b) : parse_line_string(p, &b);
-                if (r < 0) {
-                        buf_free(&b);
-                        return r;
-                }
-                if (!b.data) buf_append(&b, "", 0);
+                struct buf *b = scratch_reset(p);
+                int r = at_triple(p, (char)c) ? parse_multiline_string(p, b) : parse_line_string(p, b);
+                if (r < 0) return r;
                 struct toml_value *v = value_new(TOML_STRING, 0, 0);
-                v->u.str.s = b.data;
-                v->u.str.len = b.len;
+                v->u.str.s = scratch_take(p, &v->u.str.len);
                 *ret = v;
                 return 0;
         }
@@ -1094,7 +1103,7 @@ static int parse_header(struct parser *p) {
                         r = container_new(p, last->pos, TOML_TABLE, t->depth + 1u, F_EXPLICIT, &child);
                         if (r < 0) goto out;
                         table_adopt(t, last, child);
-                } else if (child->type == TOML_TABLE && child->flags == (F_IMPLICIT | F_EXPLICIT)) {
+                } else if (child->type == TOML_TABLE && (child->flags & (F_EXPLICIT | F_DOTTED | F_INLINE)) == F_EXPLICIT) {
                         r = fail_at(p, last->pos, "table [%s] is defined more than once", name);
                         goto out;
                 } else if (child->type != TOML_TABLE || child->flags != F_IMPLICIT) {
@@ -1132,6 +1141,7 @@ int toml_parse(const char *text, size_t len, struct toml_value **ret, struct tom
                         if (r >= 0) r = expect_line_end(&p, "the value");
                 }
         }
+        buf_free(&p.scratch);
         if (r < 0) {
                 if (ret_error) {
                         position_of(p.text, p.len, p.err_pos, &ret_error->line, &ret_error->column);

@@ -93,3 +93,43 @@ void buf_free(struct buf *b) {
         free(b->data);
         *b = (struct buf){0};
 }
+
+/* Returns the length of the valid UTF-8 sequence at s (1..4), or 0 when it is not one. */
+static size_t utf8_sequence_length(const unsigned char *s) {
+        if (s[0] < 0x80) return 1;
+        size_t n;
+        uint32_t cp;
+        if ((s[0] & 0xE0) == 0xC0) n = 2, cp = s[0] & 0x1F;
+        else if ((s[0] & 0xF0) == 0xE0) n = 3, cp = s[0] & 0x0F;
+        else if ((s[0] & 0xF8) == 0xF0) n = 4, cp = s[0] & 0x07;
+        else return 0;
+        for (size_t i = 1; i < n; i++) {
+                if ((s[i] & 0xC0) != 0x80) return 0;
+                cp = (cp << 6) | (s[i] & 0x3F);
+        }
+        /* Overlong forms, surrogates and code points past U+10FFFF are invalid. */
+        if ((n == 2 && cp < 0x80) || (n == 3 && cp < 0x800) || (n == 4 && cp < 0x10000) || cp > 0x10FFFF ||
+            (cp >= 0xD800 && cp <= 0xDFFF))
+                return 0;
+        return n;
+}
+
+char *utf8_sanitize(const char *s) {
+        size_t len = strlen(s);
+        char *out = xmalloc(len + 1);
+        size_t o = 0;
+        for (size_t i = 0; i < len;) {
+                const unsigned char *p = (const unsigned char *)s + i;
+                size_t n = utf8_sequence_length(p);
+                if (n == 0 || (n == 1 && p[0] < 0x20 && p[0] != '\t') || p[0] == 0x7F) {
+                        out[o++] = '?';
+                        i++;
+                        continue;
+                }
+                memcpy(out + o, p, n);
+                o += n;
+                i += n;
+        }
+        out[o] = 0;
+        return out;
+}

@@ -63,3 +63,7 @@ void buf_append(struct buf *b, const char *s, size_t n);
 void buf_puts(struct buf *b, const char *s);
 void buf_printf(struct buf *b, const char *fmt, ...) _printf_(2, 3);
 void buf_free(struct buf *b);
+
+/* Returns a malloc'd copy of s in which every byte that is not part of a valid UTF-8 sequence,
+ * and every control character but tab, is replaced by '?'. Never fails. */
+char *utf8_sanitize(const char *s);

@@ -24,8 +24,8 @@ for name in "${scenarios[@]}"; do
                         --root "$dir/root" --nvml-library "$fake" --node "$name" --output "$fmt" "${extra[@]}" \
                         > "$out" 2> "$tmp/$name.err"
                 echo "exit $?" >> "$out"
-                # The root path differs between checkouts: write it as a placeholder.
-                sed -i "s|$dir/root|@ROOT@|g" "$out"
+                # Paths differ between checkouts: write them as placeholders.
+                sed -i -e "s|$dir/root|@ROOT@|g" -e "s|$fake|@NVML_LIBRARY@|g" "$out"
                 expected=$dir/expected.$fmt
                 if [ "$update" = 1 ]; then
                         cp "$out" "$expected"

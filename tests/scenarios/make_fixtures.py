@@ -347,7 +347,8 @@ def main():
 
     # Bad input: garbage and truncated files, and a symlink loop under the root.
     n = hgx("garbage-files", rdma=False)
-    n.write("proc/driver/nvidia/version", "\x00\x01garbage\xff not a version\n")
+    with open(n.path("proc/driver/nvidia/version"), "wb") as f:
+        f.write(b"\x00\x01garbage\xff\xfe not a version\n")
     n.write("sys/bus/pci/devices/0000:18:00.0/class", "0x03")
     n.write("sys/bus/pci/devices/0000:2a:00.0/vendor", "banana\n")
     n.symlink("loop-b", "sys/class/net/loop-a")

@@ -6,6 +6,7 @@
 
 #include <cmocka.h>
 #include <fcntl.h>
+#include <inttypes.h>
 #include <sys/socket.h>
 
 #include "kmsg.h"
@@ -522,6 +523,8 @@ static void test_garbage(void **state) {
                 "could not insert '", "nvidia", "'", "[  1.0] ", "6,1,2,-;", " KEY=v\n", "\r", "\xff\xfe", "\0",
                 "/lib/modules/", "/build", ": No such file or directory", "kernel headers for kernel ",
                 " cannot be found", "loading NVIDIA UNIX", "Kernel Module", "  ", "\xe2\x82\xac", "Jul 31 23:14:18 h k: ",
+                "\nNVRM: Xid (PCI:0000:07:00): 48, ", "\nNVRM: Xid (PCI:0000:08:00): 149, x Fatal",
+                "\nNVRM: The NVIDIA GPU 0000:b3:00.0\nNVRM: x\n", "\nNVRM: API mismatch: the client has the version 1.2\n",
         };
         struct buf b = {0};
         for (int i = 0; i < 200000; i++) {

@@ -16,8 +16,9 @@
 #include "../../src/kubeconfig.h"
 #include "../../src/util.h"
 
-/* Where the server script and make-certs.sh live: $GPUNODE_SOURCE_DIR/tests/kube-server (meson's
- * test() sets it to the source root), else found next to this file via __FILE__. */
+/* Where the server script and make-certs.sh live: $GPUNODE_SOURCE_ROOT/tests/kube-server (meson's
+ * test() sets it to the source root; GPUNODE_SOURCE_DIR is accepted too), else found next to this
+ * file via __FILE__ (relative to the folder the compiler ran in, which is where meson runs tests). */
 static char *server_dir;
 static char *tmp;       /* the test's scratch folder */
 static char *certs;     /* tmp/certs, from make-certs.sh */
@@ -181,7 +182,8 @@ static const char node_json[] =
 
 static int group_setup(void **state) {
         (void)state;
-        const char *src = getenv("GPUNODE_SOURCE_DIR");
+        const char *src = getenv("GPUNODE_SOURCE_ROOT");
+        if (!src || !*src) src = getenv("GPUNODE_SOURCE_DIR");
         if (src && *src)
                 server_dir = xasprintf("%s/tests/kube-server", src);
         else {
@@ -194,7 +196,7 @@ static int group_setup(void **state) {
         _cleanup_free_ char *mk = xasprintf("%s/make-certs.sh", server_dir);
         if (access(mk, R_OK) < 0) {
                 /* a wrong source folder must fail, not quietly skip the end-to-end tests */
-                print_error("%s not found: set GPUNODE_SOURCE_DIR to the source root\n", mk);
+                print_error("%s not found: set GPUNODE_SOURCE_ROOT to the source root\n", mk);
                 return -1;
         }
         char tmpl[] = "/tmp/test_kube.XXXXXX";
