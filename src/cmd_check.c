@@ -4,6 +4,8 @@
 #include "hostfs.h"
 #include "output.h"
 
+#include "nvml_probe.h"
+
 #include <getopt.h>
 
 enum output_format { FORMAT_TEXT, FORMAT_JSON, FORMAT_PROMETHEUS };
@@ -16,6 +18,23 @@ static char *node_name(const char *flag, const struct node_facts *facts) {
         return xstrdup(facts->hostname ? facts->hostname : "unknown");
 }
 
+/* Appends each host path read to the file (gpunode collect's list of what to copy). */
+static void record_path(const char *path, void *userdata) {
+        fprintf((FILE *)userdata, "%s\n", path);
+}
+
+/* Writes NVML's answers in the fake library's description format. Returns 0 or -errno. */
+static int save_nvml(const char *file, const struct node_facts *facts) {
+        if (!facts->nvml.facts) return -ENODATA;
+        _cleanup_free_ char *json = NULL;
+        int r = nvml_facts_to_json(facts->nvml.facts, &json);
+        if (r < 0) return r;
+        _cleanup_fclose_ FILE *f = fopen(file, "we");
+        if (!f) return -errno;
+        if (fputs(json, f) == EOF || fflush(f) != 0) return -EIO;
+        return 0;
+}
+
 int cmd_check(int argc, char **argv) {
         static const struct option longopts[] = {
                 {"root", required_argument, NULL, 'r'},
@@ -26,10 +45,12 @@ int cmd_check(int argc, char **argv) {
                 {"node", required_argument, NULL, 'n'},
                 {"verbose", no_argument, NULL, 'v'},
                 {"no-color", no_argument, NULL, 'C'},
+                {"record-paths", required_argument, NULL, 'R'},
+                {"save-nvml", required_argument, NULL, 'S'},
                 {0},
         };
         const char *root = getenv("GPUNODE_ROOT");
-        const char *node = NULL;
+        const char *node = NULL, *record_file = NULL, *nvml_file = NULL;
         enum output_format format = FORMAT_TEXT;
         struct probe_options popts = {.nvml_timeout_ms = 10000};
         struct text_options topts = {.color = isatty(STDOUT_FILENO) && !getenv("NO_COLOR")};
@@ -61,6 +82,8 @@ int cmd_check(int argc, char **argv) {
                 case 'n': node = optarg; break;
                 case 'v': topts.verbose = true; break;
                 case 'C': topts.color = false; break;
+                case 'R': record_file = optarg; break;
+                case 'S': nvml_file = optarg; break;
                 default: return EXIT_USAGE;
                 }
         }
@@ -75,8 +98,23 @@ int cmd_check(int argc, char **argv) {
                 return EXIT_USAGE;
         }
 
+        _cleanup_fclose_ FILE *record = NULL;
+        if (record_file) {
+                record = fopen(record_file, "we");
+                if (!record) {
+                        fprintf(stderr, "gpunode check: cannot write %s: %m\n", record_file);
+                        return EXIT_USAGE;
+                }
+                hostfs_set_recorder(record_path, record);
+        }
         struct node_facts facts;
         probe_all(&popts, &facts);
+        hostfs_set_recorder(NULL, NULL);
+        if (nvml_file) {
+                r = save_nvml(nvml_file, &facts);
+                if (r < 0) fprintf(stderr, "gpunode check: cannot save NVML's answers to %s: %s\n", nvml_file,
+                                   r == -ENODATA ? "NVML was not loaded" : strerror(-r));
+        }
         _cleanup_free_ char *name = node_name(node, &facts);
         struct report rep;
         report_build(&facts, name, root, &rep);

@@ -129,6 +129,13 @@ int kube_client_new(const struct kube_config *cfg, unsigned timeout_ms, struct k
         }
 
         c->headers = slist_add(c->headers, "Accept: application/json");
+        for (const char *p = cfg->token; p && *p; p++)
+                if ((unsigned char)*p < ' ' || *p == 0x7f) {
+                        /* it would end the header line: refuse rather than send something else */
+                        r = fail(ret_error, -EINVAL, "the bearer token from %s contains a control character",
+                                 cfg->source ? cfg->source : "the configuration");
+                        goto fail;
+                }
         if (cfg->token) {
                 _cleanup_free_ char *h = xasprintf("Authorization: Bearer %s", cfg->token);
                 c->headers = slist_add(c->headers, h);

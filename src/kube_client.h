@@ -16,7 +16,8 @@ struct kube_client;
  * every request is bounded by timeout_ms in total (connecting by the smaller of that and
  * KUBE_CONNECT_TIMEOUT_MAX_MS). Initialises libcurl with the first client and cleans it up
  * with the last. Returns 0 and *ret, or a negative errno with *ret_error (-EINVAL for a server
- * URL curl refuses, -ENOTSUP for a libcurl lacking a needed feature, -ENOMEM). */
+ * URL curl refuses or a token with control characters, -ENOTSUP for a libcurl lacking a needed
+ * feature, -ENOMEM). */
 int kube_client_new(const struct kube_config *cfg, unsigned timeout_ms, struct kube_client **ret, char **ret_error);
 
 /* Frees c (NULL is fine), wiping the credentials it held. */
@@ -52,6 +53,6 @@ int kube_list_pods(struct kube_client *c, const char *node, const char *namespac
 int kube_list_namespaces(struct kube_client *c, json_t **ret, char **ret_error);
 
 /* Returns the node's name in *ret (malloc'd): flag (--node) when not NULL or empty, else
- * $NODE_NAME, else the host name lowercased as the kubelet does. Returns 0, or -errno from
- * uname when there is no host name. */
+ * $NODE_NAME, else the host name lowercased as the kubelet does. Returns 0, -errno from uname,
+ * or -ENXIO when the host name is empty. */
 int kube_node_name(const char *flag, char **ret);

@@ -825,6 +825,10 @@ static int exec_plugin_run(struct kc_set *s, const struct kc_file *f, const char
         else if (!(token && *token) && !(cert && *cert))
                 r = fail(ret_error, -EBADMSG, "%s: user \"%s\": exec plugin %s printed neither a token nor a client certificate",
                          f->display, user, e->command);
+        for (const char *q = token; r == 0 && q && *q; q++)
+                if ((unsigned char)*q < ' ' || *q == 0x7f)
+                        r = fail(ret_error, -EBADMSG, "%s: user \"%s\": exec plugin %s printed a token with a control character",
+                                 f->display, user, e->command);
         if (r == 0) {
                 if (token && *token) {
                         free_secret(c->token, 0);

@@ -43,7 +43,9 @@ static inline void kube_config_freep(struct kube_config **c) { kube_config_free(
  * wins; missing files are skipped); else ~/.kube/config; and when none of these exist, the pod's
  * service account (KUBERNETES_SERVICE_HOST/PORT and KUBE_SERVICE_ACCOUNT_DIR). Exec plugins run
  * at most timeout_ms. Returns 0 and *ret; -ENOENT (with *ret_error) when no configuration exists
- * at all; another negative errno with *ret_error naming the file and key on any other failure. */
+ * at all (the caller skips API checks); another negative errno with *ret_error naming the file
+ * and key on any other failure, also when kubeconfig_path or a file a kubeconfig names is missing
+ * (-EINVAL): see kube_config_from_yaml(). */
 int kube_config_load(const char *kubeconfig_path, unsigned timeout_ms,
                      struct kube_config **ret, char **ret_error);
 
@@ -59,9 +61,10 @@ int kube_config_in_cluster(const char *sa_dir, struct kube_config **ret, char **
 
 /* Resolves a kubeconfig held in memory: source names it in errors, dir (NULL: ".") is the folder
  * that relative paths in it are resolved against, context (NULL: current-context) picks the
- * context, flags are KUBE_CONFIG_*. Returns 0 and *ret, or a negative errno and *ret_error
- * (-EINVAL for bad YAML or values, -ENOENT for a missing context, cluster or user, -EPERM for
- * what flags refuse). */
+ * context, flags are KUBE_CONFIG_*. Returns 0 and *ret, or a negative errno and *ret_error:
+ * -ENOENT only when the YAML holds no configuration at all (empty), -EINVAL for bad YAML or
+ * values and for a missing context, cluster or user, -EPERM for what flags refuse, and from exec
+ * plugins -ETIMEDOUT (killed after timeout_ms), -EIO (failed), -EBADMSG (bad ExecCredential). */
 int kube_config_from_yaml(const char *data, size_t len, const char *source, const char *dir,
                           const char *context, unsigned flags, unsigned timeout_ms,
                           struct kube_config **ret, char **ret_error);

@@ -18,6 +18,8 @@ static const struct command commands[] = {
          "  --node NAME           node name in the report (default $NODE_NAME, else the host name)\n"
          "  --verbose             evidence for passing checks too\n"
          "  --no-color            no colours (NO_COLOR is honoured too)\n"
+         "  --record-paths FILE   list every host path read (what a snapshot must hold)\n"
+         "  --save-nvml FILE      write NVML's answers in the test NVML's description format\n"
          "exit status: 0 healthy, 1 warnings, 2 failures, 64 usage error, 70 internal error\n"},
         {"explain", cmd_explain, "what every check reads and means, and the symptom table", "[CHECK-ID | TEXT]",
          "  with no argument: the symptom table and every check, layer by layer\n"

@@ -188,7 +188,8 @@ class Node:
                 "compute_capability": m["cc"],
                 "mig_mode": {"current": 0, "pending": 0} if m["mig"] else None,
                 "persistence_mode": 1,
-                "ecc": {"volatile": {"corrected": 0, "uncorrected": 0}, "aggregate": {"corrected": 0, "uncorrected": 0}},
+                "ecc": {"mode_current": 1, "mode_pending": 1, "volatile_corrected": 0, "volatile_uncorrected": 0,
+                        "aggregate_corrected": 0, "aggregate_uncorrected": 0},
                 "remapped_rows": {"correctable": 0, "uncorrectable": 0, "pending": False, "failure": False},
                 "recovery_action": 0,
                 "temperature": 33 + g["index"], "power_mw": 71000 + 100 * g["index"], "energy_mj": 123456789,
@@ -289,7 +290,10 @@ def main():
     n.finish()
 
     # 5. Double-bit ECC error, then a failed page retirement, on one GPU.
-    n = hgx("xid-48-then-64", gpu_overrides={5: {"remapped_rows": {"correctable": 0, "uncorrectable": 1, "pending": True, "failure": False}}})
+    n = hgx("xid-48-then-64", gpu_overrides={5: {
+        "remapped_rows": {"correctable": 0, "uncorrectable": 1, "pending": True, "failure": False},
+        "ecc": {"mode_current": 1, "mode_pending": 1, "volatile_corrected": 12, "volatile_uncorrected": 1,
+                "aggregate_corrected": 12, "aggregate_uncorrected": 1}}})
     n.log("NVRM: Xid (PCI:0000:ab:00): 48, pid='<unknown>', name=<unknown>, An uncorrectable double bit error (DBE) has been detected on GPU in the framebuffer at physAddr 0x7fffa8860 partition 7, subpartition 1.", 4)
     n.log("NVRM: Xid (PCI:0000:ab:00): 64, pid='<unknown>', name=<unknown>, Dynamic Page Retirement: Blacklisting failed.", 4)
     n.nvml_doc()

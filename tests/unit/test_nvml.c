@@ -337,10 +337,10 @@ static void test_events(void **state) {
         assert_int_equal(lib->nvmlDeviceGetCount(&n), NVML_ERROR_UNINITIALIZED);
 }
 
-static void test_json_round_trip(void **state) {
-        (void)state;
+/* Checks facts -> JSON -> fake -> the same facts, for testdata/name. */
+static void check_round_trip(const char *name) {
         _cleanup_nvml_lib_ struct nvml_lib *lib = open_fake();
-        _cleanup_nvml_facts_ struct nvml_facts *f1 = probe(lib, "two-gpus.json");
+        _cleanup_nvml_facts_ struct nvml_facts *f1 = probe(lib, name);
         _cleanup_free_ char *j1 = NULL, *j2 = NULL;
         assert_int_equal(nvml_facts_to_json(f1, &j1), 0);
 
@@ -362,7 +362,18 @@ static void test_json_round_trip(void **state) {
         for (unsigned i = 0; i < f1->n_gpus; i++)
                 assert_memory_equal(&f1->gpus[i], &f2->gpus[i], sizeof f1->gpus[i]);
         nvml_facts_free(f2);
+}
 
+static void test_json_round_trip(void **state) {
+        (void)state;
+        check_round_trip("two-gpus.json");
+        /* A snapshot of a real H200 node (driver 580.159.04) replays as well. */
+        check_round_trip("h200-real.json");
+
+        _cleanup_nvml_lib_ struct nvml_lib *lib = open_fake();
+        _cleanup_nvml_facts_ struct nvml_facts *f1 = probe(lib, "two-gpus.json");
+        _cleanup_free_ char *j1 = NULL;
+        assert_int_equal(nvml_facts_to_json(f1, &j1), 0);
         /* The description names injected errors per call. */
         json_t *d = json_loads(j1, 0, NULL);
         json_t *errs = json_object_get(json_array_get(json_object_get(d, "gpus"), 1), "errors");

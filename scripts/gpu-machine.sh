@@ -1,0 +1,106 @@
+#!/bin/bash
+# gpu-machine.sh: run on a machine with a real NVIDIA GPU, in one go: gpunode against the real
+# driver and NVML, every value cross-checked with nvidia-smi, timings side by side, and a snapshot
+# of the node's files and NVML answers that can become a test fixture (tests/scenarios/).
+# usage: gpu-machine.sh [GPUNODE]   (default: .device/gpunode from scripts/device-bundle.sh,
+#        else build/gpunode); results go to $OUT (or ./gpu-out).
+set -u
+cd "$(dirname "$0")/.."
+out=${OUT:-$PWD/gpu-out}
+mkdir -p "$out"
+bin=${1:-}
+if [ -z "$bin" ]; then
+        if [ -x .device/gpunode ]; then bin=.device/gpunode; export LD_LIBRARY_PATH=$PWD/.device/lib; else bin=build/gpunode; fi
+fi
+exec > >(tee "$out/gpu-machine.log") 2>&1
+step() { printf '\n== %s\n' "$*"; }
+
+step "machine"
+uname -a
+nvidia-smi -L
+nvidia-smi --query-gpu=index,name,uuid,pci.bus_id,memory.total,driver_version,compute_cap,persistence_mode,mig.mode.current,temperature.gpu,power.draw,clocks.sm,clocks.mem,ecc.errors.uncorrected.volatile.total --format=csv,noheader,nounits | tee "$out/nvidia-smi.csv"
+
+step "gpunode check (text)"
+"$bin" check --no-color --verbose --record-paths "$out/paths.txt" --save-nvml "$out/nvml.json"
+echo "exit $?"
+"$bin" check --output json > "$out/check.json"; echo "json exit $?"
+"$bin" check --output prometheus | head -5
+"$bin" explain driver.xid-errors | head -3
+
+step "cross-check NVML answers against nvidia-smi"
+python3 - "$out/nvml.json" "$out/nvidia-smi.csv" <<'PY'
+import csv, json, sys
+nv = json.load(open(sys.argv[1]))
+rows = list(csv.reader(open(sys.argv[2]), skipinitialspace=True))
+bad = 0
+def same(what, a, b):
+    global bad
+    ok = str(a).strip().lower() == str(b).strip().lower()
+    bad += not ok
+    print(("ok      " if ok else "MISMATCH"), what, repr(a), "vs nvidia-smi", repr(b))
+def near(what, a, b, tol):
+    global bad
+    try:
+        ok = abs(float(a) - float(b)) <= tol
+    except ValueError:
+        ok = False
+    bad += not ok
+    print(("ok      " if ok else "MISMATCH"), what, a, "vs nvidia-smi", b, "(within %s)" % tol)
+for g, r in zip(nv["gpus"], rows):
+    i = r[0]
+    same("gpu %s name" % i, g.get("name"), r[1])
+    same("gpu %s uuid" % i, g.get("uuid"), r[2])
+    same("gpu %s pci bus id" % i, g.get("pci_bus_id"), r[3])
+    same("gpu %s memory total MiB" % i, g["memory"]["total"] // (1024 * 1024), r[4])
+    same("gpu %s driver" % i, nv.get("driver_version"), r[5])
+    same("gpu %s compute cap" % i, "%d.%d" % tuple(g["compute_capability"]), r[6])
+    same("gpu %s persistence" % i, "enabled" if g.get("persistence_mode") == 1 else "disabled", r[7])
+    mig = g.get("mig_mode")
+    same("gpu %s mig" % i, ("enabled" if mig["current"] else "disabled") if mig else "[n/a]", r[8])
+    near("gpu %s temperature C" % i, g.get("temperature"), r[9], 3)
+    near("gpu %s power W" % i, g.get("power_mw", 0) / 1000.0, r[10], 30)
+    near("gpu %s sm clock MHz" % i, g["clocks"]["sm"], r[11], 200)
+    near("gpu %s mem clock MHz" % i, g["clocks"]["mem"], r[12], 200)
+    if "ecc" in g:
+        same("gpu %s uncorrected volatile ECC" % i, g["ecc"].get("volatile_uncorrected"), r[13])
+same("gpu count", len(nv["gpus"]), len(rows))
+print("cross-check: %d mismatches" % bad)
+PY
+
+step "timing: gpunode check vs nvidia-smi -q vs nvidia-smi --query-gpu (10 runs each)"
+python3 - "$bin" <<'PY'
+import resource, statistics, subprocess, sys, time
+def bench(cmd, n=10):
+    times = []
+    for _ in range(n):
+        t = time.perf_counter()
+        subprocess.run(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        times.append(time.perf_counter() - t)
+    return statistics.median(times)
+g = bench([sys.argv[1], "check", "--output", "json"])
+rss_g = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
+q = bench(["nvidia-smi", "-q"])
+c = bench(["nvidia-smi", "--query-gpu=index,name,uuid,temperature.gpu,power.draw", "--format=csv"])
+rss_all = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
+print("gpunode check: median %.1f ms, peak RSS %d KiB" % (g * 1000, rss_g))
+print("nvidia-smi -q: median %.1f ms (%.1fx gpunode)" % (q * 1000, q / g))
+print("nvidia-smi --query-gpu: median %.1f ms (%.1fx gpunode); peak RSS of all children %d KiB" % (c * 1000, c / g, rss_all))
+PY
+
+step "snapshot of what the probes read"
+stage=$(mktemp -d)
+sort -u "$out/paths.txt" | while read -r p; do
+        [ -e "$p" ] || [ -L "$p" ] || continue
+        mkdir -p "$stage/root$(dirname "$p")"
+        if [ -L "$p" ]; then cp -P "$p" "$stage/root$p"
+        elif [ -f "$p" ]; then cat "$p" > "$stage/root$p" 2>/dev/null || true
+        elif [ -c "$p" ] && [ "$p" != /dev/kmsg ]; then : > "$stage/root$p"
+        fi
+done
+dmesg --raw > "$stage/root/dev/kmsg" 2>/dev/null || dmesg > "$stage/root/dev/kmsg" 2>/dev/null || true
+mkdir -p "$stage/root/proc/sys/kernel" && cat /proc/sys/kernel/osrelease > "$stage/root/proc/sys/kernel/osrelease"
+echo "gpu-machine" > "$stage/root/proc/sys/kernel/hostname"
+cp "$out/nvml.json" "$stage/nvml.json"
+tar -C "$stage" -czf "$out/node-snapshot.tar.gz" .
+tar -tzf "$out/node-snapshot.tar.gz" | wc -l
+rm -rf "$stage"
