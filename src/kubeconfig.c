@@ -206,11 +206,54 @@ static char *dir_of(const char *path) {
 
 /* ---- YAML ---- */
 
+/* Returns the offset of the first byte of s that is not part of well-formed UTF-8 (RFC 3629: no
+ * overlongs, surrogates or code points above U+10FFFF), or len when all of it is. Hand-written:
+ * libfyaml 0.7.12 loops forever on some invalid UTF-8 (a directive line followed by 0xe9 bytes,
+ * found by fuzz/fuzz_kubeconfig.c), and a YAML stream must be valid Unicode anyway. */
+static size_t utf8_valid_prefix(const unsigned char *s, size_t len) {
+        size_t i = 0;
+        while (i < len) {
+                unsigned char c = s[i];
+                size_t n;
+                unsigned char lo = 0x80, hi = 0xbf;
+                if (c < 0x80) {
+                        i++;
+                        continue;
+                } else if (c >= 0xc2 && c <= 0xdf)
+                        n = 1;
+                else if (c >= 0xe0 && c <= 0xef) {
+                        n = 2;
+                        if (c == 0xe0) lo = 0xa0;
+                        if (c == 0xed) hi = 0x9f;
+                } else if (c >= 0xf0 && c <= 0xf4) {
+                        n = 3;
+                        if (c == 0xf0) lo = 0x90;
+                        if (c == 0xf4) hi = 0x8f;
+                } else
+                        return i;
+                for (size_t k = 1; k <= n; k++) {
+                        if (i + k >= len) return i;
+                        unsigned char d = s[i + k];
+                        if (d < (k == 1 ? lo : 0x80) || d > (k == 1 ? hi : 0xbf)) return i;
+                }
+                i += n + 1;
+        }
+        return len;
+}
+
 /* Parses text (taking ownership) into f. Returns 0, or -EINVAL with *ret_error quoting the
  * parser's first error with its line and column. */
 static int kc_file_parse(char *text, size_t len, const char *display, const char *dir,
                          struct kc_file *f, char **ret_error) {
         *f = (struct kc_file){.text = text, .display = xstrdup(display), .dir = xstrdup(dir ? dir : ".")};
+
+        size_t bad = utf8_valid_prefix((const unsigned char *)text, len);
+        if (bad < len) {
+                size_t line = 1;
+                for (size_t i = 0; i < bad; i++)
+                        if (text[i] == '\n') line++;
+                return fail(ret_error, -EINVAL, "%s: invalid UTF-8 at line %zu (byte %zu)", display, line, bad + 1);
+        }
 
         struct fy_diag_cfg dcfg;
         fy_diag_cfg_default(&dcfg);
