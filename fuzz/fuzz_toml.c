@@ -43,6 +43,8 @@ static size_t walk(const struct toml_value *v) {
         return n;
 }
 
+/* Parses one input; a valid document is also walked and merged. Returns 0 (aborts on a
+ * broken invariant, which libFuzzer reports). */
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         /* Copy to a buffer of exactly size bytes so that reading past the end is caught. */
         char *text = malloc(size ? size : 1);

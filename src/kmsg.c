@@ -25,6 +25,7 @@ struct kmsg_scan {
         bool overlong;                          /* the partial line was cut: skip to its end */
         struct pending fob, api;                /* fallen off the bus (3 lines), API mismatch (4 lines) */
         struct kmsg_gpu *last_gpu;              /* lookup cache */
+        uint32_t seen[256], gen;                /* bytes present in the current message */
 };
 
 /* One line split into its prefix and its message. */
@@ -35,9 +36,33 @@ struct msg {
         size_t ts_n;
         bool ts_usec;                           /* ts is /dev/kmsg microseconds */
         uint64_t lineno;
+        const uint32_t *seen;                   /* seen[c] == gen: byte c occurs in the message */
+        uint32_t gen;
 };
 
-#define FIND(m, lit) ((const char *)memmem((m)->p, (m)->n, (lit), sizeof(lit) - 1))
+/* Records which byte values occur in m's message, in s->seen under a new generation (no
+ * clearing per line). */
+static void msg_chars(struct kmsg_scan *s, struct msg *m) {
+        if (++s->gen == 0) {
+                memset(s->seen, 0, sizeof s->seen);
+                s->gen = 1;
+        }
+        for (size_t i = 0; i < m->n; i++) s->seen[(unsigned char)m->p[i]] = s->gen;
+        m->seen = s->seen;
+        m->gen = s->gen;
+}
+
+/* Returns true when every byte of lit occurs somewhere in m's message: a cheap test that
+ * spares memmem() (whose per-call set-up dominates on short lines) nearly every line. */
+static bool msg_may_contain(const struct msg *m, const char *lit, size_t n) {
+        for (size_t i = 0; i < n; i++)
+                if (m->seen[(unsigned char)lit[i]] != m->gen) return false;
+        return true;
+}
+
+/* Returns the first occurrence of the string literal lit in m's message, or NULL. */
+#define FIND(m, lit) \
+        (msg_may_contain((m), (lit), sizeof(lit) - 1) ? (const char *)memmem((m)->p, (m)->n, (lit), sizeof(lit) - 1) : NULL)
 
 /* Return true for the ASCII character classes named (no locale). */
 static bool is_digit(char c) { return c >= '0' && c <= '9'; }
@@ -653,6 +678,7 @@ static void process_line(struct kmsg_scan *s, const char *p, size_t n) {
                 m.n = 0;
         } else
                 split_line(p, n, &m);
+        msg_chars(s, &m);
         if (pending_step(s, &m)) return;
         classify(s, &m);
 }

@@ -22,7 +22,10 @@
  * occurrence, what the comment names ("" when the line did not say). */
 enum kmsg_event_kind {
         KMSG_EV_XID,                    /* NVRM: Xid (PCI:...): N   value: PCI address, value2: Xid */
-        KMSG_EV_FALLEN_OFF_BUS,         /* Xid 79 or the Xid-less 3-line form   value: PCI address */
+        KMSG_EV_FALLEN_OFF_BUS,         /* Xid 79, "GPU at PCI:...: GPU has fallen off the bus", or the
+                                         * Xid-less 3-line form (address from its first line, only when
+                                         * the lines are consecutive; a lone "fallen off the bus" line
+                                         * still counts, address "")   value: PCI address */
         KMSG_EV_API_MISMATCH,           /* NVRM: API mismatch   value: client version, value2: kernel module version */
         KMSG_EV_LIB_MISMATCH,           /* "driver/library version mismatch" (NVML as a container sees it) */
         KMSG_EV_MODULE_KEY_REJECTED,    /* Secure Boot / signature: key rejected, not trusted   value: module */

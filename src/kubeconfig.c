@@ -206,6 +206,8 @@ static char *dir_of(const char *path) {
 
 /* ---- YAML ---- */
 
+static bool node_is_null(struct fy_node *n);
+
 /* Returns the offset of the first byte of s that is not part of well-formed UTF-8 (RFC 3629: no
  * overlongs, surrogates or code points above U+10FFFF), or len when all of it is. Hand-written:
  * libfyaml 0.7.12 loops forever on some invalid UTF-8 (a directive line followed by 0xe9 bytes,
@@ -282,13 +284,8 @@ static int kc_file_parse(char *text, size_t len, const char *display, const char
         fy_diag_destroy(diag);
 
         f->root = fy_document_root(f->doc);
-        if (f->root && fy_node_get_type(f->root) == FYNT_SCALAR) {
-                /* an empty document or a bare "null" is an empty kubeconfig */
-                size_t n;
-                const char *v = fy_node_get_scalar(f->root, &n);
-                if (!v || n == 0 || (n == 4 && memcmp(v, "null", 4) == 0) || (n == 1 && v[0] == '~'))
-                        f->root = NULL;
-        }
+        /* an empty document or a bare "null" is an empty kubeconfig */
+        if (f->root && node_is_null(f->root)) f->root = NULL;
         if (f->root && fy_node_get_type(f->root) != FYNT_MAPPING)
                 return fail(ret_error, -EINVAL, "%s: not a kubeconfig: the top level is not a mapping", display);
         return 0;

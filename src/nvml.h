@@ -341,6 +341,10 @@ typedef nvmlReturn_t (*nvmlDeviceGetClockInfo_fn)(nvmlDevice_t device, nvmlClock
 typedef nvmlReturn_t (*nvmlDeviceGetPcieReplayCounter_fn)(nvmlDevice_t device, unsigned int *value);
 typedef nvmlReturn_t (*nvmlDeviceGetCurrentClocksEventReasons_fn)(nvmlDevice_t device,
                                                                   unsigned long long *clocksEventReasons);
+typedef nvmlReturn_t (*nvmlDeviceGetEncoderUtilization_fn)(nvmlDevice_t device, unsigned int *utilization,
+                                                          unsigned int *samplingPeriodUs);
+typedef nvmlReturn_t (*nvmlDeviceGetDecoderUtilization_fn)(nvmlDevice_t device, unsigned int *utilization,
+                                                          unsigned int *samplingPeriodUs);
 typedef nvmlReturn_t (*nvmlEventSetCreate_fn)(nvmlEventSet_t *set);
 typedef nvmlReturn_t (*nvmlDeviceRegisterEvents_fn)(nvmlDevice_t device, unsigned long long eventTypes,
                                                     nvmlEventSet_t set);

@@ -53,6 +53,8 @@ static const struct nvml_sym nvml_syms[] = {
         SYM(nvmlDeviceGetPcieReplayCounter, false, "nvmlDeviceGetPcieReplayCounter"),
         SYM(nvmlDeviceGetCurrentClocksEventReasons, false, "nvmlDeviceGetCurrentClocksEventReasons",
             "nvmlDeviceGetCurrentClocksThrottleReasons"),
+        SYM(nvmlDeviceGetEncoderUtilization, false, "nvmlDeviceGetEncoderUtilization"),
+        SYM(nvmlDeviceGetDecoderUtilization, false, "nvmlDeviceGetDecoderUtilization"),
         SYM(nvmlEventSetCreate, false, "nvmlEventSetCreate"),
         SYM(nvmlDeviceRegisterEvents, false, "nvmlDeviceRegisterEvents"),
         SYM(nvmlDeviceGetSupportedEventTypes, false, "nvmlDeviceGetSupportedEventTypes"),

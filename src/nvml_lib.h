@@ -50,6 +50,8 @@ struct nvml_lib {
         nvmlDeviceGetClockInfo_fn nvmlDeviceGetClockInfo;
         nvmlDeviceGetPcieReplayCounter_fn nvmlDeviceGetPcieReplayCounter;
         nvmlDeviceGetCurrentClocksEventReasons_fn nvmlDeviceGetCurrentClocksEventReasons;
+        nvmlDeviceGetEncoderUtilization_fn nvmlDeviceGetEncoderUtilization;
+        nvmlDeviceGetDecoderUtilization_fn nvmlDeviceGetDecoderUtilization;
         nvmlEventSetCreate_fn nvmlEventSetCreate;
         nvmlDeviceRegisterEvents_fn nvmlDeviceRegisterEvents;
         nvmlDeviceGetSupportedEventTypes_fn nvmlDeviceGetSupportedEventTypes;

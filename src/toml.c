@@ -85,6 +85,8 @@ static struct toml_value *value_new(enum toml_type type, unsigned depth, uint8_t
         return v;
 }
 
+/* Frees v and everything under it (recursion is bounded by TOML_MAX_DEPTH for parsed values).
+ * Returns nothing; NULL is fine. */
 void toml_free(struct toml_value *v) {
         if (!v) return;
         switch (v->type) {
@@ -198,13 +200,12 @@ static void key_clear(struct key *k) {
         *k = (struct key){0};
 }
 
-/* ---- errors ---- */
-
 /* Returns true for the characters of a bare key: A-Z a-z 0-9 _ -. */
 static bool is_bare_key_char(int c) {
         return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' || c == '-';
 }
 
+/* ---- errors ---- */
 
 /* Records an error at byte offset pos (the first one wins). Returns -EINVAL. */
 _printf_(3, 4) static int fail_at(struct parser *p, size_t pos, const char *fmt, ...) {
@@ -602,8 +603,8 @@ static int parse_key(struct parser *p, struct key *k) {
         }
 }
 
-/* Returns a new container of the given type under parent, or fails when it would nest deeper
- * than TOML_MAX_DEPTH. Returns 0 with it in *ret, or -EINVAL. */
+/* Creates an empty table or array at the given depth (pos is where the text creates it).
+ * Returns 0 with it in *ret, or -EINVAL when depth exceeds TOML_MAX_DEPTH. */
 static int container_new(struct parser *p, size_t pos, enum toml_type type, unsigned depth, uint8_t flags,
                          struct toml_value **ret) {
         if (depth > TOML_MAX_DEPTH)
@@ -693,11 +694,10 @@ static int parse_number(struct parser *p, size_t pos, const char *s, const char 
         }
         if (e != end) return fail_at(p, pos, "invalid number '%.*s'", (int)(end - s), s);
 
-        _cleanup_free_ char *clean = xmalloc((size_t)(end - s) + 1);
-        size_t n = 0;
+        struct buf *digits = scratch_reset(p);
         for (const char *c = s; c < end; c++)
-                if (*c != '_') clean[n++] = *c;
-        clean[n] = 0;
+                if (*c != '_') buf_append(digits, c, 1);
+        const char *clean = digits->data;
         if (!is_float) {
                 uint64_t u = 0;
                 for (const char *c = clean + sign; *c; c++) {
@@ -881,7 +881,7 @@ static int parse_bare_value(struct parser *p, struct toml_value **ret) {
  * and comments allowed. Returns 0 with it in *ret, or -EINVAL. */
 static int parse_array(struct parser *p, unsigned depth, struct toml_value **ret) {
         size_t start = p->pos;
-        struct toml_value *a;
+        struct toml_value *a = NULL;
         int r = container_new(p, start, TOML_ARRAY, depth, 0, &a);
         if (r < 0) return r;
         p->pos++;
@@ -892,7 +892,7 @@ static int parse_array(struct parser *p, unsigned depth, struct toml_value **ret
                         r = fail_at(p, start, "unterminated array: missing ']'");
                         goto fail;
                 }
-                struct toml_value *v;
+                struct toml_value *v = NULL;
                 r = parse_value(p, depth + 1, &v);
                 if (r < 0) goto fail;
                 array_append(a, v);
@@ -920,7 +920,7 @@ fail:
  * (TOML 1.0: no newlines, no trailing comma). Returns 0 with it (sealed) in *ret, or -EINVAL. */
 static int parse_inline_table(struct parser *p, unsigned depth, struct toml_value **ret) {
         size_t start = p->pos;
-        struct toml_value *t;
+        struct toml_value *t = NULL;
         int r = container_new(p, start, TOML_TABLE, depth, F_INLINE, &t);
         if (r < 0) return r;
         p->pos++;
@@ -1034,7 +1034,7 @@ static int parse_keyval(struct parser *p, struct toml_value *table) {
                             describe(old));
                 goto out;
         }
-        struct toml_value *v;
+        struct toml_value *v = NULL;
         r = parse_value(p, t->depth + 1u, &v);
         if (r < 0) goto out;
         table_adopt(t, last, v);
@@ -1093,7 +1093,7 @@ static int parse_header(struct parser *p) {
                         r = fail_at(p, last->pos, "cannot define [[%s]]: it is already %s", name, describe(child));
                         goto out;
                 }
-                struct toml_value *elem;
+                struct toml_value *elem = NULL;
                 r = container_new(p, last->pos, TOML_TABLE, child->depth + 1u, F_EXPLICIT, &elem);
                 if (r < 0) goto out;
                 array_append(child, elem);
@@ -1118,6 +1118,9 @@ out:
         return r;
 }
 
+/* Parses a whole document: a BOM, a byte check, then line by line headers, key/values and
+ * comments. Returns 0 with the root table in *ret, or -EINVAL with *ret NULL and the first
+ * error's position and message in *ret_error (see toml.h). */
 int toml_parse(const char *text, size_t len, struct toml_value **ret, struct toml_error *ret_error) {
         struct parser p = { .text = text ? text : "", .len = text ? len : 0 };
         int r;
@@ -1156,10 +1159,12 @@ int toml_parse(const char *text, size_t len, struct toml_value **ret, struct tom
 
 /* ---- read API ---- */
 
+/* Returns the type of v, TOML_NONE for NULL. */
 enum toml_type toml_type_of(const struct toml_value *v) {
         return v ? v->type : TOML_NONE;
 }
 
+/* Returns the toml-test name of a type, "none" for anything else. */
 const char *toml_type_name(enum toml_type type) {
         switch (type) {
         case TOML_TABLE: return "table";
@@ -1176,45 +1181,56 @@ const char *toml_type_name(enum toml_type type) {
         }
 }
 
+/* Returns the value under key_len bytes of key in table, NULL when absent or not a table. */
 const struct toml_value *toml_table_getn(const struct toml_value *table, const char *key, size_t key_len) {
         if (!table || table->type != TOML_TABLE || !key) return NULL;
         return table_lookup(table, key, key_len);
 }
 
+/* Returns the value under the NUL-terminated key in table, NULL when absent or not a table. */
 const struct toml_value *toml_table_get(const struct toml_value *table, const char *key) {
         return key ? toml_table_getn(table, key, strlen(key)) : NULL;
 }
 
+/* Returns the number of keys of a table, 0 for anything else. */
 size_t toml_table_size(const struct toml_value *table) {
         return table && table->type == TOML_TABLE ? table->u.table.n : 0;
 }
 
+/* Returns the i-th key of a table in document order, NULL when out of range. */
 const char *toml_table_key_at(const struct toml_value *table, size_t i) {
         return i < toml_table_size(table) ? table->u.table.items[i].key : NULL;
 }
 
+/* Returns the length of the i-th key of a table, 0 when out of range. */
 size_t toml_table_key_len_at(const struct toml_value *table, size_t i) {
         return i < toml_table_size(table) ? table->u.table.items[i].key_len : 0;
 }
 
+/* Returns the i-th value of a table in document order, NULL when out of range. */
 const struct toml_value *toml_table_value_at(const struct toml_value *table, size_t i) {
         return i < toml_table_size(table) ? table->u.table.items[i].value : NULL;
 }
 
+/* Returns the number of elements of an array, 0 for anything else. */
 size_t toml_array_len(const struct toml_value *array) {
         return array && array->type == TOML_ARRAY ? array->u.array.n : 0;
 }
 
+/* Returns the i-th element of an array, NULL when out of range. */
 const struct toml_value *toml_array_at(const struct toml_value *array, size_t i) {
         return i < toml_array_len(array) ? array->u.array.items[i] : NULL;
 }
 
+/* Returns the value at the end of a NULL-terminated key list, NULL when a step is missing. */
 const struct toml_value *toml_get_pathv(const struct toml_value *root, const char *const *keys) {
         const struct toml_value *v = root;
         for (size_t i = 0; v && keys && keys[i]; i++) v = toml_table_get(v, keys[i]);
         return v;
 }
 
+/* Returns the value at the end of the NULL-terminated key arguments, NULL when a step is
+ * missing. */
 const struct toml_value *toml_get_path(const struct toml_value *root, ...) {
         const struct toml_value *v = root;
         va_list ap;
@@ -1224,32 +1240,38 @@ const struct toml_value *toml_get_path(const struct toml_value *root, ...) {
         return v;
 }
 
+/* Returns a string's bytes, NULL when v is not a string. */
 const char *toml_string(const struct toml_value *v) {
         return v && v->type == TOML_STRING ? v->u.str.s : NULL;
 }
 
+/* Returns a string's length in bytes, 0 when v is not a string. */
 size_t toml_string_len(const struct toml_value *v) {
         return v && v->type == TOML_STRING ? v->u.str.len : 0;
 }
 
+/* Returns true with an integer in *ret, false when v is not an integer. */
 bool toml_int(const struct toml_value *v, int64_t *ret) {
         if (!v || v->type != TOML_INTEGER) return false;
         *ret = v->u.i;
         return true;
 }
 
+/* Returns true with a boolean in *ret, false when v is not a boolean. */
 bool toml_bool(const struct toml_value *v, bool *ret) {
         if (!v || v->type != TOML_BOOL) return false;
         *ret = v->u.b;
         return true;
 }
 
+/* Returns true with a float in *ret, false when v is not a float. */
 bool toml_double(const struct toml_value *v, double *ret) {
         if (!v || v->type != TOML_FLOAT) return false;
         *ret = v->u.f;
         return true;
 }
 
+/* Returns the normalized text of a date or time, NULL for other types. */
 const char *toml_datetime(const struct toml_value *v) {
         if (!v) return NULL;
         switch (v->type) {
@@ -1297,25 +1319,36 @@ static struct toml_value *value_copy(const struct toml_value *v) {
         return c;
 }
 
-int toml_merge(struct toml_value *dst, const struct toml_value *src) {
-        if (!dst || !src || dst->type != TOML_TABLE || src->type != TOML_TABLE) return -EINVAL;
+/* Moves the keys of src, a table the caller owns, into table dst: tables meeting tables are
+ * merged recursively, anything else replaces what dst had. What is moved is taken out of src,
+ * which the caller still frees. Returns nothing; aborts on out-of-memory. */
+static void merge_take(struct toml_value *dst, struct toml_value *src) {
         for (size_t i = 0; i < src->u.table.n; i++) {
-                const struct toml_kv *kv = &src->u.table.items[i];
+                struct toml_kv *kv = &src->u.table.items[i];
                 ssize_t j = table_find(dst, kv->key, kv->key_len);
                 if (j < 0) {
-                        char *key = xmalloc(kv->key_len + 1);
-                        memcpy(key, kv->key, kv->key_len + 1);
-                        table_append(dst, key, kv->key_len, value_copy(kv->value));
+                        table_append(dst, kv->key, kv->key_len, kv->value);
+                        kv->key = NULL;
+                        kv->value = NULL;
                         continue;
                 }
                 struct toml_value **slot = &dst->u.table.items[j].value;
-                if ((*slot)->type == TOML_TABLE && kv->value->type == TOML_TABLE) {
-                        int r = toml_merge(*slot, kv->value);
-                        if (r < 0) return r;
-                } else {
+                if ((*slot)->type == TOML_TABLE && kv->value->type == TOML_TABLE)
+                        merge_take(*slot, kv->value);
+                else {
                         toml_free(*slot);
-                        *slot = value_copy(kv->value);
+                        *slot = TAKE_PTR(kv->value);
                 }
         }
+}
+
+/* Merges a copy of table src into table dst, src winning on conflicts (see toml.h). Returns 0,
+ * or -EINVAL when either is not a table. */
+int toml_merge(struct toml_value *dst, const struct toml_value *src) {
+        if (!dst || !src || dst->type != TOML_TABLE || src->type != TOML_TABLE) return -EINVAL;
+        /* Working from a copy keeps src intact even when it lies inside dst. */
+        struct toml_value *copy = value_copy(src);
+        merge_take(dst, copy);
+        toml_free(copy);
         return 0;
 }

@@ -111,5 +111,6 @@ const char *toml_datetime(const struct toml_value *v);
  * of src, when both sides hold a table the two are merged recursively; otherwise (a leaf, an
  * array, or a table against a non-table) dst's value is replaced by a copy of src's. Arrays are
  * replaced, not concatenated. Keys new to dst are appended in src's order; replaced keys keep
- * their place. src is left untouched. Returns 0, or -EINVAL when either is not a table. */
+ * their place. src is left untouched and may be any table, even one inside dst. Returns 0, or
+ * -EINVAL when either is not a table. */
 int toml_merge(struct toml_value *dst, const struct toml_value *src);

@@ -57,6 +57,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 
 #include "../../src/nvml.h"
@@ -195,6 +196,37 @@ static nvmlReturn_t answer_ull(json_t *obj, const char *key, unsigned long long 
 
 /* ---- init, shutdown, errors ---- */
 
+static struct stat reload_seen; /* under fake_lock: the description file last loaded */
+
+/*
+ * GPUNODE_FAKE_NVML_RELOAD=1: while initialised, nvmlDeviceGetCount re-reads the description when the
+ * file changed (mtime, size or inode), so a test can change a long-running process's GPUs (lose one,
+ * fail a call) without it calling nvmlInit again. Replace the file atomically (write, rename). A new
+ * description that does not parse is ignored. Returns nothing.
+ */
+static void maybe_reload(void) {
+        struct stat *seen_p = &reload_seen;
+        const char *flag = getenv("GPUNODE_FAKE_NVML_RELOAD");
+        const char *path = getenv("GPUNODE_FAKE_NVML");
+        struct stat st;
+        if (!flag || strcmp(flag, "1") != 0 || !path || stat(path, &st) < 0) return;
+        pthread_mutex_lock(&fake_lock);
+        bool changed = init_count > 0 && (st.st_ino != seen_p->st_ino || st.st_size != seen_p->st_size ||
+                                          st.st_mtim.tv_sec != seen_p->st_mtim.tv_sec ||
+                                          st.st_mtim.tv_nsec != seen_p->st_mtim.tv_nsec);
+        if (changed) {
+                json_t *d = json_load_file(path, 0, NULL);
+                if (json_is_object(d)) {
+                        json_decref(fake_desc);
+                        fake_desc = d;
+                        *seen_p = st;
+                } else {
+                        json_decref(d);
+                }
+        }
+        pthread_mutex_unlock(&fake_lock);
+}
+
 /* Loads the description and takes an init reference. Returns NVML_SUCCESS, init_error, or
  * NVML_ERROR_DRIVER_NOT_LOADED when there is no readable description. */
 static nvmlReturn_t fake_init(void) {
@@ -211,7 +243,9 @@ static nvmlReturn_t fake_init(void) {
                 json_decref(d);
                 return rc;
         }
+        struct stat st;
         pthread_mutex_lock(&fake_lock);
+        if (stat(path, &st) == 0) reload_seen = st;
         json_decref(fake_desc);
         fake_desc = d;
         init_count++;
@@ -311,6 +345,7 @@ EXPORT nvmlReturn_t nvmlSystemGetCudaDriverVersion_v2(int *cudaDriverVersion) {
 /* Answers nvmlDeviceGetCount (both versions). Returns an nvmlReturn_t. */
 static nvmlReturn_t device_count(unsigned *out) {
         _cleanup_json_ json_t *d = NULL;
+        maybe_reload();
         nvmlReturn_t rc = begin_sys("nvmlDeviceGetCount", &d);
         if (rc != NVML_SUCCESS) return rc;
         if (!out) return NVML_ERROR_INVALID_ARGUMENT;
@@ -632,6 +667,27 @@ EXPORT nvmlReturn_t nvmlDeviceGetCurrentClocksEventReasons(nvmlDevice_t device, 
 
 EXPORT nvmlReturn_t nvmlDeviceGetCurrentClocksThrottleReasons(nvmlDevice_t device, unsigned long long *reasons) {
         return nvmlDeviceGetCurrentClocksEventReasons(device, reasons);
+}
+
+/* Answers nvmlDeviceGet{Encoder,Decoder}Utilization from g[key] (percent); the period is 167 ms like
+ * the real library's. Returns an nvmlReturn_t. */
+static nvmlReturn_t codec_util(json_t *g, const char *key, unsigned *util, unsigned *period_us) {
+        if (!util || !period_us) return NVML_ERROR_INVALID_ARGUMENT;
+        nvmlReturn_t rc = answer_uint(g, key, util);
+        if (rc == NVML_SUCCESS) *period_us = 167000;
+        return rc;
+}
+
+EXPORT nvmlReturn_t nvmlDeviceGetEncoderUtilization(nvmlDevice_t device, unsigned int *utilization,
+                                                    unsigned int *samplingPeriodUs) {
+        BEGIN("nvmlDeviceGetEncoderUtilization");
+        return codec_util(g, "encoder_utilization", utilization, samplingPeriodUs);
+}
+
+EXPORT nvmlReturn_t nvmlDeviceGetDecoderUtilization(nvmlDevice_t device, unsigned int *utilization,
+                                                    unsigned int *samplingPeriodUs) {
+        BEGIN("nvmlDeviceGetDecoderUtilization");
+        return codec_util(g, "decoder_utilization", utilization, samplingPeriodUs);
 }
 
 /* ---- events ---- */

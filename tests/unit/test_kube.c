@@ -636,9 +636,21 @@ static void test_errors(void **state) {
         assert_contains(err, "auth-provider \"gcp\" is not supported");
         free(err);
 
+        /* invalid UTF-8 is refused before libfyaml sees it (it loops on some, found by fuzzing) */
+        assert_int_equal(load_text("e11.yaml", "current-context: c\n%x \xe9\xe9\n", 1000, &c, &err), -EINVAL);
+        assert_contains(err, "e11.yaml: invalid UTF-8 at line 2");
+        free(err);
+
         assert_int_equal(load_text("e9.yaml", "- a\n- b\n", 1000, &c, &err), -EINVAL);
         assert_contains(err, "not a kubeconfig");
         free(err);
+
+        /* valid UTF-8 passes */
+        assert_int_equal(load_text("u8.yaml",
+                "current-context: c\ncontexts:\n- name: c\n  context: {cluster: k, namespace: \"\xc3\xa9quipe\"}\n"
+                "clusters:\n- name: k\n  cluster: {server: https://k:6443}\n", 1000, &c, &err), 0);
+        assert_string_equal(c->namespace, "\xc3\xa9quipe");
+        kube_config_free(c);
 
         /* an explicit --kubeconfig that does not exist is an error, not "no configuration" */
         _cleanup_free_ char *missing = tpath("missing.yaml");

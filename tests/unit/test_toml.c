@@ -175,6 +175,7 @@ static bool values_equal(const struct toml_value *a, const struct toml_value *b)
         }
 }
 
+/* A patched containerd v2 config: the nvidia runtime by path, values, document order. */
 static void test_containerd_v2(void **state) {
         (void)state;
         _cleanup_toml_ struct toml_value *doc = parse_ok(CONTAINERD_V2);
@@ -208,6 +209,7 @@ static void test_containerd_v2(void **state) {
         assert_null(toml_get_path(doc, "plugins", CRI_V2, "containerd", "runtimes", "nvidia-cdi", NULL));
 }
 
+/* A containerd 2.x (v3) config with the GPU Operator's three runtimes and an import. */
 static void test_containerd_v3(void **state) {
         (void)state;
         _cleanup_toml_ struct toml_value *doc = parse_ok(CONTAINERD_V3);
@@ -280,6 +282,7 @@ static void test_same_settings_spelled_differently(void **state) {
         }
 }
 
+/* The toolkit's own config.toml: dashed keys, empty arrays, commented-out settings. */
 static void test_toolkit_config(void **state) {
         (void)state;
         _cleanup_toml_ struct toml_value *doc = parse_ok(TOOLKIT_CONFIG);
@@ -343,6 +346,17 @@ static void test_merge_dropin(void **state) {
         assert_int_equal(toml_merge(once, dropin), 0);
         assert_true(values_equal(once, main_doc));
 
+        /* src may be dst itself, or lie inside it. */
+        assert_int_equal(toml_merge(once, once), 0);
+        assert_true(values_equal(once, main_doc));
+        _cleanup_toml_ struct toml_value *nested = parse_ok("a.a.b = 1\na.c = 2\n");
+        assert_int_equal(toml_merge(nested, toml_table_get(nested, "a")), 0);
+        int64_t i = 0;
+        assert_true(toml_int(toml_get_path(nested, "a", "b", NULL), &i)); /* root.a gains b from a.a */
+        assert_int_equal(i, 1);
+        assert_true(toml_int(toml_table_get(nested, "c"), &i));
+        assert_int_equal(i, 2);
+
         assert_int_equal(toml_merge(main_doc, toml_table_get(main_doc, "version")), -EINVAL);
         assert_int_equal(toml_merge((struct toml_value *)toml_table_get(main_doc, "version"), dropin), -EINVAL);
         assert_int_equal(toml_merge(NULL, dropin), -EINVAL);
@@ -354,6 +368,7 @@ struct error_case {
         const char *message; /* a part of the message */
 };
 
+/* Invalid inputs fail with -EINVAL at the right line and column, with a clear message. */
 static void test_errors(void **state) {
         (void)state;
         static const struct error_case cases[] = {
@@ -374,6 +389,7 @@ static void test_errors(void **state) {
                 { "k = \"\xc3\xbc\" x\n", 1, 9, "expected a newline after the value, found 'x'" },
                 { "v = 2023-02-29\n", 1, 5, "no such day" },
                 { "v = 07:32\n", 1, 5, "seconds included" },
+                { "v = 1979-05-27T07:32:00Zx\n", 1, 5, "unexpected text after it" },
                 { "v = 9223372036854775808\n", 1, 5, "out of range" },
                 { "v = 1e999\n", 1, 5, "out of range" },
                 { "v = 0x\n", 1, 5, "invalid hexadecimal integer" },
@@ -430,6 +446,7 @@ static char *exact_copy(const char *s, size_t n) {
         return c;
 }
 
+/* The parser reads exactly len bytes: every prefix of real configs parses or fails cleanly. */
 static void test_not_nul_terminated(void **state) {
         (void)state;
         /* The length is the input's end, whatever follows it. */
@@ -461,6 +478,7 @@ static void test_not_nul_terminated(void **state) {
         }
 }
 
+/* Nesting stops at TOML_MAX_DEPTH with an error, however deep the hostile input goes. */
 static void test_depth_limit(void **state) {
         (void)state;
         struct buf b = {0};
@@ -469,6 +487,7 @@ static void test_depth_limit(void **state) {
         for (int i = 0; i < TOML_MAX_DEPTH; i++) buf_puts(&b, "[");
         for (int i = 0; i < TOML_MAX_DEPTH; i++) buf_puts(&b, "]");
         _cleanup_toml_ struct toml_value *deep = parse_ok(b.data);
+        assert_int_equal(toml_array_len(toml_table_get(deep, "a")), 1);
         buf_free(&b);
         buf_puts(&b, "a = ");
         for (int i = 0; i <= TOML_MAX_DEPTH; i++) buf_puts(&b, "[");
@@ -498,6 +517,7 @@ static void test_depth_limit(void **state) {
         for (int i = 1; i < TOML_MAX_DEPTH; i++) buf_puts(&b, ".k");
         buf_puts(&b, "]\nx = 1\n");
         _cleanup_toml_ struct toml_value *headers = parse_ok(b.data);
+        assert_int_equal(toml_table_size(toml_table_get(headers, "k")), 1);
         buf_free(&b);
         buf_puts(&b, "[k");
         for (int i = 1; i < TOML_MAX_DEPTH; i++) buf_puts(&b, ".k");
@@ -514,6 +534,7 @@ static void test_depth_limit(void **state) {
         buf_free(&b);
 }
 
+/* 100k keys, many sub-tables and a long array of tables parse and look up correctly. */
 static void test_large_tables(void **state) {
         (void)state;
         enum { N = 100000 };
@@ -541,6 +562,7 @@ static void test_large_tables(void **state) {
         buf_free(&b);
 }
 
+/* Every scalar kind: integer bounds and bases, floats, dates and times, string escapes. */
 static void test_values(void **state) {
         (void)state;
         _cleanup_toml_ struct toml_value *doc = parse_ok(
@@ -609,6 +631,7 @@ static void test_values(void **state) {
         assert_null(toml_table_get(k, "a"));
 }
 
+/* Accessors return NULL or false, never crash, on the wrong type, NULL or out of range. */
 static void test_wrong_types(void **state) {
         (void)state;
         _cleanup_toml_ struct toml_value *doc = parse_ok("s = \"x\"\ni = 1\nf = 1.5\nb = true\na = [1]\nt.k = 1\nd = 2024-01-01\n");
@@ -642,6 +665,7 @@ static void test_wrong_types(void **state) {
         toml_free(NULL);
 }
 
+/* Runs the tests. Returns 0 when all pass (cmocka's count of failures otherwise). */
 int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_containerd_v2),

@@ -1,0 +1,58 @@
+#!/bin/bash
+# cli.sh: the command line as a user meets it: help generated from the command table, exit codes,
+# explain for every check id, and a failed write to stdout reported.
+# usage: cli.sh GPUNODE
+set -u
+gpunode=$1
+passed=0 failed=0
+expect() { # expect CODE DESCRIPTION -- COMMAND...
+        local want=$1 what=$2; shift 3
+        "$@" > /tmp/gpunode-cli.out 2> /tmp/gpunode-cli.err
+        local got=$?
+        if [ "$got" = "$want" ]; then passed=$((passed + 1)); else
+                echo "FAIL $what: exit $got, expected $want"; cat /tmp/gpunode-cli.err; failed=$((failed + 1)); fi
+}
+contains() { # contains TEXT DESCRIPTION: the last command's stdout holds TEXT
+        if grep -qF -- "$1" /tmp/gpunode-cli.out; then passed=$((passed + 1)); else
+                echo "FAIL $2: output lacks '$1'"; failed=$((failed + 1)); fi
+}
+
+expect 0 "--help" -- "$gpunode" --help
+contains "check" "--help lists check"
+contains "explain" "--help lists explain"
+expect 0 "--version" -- "$gpunode" --version
+contains "gpunode " "--version prints the version"
+expect 64 "no command" -- "$gpunode"
+expect 64 "unknown command" -- "$gpunode" frobnicate
+expect 64 "prefix is not a command" -- "$gpunode" chec
+for cmd in $("$gpunode" --help | awk '/^commands:/{on=1; next} on && /^  [a-z]/{print $1}'); do
+        expect 0 "$cmd --help" -- "$gpunode" "$cmd" --help
+        contains "usage: gpunode $cmd" "$cmd --help usage line"
+        expect 0 "help $cmd" -- "$gpunode" help "$cmd"
+done
+expect 64 "check --output bogus" -- "$gpunode" check --output bogus
+expect 64 "check --root missing" -- "$gpunode" check --root /nonexistent/root
+expect 64 "check --nvml-timeout 0" -- "$gpunode" check --nvml-timeout 0
+expect 64 "check extra argument" -- "$gpunode" check extra
+
+# explain covers every check id the report can contain.
+expect 0 "explain" -- "$gpunode" explain
+ids=$("$gpunode" check --root / --output json 2>/dev/null | /usr/bin/python3 -c 'import json,sys; print(" ".join(c["id"] for c in json.load(sys.stdin)["checks"]))')
+[ -n "$ids" ] || { echo "FAIL: no check ids from check --output json"; failed=$((failed + 1)); }
+for id in $ids; do
+        expect 0 "explain $id" -- "$gpunode" explain "$id"
+        contains "reads:" "explain $id says what it reads"
+        contains "outcomes:" "explain $id says what outcomes mean"
+done
+expect 0 "explain by text" -- "$gpunode" explain "version mismatch"
+contains "driver.version-match" "explain text search finds the check"
+expect 1 "explain unknown" -- "$gpunode" explain "no such symptom anywhere"
+
+# A closed or full stdout is an error, not a silent success.
+if [ -w /dev/full ]; then
+        "$gpunode" explain > /dev/full 2>/dev/null
+        code=$?
+        if [ "$code" = 70 ]; then passed=$((passed + 1)); else echo "FAIL: write to /dev/full exited $code, expected 70"; failed=$((failed + 1)); fi
+fi
+echo "cli: $passed passed, $failed failed"
+[ "$failed" -eq 0 ]

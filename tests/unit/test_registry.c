@@ -1,0 +1,84 @@
+/* test_registry.c: the check registry and the symptom table are consistent, so explain cannot drift. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <cmocka.h>
+
+#include <ctype.h>
+
+#include "checks.h"
+#include "symptoms.h"
+
+static const char *const components[] = {
+        "driver", "fabric-manager", "rdma", "sriov", "container-toolkit", "rdma-device-plugin", "device-plugin", "gfd",
+        "mig-manager", "csi", "dcgm-exporter", "node-exporter", "logging-agent", "otel-agent", "gpu-operator",
+        "network-operator", "kubelet",
+};
+
+static bool known_component(const char *c) {
+        for (size_t i = 0; i < ELEMENTSOF(components); i++)
+                if (streq(components[i], c)) return true;
+        return false;
+}
+
+/* Every check has a well-formed unique id, a layer, a component from DESIGN.md's table, the
+ * texts explain prints, and rests only on checks that run before it. */
+static void test_checks_well_formed(void **state) {
+        size_t n;
+        const struct check_def *const *all = check_registry(&n);
+        assert_true(n >= 20);
+        int last_layer = 1;
+        for (size_t i = 0; i < n; i++) {
+                const struct check_def *d = all[i];
+                assert_non_null(d->id);
+                for (const char *p = d->id; *p; p++) assert_true(islower((unsigned char)*p) || isdigit((unsigned char)*p) || *p == '-' || *p == '.');
+                assert_non_null(strchr(d->id, '.'));
+                assert_true(d->layer >= LAYER_MIN && d->layer <= LAYER_MAX);
+                assert_true(d->layer >= last_layer); /* bottom-up order */
+                last_layer = d->layer;
+                if (!known_component(d->component)) fail_msg("check %s: unknown component %s", d->id, d->component);
+                assert_true(d->title && *d->title && d->reads && *d->reads && d->outcomes && *d->outcomes);
+                assert_non_null(d->run);
+                assert_ptr_equal(check_find(d->id), d);
+                for (size_t j = 0; j < i; j++)
+                        if (streq(all[j]->id, d->id)) fail_msg("duplicate check id %s", d->id);
+                for (size_t k = 0; k < CHECK_MAX_DEPS && d->depends[k]; k++) {
+                        const struct check_def *dep = check_find(d->depends[k]);
+                        if (!dep) fail_msg("check %s rests on unknown %s", d->id, d->depends[k]);
+                        bool earlier = false;
+                        for (size_t j = 0; j < i; j++) earlier |= all[j] == dep;
+                        if (!earlier) fail_msg("check %s rests on %s, which runs after it", d->id, d->depends[k]);
+                }
+        }
+}
+
+/* Every check id the symptom table names exists, and every layer has at least one symptom
+ * row when it has checks. */
+static void test_symptoms_name_real_checks(void **state) {
+        size_t n;
+        const struct symptom *s = symptom_table(&n);
+        assert_true(n > 0);
+        for (size_t i = 0; i < n; i++) {
+                assert_true(s[i].layer >= LAYER_MIN && s[i].layer <= LAYER_MAX);
+                assert_true(s[i].symptom && *s[i].symptom && s[i].look_first && *s[i].look_first);
+                assert_non_null(s[i].checks[0]);
+                for (size_t c = 0; c < SYMPTOM_MAX_CHECKS && s[i].checks[c]; c++)
+                        if (!check_find(s[i].checks[c])) fail_msg("symptom \"%s\" names unknown check %s", s[i].symptom, s[i].checks[c]);
+        }
+        size_t nc;
+        const struct check_def *const *all = check_registry(&nc);
+        for (int layer = LAYER_MIN; layer <= LAYER_MAX; layer++) {
+                bool has_checks = false, has_symptom = false;
+                for (size_t i = 0; i < nc; i++) has_checks |= all[i]->layer == layer;
+                for (size_t i = 0; i < n; i++) has_symptom |= s[i].layer == layer;
+                if (has_checks && !has_symptom) fail_msg("layer %d has checks but no symptom row", layer);
+        }
+}
+
+int main(void) {
+        const struct CMUnitTest tests[] = {
+                cmocka_unit_test(test_checks_well_formed),
+                cmocka_unit_test(test_symptoms_name_real_checks),
+        };
+        return cmocka_run_group_tests(tests, NULL, NULL);
+}
