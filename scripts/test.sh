@@ -10,3 +10,7 @@ meson test -C build --print-errorlogs
 ninja -C build-asan
 ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
         meson test -C build-asan --print-errorlogs
+# libFuzzer targets, built with clang, each run briefly on its seed corpus.
+[ -d build-fuzz ] || CC=clang meson setup build-fuzz -Dfuzz=true -Db_sanitize=address,undefined -Db_lundef=false
+ninja -C build-fuzz
+fuzz/run.sh build-fuzz "${GPUNODE_FUZZ_SECONDS:-10}"

@@ -139,6 +139,14 @@ struct probe_options {
         const char *kmsg_file;         /* --kmsg: a saved log outside the root */
         const char *nvml_library;      /* --nvml-library */
         unsigned nvml_timeout_ms;
+        /* check --snapshot: NVML's answers as recorded on the node instead of loading NVML. When
+         * nvml_replay is set, probe_all copies nvml_facts (NULL: NVML did not load there, then
+         * nvml_load_rc and nvml_load_error say why) and reports nvml_library as the library. */
+        bool nvml_replay;
+        const struct nvml_facts *nvml_facts;
+        int nvml_load_rc;
+        const char *nvml_load_error;
+        const char *kmsg_label;        /* shown as the kernel log's source instead of kmsg_file */
 };
 
 /* Runs every probe. Never fails: each probe records its own errors in its facts. */
@@ -152,6 +160,9 @@ void probe_driver(struct driver_facts *ret);
 void probe_secureboot(struct secureboot_facts *ret);
 void probe_kmsg(const char *file, struct kmsg_facts *ret);
 void probe_nvml(const char *library, unsigned timeout_ms, struct nvml_state *ret);
+/* Fills ret from recorded facts (copied; NULL: load_rc/load_error) as if NVML had answered. */
+void probe_nvml_replay(const char *library, const struct nvml_facts *facts, int load_rc, const char *load_error,
+                       struct nvml_state *ret);
 void probe_rdma(struct rdma_facts *ret);
 void probe_sriov(struct sriov_facts *ret);
 void probe_processes(struct process_facts *ret);

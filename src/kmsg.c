@@ -138,6 +138,7 @@ static size_t copy_token(char *dst, size_t cap, const char *p, size_t n, const c
         return i;
 }
 
+/* Returns bytes consumed or -EINVAL (see kmsg.h); reads at most n bytes, no NUL needed. */
 int kmsg_pci_normalize(const char *s, size_t n, char ret[KMSG_PCI_MAX]) {
         size_t i = 0;
         uint32_t f[3];
@@ -702,12 +703,14 @@ static void flush_partial(struct kmsg_scan *s) {
         s->overlong = false;
 }
 
+/* Returns a new scanner; never NULL (xmalloc aborts on out-of-memory). */
 struct kmsg_scan *kmsg_scan_new(void) {
         struct kmsg_scan *s = xcalloc(1, sizeof *s);
         s->buf = xmalloc(KMSG_LINE_MAX);
         return s;
 }
 
+/* Frees s and its GPUs; NULL is fine. */
 void kmsg_scan_free(struct kmsg_scan *s) {
         if (!s) return;
         for (size_t i = 0; i < s->sum.n_gpus; i++) free(s->sum.gpus[i]);
@@ -715,6 +718,8 @@ void kmsg_scan_free(struct kmsg_scan *s) {
         free(s);
 }
 
+/* Frames lines over chunks: a line inside one chunk is scanned in place, one spanning chunks
+ * is gathered in s->buf (cut at KMSG_LINE_MAX). Never fails. */
 void kmsg_scan_feed(struct kmsg_scan *s, const char *data, size_t len) {
         s->sum.bytes += len;
         while (len > 0) {
@@ -740,11 +745,13 @@ void kmsg_scan_feed(struct kmsg_scan *s, const char *data, size_t len) {
         }
 }
 
+/* Feeds one /dev/kmsg record, ending it with '\n' when needed. Never fails. */
 void kmsg_scan_feed_record(struct kmsg_scan *s, const char *data, size_t len) {
         kmsg_scan_feed(s, data, len);
         if (len == 0 || data[len - 1] != '\n') kmsg_scan_feed(s, "\n", 1);
 }
 
+/* Returns 0 at end of input (EOF, or EAGAIN for records), or -errno from read(). */
 int kmsg_scan_read_fd(struct kmsg_scan *s, int fd, bool records) {
         const size_t size = 64 * 1024;  /* > the largest /dev/kmsg record (8 KiB) */
         _cleanup_free_ char *b = xmalloc(size);
@@ -766,14 +773,17 @@ int kmsg_scan_read_fd(struct kmsg_scan *s, int fd, bool records) {
         }
 }
 
+/* Scans the last unterminated line and reports a pending API mismatch. Never fails. */
 void kmsg_scan_finish(struct kmsg_scan *s) {
         if (s->len > 0 || s->overlong) flush_partial(s);
         if (s->api.active) api_emit(s, "");
         s->fob.active = false;
 }
 
+/* Returns the summary inside s; never NULL. */
 const struct kmsg_summary *kmsg_scan_summary(const struct kmsg_scan *s) { return &s->sum; }
 
+/* Returns the GPU with address pci (any accepted form), or NULL (also for a bad address). */
 const struct kmsg_gpu *kmsg_summary_gpu(const struct kmsg_summary *sum, const char *pci) {
         char norm[KMSG_PCI_MAX];
         if (!pci || kmsg_pci_normalize(pci, strlen(pci), norm) < 0) return NULL;
@@ -782,22 +792,26 @@ const struct kmsg_gpu *kmsg_summary_gpu(const struct kmsg_summary *sum, const ch
         return NULL;
 }
 
+/* Returns the stats for xid on g, or NULL when not seen or not tracked. */
 const struct kmsg_xid_stat *kmsg_gpu_xid(const struct kmsg_gpu *g, int xid) {
         for (size_t i = 0; i < g->n_xids; i++)
                 if (g->xids[i].xid == xid) return &g->xids[i];
         return NULL;
 }
 
+/* Returns the i-th oldest kept event of the ring, or NULL when i is out of range. */
 const struct kmsg_xid_event *kmsg_gpu_recent(const struct kmsg_gpu *g, size_t i) {
         if (i >= g->n_recent) return NULL;
         return &g->recent[(g->recent_head + i) % KMSG_RECENT_XIDS];
 }
 
+/* Returns true when first's first occurrence precedes then's last one (event seq order). */
 bool kmsg_gpu_xid_before(const struct kmsg_gpu *g, int first, int then) {
         const struct kmsg_xid_stat *a = kmsg_gpu_xid(g, first), *b = kmsg_gpu_xid(g, then);
         return a && b && a->first.seq < b->last.seq;
 }
 
+/* Returns the kind's stable name, or "?" when out of range. */
 const char *kmsg_event_kind_name(enum kmsg_event_kind k) {
         static const char *const names[_KMSG_EV_MAX] = {
                 [KMSG_EV_XID] = "xid",

@@ -9,10 +9,22 @@ void probe_all(const struct probe_options *opts, struct node_facts *ret) {
         probe_driver(&ret->driver);
         probe_secureboot(&ret->secureboot);
         probe_kmsg(opts->kmsg_file, &ret->kmsg);
+        if (opts->kmsg_label) {
+                /* A replayed log reads as the node's own source (/dev/kmsg or the file named there). */
+                free(ret->kmsg.source);
+                ret->kmsg.source = xstrdup(opts->kmsg_label);
+                if (ret->kmsg.error) {
+                        free(ret->kmsg.error);
+                        ret->kmsg.error = read_error(opts->kmsg_label, ret->kmsg.rc);
+                }
+        }
         probe_processes(&ret->processes);
         /* NVML only when the kernel module is there: dlopen of a half-installed driver can hang
          * or abort, and without the module it can only fail. */
-        if (module_loaded(&ret->modules, "nvidia"))
+        if (module_loaded(&ret->modules, "nvidia") && opts->nvml_replay)
+                probe_nvml_replay(opts->nvml_library, opts->nvml_facts, opts->nvml_load_rc, opts->nvml_load_error,
+                                  &ret->nvml);
+        else if (module_loaded(&ret->modules, "nvidia"))
                 probe_nvml(opts->nvml_library, opts->nvml_timeout_ms, &ret->nvml);
         else
                 ret->nvml = (struct nvml_state){.load_rc = -ENODEV,

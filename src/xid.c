@@ -192,13 +192,16 @@ static const struct xid_info *find(int xid) {
         return NULL;
 }
 
+/* Returns the entry for xid, or the shared unknown entry; never NULL. */
 const struct xid_info *xid_lookup(int xid) {
         const struct xid_info *e = find(xid);
         return e ? e : &unknown_entry;
 }
 
+/* Returns true when xid has its own entry. */
 bool xid_is_known(int xid) { return find(xid) != NULL; }
 
+/* Returns true for the NVLink5 Xids 144-150. */
 bool xid_is_nvlink5(int xid) { return xid >= 144 && xid <= 150; }
 
 /* Returns true when c is an ASCII letter (no locale). */
@@ -221,6 +224,7 @@ static int fatal_word(const char *line, size_t len) {
         return r;
 }
 
+/* Returns the catalog severity, refined by the Fatal/Nonfatal word for NVLink5. Never fails. */
 enum xid_severity xid_severity_for_line(int xid, const char *line, size_t len) {
         const struct xid_info *e = xid_lookup(xid);
         if (!xid_is_nvlink5(xid) || !line) return e->severity;
@@ -230,6 +234,7 @@ enum xid_severity xid_severity_for_line(int xid, const char *line, size_t len) {
         return e->severity;
 }
 
+/* Returns NVIDIA's spelling of the action, or "?" when out of range. */
 const char *xid_action_name(enum xid_action a) {
         static const char *const names[_XID_ACTION_MAX] = {
                 [XID_ACTION_NONE] = "NONE",
@@ -251,6 +256,7 @@ const char *xid_action_name(enum xid_action a) {
         return (unsigned)a < _XID_ACTION_MAX ? names[a] : "?";
 }
 
+/* Returns the severity's name, or "?" when out of range. */
 const char *xid_severity_name(enum xid_severity s) {
         static const char *const names[_XID_SEVERITY_MAX] = {
                 [XID_INFO] = "info",
@@ -262,6 +268,7 @@ const char *xid_severity_name(enum xid_severity s) {
         return (unsigned)s < _XID_SEVERITY_MAX ? names[s] : "?";
 }
 
+/* Returns the remedy's name, or "?" when out of range. */
 const char *xid_remedy_name(enum xid_remedy r) {
         static const char *const names[_XID_REMEDY_MAX] = {
                 [XID_REMEDY_NONE] = "none",
@@ -276,6 +283,7 @@ const char *xid_remedy_name(enum xid_remedy r) {
         return (unsigned)r < _XID_REMEDY_MAX ? names[r] : "?";
 }
 
+/* Returns the number of entries; *ret points at the first (sorted by Xid). Never fails. */
 size_t xid_catalog(const struct xid_info **ret) {
         *ret = catalog;
         return ELEMENTSOF(catalog);

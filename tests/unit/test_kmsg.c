@@ -263,7 +263,7 @@ static void test_multiline_every_split(void **state) {
         }
 }
 
-/* Three-way splits of the whole reference file: every pair of cut points over the 3-line form. */
+/* Three chunks: many pairs of cut points over the 3-line form in /dev/kmsg format. */
 static void test_multiline_two_cuts(void **state) {
         (void)state;
         struct buf b = {0};

@@ -1,0 +1,227 @@
+/* exporter.h: `gpunode exporter`: the sample model, the renderer, the sampler and the HTTP server. */
+#pragma once
+
+#include <pthread.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <time.h>
+
+#include "nvml_lib.h"
+#include "util.h"
+
+/* ---- the metrics: DCGM-exporter's default counters that NVML can supply ---- */
+
+enum exp_metric {
+        EXP_SM_CLOCK,
+        EXP_MEM_CLOCK,
+        EXP_MEMORY_TEMP,
+        EXP_GPU_TEMP,
+        EXP_POWER_USAGE,
+        EXP_TOTAL_ENERGY,
+        EXP_PCIE_REPLAY,
+        EXP_GPU_UTIL,
+        EXP_MEM_COPY_UTIL,
+        EXP_ENC_UTIL,
+        EXP_DEC_UTIL,
+        EXP_XID_ERRORS,
+        EXP_FB_FREE,
+        EXP_FB_USED,
+        EXP_FB_RESERVED,
+        EXP_NVLINK_BANDWIDTH_TOTAL,
+        EXP_UNCORRECTABLE_REMAPPED_ROWS,
+        EXP_CORRECTABLE_REMAPPED_ROWS,
+        EXP_ROW_REMAP_FAILURE,
+        EXP_N_METRICS,
+};
+
+struct exp_metric_def {
+        const char *name; /* DCGM field name, e.g. "DCGM_FI_DEV_SM_CLOCK" */
+        const char *type; /* "gauge" or "counter", as in dcgm-exporter's default-counters.csv */
+        const char *help; /* the csv's help text, verbatim */
+        bool is_double;   /* DCGM_FT_DOUBLE: rendered "%f"; else DCGM_FT_INT64: "%d" */
+};
+
+/* Returns the definition of metric m (m < EXP_N_METRICS). Never fails. */
+const struct exp_metric_def *exp_metric_def(enum exp_metric m);
+
+/* NVML calls the sampler makes, for the error counter's `call` label. */
+enum exp_call {
+        CALL_LIBRARY_OPEN, /* dlopen of libnvidia-ml.so.1 (not an NVML call, counted alike) */
+        CALL_INIT,
+        CALL_SHUTDOWN,
+        CALL_DRIVER_VERSION,
+        CALL_DEVICE_COUNT,
+        CALL_HANDLE,
+        CALL_NAME,
+        CALL_UUID,
+        CALL_PCI_INFO,
+        CALL_CLOCK_INFO,
+        CALL_FIELD_VALUES,
+        CALL_TEMPERATURE,
+        CALL_POWER_USAGE,
+        CALL_ENERGY,
+        CALL_PCIE_REPLAY,
+        CALL_UTILIZATION,
+        CALL_ENCODER_UTIL,
+        CALL_DECODER_UTIL,
+        CALL_MEMORY_INFO,
+        CALL_REMAPPED_ROWS,
+        CALL_EVENT_SET_CREATE,
+        CALL_REGISTER_EVENTS,
+        CALL_EVENT_SET_WAIT,
+        EXP_N_CALLS,
+};
+
+/* Returns the NVML name of call c ("nvmlDeviceGetPowerUsage"). Never fails. */
+const char *exp_call_name(enum exp_call c);
+
+/* ---- one sample ---- */
+
+struct exp_gpu {
+        unsigned index;
+        bool identified; /* uuid, name and pci_bus_id known (this sample or an earlier one) */
+        bool sampled;    /* values below were read in this sample */
+        char uuid[NVML_DEVICE_UUID_V2_BUFFER_SIZE];
+        char name[NVML_DEVICE_NAME_V2_BUFFER_SIZE];
+        char pci_bus_id[NVML_DEVICE_PCI_BUS_ID_BUFFER_SIZE];
+        char problem[128]; /* empty when sampled; else what is missing and why */
+        bool has[EXP_N_METRICS];
+        double value[EXP_N_METRICS]; /* integers are exact below 2^53 */
+};
+
+struct exp_sample {
+        bool nvml_up; /* the library loaded, nvmlInit and nvmlDeviceGetCount succeeded */
+        char nvml_problem[192]; /* when !nvml_up: what failed */
+        char driver_version[NVML_SYSTEM_DRIVER_VERSION_BUFFER_SIZE];
+        unsigned n_gpus;
+        struct exp_gpu *gpus;
+        double duration_seconds; /* how long the sample took */
+        bool partial;            /* some GPUs were skipped because a call on them is stuck */
+};
+
+/* Frees what s holds (not s). Returns nothing. */
+void exp_sample_clear(struct exp_sample *s);
+
+/* ---- rendering (pure: no NVML, no clock) ---- */
+
+struct exp_render_options {
+        const char *hostname;       /* NULL: no hostname label */
+        const char *hostname_label; /* "Hostname" (dcgm-exporter <= 4.8) or "hostname" */
+};
+
+/* Appends s to b with Prometheus label-value escaping (\\, \", \n). Returns nothing; never fails. */
+void exp_escape_label(struct buf *b, const char *s);
+
+/* Appends a metric value: "%d" style for integers, "%f" for doubles (dcgm-exporter's formatting).
+ * Returns nothing; never fails. */
+void exp_format_value(struct buf *b, double v, bool is_double);
+
+/* Appends the DCGM-compatible series of every sampled GPU to b, metric by metric (HELP, TYPE, one
+ * line per GPU); a metric with no value on any GPU is left out. Returns nothing; never fails. */
+void exp_render_gpus(struct buf *b, const struct exp_sample *s, const struct exp_render_options *o);
+
+/* Counters and state kept across samples, rendered with each sample. */
+struct exp_stats {
+        uint64_t samples_total;
+        uint64_t nvml_errors[EXP_N_CALLS];
+        unsigned stuck_workers;
+        uint64_t stuck_total;
+        uint64_t xid_events_total;
+};
+
+/* Appends gpunode's own series about the sampler (gpunode_exporter_*) to b. Returns nothing. */
+void exp_render_self(struct buf *b, const struct exp_sample *s, const struct exp_stats *st,
+                     const struct exp_render_options *o);
+
+/* Appends the series that change between samples (ages), computed at scrape time. sample_age < 0:
+ * no sample yet. Returns nothing; never fails. */
+void exp_render_ages(struct buf *b, double sample_age, double check_age);
+
+/* ---- the published page ---- */
+
+struct exp_page {
+        int refs; /* atomic */
+        char *text;
+        size_t len;
+        unsigned char *gz; /* gzip of text, NULL when compression failed */
+        size_t gz_len;
+        bool have_sample;
+        struct timespec sample_time; /* CLOCK_MONOTONIC, when the sample finished */
+        bool have_check;
+        struct timespec check_time;
+        bool nvml_up;
+        char problem[256]; /* NVML's state when not up, or partial-sample notes */
+};
+
+/* Returns p with one more reference. Thread-safe. */
+struct exp_page *exp_page_ref(struct exp_page *p);
+/* Drops a reference; the last frees the page. Returns NULL. Thread-safe. */
+struct exp_page *exp_page_unref(struct exp_page *p);
+
+/*
+ * Compresses in[0..n) as one gzip member (level 6). Returns 0 and a malloc'd *ret / *ret_len, or
+ * -ENOMEM / -EIO when zlib fails.
+ */
+int exp_gzip(const void *in, size_t n, unsigned char **ret, size_t *ret_len);
+
+/*
+ * Writes in[0..n) (n <= 65535) as a gzip member of one stored (uncompressed) deflate block into out,
+ * which must hold n + 23 bytes. Concatenated members are one valid gzip stream (RFC 1952 2.2), so a
+ * scrape appends its small per-request tail to the page compressed once per sample. Returns the
+ * bytes written, or -EINVAL when n is too large.
+ */
+int exp_gzip_stored(const void *in, size_t n, unsigned char *out);
+
+/* ---- the sampler ---- */
+
+struct exp_options {
+        const char *nvml_library; /* NULL: libnvidia-ml.so.1 */
+        unsigned interval_ms;
+        unsigned sample_timeout_ms; /* a call running longer makes its worker "stuck" */
+        unsigned check_interval_ms; /* 0: no layer diagnosis */
+        const char *root;
+        const char *hostname; /* NULL: no label */
+        const char *hostname_label;
+        bool xid_events;
+};
+
+struct exporter;
+
+/* Starts the sampler, Xid and check threads. Returns 0 and *ret, or -errno when a thread cannot be
+ * started. NVML failing or absent is not an error: the page says so and the sampler retries. */
+int exporter_start(const struct exp_options *o, struct exporter **ret);
+
+/* Runs the stuck-sampler watchdog once; call it about every 250 ms. Returns nothing. */
+void exporter_watchdog(struct exporter *e);
+
+/* Returns the latest page with a reference (never NULL). Thread-safe; never calls NVML. */
+struct exp_page *exporter_page(struct exporter *e);
+
+/*
+ * Fills reason with why the exporter is unhealthy (no sample yet, stale, NVML failing). Returns true
+ * when healthy. Thread-safe; never calls NVML.
+ */
+bool exporter_health(struct exporter *e, char *reason, size_t reason_size);
+
+/* Stops every thread (waiting a bounded time for one stuck in NVML) and frees e. Returns NULL. */
+struct exporter *exporter_stop(struct exporter *e);
+
+/* Returns seconds from a to b. */
+static inline double exp_seconds_between(const struct timespec *a, const struct timespec *b) {
+        return (double)(b->tv_sec - a->tv_sec) + (double)(b->tv_nsec - a->tv_nsec) / 1e9;
+}
+
+/* ---- HTTP ---- */
+
+struct exp_http;
+
+/*
+ * Listens on listen ("[HOST]:PORT", "[::1]:PORT"; ":PORT" is every address) and serves /metrics,
+ * /health and an index page from e. Returns 0 and *ret, -EINVAL for a bad address, or -errno when
+ * the socket cannot be bound.
+ */
+int exp_http_start(const char *listen, struct exporter *e, struct exp_http **ret);
+
+/* Stops the server. Returns NULL. */
+struct exp_http *exp_http_stop(struct exp_http *h);

@@ -1,0 +1,264 @@
+/* exporter_render.c: the exporter's page as Prometheus text: DCGM-compatible GPU series, its own health, gzip. */
+#include "exporter.h"
+
+#include <inttypes.h>
+#include <math.h>
+#include <zlib.h>
+
+/* Names, types and help texts copied from NVIDIA/dcgm-exporter etc/default-counters.csv (4.x). */
+static const struct exp_metric_def metric_defs[EXP_N_METRICS] = {
+        [EXP_SM_CLOCK] = { "DCGM_FI_DEV_SM_CLOCK", "gauge", "SM clock frequency (in MHz).", false },
+        [EXP_MEM_CLOCK] = { "DCGM_FI_DEV_MEM_CLOCK", "gauge", "Memory clock frequency (in MHz).", false },
+        [EXP_MEMORY_TEMP] = { "DCGM_FI_DEV_MEMORY_TEMP", "gauge", "Memory temperature (in C).", false },
+        [EXP_GPU_TEMP] = { "DCGM_FI_DEV_GPU_TEMP", "gauge", "GPU temperature (in C).", false },
+        [EXP_POWER_USAGE] = { "DCGM_FI_DEV_POWER_USAGE", "gauge", "Power draw (in W).", true },
+        [EXP_TOTAL_ENERGY] = { "DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION", "counter",
+                               "Total energy consumption since boot (in mJ).", false },
+        [EXP_PCIE_REPLAY] = { "DCGM_FI_DEV_PCIE_REPLAY_COUNTER", "counter", "Total number of PCIe retries.", false },
+        [EXP_GPU_UTIL] = { "DCGM_FI_DEV_GPU_UTIL", "gauge", "GPU utilization (in %).", false },
+        [EXP_MEM_COPY_UTIL] = { "DCGM_FI_DEV_MEM_COPY_UTIL", "gauge", "Memory utilization (in %).", false },
+        [EXP_ENC_UTIL] = { "DCGM_FI_DEV_ENC_UTIL", "gauge", "Encoder utilization (in %).", false },
+        [EXP_DEC_UTIL] = { "DCGM_FI_DEV_DEC_UTIL", "gauge", "Decoder utilization (in %).", false },
+        [EXP_XID_ERRORS] = { "DCGM_FI_DEV_XID_ERRORS", "gauge", "Value of the last XID error encountered.", false },
+        [EXP_FB_FREE] = { "DCGM_FI_DEV_FB_FREE", "gauge", "Framebuffer memory free (in MiB).", false },
+        [EXP_FB_USED] = { "DCGM_FI_DEV_FB_USED", "gauge", "Framebuffer memory used (in MiB).", false },
+        [EXP_FB_RESERVED] = { "DCGM_FI_DEV_FB_RESERVED", "gauge", "Framebuffer memory reserved (in MiB).", false },
+        [EXP_NVLINK_BANDWIDTH_TOTAL] = { "DCGM_FI_DEV_NVLINK_BANDWIDTH_TOTAL", "counter",
+                                         "Total number of NVLink bandwidth counters for all lanes.", false },
+        [EXP_UNCORRECTABLE_REMAPPED_ROWS] = { "DCGM_FI_DEV_UNCORRECTABLE_REMAPPED_ROWS", "counter",
+                                              "Number of remapped rows for uncorrectable errors", false },
+        [EXP_CORRECTABLE_REMAPPED_ROWS] = { "DCGM_FI_DEV_CORRECTABLE_REMAPPED_ROWS", "counter",
+                                            "Number of remapped rows for correctable errors", false },
+        [EXP_ROW_REMAP_FAILURE] = { "DCGM_FI_DEV_ROW_REMAP_FAILURE", "gauge", "Whether remapping of rows has failed",
+                                    false },
+};
+
+static const char *const call_names[EXP_N_CALLS] = {
+        [CALL_LIBRARY_OPEN] = "dlopen",
+        [CALL_INIT] = "nvmlInit",
+        [CALL_SHUTDOWN] = "nvmlShutdown",
+        [CALL_DRIVER_VERSION] = "nvmlSystemGetDriverVersion",
+        [CALL_DEVICE_COUNT] = "nvmlDeviceGetCount",
+        [CALL_HANDLE] = "nvmlDeviceGetHandleByIndex",
+        [CALL_NAME] = "nvmlDeviceGetName",
+        [CALL_UUID] = "nvmlDeviceGetUUID",
+        [CALL_PCI_INFO] = "nvmlDeviceGetPciInfo",
+        [CALL_CLOCK_INFO] = "nvmlDeviceGetClockInfo",
+        [CALL_FIELD_VALUES] = "nvmlDeviceGetFieldValues",
+        [CALL_TEMPERATURE] = "nvmlDeviceGetTemperature",
+        [CALL_POWER_USAGE] = "nvmlDeviceGetPowerUsage",
+        [CALL_ENERGY] = "nvmlDeviceGetTotalEnergyConsumption",
+        [CALL_PCIE_REPLAY] = "nvmlDeviceGetPcieReplayCounter",
+        [CALL_UTILIZATION] = "nvmlDeviceGetUtilizationRates",
+        [CALL_ENCODER_UTIL] = "nvmlDeviceGetEncoderUtilization",
+        [CALL_DECODER_UTIL] = "nvmlDeviceGetDecoderUtilization",
+        [CALL_MEMORY_INFO] = "nvmlDeviceGetMemoryInfo",
+        [CALL_REMAPPED_ROWS] = "nvmlDeviceGetRemappedRows",
+        [CALL_EVENT_SET_CREATE] = "nvmlEventSetCreate",
+        [CALL_REGISTER_EVENTS] = "nvmlDeviceRegisterEvents",
+        [CALL_EVENT_SET_WAIT] = "nvmlEventSetWait",
+};
+
+const struct exp_metric_def *exp_metric_def(enum exp_metric m) { return &metric_defs[m]; }
+
+const char *exp_call_name(enum exp_call c) { return (unsigned)c < EXP_N_CALLS ? call_names[c] : "unknown"; }
+
+void exp_sample_clear(struct exp_sample *s) {
+        free(s->gpus);
+        s->gpus = NULL;
+        s->n_gpus = 0;
+}
+
+void exp_escape_label(struct buf *b, const char *s) {
+        const char *run = s;
+        for (; *s; s++) {
+                const char *esc = *s == '\\' ? "\\\\" : *s == '"' ? "\\\"" : *s == '\n' ? "\\n" : NULL;
+                if (!esc) continue;
+                buf_append(b, run, (size_t)(s - run));
+                buf_puts(b, esc);
+                run = s + 1;
+        }
+        buf_append(b, run, (size_t)(s - run));
+}
+
+void exp_format_value(struct buf *b, double v, bool is_double) {
+        if (isnan(v)) {
+                buf_puts(b, "NaN");
+        } else if (isinf(v)) {
+                buf_puts(b, v > 0 ? "+Inf" : "-Inf");
+        } else if (is_double) {
+                buf_printf(b, "%f", v);
+        } else if (v >= 0 && v < 18446744073709551616.0) {
+                buf_printf(b, "%" PRIu64, (uint64_t)v);
+        } else if (v < 0 && v >= -9223372036854775808.0) {
+                buf_printf(b, "%" PRId64, (int64_t)v);
+        } else {
+                buf_printf(b, "%.17g", v);
+        }
+}
+
+/* Appends GPU g's label set (without braces) in dcgm-exporter's order. Returns nothing. */
+static void gpu_labels(struct buf *b, const struct exp_gpu *g, const char *driver,
+                       const struct exp_render_options *o) {
+        buf_printf(b, "gpu=\"%u\",UUID=\"", g->index);
+        exp_escape_label(b, g->uuid);
+        buf_puts(b, "\",pci_bus_id=\"");
+        exp_escape_label(b, g->pci_bus_id);
+        buf_printf(b, "\",device=\"nvidia%u\",modelName=\"", g->index);
+        exp_escape_label(b, g->name);
+        buf_puts(b, "\"");
+        if (o->hostname) {
+                buf_printf(b, ",%s=\"", o->hostname_label ? o->hostname_label : "Hostname");
+                exp_escape_label(b, o->hostname);
+                buf_puts(b, "\"");
+        }
+        buf_puts(b, ",DCGM_FI_DRIVER_VERSION=\"");
+        exp_escape_label(b, driver);
+        buf_puts(b, "\"");
+}
+
+void exp_render_gpus(struct buf *b, const struct exp_sample *s, const struct exp_render_options *o) {
+        if (s->n_gpus == 0) return;
+        /* Label sets once per GPU, then metric by metric. */
+        struct buf *labels = xcalloc(s->n_gpus, sizeof *labels);
+        for (unsigned i = 0; i < s->n_gpus; i++)
+                if (s->gpus[i].sampled) gpu_labels(&labels[i], &s->gpus[i], s->driver_version, o);
+        for (unsigned m = 0; m < EXP_N_METRICS; m++) {
+                const struct exp_metric_def *d = &metric_defs[m];
+                bool any = false;
+                for (unsigned i = 0; i < s->n_gpus && !any; i++) any = s->gpus[i].sampled && s->gpus[i].has[m];
+                if (!any) continue;
+                buf_printf(b, "# HELP %s %s\n# TYPE %s %s\n", d->name, d->help, d->name, d->type);
+                for (unsigned i = 0; i < s->n_gpus; i++) {
+                        const struct exp_gpu *g = &s->gpus[i];
+                        if (!g->sampled || !g->has[m]) continue;
+                        buf_puts(b, d->name);
+                        buf_puts(b, "{");
+                        buf_append(b, labels[i].data, labels[i].len);
+                        buf_puts(b, "} ");
+                        exp_format_value(b, g->value[m], d->is_double);
+                        buf_puts(b, "\n");
+                }
+        }
+        for (unsigned i = 0; i < s->n_gpus; i++) buf_free(&labels[i]);
+        free(labels);
+}
+
+void exp_render_self(struct buf *b, const struct exp_sample *s, const struct exp_stats *st,
+                     const struct exp_render_options *o) {
+        buf_puts(b, "# HELP gpunode_exporter_nvml_up 1 when NVML loaded, initialised and listed the GPUs in the last sample.\n"
+                    "# TYPE gpunode_exporter_nvml_up gauge\n");
+        buf_printf(b, "gpunode_exporter_nvml_up %d\n", s->nvml_up);
+        buf_puts(b, "# HELP gpunode_exporter_gpus GPUs NVML listed in the last sample.\n"
+                    "# TYPE gpunode_exporter_gpus gauge\n");
+        buf_printf(b, "gpunode_exporter_gpus %u\n", s->n_gpus);
+        if (s->n_gpus > 0) {
+                buf_puts(b, "# HELP gpunode_exporter_gpu_up 1 when every series of the GPU was read in the last sample; 0 with the reason when it was not.\n"
+                            "# TYPE gpunode_exporter_gpu_up gauge\n");
+                for (unsigned i = 0; i < s->n_gpus; i++) {
+                        const struct exp_gpu *g = &s->gpus[i];
+                        buf_printf(b, "gpunode_exporter_gpu_up{gpu=\"%u\",UUID=\"", g->index);
+                        exp_escape_label(b, g->uuid);
+                        buf_puts(b, "\",pci_bus_id=\"");
+                        exp_escape_label(b, g->pci_bus_id);
+                        buf_puts(b, "\",reason=\"");
+                        exp_escape_label(b, g->problem);
+                        buf_printf(b, "\"} %d\n", g->sampled);
+                }
+        }
+        buf_puts(b, "# HELP gpunode_exporter_sample_duration_seconds How long the last sample of every GPU took.\n"
+                    "# TYPE gpunode_exporter_sample_duration_seconds gauge\n");
+        buf_printf(b, "gpunode_exporter_sample_duration_seconds %.6f\n", s->duration_seconds);
+        buf_puts(b, "# HELP gpunode_exporter_samples_total Samples taken since start.\n"
+                    "# TYPE gpunode_exporter_samples_total counter\n");
+        buf_printf(b, "gpunode_exporter_samples_total %" PRIu64 "\n", st->samples_total);
+        buf_puts(b, "# HELP gpunode_exporter_nvml_errors_total NVML calls that failed (not counting \"not supported\"), by call.\n"
+                    "# TYPE gpunode_exporter_nvml_errors_total counter\n");
+        for (unsigned c = 0; c < EXP_N_CALLS; c++)
+                buf_printf(b, "gpunode_exporter_nvml_errors_total{call=\"%s\"} %" PRIu64 "\n", call_names[c],
+                           st->nvml_errors[c]);
+        buf_puts(b, "# HELP gpunode_exporter_stuck_workers Sampler threads abandoned inside an NVML call that has not returned.\n"
+                    "# TYPE gpunode_exporter_stuck_workers gauge\n");
+        buf_printf(b, "gpunode_exporter_stuck_workers %u\n", st->stuck_workers);
+        buf_puts(b, "# HELP gpunode_exporter_stuck_samples_total Samples abandoned because an NVML call did not return in time.\n"
+                    "# TYPE gpunode_exporter_stuck_samples_total counter\n");
+        buf_printf(b, "gpunode_exporter_stuck_samples_total %" PRIu64 "\n", st->stuck_total);
+        buf_puts(b, "# HELP gpunode_exporter_xid_events_total Xid events NVML delivered since start.\n"
+                    "# TYPE gpunode_exporter_xid_events_total counter\n");
+        buf_printf(b, "gpunode_exporter_xid_events_total %" PRIu64 "\n", st->xid_events_total);
+        (void)o;
+}
+
+void exp_render_ages(struct buf *b, double sample_age, double check_age) {
+        buf_puts(b, "# HELP gpunode_exporter_sample_age_seconds Seconds since the last complete sample of every GPU (-1: none yet).\n"
+                    "# TYPE gpunode_exporter_sample_age_seconds gauge\n");
+        buf_printf(b, "gpunode_exporter_sample_age_seconds %.3f\n", sample_age);
+        buf_puts(b, "# HELP gpunode_exporter_check_age_seconds Seconds since the last layer diagnosis (-1: none yet).\n"
+                    "# TYPE gpunode_exporter_check_age_seconds gauge\n");
+        buf_printf(b, "gpunode_exporter_check_age_seconds %.3f\n", check_age);
+}
+
+struct exp_page *exp_page_ref(struct exp_page *p) {
+        if (p) __atomic_add_fetch(&p->refs, 1, __ATOMIC_RELAXED);
+        return p;
+}
+
+struct exp_page *exp_page_unref(struct exp_page *p) {
+        if (!p || __atomic_sub_fetch(&p->refs, 1, __ATOMIC_ACQ_REL) > 0) return NULL;
+        free(p->text);
+        free(p->gz);
+        free(p);
+        return NULL;
+}
+
+int exp_gzip(const void *in, size_t n, unsigned char **ret, size_t *ret_len) {
+        z_stream z = { 0 };
+        /* windowBits 15 + 16: a gzip header and trailer instead of zlib's. */
+        if (deflateInit2(&z, 6, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY) != Z_OK) return -ENOMEM;
+        size_t cap = deflateBound(&z, (uLong)n) + 32;
+        unsigned char *out = malloc(cap);
+        if (!out) {
+                deflateEnd(&z);
+                return -ENOMEM;
+        }
+        z.next_in = (Bytef *)in;
+        z.avail_in = (uInt)n;
+        z.next_out = out;
+        z.avail_out = (uInt)cap;
+        int r = deflate(&z, Z_FINISH);
+        size_t len = cap - z.avail_out;
+        deflateEnd(&z);
+        if (r != Z_STREAM_END) {
+                free(out);
+                return -EIO;
+        }
+        *ret = out;
+        *ret_len = len;
+        return 0;
+}
+
+/* Stores v little-endian in 4 bytes at p. Returns nothing. */
+static void put_le32(unsigned char *p, uint32_t v) {
+        p[0] = v & 0xff;
+        p[1] = (v >> 8) & 0xff;
+        p[2] = (v >> 16) & 0xff;
+        p[3] = (v >> 24) & 0xff;
+}
+
+int exp_gzip_stored(const void *in, size_t n, unsigned char *out) {
+        if (n > 65535) return -EINVAL;
+        static const unsigned char header[10] = { 0x1f, 0x8b, 8, 0, 0, 0, 0, 0, 0, 3 };
+        memcpy(out, header, sizeof header);
+        unsigned char *p = out + sizeof header;
+        *p++ = 1; /* BFINAL, BTYPE 00 (stored) */
+        *p++ = n & 0xff;
+        *p++ = (n >> 8) & 0xff;
+        *p++ = ~n & 0xff;
+        *p++ = (~n >> 8) & 0xff;
+        memcpy(p, in, n);
+        p += n;
+        put_le32(p, (uint32_t)crc32(crc32(0, Z_NULL, 0), in, (uInt)n));
+        put_le32(p + 4, (uint32_t)n);
+        p += 8;
+        return (int)(p - out);
+}
