@@ -369,7 +369,7 @@ int main(int argc, char **argv) {
                 list = fopen(list_path, "re");
         }
         if (!list) {
-                fprintf(stderr, "cannot open %s: %m\n", list_path);
+                fprintf(stderr, "cannot open files-toml-1.0.0 in %s or %s/tests: %m\n", argv[1], argv[1]);
                 return 2;
         }
         unsigned valid = 0, valid_ok = 0, invalid = 0, invalid_ok = 0;
