@@ -23,6 +23,14 @@ static const struct check_def *const registry[] = {
         &check_rdma_ports,
         &check_rdma_peermem,
         &check_sriov_vfs,
+        /* Layer 2: container integration */
+        &check_runtime_config,
+        &check_toolkit_installed,
+        &check_nvidia_runtime,
+        &check_runtime_binary,
+        &check_config_applied,
+        &check_cdi_specs,
+        &check_rdma_exposure,
 };
 
 const struct check_def *const *check_registry(size_t *ret_n) {

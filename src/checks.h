@@ -11,6 +11,9 @@ extern const struct check_def check_version_match, check_nvml_init, check_fallen
         check_xid_errors, check_persistence, check_memory_errors, check_recovery_action;
 /* Layer 1: fabric manager, RDMA, SR-IOV */
 extern const struct check_def check_fabric_state, check_rdma_devices, check_rdma_ports, check_rdma_peermem, check_sriov_vfs;
+/* Layer 2: container-toolkit, rdma-device-plugin */
+extern const struct check_def check_runtime_config, check_toolkit_installed, check_nvidia_runtime, check_runtime_binary,
+        check_config_applied, check_cdi_specs, check_rdma_exposure;
 
 /* Adds the kernel log's lines of one event kind (enum kmsg_event_kind) as evidence; returns their count. */
 size_t kmsg_evidence(const struct kmsg_facts *k, int kind, struct finding *f);

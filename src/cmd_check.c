@@ -5,8 +5,10 @@
 #include "output.h"
 
 #include "nvml_probe.h"
+#include "snapshot.h"
 
 #include <getopt.h>
+#include <signal.h>
 
 enum output_format { FORMAT_TEXT, FORMAT_JSON, FORMAT_PROMETHEUS };
 
@@ -47,10 +49,12 @@ int cmd_check(int argc, char **argv) {
                 {"no-color", no_argument, NULL, 'C'},
                 {"record-paths", required_argument, NULL, 'R'},
                 {"save-nvml", required_argument, NULL, 'S'},
+                {"snapshot", required_argument, NULL, 'P'},
                 {0},
         };
         const char *root = getenv("GPUNODE_ROOT");
-        const char *node = NULL, *record_file = NULL, *nvml_file = NULL;
+        const char *node = NULL, *record_file = NULL, *nvml_file = NULL, *snapshot_file = NULL;
+        bool root_flag = false;
         enum output_format format = FORMAT_TEXT;
         struct probe_options popts = {.nvml_timeout_ms = 10000};
         struct text_options topts = {.color = isatty(STDOUT_FILENO) && !getenv("NO_COLOR")};
@@ -58,7 +62,7 @@ int cmd_check(int argc, char **argv) {
         optind = 1;
         while ((c = getopt_long(argc, argv, "o:v", longopts, NULL)) != -1) {
                 switch (c) {
-                case 'r': root = optarg; break;
+                case 'r': root = optarg; root_flag = true; break;
                 case 'o':
                         if (streq(optarg, "text")) format = FORMAT_TEXT;
                         else if (streq(optarg, "json")) format = FORMAT_JSON;
@@ -84,6 +88,7 @@ int cmd_check(int argc, char **argv) {
                 case 'C': topts.color = false; break;
                 case 'R': record_file = optarg; break;
                 case 'S': nvml_file = optarg; break;
+                case 'P': snapshot_file = optarg; break;
                 default: return EXIT_USAGE;
                 }
         }
@@ -91,10 +96,49 @@ int cmd_check(int argc, char **argv) {
                 fprintf(stderr, "gpunode check: unexpected argument '%s'\n", argv[optind]);
                 return EXIT_USAGE;
         }
+        /* --snapshot: the node as collected, extracted into a private folder removed at the end;
+         * termination signals wait until it is removed. */
+        struct snapshot *snap = NULL;
+        sigset_t term, saved_mask;
+        sigemptyset(&term);
+        sigaddset(&term, SIGINT);
+        sigaddset(&term, SIGTERM);
+        sigaddset(&term, SIGHUP);
+        sigaddset(&term, SIGQUIT);
+        const char *display_root = NULL;
+        if (snapshot_file) {
+                if (root_flag || popts.kmsg_file || popts.nvml_library) {
+                        fprintf(stderr, "gpunode check: --snapshot replaces --root, --kmsg and --nvml-library\n");
+                        return EXIT_USAGE;
+                }
+                sigprocmask(SIG_BLOCK, &term, &saved_mask);
+                _cleanup_free_ char *error = NULL;
+                int sr = snapshot_open(snapshot_file, &snap, &error);
+                if (sr < 0) {
+                        sigprocmask(SIG_SETMASK, &saved_mask, NULL);
+                        fprintf(stderr, "gpunode check: %s\n", error ? error : strerror(-sr));
+                        return sr == -ENOENT || sr == -EACCES ? EXIT_USAGE : EXIT_DATAERR;
+                }
+                root = snap->root_dir;
+                display_root = snap->root_label;
+                popts.kmsg_file = snap->kmsg_path;
+                popts.kmsg_label = snap->kmsg_label;
+                popts.nvml_replay = true;
+                popts.nvml_library = snap->nvml_library;
+                popts.nvml_facts = snap->nvml_facts;
+                popts.nvml_load_rc = snap->nvml_load_rc;
+                popts.nvml_load_error = snap->nvml_load_error;
+                if (!node && snap->node) node = snap->node;
+        }
         if (!root || !*root) root = "/";
+        if (!display_root) display_root = root;
         int r = hostfs_init(root);
         if (r < 0) {
                 fprintf(stderr, "gpunode check: cannot open root %s: %s\n", root, strerror(-r));
+                if (snap) {
+                        snapshot_close(snap);
+                        sigprocmask(SIG_SETMASK, &saved_mask, NULL);
+                }
                 return EXIT_USAGE;
         }
 
@@ -117,7 +161,7 @@ int cmd_check(int argc, char **argv) {
         }
         _cleanup_free_ char *name = node_name(node, &facts);
         struct report rep;
-        report_build(&facts, name, root, &rep);
+        report_build(&facts, name, display_root, &rep);
         switch (format) {
         case FORMAT_TEXT: r = output_text(stdout, &rep, &topts); break;
         case FORMAT_JSON: r = output_json(stdout, &rep); break;
@@ -127,5 +171,9 @@ int cmd_check(int argc, char **argv) {
         report_free(&rep);
         node_facts_free(&facts);
         hostfs_done();
+        if (snap) {
+                snapshot_close(snap);
+                sigprocmask(SIG_SETMASK, &saved_mask, NULL);
+        }
         return code;
 }

@@ -22,3 +22,4 @@ void command_help(const struct command *c);
 
 int cmd_check(int argc, char **argv);
 int cmd_explain(int argc, char **argv);
+int cmd_exporter(int argc, char **argv);

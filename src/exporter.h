@@ -144,8 +144,9 @@ struct exp_page {
         int refs; /* atomic */
         char *text;
         size_t len;
-        unsigned char *gz; /* gzip of text, NULL when compression failed */
+        unsigned char *gz; /* an open gzip stream of text (exp_gzip_open), NULL when compression failed */
         size_t gz_len;
+        uint32_t gz_crc;
         bool have_sample;
         struct timespec sample_time; /* CLOCK_MONOTONIC, when the sample finished */
         bool have_check;
@@ -160,18 +161,19 @@ struct exp_page *exp_page_ref(struct exp_page *p);
 struct exp_page *exp_page_unref(struct exp_page *p);
 
 /*
- * Compresses in[0..n) as one gzip member (level 6). Returns 0 and a malloc'd *ret / *ret_len, or
- * -ENOMEM / -EIO when zlib fails.
+ * Starts a gzip stream holding in[0..n): the header and deflate blocks ending in a sync flush, without
+ * the final block and trailer, so that each response can close it with exp_gzip_close around its own
+ * small tail: the page is compressed once per sample, every response is still one gzip member.
+ * Returns 0, a malloc'd *ret / *ret_len and the CRC-32 of in in *ret_crc; -ENOMEM or -EIO when zlib fails.
  */
-int exp_gzip(const void *in, size_t n, unsigned char **ret, size_t *ret_len);
+int exp_gzip_open(const void *in, size_t n, unsigned char **ret, size_t *ret_len, uint32_t *ret_crc);
 
 /*
- * Writes in[0..n) (n <= 65535) as a gzip member of one stored (uncompressed) deflate block into out,
- * which must hold n + 23 bytes. Concatenated members are one valid gzip stream (RFC 1952 2.2), so a
- * scrape appends its small per-request tail to the page compressed once per sample. Returns the
- * bytes written, or -EINVAL when n is too large.
+ * Writes what ends a stream from exp_gzip_open: tail[0..n) (n <= 65535) as a final stored deflate
+ * block, then the trailer (CRC-32 and length of the whole text). out must hold n + 13 bytes. Returns
+ * the bytes written, or -EINVAL when n is too large.
  */
-int exp_gzip_stored(const void *in, size_t n, unsigned char *out);
+int exp_gzip_close(const void *tail, size_t n, uint32_t open_crc, size_t open_len, unsigned char *out);
 
 /* ---- the sampler ---- */
 

@@ -157,7 +157,7 @@ void exp_render_self(struct buf *b, const struct exp_sample *s, const struct exp
                             "# TYPE gpunode_exporter_gpu_up gauge\n");
                 for (unsigned i = 0; i < s->n_gpus; i++) {
                         const struct exp_gpu *g = &s->gpus[i];
-                        buf_printf(b, "gpunode_exporter_gpu_up{gpu=\"%u\",UUID=\"", g->index);
+                        buf_printf(b, "gpunode_exporter_gpu_up{gpu=\"%u\",uuid=\"", g->index);
                         exp_escape_label(b, g->uuid);
                         buf_puts(b, "\",pci_bus_id=\"");
                         exp_escape_label(b, g->pci_bus_id);
@@ -211,29 +211,34 @@ struct exp_page *exp_page_unref(struct exp_page *p) {
         return NULL;
 }
 
-int exp_gzip(const void *in, size_t n, unsigned char **ret, size_t *ret_len) {
+int exp_gzip_open(const void *in, size_t n, unsigned char **ret, size_t *ret_len, uint32_t *ret_crc) {
         z_stream z = { 0 };
-        /* windowBits 15 + 16: a gzip header and trailer instead of zlib's. */
-        if (deflateInit2(&z, 6, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY) != Z_OK) return -ENOMEM;
-        size_t cap = deflateBound(&z, (uLong)n) + 32;
+        /* Raw deflate (windowBits -15): the gzip header is written here, the trailer per response. */
+        if (deflateInit2(&z, 6, Z_DEFLATED, -15, 8, Z_DEFAULT_STRATEGY) != Z_OK) return -ENOMEM;
+        static const unsigned char header[10] = { 0x1f, 0x8b, 8, 0, 0, 0, 0, 0, 0, 3 };
+        size_t cap = sizeof header + deflateBound(&z, (uLong)n) + 64;
         unsigned char *out = malloc(cap);
         if (!out) {
                 deflateEnd(&z);
                 return -ENOMEM;
         }
+        memcpy(out, header, sizeof header);
         z.next_in = (Bytef *)in;
         z.avail_in = (uInt)n;
-        z.next_out = out;
-        z.avail_out = (uInt)cap;
-        int r = deflate(&z, Z_FINISH);
+        z.next_out = out + sizeof header;
+        z.avail_out = (uInt)(cap - sizeof header);
+        /* A sync flush ends on a byte boundary without a final block, so more blocks may follow. */
+        int r = deflate(&z, Z_SYNC_FLUSH);
         size_t len = cap - z.avail_out;
+        bool all_in = z.avail_in == 0;
         deflateEnd(&z);
-        if (r != Z_STREAM_END) {
+        if (r != Z_OK || !all_in) {
                 free(out);
                 return -EIO;
         }
         *ret = out;
         *ret_len = len;
+        *ret_crc = (uint32_t)crc32(crc32(0, Z_NULL, 0), in, (uInt)n);
         return 0;
 }
 
@@ -245,20 +250,19 @@ static void put_le32(unsigned char *p, uint32_t v) {
         p[3] = (v >> 24) & 0xff;
 }
 
-int exp_gzip_stored(const void *in, size_t n, unsigned char *out) {
+int exp_gzip_close(const void *tail, size_t n, uint32_t open_crc, size_t open_len, unsigned char *out) {
         if (n > 65535) return -EINVAL;
-        static const unsigned char header[10] = { 0x1f, 0x8b, 8, 0, 0, 0, 0, 0, 0, 3 };
-        memcpy(out, header, sizeof header);
-        unsigned char *p = out + sizeof header;
+        unsigned char *p = out;
         *p++ = 1; /* BFINAL, BTYPE 00 (stored) */
         *p++ = n & 0xff;
         *p++ = (n >> 8) & 0xff;
         *p++ = ~n & 0xff;
         *p++ = (~n >> 8) & 0xff;
-        memcpy(p, in, n);
+        memcpy(p, tail, n);
         p += n;
-        put_le32(p, (uint32_t)crc32(crc32(0, Z_NULL, 0), in, (uInt)n));
-        put_le32(p + 4, (uint32_t)n);
+        uint32_t tail_crc = (uint32_t)crc32(crc32(0, Z_NULL, 0), tail, (uInt)n);
+        put_le32(p, (uint32_t)crc32_combine(open_crc, tail_crc, (z_off_t)n));
+        put_le32(p + 4, (uint32_t)(open_len + n));
         p += 8;
         return (int)(p - out);
 }

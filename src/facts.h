@@ -5,6 +5,7 @@
 
 struct nvml_facts;
 struct kmsg_scan;
+struct runtime_facts;
 
 /* A probe that could not read records why in `error` (a sentence naming the path) and a
  * negative errno in `rc`; checks then say they cannot answer instead of guessing. */
@@ -132,6 +133,7 @@ struct node_facts {
         struct rdma_facts rdma;
         struct sriov_facts sriov;
         struct process_facts processes;
+        struct runtime_facts *runtime; /* layer 2 (facts_runtime.h) */
 };
 
 /* Options that steer probing. */

@@ -112,6 +112,8 @@ struct cdi_spec {
         size_t n_mounts;
         char **hooks;                   /* hook paths */
         size_t n_hooks;
+        char **missing;                 /* device nodes, mounts and hooks absent below the root */
+        size_t n_missing;
 };
 
 struct cdi_facts {
@@ -125,6 +127,7 @@ struct runtime_facts {
         struct docker_facts docker;
         struct toolkit_facts toolkit;
         struct cdi_facts cdi;
+        bool proc_visible;              /* /proc below the root lists processes */
         int infiniband_rc;              /* listing /dev/infiniband */
         size_t n_uverbs;
         bool have_rdma_cm;

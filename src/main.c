@@ -25,6 +25,18 @@ static const struct command commands[] = {
          "  with no argument: the symptom table and every check, layer by layer\n"
          "  CHECK-ID: what the check reads, what each outcome means, its dependencies\n"
          "  TEXT: the symptoms and checks whose words match\n"},
+        {"exporter", cmd_exporter, "serve DCGM-exporter-compatible GPU metrics and the layer diagnosis over HTTP", "[OPTIONS]",
+         "  --listen ADDR          HOST:PORT, [V6]:PORT or :PORT (every address; default :9400)\n"
+         "  --interval DURATION    how often NVML is sampled (default 10s; 500ms, 1.5s, 30 accepted)\n"
+         "  --sample-timeout DUR   an NVML call running longer is stuck: its GPU is skipped (default 10s)\n"
+         "  --check-interval DUR   how often the layer diagnosis runs; 0 disables it (default 60s)\n"
+         "  --root DIR             host root for the diagnosis (env GPUNODE_ROOT, default /)\n"
+         "  --nvml-library PATH    load this file instead of libnvidia-ml.so.1\n"
+         "  --no-hostname          drop the Hostname label ($NODE_NAME, else the host name)\n"
+         "  --hostname-label NAME  Hostname (dcgm-exporter up to 4.8) or hostname (later releases)\n"
+         "  --no-xid-events        do not listen for Xid events (DCGM_FI_DEV_XID_ERRORS is then left out)\n"
+         "serves /metrics, /health (503 with the reason when stale or NVML fails) and an index page;\n"
+         "stops cleanly on SIGTERM or SIGINT\n"},
 };
 
 const struct command *command_table(size_t *ret_n) {

@@ -1,5 +1,6 @@
 /* probe.c: runs every probe into one node_facts and frees it. */
 #include "facts.h"
+#include "facts_runtime.h"
 
 void probe_all(const struct probe_options *opts, struct node_facts *ret) {
         *ret = (struct node_facts){0};
@@ -31,6 +32,7 @@ void probe_all(const struct probe_options *opts, struct node_facts *ret) {
                                                 .load_error = xstrdup("not loaded: the nvidia kernel module is not loaded")};
         probe_rdma(&ret->rdma);
         probe_sriov(&ret->sriov);
+        ret->runtime = probe_runtime();
 }
 
 void node_facts_free(struct node_facts *f) {
@@ -43,5 +45,6 @@ void node_facts_free(struct node_facts *f) {
         nvml_state_free(&f->nvml);
         rdma_facts_free(&f->rdma);
         sriov_facts_free(&f->sriov);
+        runtime_facts_free(f->runtime);
         *f = (struct node_facts){0};
 }

@@ -175,6 +175,130 @@ class Node:
             self.write(dev + "/sriov_totalvfs", "%d\n" % total)
             self.write(dev + "/sriov_numvfs", "%d\n" % num)
 
+    # ---- layer 2: container runtimes, the toolkit, CDI ----
+    # Start times: git does not keep mtimes, so a checkout gives every config file the time of the
+    # checkout. A daemon that must look started after its config gets a boot time far in the future
+    # (BTIME_AFTER); one that must look older than its config boots in 2023 (BTIME_BEFORE).
+    BTIME_AFTER = 4000000000
+    BTIME_BEFORE = 1700000000
+
+    def executable(self, p, text="#!/bin/sh\nexit 0\n"):
+        self.write(p, text)
+        os.chmod(self.path(p), 0o755)
+
+    def daemon(self, pid, comm, argv=None, btime=BTIME_AFTER, start_ticks=1234):
+        """A daemon in /proc with a stat line (field 22 = start time in clock ticks) and /proc/stat btime."""
+        self.write("proc/%d/comm" % pid, comm + "\n")
+        self.write("proc/%d/cmdline" % pid, "\0".join(argv or ["/usr/bin/" + comm]) + "\0")
+        fields = [str(pid), "(%s)" % comm, "S", "1", str(pid), str(pid), "0", "-1", "4194560", "120345", "0", "12", "0",
+                  "1500", "800", "0", "0", "20", "0", "24", "0", str(start_ticks), "2147483648", "10000"]
+        self.write("proc/%d/stat" % pid, " ".join(fields) + " 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 17 3 0 0 0 0 0\n")
+        self.write("proc/stat", "cpu  10132153 290696 3084719 46828483 16683 0 25195 0 0 0\nintr 1462898\n"
+                   "ctxt 2084421\nbtime %d\nprocesses 26442\nprocs_running 1\nprocs_blocked 0\n" % btime)
+
+    def toolkit(self, where="/usr/bin", mode="auto", config=True):
+        for b in ["nvidia-container-runtime", "nvidia-container-runtime.cdi", "nvidia-container-runtime.legacy",
+                  "nvidia-container-cli", "nvidia-ctk", "nvidia-cdi-hook"]:
+            self.executable("%s/%s" % (where, b))
+        if config:
+            self.write("etc/nvidia-container-runtime/config.toml",
+                       '#accept-nvidia-visible-devices-as-volume-mounts = false\n'
+                       'disable-require = false\nsupported-driver-capabilities = "compat32,compute,display,graphics,ngx,utility,video"\n\n'
+                       '[nvidia-container-cli]\nenvironment = []\nldconfig = "@/sbin/ldconfig.real"\nload-kmods = true\n'
+                       'no-cgroups = false\n\n[nvidia-container-runtime]\nlog-level = "info"\nmode = "%s"\n'
+                       'runtimes = ["docker-runc", "runc", "crun"]\n\n[nvidia-container-runtime.modes.cdi]\n'
+                       'annotation-prefixes = ["cdi.k8s.io/"]\ndefault-kind = "nvidia.com/gpu"\nspec-dirs = ["/etc/cdi", "/var/run/cdi"]\n\n'
+                       '[nvidia-container-runtime-hook]\npath = "nvidia-container-runtime-hook"\nskip-mode-detection = false\n\n'
+                       '[nvidia-ctk]\npath = "nvidia-ctk"\n' % mode)
+
+    @staticmethod
+    def cri_runtimes(version, binary="/usr/bin/nvidia-container-runtime", default="nvidia", runc=True, cdi=None):
+        """The CRI tables nvidia-ctk writes, for config version 2 or 3."""
+        p = 'plugins."io.containerd.grpc.v1.cri"' if version == 2 else 'plugins."io.containerd.cri.v1.runtime"'
+        t = "  [%s]\n" % p
+        if cdi is not None:
+            t += "    enable_cdi = %s\n    cdi_spec_dirs = [\"/etc/cdi\", \"/var/run/cdi\"]\n" % ("true" if cdi else "false")
+        t += "    [%s.containerd]\n      default_runtime_name = \"%s\"\n" % (p, default)
+        t += "      [%s.containerd.runtimes]\n" % p
+        if binary:
+            for name, suffix in [("nvidia", ""), ("nvidia-cdi", ".cdi"), ("nvidia-legacy", ".legacy")]:
+                t += ('        [{p}.containerd.runtimes.{n}]\n          privileged_without_host_devices = false\n'
+                      '          runtime_type = "io.containerd.runc.v2"\n          [{p}.containerd.runtimes.{n}.options]\n'
+                      '            BinaryName = "{b}{s}"\n            SystemdCgroup = true\n').format(p=p, n='"%s"' % name if "-" in name else name, b=binary, s=suffix)
+        if runc:
+            t += ('        [{p}.containerd.runtimes.runc]\n          runtime_type = "io.containerd.runc.v2"\n'
+                  '          [{p}.containerd.runtimes.runc.options]\n            SystemdCgroup = true\n').format(p=p)
+        return t
+
+    def containerd(self, version=2, patched=True, dropin=False, import_dropin=True, binary="/usr/bin/nvidia-container-runtime",
+                   default="nvidia", btime=BTIME_AFTER, cdi=None, pid=812):
+        """containerd with /etc/containerd/config.toml as nvidia-ctk leaves it: the runtime tables in the main
+        file, or (toolkit >= 1.18) in conf.d/99-nvidia.toml imported by the main file."""
+        self.executable("usr/bin/containerd")
+        self.executable("usr/bin/containerd-shim-runc-v2")
+        self.executable("usr/sbin/runc")
+        head = "version = %d\n" % version
+        if dropin and import_dropin:
+            head += 'imports = ["/etc/containerd/conf.d/*.toml"]\n'
+        head += 'root = "/var/lib/containerd"\nstate = "/run/containerd"\noom_score = 0\n\n[grpc]\n  address = "/run/containerd/containerd.sock"\n\n'
+        head += '[plugins]\n'
+        if version == 2:
+            head += ('  [plugins."io.containerd.grpc.v1.cri".cni]\n      bin_dir = "/opt/cni/bin"\n      conf_dir = "/etc/cni/net.d"\n'
+                     '  [plugins."io.containerd.grpc.v1.cri".registry]\n    config_path = "/etc/containerd/certs.d"\n')
+        else:
+            head += ('  [plugins."io.containerd.cri.v1.images"]\n    snapshotter = "overlayfs"\n'
+                     '    [plugins."io.containerd.cri.v1.images".pinned_images]\n      sandbox = "registry.k8s.io/pause:3.10"\n'
+                     '  [plugins."io.containerd.cri.v1.runtime".cni]\n'
+                     '      bin_dir = "/opt/cni/bin"\n      conf_dir = "/etc/cni/net.d"\n')
+        if patched and not dropin:
+            body = self.cri_runtimes(version, binary, default, cdi=cdi)
+        elif not patched:
+            body = self.cri_runtimes(version, None, "runc")
+        else:
+            body = self.cri_runtimes(version, None, "runc")
+            self.write("etc/containerd/conf.d/99-nvidia.toml", "version = %d\n\n[plugins]\n" % version +
+                       self.cri_runtimes(version, binary, default, cdi=cdi))
+        self.write("etc/containerd/config.toml", head + body)
+        self.daemon(pid, "containerd", ["/usr/bin/containerd"], btime=btime)
+
+    def cdi_spec(self, path="var/run/cdi/nvidia.yaml", version=DRIVER, host_version=DRIVER):
+        """A spec as `nvidia-ctk cdi generate` writes it for the node's GPUs and driver `version`; the host
+        has the driver libraries of host_version."""
+        libdir = "usr/lib/x86_64-linux-gnu"
+        libs = ["libcuda.so", "libnvidia-ml.so", "libnvidia-ptxjitcompiler.so", "libnvidia-nvvm.so", "libcudadebugger.so"]
+        for l in libs:
+            self.write("%s/%s.%s" % (libdir, l, host_version), "")
+        self.write("lib/firmware/nvidia/%s/gsp_ga10x.bin" % host_version, "")
+        self.write("lib/firmware/nvidia/%s/gsp_tu10x.bin" % host_version, "")
+        for b in ["nvidia-smi", "nvidia-debugdump", "nvidia-persistenced"]:
+            self.executable("usr/bin/" + b)
+        y = ["---", "cdiVersion: 0.5.0", "containerEdits:", "  deviceNodes:"]
+        for d in ["/dev/nvidia-modeset", "/dev/nvidia-uvm", "/dev/nvidia-uvm-tools", "/dev/nvidiactl"]:
+            y.append("  - path: %s" % d)
+        y += ["  env:", "  - NVIDIA_VISIBLE_DEVICES=void", "  hooks:",
+              "  - args:", "    - nvidia-cdi-hook", "    - create-symlinks", "    - --link",
+              "    - libnvidia-allocator.so.1::/usr/lib/x86_64-linux-gnu/gbm/nvidia-drm_gbm.so",
+              "    hookName: createContainer", "    path: /usr/bin/nvidia-cdi-hook",
+              "  - args:", "    - nvidia-cdi-hook", "    - update-ldcache", "    - --folder", "    - /usr/lib/x86_64-linux-gnu",
+              "    hookName: createContainer", "    path: /usr/bin/nvidia-cdi-hook", "  mounts:"]
+        mounts = ["/%s/%s.%s" % (libdir, l, version) for l in libs]
+        mounts += ["/lib/firmware/nvidia/%s/gsp_ga10x.bin" % version, "/lib/firmware/nvidia/%s/gsp_tu10x.bin" % version]
+        mounts += ["/usr/bin/nvidia-smi", "/usr/bin/nvidia-debugdump", "/usr/bin/nvidia-persistenced"]
+        for m in mounts:
+            y += ["  - containerPath: %s" % m, "    hostPath: %s" % m, "    options:", "    - ro", "    - nosuid", "    - nodev", "    - bind"]
+        y.append("devices:")
+        for g in self.gpus:
+            for name in [str(g["index"]), g["uuid"]]:
+                y += ["- containerEdits:", "    deviceNodes:", "    - path: /dev/nvidia%d" % g["index"], "  name: %s" % ("'%s'" % name if name.isdigit() else name)]
+        y += ["- containerEdits:", "    deviceNodes:"]
+        y += ["    - path: /dev/nvidia%d" % g["index"] for g in self.gpus]
+        y += ["  name: all", "kind: nvidia.com/gpu"]
+        self.write(path, "\n".join(y) + "\n")
+
+    def validations(self, *names):
+        for n in names:
+            self.write("run/nvidia/validations/%s" % n, "")
+
     def nvml_doc(self, **top):
         gpus = []
         for g in self.gpus:
@@ -220,7 +344,7 @@ def boot_noise(n):
     n.log("pci 0000:00:00.0: [8086:09a2] type 00 class 0x060000")
 
 
-def hgx(name, fabric_state=3, fm_running=True, rdma=True, gpu_overrides=None):
+def hgx(name, fabric_state=3, fm_running=True, rdma=True, gpu_overrides=None, runtime=True):
     gpu_overrides = gpu_overrides or {}
     n = Node(name)
     boot_noise(n)
@@ -239,6 +363,12 @@ def hgx(name, fabric_state=3, fm_running=True, rdma=True, gpu_overrides=None):
     if rdma:
         n.rdma_stack()
     n.nic("eno1", "0000:c1:00.0")
+    if runtime:
+        # containerd 1.7 patched by the toolkit (v2 config, nvidia the default), CDI spec by nvidia-cdi-refresh
+        n.toolkit()
+        n.containerd(version=2)
+        n.cdi_spec()
+        n.validations(".driver-ctr-ready", "driver-ready", "toolkit-ready", "cuda-ready", "plugin-ready")
     for g in n.gpus:
         g["nvml"].setdefault("fabric", {"state": fabric_state, "status": 0,
                                         "cluster_uuid": "6b0b9c1e-2f4d-4c1a-9d3e-7f1a2b3c4d5e", "clique_id": 32766})
@@ -358,6 +488,109 @@ def main():
     n.symlink("loop-b", "sys/class/net/loop-a")
     n.symlink("loop-a", "sys/class/net/loop-b")
     n.nvml_doc()
+    n.finish()
+
+    layer2_scenarios()
+
+
+def l4_node(name, driver=True):
+    """A two-GPU L4 node with the driver loaded (or, driver=False, failing to load)."""
+    n = Node(name)
+    boot_noise(n)
+    n.add_other_pci()
+    n.add_gpu(L4, "3b", driver="nvidia" if driver else None)
+    n.add_gpu(L4, "5e", driver="nvidia" if driver else None)
+    n.secure_boot(False)
+    n.process(1, "systemd")
+    if driver:
+        n.headers()
+        n.driver_loaded()
+        n.process(1203, "nvidia-persiste")
+        n.nvml_doc()
+    return n
+
+
+def layer2_scenarios():
+    # containerd 1.7, v2 config patched by `nvidia-ctk runtime configure --set-as-default`.
+    n = l4_node("containerd-v2-patched")
+    n.toolkit()
+    n.containerd(version=2)
+    n.finish()
+
+    # containerd 2.x, v3 config; toolkit >= 1.18 wrote conf.d/99-nvidia.toml and the import; CDI on.
+    n = l4_node("containerd-v3-dropin")
+    n.toolkit(mode="auto")
+    n.containerd(version=3, dropin=True, default="nvidia", cdi=True)
+    n.cdi_spec()
+    n.finish()
+
+    # The toolkit is installed but containerd's config was never patched.
+    n = l4_node("containerd-not-patched")
+    n.toolkit()
+    n.containerd(version=2, patched=False)
+    n.finish()
+
+    # The drop-in exists but the main file has no `imports`: containerd never reads it.
+    n = l4_node("containerd-dropin-not-imported")
+    n.toolkit()
+    n.containerd(version=3, dropin=True, import_dropin=False)
+    n.finish()
+
+    # BinaryName points at the GPU Operator's toolkit dir, which is gone; the package installed /usr/bin.
+    n = l4_node("containerd-binary-missing")
+    n.toolkit()
+    n.containerd(version=2, binary="/usr/local/nvidia/toolkit/nvidia-container-runtime")
+    n.finish()
+
+    # Patched after containerd started, and containerd was never restarted.
+    n = l4_node("containerd-not-restarted")
+    n.toolkit()
+    n.containerd(version=2, btime=Node.BTIME_BEFORE)
+    n.finish()
+
+    # The driver was upgraded from 535.129.03; /etc/cdi/nvidia.yaml still names the old libraries.
+    n = l4_node("cdi-stale-after-upgrade")
+    n.toolkit(mode="cdi")
+    n.containerd(version=2)
+    n.cdi_spec(path="etc/cdi/nvidia.yaml", version="535.129.03", host_version=DRIVER)
+    n.finish()
+
+    # A Docker workstation: daemon.json has the nvidia runtime; containerd.io's config disables CRI.
+    n = Node("docker-daemon-json")
+    boot_noise(n)
+    n.add_other_pci()
+    n.add_gpu(RTX, "01")
+    n.secure_boot(False)
+    n.headers()
+    n.driver_loaded()
+    n.process(1, "systemd")
+    n.process(990, "nvidia-persiste")
+    n.toolkit()
+    n.executable("usr/bin/containerd")
+    n.executable("usr/bin/dockerd")
+    n.write("etc/containerd/config.toml", '#   Copyright 2018-2022 Docker Inc.\n\ndisabled_plugins = ["cri"]\n\n'
+            '#root = "/var/lib/containerd"\n#state = "/run/containerd"\n')
+    n.write("etc/docker/daemon.json", json.dumps({"default-runtime": "nvidia", "runtimes": {
+        "nvidia": {"args": [], "path": "nvidia-container-runtime"}}}, indent=4) + "\n")
+    n.daemon(700, "containerd", ["/usr/bin/containerd"])
+    n.daemon(745, "dockerd", ["/usr/bin/dockerd", "-H", "fd://", "--containerd=/run/containerd/containerd.sock"])
+    n.nvml_doc()
+    n.finish()
+
+    # Layer 1 failed (module not loaded, headers missing): layer 2 checks that need the driver are blocked.
+    n = l4_node("runtime-driver-not-loaded", driver=False)
+    n.toolkit()
+    n.containerd(version=2)
+    n.cdi_spec()
+    n.validations(".driver-ctr-ready")
+    n.finish()
+
+    # Bad input: a TOML error in the drop-in; the check names file, line and column.
+    n = l4_node("containerd-toml-error")
+    n.toolkit()
+    n.containerd(version=3, dropin=True)
+    n.write("etc/containerd/conf.d/99-nvidia.toml", 'version = 3\n[plugins."io.containerd.cri.v1.runtime".containerd.runtimes.nvidia]\n'
+            '  runtime_type = "io.containerd.runc.v2\n')
     n.finish()
 
 

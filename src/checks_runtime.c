@@ -1,0 +1,571 @@
+/* checks_runtime.c: layer 2, container-toolkit: runtime configs (containerd, CRI-O, Docker), the toolkit, the nvidia runtime, restarts. */
+#include <time.h>
+
+#include "checks.h"
+#include "facts_runtime.h"
+
+/* An outcome of one runtime's part of a check; the worst part becomes the finding. */
+struct part {
+        enum check_status status;
+        char *summary, *remedy;
+};
+
+static int rank(enum check_status s) {
+        switch (s) {
+        case CHECK_SKIP: return 0;
+        case CHECK_PASS: return 1;
+        case CHECK_WARN: return 2;
+        case CHECK_BLOCKED: return 3;
+        case CHECK_FAIL: return 4;
+        }
+        return 0;
+}
+
+/* Keeps the worse of *acc and (status, summary, remedy); takes ownership of the strings. */
+static void part_add(struct part *acc, enum check_status status, char *summary, char *remedy) {
+        if (!acc->summary || rank(status) > rank(acc->status)) {
+                free(acc->summary);
+                free(acc->remedy);
+                *acc = (struct part){status, summary, remedy};
+                return;
+        }
+        free(summary);
+        free(remedy);
+}
+
+/* Writes the kept part into the finding and frees it. */
+static void part_finish(struct part *acc, struct finding *f) {
+        finding_set(f, acc->status, "%s", acc->summary);
+        if (acc->remedy) finding_remedy(f, "%s", acc->remedy);
+        free(acc->summary);
+        free(acc->remedy);
+}
+
+static bool containerd_active(const struct runtime_facts *r) {
+        return r->containerd.present && (!r->containerd.cri_disabled || !r->docker.present);
+}
+
+/* Returns true, having skipped f, when the host has no container runtime at all. */
+static bool skip_no_runtime(const struct node_facts *facts, struct finding *f) {
+        const struct runtime_facts *r = facts->runtime;
+        if (r && (r->containerd.present || r->crio.present || r->docker.present)) return false;
+        finding_skip(f, "no container runtime on this host: no containerd, CRI-O or Docker (config, binary or process)");
+        return true;
+}
+
+/* Returns a malloc'd TOML table path for a key of the CRI plugin of this containerd config. */
+static char *cri_key(const struct containerd_facts *c, const char *rest) {
+        const char *p = c->cri_plugin ? c->cri_plugin : "io.containerd.grpc.v1.cri";
+        return streq(p, "cri") ? xasprintf("plugins.cri.%s", rest) : xasprintf("plugins.\"%s\".%s", p, rest);
+}
+
+static const char *restart_cmd(const char *runtime) {
+        if (streq(runtime, "containerd")) return "systemctl restart containerd";
+        if (streq(runtime, "CRI-O")) return "systemctl restart crio";
+        return "systemctl restart docker";
+}
+
+static void run_runtime_config(const struct node_facts *facts, struct finding *f) {
+        if (skip_no_runtime(facts, f)) return;
+        const struct runtime_facts *r = facts->runtime;
+        struct part acc = {0};
+        const struct containerd_facts *c = &r->containerd;
+        if (c->present) {
+                finding_evidence(f, "containerd: binary %s; process %s", c->binary ? c->binary : "not found",
+                                 c->process.pid ? "running" : "not seen in /proc");
+                if (c->process.pid) finding_evidence(f, "containerd pid %d", c->process.pid);
+                finding_evidence(f, "containerd config %s (%s): version %d, CRI plugin %s, imports merged %s", c->config_path,
+                                 c->config_path_from, c->version, c->cri_plugin,
+                                 c->deep_merge ? "key by key (containerd 2.x)" : "plugin by plugin (containerd 1.x)");
+                for (size_t i = 0; i < c->n_files; i++) {
+                        const struct runtime_config_file *fl = &c->files[i];
+                        if (fl->rc < 0)
+                                finding_evidence(f, "could not load %s", fl->path);
+                        else if (fl->imported_by)
+                                finding_evidence(f, "loaded %s (imported by %s)%s", fl->path, fl->imported_by,
+                                                 fl->mentions_nvidia ? ": defines nvidia runtime(s)" : "");
+                        else
+                                finding_evidence(f, "loaded %s%s", fl->path, fl->mentions_nvidia ? ": defines nvidia runtime(s)" : "");
+                }
+                for (size_t i = 0; i < c->n_stray; i++)
+                        finding_evidence(f, "not loaded (no import matches it): %s%s", c->stray[i].path,
+                                         c->stray[i].mentions_nvidia ? ": defines nvidia runtime(s)" : "");
+                if (c->misplaced_imports)
+                        finding_evidence(f, "an `imports` key sits inside [%s], not at the top level: containerd ignores it",
+                                         c->misplaced_imports);
+                if (c->cri_disabled) finding_evidence(f, "disabled_plugins turns off the CRI plugin: containerd serves Docker only");
+                if (!c->deep_merge && c->cri_owner && c->n_files > 1)
+                        finding_evidence(f, "the CRI plugin table of %s replaces those of earlier files (containerd 1.x merges "
+                                            "plugin tables whole)", c->cri_owner);
+                if (c->rc == -ENOENT && c->n_files == 0)
+                        part_add(&acc, CHECK_PASS, xasprintf("containerd has no config file (%s): it runs on built-in defaults",
+                                                             c->config_path), NULL);
+                else if (c->rc < 0)
+                        part_add(&acc, CHECK_FAIL, xasprintf("containerd cannot load its config: %s", c->error),
+                                 xasprintf("fix that file (containerd refuses to start with it, or keeps running on the old "
+                                           "config until restarted); check with `containerd config dump`"));
+                else
+                        part_add(&acc, CHECK_PASS,
+                                 xasprintf("containerd config v%d (%s) read: %zu file(s), CRI plugin %s", c->version, c->config_path,
+                                           c->n_files, c->cri_plugin), NULL);
+        }
+        if (r->crio.present) {
+                const struct crio_facts *o = &r->crio;
+                finding_evidence(f, "CRI-O: binary %s; process %s; %zu config file(s)", o->binary ? o->binary : "not found",
+                                 o->process.pid ? "running" : "not seen in /proc", o->n_files);
+                for (size_t i = 0; i < o->n_files; i++) finding_evidence(f, "loaded %s", o->files[i].path);
+                if (o->rc < 0)
+                        part_add(&acc, CHECK_FAIL, xasprintf("CRI-O cannot load its config: %s", o->error),
+                                 xasprintf("fix that file; check with `crio config`"));
+                else
+                        part_add(&acc, CHECK_PASS, xasprintf("CRI-O config read: %zu file(s)", o->n_files), NULL);
+        }
+        if (r->docker.present) {
+                const struct docker_facts *d = &r->docker;
+                finding_evidence(f, "Docker: binary %s; process %s; %s %s", d->binary ? d->binary : "not found",
+                                 d->process.pid ? "running" : "not seen in /proc", d->file.path,
+                                 d->file.rc == -ENOENT ? "absent" : d->file.rc < 0 ? "unreadable" : "read");
+                if (d->file.rc < 0 && d->file.rc != -ENOENT)
+                        part_add(&acc, CHECK_FAIL, xasprintf("Docker cannot load %s", d->file.error),
+                                 xasprintf("fix the JSON in %s (dockerd refuses to start with it); check with `dockerd --validate`",
+                                           d->file.path));
+                else
+                        part_add(&acc, CHECK_PASS, xasprintf("Docker config %s", d->file.rc == 0 ? "read" : "absent (defaults)"), NULL);
+        }
+        if (acc.status == CHECK_PASS) {
+                free(acc.summary);
+                acc.summary = xasprintf("runtime config read: %s%s%s%s%s", c->present ? "containerd" : "",
+                                        c->present && (r->crio.present || r->docker.present) ? ", " : "",
+                                        r->crio.present ? "CRI-O" : "", r->crio.present && r->docker.present ? ", " : "",
+                                        r->docker.present ? "Docker" : "");
+                if (c->present && c->rc == 0 && !c->cri_disabled) {
+                        free(acc.summary);
+                        acc.summary = xasprintf("containerd config v%d read (%zu file(s), CRI plugin %s)%s%s", c->version, c->n_files,
+                                                c->cri_plugin, r->crio.present ? ", CRI-O" : "", r->docker.present ? ", Docker" : "");
+                }
+        }
+        part_finish(&acc, f);
+}
+
+static void run_toolkit_installed(const struct node_facts *facts, struct finding *f) {
+        if (skip_no_runtime(facts, f)) return;
+        const struct toolkit_facts *t = &facts->runtime->toolkit;
+        for (size_t i = 0; i < TOOLKIT_N_BINARIES; i++)
+                finding_evidence(f, "%s: %s", t->names[i], t->paths[i] ? t->paths[i] : "not found");
+        if (t->config.path)
+                finding_evidence(f, "%s: %s%s%s", t->config.path, t->config.rc < 0 ? "unreadable" : "parsed",
+                                 t->mode ? ", mode " : "", t->mode ? t->mode : "");
+        else
+                finding_evidence(f, "no /etc/nvidia-container-runtime/config.toml: the toolkit uses its defaults");
+        if (t->n_validations) {
+                struct buf b = {0};
+                for (size_t i = 0; i < t->n_validations; i++) buf_printf(&b, "%s%s", i ? ", " : "", t->validations[i]);
+                finding_evidence(f, "GPU Operator validations in /run/nvidia/validations: %s", b.data);
+                buf_free(&b);
+        }
+        if (!t->paths[TOOLKIT_RUNTIME]) {
+                finding_fail(f, "the NVIDIA Container Toolkit is not installed: no nvidia-container-runtime in /usr/bin, "
+                                "/usr/local/bin or /usr/local/nvidia/toolkit");
+                finding_remedy(f, "install it (`apt-get install nvidia-container-toolkit` or `dnf install nvidia-container-toolkit`); "
+                                  "with the GPU Operator read the toolkit pod's log (kubectl logs -n gpu-operator -l "
+                                  "app=nvidia-container-toolkit-daemonset)");
+                return;
+        }
+        if (t->config.rc < 0 && t->config.rc != -ENOENT) {
+                finding_fail(f, "the toolkit's config cannot be read: %s", t->config.error);
+                finding_remedy(f, "fix that file (nvidia-container-runtime reads it at every container start), or regenerate it "
+                                  "with `nvidia-ctk config --config-file %s --in-place`", t->config.path);
+                return;
+        }
+        bool cdi_mode = t->mode && streq(t->mode, "cdi");
+        if (!cdi_mode && !t->paths[TOOLKIT_CLI]) {
+                finding_warn(f, "nvidia-container-cli is missing: the runtime's legacy mode cannot inject GPUs");
+                finding_remedy(f, "reinstall the toolkit (libnvidia-container-tools), or switch the runtime to CDI mode "
+                                  "(`nvidia-ctk config --set nvidia-container-runtime.mode=cdi --in-place`)");
+                return;
+        }
+        _cleanup_free_ char *dir = xstrndup(t->paths[TOOLKIT_RUNTIME], strrchr(t->paths[TOOLKIT_RUNTIME], '/') - t->paths[TOOLKIT_RUNTIME]);
+        finding_pass(f, "NVIDIA Container Toolkit installed in %s%s", dir, cdi_mode ? " (CDI mode)" : "");
+}
+
+/* Judges containerd's nvidia runtime. */
+static void nvidia_runtime_containerd(const struct containerd_facts *c, struct finding *f, struct part *acc) {
+        if (c->rc < 0 && c->rc != -ENOENT) {
+                part_add(acc, CHECK_SKIP, xasprintf("containerd's config could not be loaded (see container-toolkit.runtime-config)"), NULL);
+                return;
+        }
+        _cleanup_free_ char *table = cri_key(c, "containerd.runtimes.nvidia");
+        const struct ctd_runtime *nv = NULL;
+        for (size_t i = 0; i < c->n_runtimes; i++) {
+                const struct ctd_runtime *rt = &c->runtimes[i];
+                if (!startswith(rt->name, "nvidia")) continue;
+                finding_evidence(f, "containerd runtime %s: runtime_type %s (%s), BinaryName %s (%s)", rt->name,
+                                 rt->runtime_type ? rt->runtime_type : "unset", rt->runtime_type_file ? rt->runtime_type_file : "-",
+                                 rt->binary_name ? rt->binary_name : "unset", rt->binary_file ? rt->binary_file : "-");
+                if (streq(rt->name, "nvidia")) nv = rt;
+        }
+        if (c->default_runtime)
+                finding_evidence(f, "default_runtime_name = \"%s\" (%s)", c->default_runtime, c->default_runtime_file);
+        if (c->enable_cdi >= 0) finding_evidence(f, "enable_cdi = %s (%s)", c->enable_cdi ? "true" : "false", c->enable_cdi_file);
+        if (!nv) {
+                const struct runtime_config_file *stray = NULL, *shadowed = NULL;
+                for (size_t i = 0; i < c->n_stray && !stray; i++)
+                        if (c->stray[i].mentions_nvidia) stray = &c->stray[i];
+                for (size_t i = 0; i < c->n_files && !shadowed; i++)
+                        if (c->files[i].mentions_nvidia) shadowed = &c->files[i];
+                const char *main = c->config_path;
+                if (stray) {
+                        char *why = c->misplaced_imports
+                                            ? xasprintf("the `imports` line in %s sits inside [%s], so containerd ignores it", main,
+                                                        c->misplaced_imports)
+                                            : xasprintf("%s imports no file that matches it", main);
+                        _cleanup_free_ char *dir = xstrndup(stray->path, strrchr(stray->path, '/') - stray->path);
+                        part_add(acc, CHECK_FAIL,
+                                 xasprintf("containerd was patched in a file it does not read: %s defines the nvidia runtime but %s",
+                                           stray->path, why),
+                                 xasprintf("add `imports = [\"%s/*.toml\"]` to %s as a top-level key, above the first [table] "
+                                           "(keep version = %d), then `systemctl restart containerd`", dir, main, c->version));
+                        free(why);
+                } else if (shadowed && c->cri_owner) {
+                        part_add(acc, CHECK_FAIL,
+                                 xasprintf("containerd was patched in %s, but the CRI plugin table of %s, loaded later, replaces it "
+                                           "whole (containerd 1.x imports)", shadowed->path, c->cri_owner),
+                                 xasprintf("put the nvidia runtime in %s too (or all CRI settings in one file): `nvidia-ctk runtime "
+                                           "configure --runtime=containerd --config=%s`, then `systemctl restart containerd`",
+                                           c->cri_owner, c->cri_owner));
+                } else {
+                        part_add(acc, CHECK_FAIL,
+                                 xasprintf("containerd was never patched: no nvidia runtime ([%s]) in %s%s", table, main,
+                                           c->n_files > 1 ? " or its imports" : ""),
+                                 xasprintf("run `nvidia-ctk runtime configure --runtime=containerd` (add --set-as-default where "
+                                           "pods do not use runtimeClassName: nvidia), then `systemctl restart containerd`; with "
+                                           "the GPU Operator read the toolkit pod's log (kubectl logs -n gpu-operator -l "
+                                           "app=nvidia-container-toolkit-daemonset)"));
+                }
+                return;
+        }
+        if (c->default_runtime) {
+                bool defined = false;
+                for (size_t i = 0; i < c->n_runtimes; i++) defined |= streq(c->runtimes[i].name, c->default_runtime);
+                if (!defined) {
+                        _cleanup_free_ char *key = cri_key(c, "containerd.default_runtime_name");
+                        part_add(acc, CHECK_FAIL,
+                                 xasprintf("default_runtime_name \"%s\" (%s) names no runtime: the CRI plugin does not start",
+                                           c->default_runtime, c->default_runtime_file),
+                                 xasprintf("set %s in %s to a runtime that is defined (\"nvidia\" or \"runc\"), then `systemctl "
+                                           "restart containerd`", key, c->default_runtime_file));
+                        return;
+                }
+        }
+        if (!nv->binary_name) {
+                _cleanup_free_ char *key = cri_key(c, "containerd.runtimes.nvidia.options");
+                part_add(acc, CHECK_FAIL,
+                         xasprintf("the nvidia runtime has no options.BinaryName: containerd runs plain runc and injects no GPU"),
+                         xasprintf("set BinaryName = \"/usr/bin/nvidia-container-runtime\" in [%s] of %s (or rerun `nvidia-ctk "
+                                   "runtime configure --runtime=containerd`), then `systemctl restart containerd`",
+                                   key, nv->runtime_type_file ? nv->runtime_type_file : c->config_path));
+                return;
+        }
+        if (nv->runtime_type && !streq(nv->runtime_type, "io.containerd.runc.v2")) {
+                _cleanup_free_ char *key = cri_key(c, "containerd.runtimes.nvidia.runtime_type");
+                part_add(acc, CHECK_FAIL,
+                         xasprintf("the nvidia runtime's runtime_type is \"%s\", not io.containerd.runc.v2: BinaryName is not used",
+                                   nv->runtime_type),
+                         xasprintf("set %s = \"io.containerd.runc.v2\" in %s, then `systemctl restart containerd`", key,
+                                   nv->runtime_type_file));
+                return;
+        }
+        bool is_default = c->default_runtime && startswith(c->default_runtime, "nvidia");
+        part_add(acc, CHECK_PASS,
+                 xasprintf("containerd has the nvidia runtime (%s)%s", nv->binary_file,
+                           is_default ? ", the default runtime" : "; not the default: pods need runtimeClassName: nvidia"),
+                 NULL);
+}
+
+static void run_nvidia_runtime(const struct node_facts *facts, struct finding *f) {
+        if (skip_no_runtime(facts, f)) return;
+        const struct runtime_facts *r = facts->runtime;
+        struct part acc = {0};
+        if (containerd_active(r)) nvidia_runtime_containerd(&r->containerd, f, &acc);
+        if (r->crio.present) {
+                const struct crio_facts *o = &r->crio;
+                if (o->default_runtime) finding_evidence(f, "CRI-O default_runtime = \"%s\" (%s)", o->default_runtime, o->default_runtime_file);
+                if (o->rc < 0)
+                        part_add(&acc, CHECK_SKIP, xasprintf("CRI-O's config could not be loaded"), NULL);
+                else if (!o->has_nvidia)
+                        part_add(&acc, CHECK_FAIL, xasprintf("CRI-O was never patched: no [crio.runtime.runtimes.nvidia] in "
+                                                             "/etc/crio/crio.conf or /etc/crio/crio.conf.d/"),
+                                 xasprintf("run `nvidia-ctk runtime configure --runtime=crio`, then `systemctl restart crio`"));
+                else {
+                        finding_evidence(f, "CRI-O runtime nvidia: runtime_path %s (%s)", o->nvidia_path ? o->nvidia_path : "unset",
+                                         o->nvidia_file);
+                        part_add(&acc, CHECK_PASS, xasprintf("CRI-O has the nvidia runtime (%s)", o->nvidia_file), NULL);
+                }
+        }
+        if (r->docker.present) {
+                const struct docker_facts *d = &r->docker;
+                if (d->default_runtime) finding_evidence(f, "Docker default-runtime = \"%s\"", d->default_runtime);
+                if (d->file.rc < 0 && d->file.rc != -ENOENT)
+                        part_add(&acc, CHECK_SKIP, xasprintf("daemon.json could not be loaded"), NULL);
+                else if (!d->has_nvidia) {
+                        if (d->cdi_feature)
+                                part_add(&acc, CHECK_PASS, xasprintf("Docker has no nvidia runtime but CDI is on: "
+                                                                     "`--device nvidia.com/gpu=all` works"), NULL);
+                        else
+                                part_add(&acc, CHECK_WARN,
+                                         xasprintf("Docker has no nvidia runtime in %s: `--runtime=nvidia` fails (only `--gpus` "
+                                                   "works, through the toolkit's hook)", d->file.path),
+                                         xasprintf("run `nvidia-ctk runtime configure --runtime=docker`, then `systemctl restart "
+                                                   "docker`"));
+                } else {
+                        finding_evidence(f, "Docker runtimes.nvidia.path = \"%s\" (%s)", d->nvidia_path ? d->nvidia_path : "",
+                                         d->file.path);
+                        part_add(&acc, CHECK_PASS, xasprintf("Docker has the nvidia runtime (%s)%s", d->file.path,
+                                                             d->default_runtime && streq(d->default_runtime, "nvidia")
+                                                                     ? ", the default runtime" : ""), NULL);
+                }
+        }
+        if (!acc.summary) part_add(&acc, CHECK_SKIP, xasprintf("containerd serves Docker only (CRI plugin disabled)"), NULL);
+        part_finish(&acc, f);
+}
+
+/* Returns a sentence for a binary_rc. */
+static const char *binary_problem(int rc) {
+        switch (rc) {
+        case -ENOENT: return "does not exist";
+        case -EACCES: return "is not executable";
+        case -EISDIR: return "is a directory";
+        default: return "is not a regular file";
+        }
+}
+
+static void run_runtime_binary(const struct node_facts *facts, struct finding *f) {
+        if (skip_no_runtime(facts, f)) return;
+        const struct runtime_facts *r = facts->runtime;
+        const struct toolkit_facts *t = &r->toolkit;
+        const char *installed = t->paths[TOOLKIT_RUNTIME];
+        struct part acc = {0};
+        if (containerd_active(r)) {
+                const struct containerd_facts *c = &r->containerd;
+                for (size_t i = 0; i < c->n_runtimes; i++) {
+                        const struct ctd_runtime *rt = &c->runtimes[i];
+                        if (!startswith(rt->name, "nvidia") || !rt->binary_name) continue;
+                        finding_evidence(f, "containerd runtime %s: %s %s", rt->name, rt->binary_name,
+                                         rt->binary_rc == 0 ? "is executable" : binary_problem(rt->binary_rc));
+                        if (rt->binary_rc == 0) {
+                                part_add(&acc, CHECK_PASS, xasprintf("every nvidia runtime's BinaryName is an executable file"), NULL);
+                                continue;
+                        }
+                        _cleanup_free_ char *key = cri_key(c, "containerd.runtimes.");
+                        char *remedy;
+                        if (rt->binary_rc == -EACCES)
+                                remedy = xasprintf("`chmod 755 %s`, or reinstall the toolkit", rt->binary_name);
+                        else if (installed)
+                                remedy = xasprintf("set %s%s.options.BinaryName in %s to a binary that exists (the toolkit is "
+                                                   "installed as %s%s), then `systemctl restart containerd`", key, rt->name,
+                                                   rt->binary_file, installed, streq(rt->name, "nvidia") ? "" : " and its .cdi/.legacy variants");
+                        else
+                                remedy = xasprintf("install the NVIDIA Container Toolkit so that %s exists, or point "
+                                                   "%s%s.options.BinaryName in %s at it; then `systemctl restart containerd`",
+                                                   rt->binary_name, key, rt->name, rt->binary_file);
+                        part_add(&acc, CHECK_FAIL,
+                                 xasprintf("containerd runtime %s's BinaryName %s (set in %s) %s: containers using it fail to start",
+                                           rt->name, rt->binary_name, rt->binary_file, binary_problem(rt->binary_rc)),
+                                 remedy);
+                }
+        }
+        if (r->crio.present && r->crio.has_nvidia && r->crio.nvidia_path) {
+                const struct crio_facts *o = &r->crio;
+                finding_evidence(f, "CRI-O runtime nvidia: %s %s", o->nvidia_path, o->nvidia_path_rc == 0 ? "is executable"
+                                                                                    : binary_problem(o->nvidia_path_rc));
+                if (o->nvidia_path_rc == 0)
+                        part_add(&acc, CHECK_PASS, xasprintf("CRI-O's nvidia runtime_path is an executable file"), NULL);
+                else
+                        part_add(&acc, CHECK_FAIL,
+                                 xasprintf("CRI-O runtime nvidia's runtime_path %s (set in %s) %s", o->nvidia_path, o->nvidia_file,
+                                           binary_problem(o->nvidia_path_rc)),
+                                 xasprintf("set runtime_path in [crio.runtime.runtimes.nvidia] of %s to %s, then `systemctl restart crio`",
+                                           o->nvidia_file, installed ? installed : "the installed nvidia-container-runtime"));
+        }
+        if (r->docker.present && r->docker.has_nvidia) {
+                const struct docker_facts *d = &r->docker;
+                const char *p = d->nvidia_path ? d->nvidia_path : "(no path)";
+                finding_evidence(f, "Docker runtime nvidia: %s %s%s%s", p, d->nvidia_path_rc == 0 ? "found" : binary_problem(d->nvidia_path_rc),
+                                 d->nvidia_resolved && !streq(d->nvidia_resolved, p) ? " as " : "",
+                                 d->nvidia_resolved && !streq(d->nvidia_resolved, p) ? d->nvidia_resolved : "");
+                if (d->nvidia_path_rc == 0)
+                        part_add(&acc, CHECK_PASS, xasprintf("Docker's nvidia runtime path resolves to an executable file"), NULL);
+                else
+                        part_add(&acc, CHECK_FAIL,
+                                 xasprintf("Docker runtime nvidia's path %s (%s) %s", p, d->file.path, binary_problem(d->nvidia_path_rc)),
+                                 xasprintf("set runtimes.nvidia.path in %s to %s, then `systemctl restart docker`", d->file.path,
+                                           installed ? installed : "the installed nvidia-container-runtime"));
+        }
+        if (!acc.summary) {
+                finding_skip(f, "no nvidia runtime names a binary");
+                return;
+        }
+        part_finish(&acc, f);
+}
+
+/* Formats a unix time as "2024-03-05 22:23:56 UTC" into buf. */
+static const char *format_time(int64_t t, char *buf, size_t size) {
+        time_t tt = (time_t)t;
+        struct tm tm;
+        if (!gmtime_r(&tt, &tm) || strftime(buf, size, "%Y-%m-%d %H:%M:%S UTC", &tm) == 0) snprintf(buf, size, "%lld", (long long)t);
+        return buf;
+}
+
+/* Judges one daemon's start time against its config files. */
+static void applied_one(const char *name, const struct runtime_process *p, const struct runtime_config_file *files, size_t n,
+                        bool proc_visible, struct finding *f, struct part *acc) {
+        if (!p->pid) {
+                if (proc_visible)
+                        part_add(acc, CHECK_WARN, xasprintf("%s is installed but not running", name),
+                                 xasprintf("`systemctl status %s` and its journal (`journalctl -u %s`)",
+                                           streq(name, "CRI-O") ? "crio" : streq(name, "Docker") ? "docker" : "containerd",
+                                           streq(name, "CRI-O") ? "crio" : streq(name, "Docker") ? "docker" : "containerd"));
+                else
+                        part_add(acc, CHECK_SKIP, xasprintf("no processes visible under the root: cannot tell when %s started", name), NULL);
+                return;
+        }
+        if (p->started < 0) {
+                part_add(acc, CHECK_SKIP, xasprintf("cannot tell when %s (pid %d) started", name, p->pid), NULL);
+                return;
+        }
+        char when[64];
+        size_t newer = 0, known = 0;
+        const char *first = NULL;
+        for (size_t i = 0; i < n; i++) {
+                if (files[i].mtime < 0) continue;
+                known++;
+                /* one second of slack: btime has second resolution */
+                if (files[i].mtime > p->started + 1) {
+                        newer++;
+                        if (!first) first = files[i].path;
+                        finding_evidence(f, "%s changed after %s (pid %d) started", files[i].path, name, p->pid);
+                }
+        }
+        if (newer) {
+                finding_evidence(f, "%s (pid %d) started %s (%s)", name, p->pid, format_time(p->started, when, sizeof when),
+                                 p->started_from);
+                part_add(acc, CHECK_FAIL,
+                         xasprintf("%s was patched but not restarted: %s changed after it started, so the running %s does not "
+                                   "have the change", name, first, name),
+                         xasprintf("`%s` (running containers keep running), then rerun gpunode", restart_cmd(name)));
+                return;
+        }
+        if (known == 0) {
+                part_add(acc, CHECK_SKIP, xasprintf("%s has no config file to compare", name), NULL);
+                return;
+        }
+        finding_evidence(f, "%s (pid %d) started after the last change to its %zu config file(s)", name, p->pid, known);
+        part_add(acc, CHECK_PASS, xasprintf("the running %s started after its config was last changed", name), NULL);
+}
+
+static void run_config_applied(const struct node_facts *facts, struct finding *f) {
+        if (skip_no_runtime(facts, f)) return;
+        const struct runtime_facts *r = facts->runtime;
+        struct part acc = {0};
+        if (containerd_active(r) && r->containerd.n_files)
+                applied_one("containerd", &r->containerd.process, r->containerd.files, r->containerd.n_files, r->proc_visible, f, &acc);
+        if (r->crio.present)
+                applied_one("CRI-O", &r->crio.process, r->crio.files, r->crio.n_files, r->proc_visible, f, &acc);
+        if (r->docker.present && r->docker.file.rc == 0)
+                applied_one("Docker", &r->docker.process, &r->docker.file, 1, r->proc_visible, f, &acc);
+        if (!acc.summary) {
+                finding_skip(f, "no runtime config file to compare with a running daemon");
+                return;
+        }
+        part_finish(&acc, f);
+}
+
+static void run_rdma_exposure(const struct node_facts *facts, struct finding *f) {
+        if (skip_no_runtime(facts, f)) return;
+        const struct runtime_facts *r = facts->runtime;
+        size_t n = facts->rdma.n_devices;
+        if (n == 0) {
+                finding_skip(f, "no RDMA NIC: nothing to expose to pods");
+                return;
+        }
+        finding_evidence(f, "%zu RDMA device(s); /dev/infiniband: %zu uverbs node(s), rdma_cm %s", n, r->n_uverbs,
+                         r->have_rdma_cm ? "present" : "missing");
+        if (r->n_uverbs == 0) {
+                finding_fail(f, "no /dev/infiniband/uverbs* node: the RDMA device plugin has nothing to hand to pods");
+                finding_remedy(f, "`modprobe ib_uverbs` (and rdma_ucm); with the Network Operator check the mofed pod, then the "
+                                  "RDMA shared device plugin's log");
+                return;
+        }
+        if (r->n_uverbs < n || !r->have_rdma_cm) {
+                finding_warn(f, "%s", r->n_uverbs < n ? "fewer uverbs nodes than RDMA devices: some HCAs cannot be used from pods"
+                                                      : "/dev/infiniband/rdma_cm is missing: RDMA CM connections (RoCE, UCX) fail in pods");
+                finding_remedy(f, "`modprobe rdma_ucm ib_uverbs`; check udev rules for /dev/infiniband");
+                return;
+        }
+        finding_pass(f, "%zu uverbs node(s) and rdma_cm present for %zu RDMA device(s)", r->n_uverbs, n);
+}
+
+const struct check_def check_runtime_config = {
+        .id = "container-toolkit.runtime-config", .layer = 2, .component = "container-toolkit",
+        .title = "the container runtime's configuration loads as the runtime itself loads it",
+        .reads = "/etc/containerd/config.toml (or containerd's --config) and its imports (globs, relative paths, in containerd's "
+                 "order), /etc/containerd/conf.d/*.toml, /etc/crio/crio.conf and crio.conf.d/*, /etc/docker/daemon.json, "
+                 "containerd/crio/dockerd in /proc and on PATH",
+        .outcomes = "pass: every file parses (TOML, JSON), versions agree; fail: a syntax error (file, line, column), an "
+                    "import that cannot be read, a drop-in with a higher version; skip: no container runtime on the host",
+        .run = run_runtime_config,
+};
+
+const struct check_def check_toolkit_installed = {
+        .id = "container-toolkit.toolkit-installed", .layer = 2, .component = "container-toolkit",
+        .title = "the NVIDIA Container Toolkit is installed and its config parses",
+        .reads = "nvidia-container-runtime, nvidia-container-cli, nvidia-ctk, nvidia-cdi-hook in /usr/bin, /usr/local/bin, "
+                 "/usr/local/nvidia/toolkit; /etc/nvidia-container-runtime/config.toml; /run/nvidia/validations/*",
+        .outcomes = "pass: installed; warn: nvidia-container-cli missing outside CDI mode; fail: no nvidia-container-runtime, or "
+                    "its config.toml does not parse; skip: no container runtime",
+        .run = run_toolkit_installed,
+};
+
+const struct check_def check_nvidia_runtime = {
+        .id = "container-toolkit.nvidia-runtime", .layer = 2, .component = "container-toolkit",
+        .title = "the runtime in use defines the nvidia runtime (containerd CRI table, CRI-O drop-in, Docker daemon.json)",
+        .reads = "the merged containerd config: <CRI plugin>.containerd.runtimes.nvidia* (runtime_type, options.BinaryName), "
+                 "default_runtime_name, enable_cdi; [crio.runtime.runtimes.nvidia]; daemon.json runtimes.nvidia, default-runtime",
+        .outcomes = "pass: defined; fail: never patched, patched in a drop-in containerd does not import, patched in a file "
+                    "whose CRI table a later import replaces (containerd 1.x), no BinaryName, a runtime_type other than "
+                    "io.containerd.runc.v2, a default_runtime_name naming no runtime; warn: Docker without the runtime",
+        .depends = {"container-toolkit.runtime-config"},
+        .run = run_nvidia_runtime,
+};
+
+const struct check_def check_runtime_binary = {
+        .id = "container-toolkit.runtime-binary", .layer = 2, .component = "container-toolkit",
+        .title = "the binary each nvidia runtime names exists under the root and is executable",
+        .reads = "options.BinaryName of containerd's nvidia* runtimes, CRI-O runtime_path, Docker runtimes.nvidia.path (bare names "
+                 "looked up on PATH)",
+        .outcomes = "pass: executable; fail: missing or not executable (names the file and key to fix and where the toolkit is "
+                    "installed); skip: no binary named",
+        .depends = {"container-toolkit.nvidia-runtime"},
+        .run = run_runtime_binary,
+};
+
+const struct check_def check_config_applied = {
+        .id = "container-toolkit.config-applied", .layer = 2, .component = "container-toolkit",
+        .title = "the running runtime daemon started after its config files were last changed",
+        .reads = "/proc/<pid>/comm, /proc/<pid>/stat starttime with /proc/stat btime (or the time of /proc/<pid>), the mtime of "
+                 "every config file the runtime loads",
+        .outcomes = "pass: started after the last change; fail: a config file changed after the daemon started (patched, not "
+                    "restarted); warn: installed but not running; skip: no processes visible",
+        .depends = {"container-toolkit.runtime-config"},
+        .run = run_config_applied,
+};
+
+const struct check_def check_rdma_exposure = {
+        .id = "rdma-device-plugin.devices", .layer = 2, .component = "rdma-device-plugin",
+        .title = "RDMA device nodes exist for the RDMA device plugin to expose to pods",
+        .reads = "/dev/infiniband/uverbs*, /dev/infiniband/rdma_cm, RDMA devices in /sys/class/infiniband",
+        .outcomes = "pass: a uverbs node per device and rdma_cm; warn: fewer uverbs nodes or no rdma_cm; fail: no uverbs node; "
+                    "skip: no RDMA NIC or no container runtime",
+        .depends = {"rdma.devices"},
+        .run = run_rdma_exposure,
+};

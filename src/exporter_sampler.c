@@ -1,0 +1,806 @@
+/* exporter_sampler.c: the exporter's background threads: NVML sampler (with a stuck-call watchdog), Xid events, layer diagnosis. */
+#include "exporter.h"
+
+#include <inttypes.h>
+
+#include "facts.h"
+#include "nvml_probe.h"
+#include "output.h"
+
+/*
+ * Threads and who owns what:
+ * - one sampler worker at a time reads every GPU, renders the page and publishes it, then sleeps
+ *   the interval. Before and after each NVML call it notes the call under e->lock.
+ * - the watchdog (exporter_watchdog, from the command's main loop) sees a call that has run longer
+ *   than the sample timeout: it abandons that worker (bumping e->gen, so the worker exits without
+ *   touching NVML again as soon as the call returns), marks the GPU as stuck, and starts a
+ *   replacement that samples the other GPUs. At most MAX_STUCK workers may be abandoned at once:
+ *   beyond that nothing new starts, so threads never pile up; the page just goes stale.
+ * - the Xid thread holds its own nvmlInit reference and waits on an event set.
+ * - the check thread runs `gpunode check`'s probes and checks every check interval.
+ * The exporter is reference counted: an abandoned worker may outlive exporter_stop.
+ */
+
+#define MAX_STUCK 1
+#define MAX_GPUS 1024
+#define EVENT_WAIT_MS 500
+
+struct known_gpu {
+        bool identified;
+        char uuid[NVML_DEVICE_UUID_V2_BUFFER_SIZE];
+        char name[NVML_DEVICE_NAME_V2_BUFFER_SIZE];
+        char pci_bus_id[NVML_DEVICE_PCI_BUS_ID_BUFFER_SIZE];
+};
+
+struct exporter {
+        int refs; /* atomic: the owner, each worker, each helper thread */
+        struct exp_options o;
+        char *root, *nvml_library, *hostname, *hostname_label; /* owned copies of o's strings */
+
+        pthread_mutex_t lock;
+        pthread_cond_t cond; /* CLOCK_MONOTONIC; broadcast on stop */
+        bool stop;
+        struct timespec started;
+
+        /* Under lock: the NVML session the sampler keeps. */
+        struct nvml_lib *lib;
+        bool nvml_initialized;
+        char driver_version[NVML_SYSTEM_DRIVER_VERSION_BUFFER_SIZE];
+
+        /* Under lock: the current worker and its call in progress. */
+        unsigned gen;
+        struct worker_arg *cur; /* the current worker's argument, NULL once it left */
+        pthread_t worker;
+        bool worker_running;
+        bool in_call;
+        enum exp_call call;
+        int call_gpu;
+        struct timespec call_since;
+        bool stuck_gpu[MAX_GPUS]; /* a call on it has not returned: skipped */
+        struct known_gpu known[MAX_GPUS];
+        int64_t xid_last[MAX_GPUS];
+        struct exp_stats stats;
+
+        /* Under lock: what health reads. */
+        bool have_sample;
+        struct timespec sample_time;
+        bool nvml_up;
+        char nvml_problem[192];
+        bool have_check;
+        struct timespec check_time;
+
+        /* Under publish_lock: the parts of the page and the page itself (page_lock for the pointer). */
+        pthread_mutex_t publish_lock;
+        char *gpu_text;
+        char *check_text;
+        pthread_mutex_t page_lock;
+        struct exp_page *page;
+
+        pthread_t xid_thread, check_thread;
+        bool xid_running, check_running;
+};
+
+struct worker_arg {
+        struct exporter *e;
+        unsigned gen;
+        int stuck_gpu; /* under e->lock: set when abandoned on a call about that GPU, else -1 */
+};
+
+/* Returns the current CLOCK_MONOTONIC time. */
+static struct timespec now_mono(void) {
+        struct timespec t;
+        clock_gettime(CLOCK_MONOTONIC, &t);
+        return t;
+}
+
+/* Returns e with one more reference. */
+static struct exporter *exporter_ref(struct exporter *e) {
+        __atomic_add_fetch(&e->refs, 1, __ATOMIC_RELAXED);
+        return e;
+}
+
+/* Drops a reference; the last one frees everything. Returns NULL. */
+static struct exporter *exporter_unref(struct exporter *e) {
+        if (__atomic_sub_fetch(&e->refs, 1, __ATOMIC_ACQ_REL) > 0) return NULL;
+        nvml_lib_unref(e->lib);
+        exp_page_unref(e->page);
+        free(e->gpu_text);
+        free(e->check_text);
+        free(e->root);
+        free(e->nvml_library);
+        free(e->hostname);
+        free(e->hostname_label);
+        pthread_mutex_destroy(&e->lock);
+        pthread_mutex_destroy(&e->publish_lock);
+        pthread_mutex_destroy(&e->page_lock);
+        pthread_cond_destroy(&e->cond);
+        free(e);
+        return NULL;
+}
+
+/* Waits ms or until stop. Caller holds e->lock. Returns true when stopping. */
+static bool wait_locked(struct exporter *e, unsigned ms) {
+        struct timespec t = now_mono();
+        t.tv_sec += ms / 1000;
+        t.tv_nsec += (long)(ms % 1000) * 1000000L;
+        if (t.tv_nsec >= 1000000000L) {
+                t.tv_sec++;
+                t.tv_nsec -= 1000000000L;
+        }
+        while (!e->stop)
+                if (pthread_cond_timedwait(&e->cond, &e->lock, &t) == ETIMEDOUT) break;
+        return e->stop;
+}
+
+/* Composes the page from its parts, compresses it once, and swaps it in. Returns nothing. */
+static void publish(struct exporter *e) {
+        pthread_mutex_lock(&e->publish_lock);
+        struct exp_page *p = xcalloc(1, sizeof *p);
+        p->refs = 1;
+        struct buf b = { 0 };
+        if (e->gpu_text) buf_puts(&b, e->gpu_text);
+        if (e->check_text) buf_puts(&b, e->check_text);
+        if (!b.data) buf_puts(&b, "");
+        p->text = b.data;
+        p->len = b.len;
+        if (exp_gzip_open(p->text, p->len, &p->gz, &p->gz_len, &p->gz_crc) < 0) p->gz = NULL;
+        pthread_mutex_lock(&e->lock);
+        p->have_sample = e->have_sample;
+        p->sample_time = e->sample_time;
+        p->have_check = e->have_check;
+        p->check_time = e->check_time;
+        p->nvml_up = e->nvml_up;
+        snprintf(p->problem, sizeof p->problem, "%s", e->nvml_problem);
+        pthread_mutex_unlock(&e->lock);
+        pthread_mutex_lock(&e->page_lock);
+        struct exp_page *old = e->page;
+        e->page = p;
+        pthread_mutex_unlock(&e->page_lock);
+        exp_page_unref(old);
+        pthread_mutex_unlock(&e->publish_lock);
+}
+
+struct exp_page *exporter_page(struct exporter *e) {
+        pthread_mutex_lock(&e->page_lock);
+        struct exp_page *p = exp_page_ref(e->page);
+        pthread_mutex_unlock(&e->page_lock);
+        return p;
+}
+
+/* ---- the sampler worker ---- */
+
+/* Notes that worker w is about to make call on gpu (-1: system). Returns false when w was abandoned. */
+static bool call_begin(struct worker_arg *w, enum exp_call call, int gpu) {
+        struct exporter *e = w->e;
+        pthread_mutex_lock(&e->lock);
+        bool current = w->gen == e->gen && !e->stop;
+        if (current) {
+                e->in_call = true;
+                e->call = call;
+                e->call_gpu = gpu;
+                e->call_since = now_mono();
+        }
+        pthread_mutex_unlock(&e->lock);
+        return current;
+}
+
+/* Notes that the call returned rc (counting errors other than "not supported"). Returns false when w
+ * was abandoned meanwhile: the caller must leave without another NVML call. */
+static bool call_end(struct worker_arg *w, enum exp_call call, int rc) {
+        struct exporter *e = w->e;
+        pthread_mutex_lock(&e->lock);
+        bool current = w->gen == e->gen;
+        if (current) e->in_call = false;
+        if (rc != NVML_SUCCESS && rc != NVML_ERROR_NOT_SUPPORTED) e->stats.nvml_errors[call]++;
+        pthread_mutex_unlock(&e->lock);
+        return current;
+}
+
+/* One NVML call, noted for the watchdog. `ABANDONED` leaves the sample when the worker was abandoned. */
+#define NVCALL(w, callid, gpu, rcvar, expr)                       \
+        do {                                                      \
+                if (!call_begin((w), (callid), (gpu))) return -ECANCELED; \
+                (rcvar) = (expr);                                 \
+                if (!call_end((w), (callid), (rcvar))) return -ECANCELED; \
+        } while (0)
+
+/* Returns true for return codes after which NVML must be shut down and initialised again. */
+static bool rc_needs_reinit(int rc) {
+        return rc == NVML_ERROR_UNINITIALIZED || rc == NVML_ERROR_DRIVER_NOT_LOADED ||
+               rc == NVML_ERROR_LIB_RM_VERSION_MISMATCH || rc == NVML_ERROR_UNKNOWN;
+}
+
+/* Records a per-GPU failure in g. Returns nothing. */
+static void gpu_problem(struct exp_gpu *g, enum exp_call call, int rc) {
+        g->sampled = false;
+        if (rc == NVML_ERROR_GPU_IS_LOST)
+                snprintf(g->problem, sizeof g->problem, "GPU is lost (NVML_ERROR_GPU_IS_LOST from %s)", exp_call_name(call));
+        else
+                snprintf(g->problem, sizeof g->problem, "%s: %s", exp_call_name(call), nvml_return_name(rc));
+}
+
+/* Sets metric m of g. Returns nothing. */
+static void set_value(struct exp_gpu *g, enum exp_metric m, double v) {
+        g->has[m] = true;
+        g->value[m] = v;
+}
+
+/*
+ * Reads every series of GPU g->index. Returns 0 (also when the GPU failed: g says why), -ECANCELED
+ * when the worker was abandoned, or -ENODEV when the driver went away (NVML must be initialised again).
+ */
+static int sample_gpu(struct worker_arg *w, struct nvml_lib *lib, struct exp_gpu *g) {
+        struct exporter *e = w->e;
+        unsigned i = g->index;
+        nvmlDevice_t dev = NULL;
+        nvmlReturn_t rc;
+        const nvmlReturn_t NS = NVML_ERROR_NOT_SUPPORTED;
+
+        NVCALL(w, CALL_HANDLE, (int)i, rc, lib->nvmlDeviceGetHandleByIndex(i, &dev));
+        if (rc != NVML_SUCCESS) {
+                gpu_problem(g, CALL_HANDLE, rc);
+                return rc_needs_reinit(rc) ? -ENODEV : 0;
+        }
+        /* Identity every sample: a reset or replaced GPU may come back under the same index. */
+        char uuid[sizeof g->uuid] = "", name[sizeof g->name] = "";
+        NVCALL(w, CALL_UUID, (int)i, rc, lib->nvmlDeviceGetUUID ? lib->nvmlDeviceGetUUID(dev, uuid, sizeof uuid) : NS);
+        if (rc != NVML_SUCCESS) {
+                gpu_problem(g, CALL_UUID, rc);
+                return rc_needs_reinit(rc) ? -ENODEV : 0;
+        }
+        NVCALL(w, CALL_NAME, (int)i, rc, lib->nvmlDeviceGetName ? lib->nvmlDeviceGetName(dev, name, sizeof name) : NS);
+        if (rc != NVML_SUCCESS) name[0] = 0;
+        nvmlPciInfo_t pci;
+        memset(&pci, 0, sizeof pci);
+        NVCALL(w, CALL_PCI_INFO, (int)i, rc, lib->nvmlDeviceGetPciInfo ? lib->nvmlDeviceGetPciInfo(dev, &pci) : NS);
+        snprintf(g->uuid, sizeof g->uuid, "%s", uuid);
+        snprintf(g->name, sizeof g->name, "%s", name);
+        if (rc == NVML_SUCCESS) snprintf(g->pci_bus_id, sizeof g->pci_bus_id, "%.*s", (int)sizeof pci.busId - 1, pci.busId);
+        g->identified = true;
+        pthread_mutex_lock(&e->lock);
+        struct known_gpu *k = &e->known[i];
+        k->identified = true;
+        memcpy(k->uuid, g->uuid, sizeof k->uuid);
+        memcpy(k->name, g->name, sizeof k->name);
+        memcpy(k->pci_bus_id, g->pci_bus_id, sizeof k->pci_bus_id);
+        int64_t xid = e->xid_last[i];
+        bool xid_on = e->o.xid_events;
+        pthread_mutex_unlock(&e->lock);
+
+        g->sampled = true;
+        unsigned u = 0, u2 = 0;
+        unsigned long long ull = 0;
+
+        NVCALL(w, CALL_CLOCK_INFO, (int)i, rc, lib->nvmlDeviceGetClockInfo ? lib->nvmlDeviceGetClockInfo(dev, NVML_CLOCK_SM, &u) : NS);
+        if (rc == NVML_SUCCESS) set_value(g, EXP_SM_CLOCK, u);
+        if (rc == NVML_ERROR_GPU_IS_LOST) goto lost;
+        NVCALL(w, CALL_CLOCK_INFO, (int)i, rc, lib->nvmlDeviceGetClockInfo ? lib->nvmlDeviceGetClockInfo(dev, NVML_CLOCK_MEM, &u) : NS);
+        if (rc == NVML_SUCCESS) set_value(g, EXP_MEM_CLOCK, u);
+
+        nvmlFieldValue_t fv[2];
+        memset(fv, 0, sizeof fv);
+        fv[0].fieldId = NVML_FI_DEV_MEMORY_TEMP;
+        fv[1].fieldId = NVML_FI_DEV_NVLINK_BANDWIDTH_C0_TOTAL;
+        NVCALL(w, CALL_FIELD_VALUES, (int)i, rc, lib->nvmlDeviceGetFieldValues ? lib->nvmlDeviceGetFieldValues(dev, 2, fv) : NS);
+        if (rc == NVML_SUCCESS) {
+                if (fv[0].nvmlReturn == NVML_SUCCESS) set_value(g, EXP_MEMORY_TEMP, (double)fv[0].value.uiVal);
+                if (fv[1].nvmlReturn == NVML_SUCCESS) set_value(g, EXP_NVLINK_BANDWIDTH_TOTAL, (double)fv[1].value.ullVal);
+        }
+        if (rc == NVML_ERROR_GPU_IS_LOST) goto lost;
+
+        rc = NVML_ERROR_FUNCTION_NOT_FOUND;
+        if (lib->nvmlDeviceGetTemperatureV) {
+                nvmlTemperature_t t = { .version = nvmlTemperature_v1, .sensorType = NVML_TEMPERATURE_GPU };
+                NVCALL(w, CALL_TEMPERATURE, (int)i, rc, lib->nvmlDeviceGetTemperatureV(dev, &t));
+                if (rc == NVML_SUCCESS) set_value(g, EXP_GPU_TEMP, t.temperature);
+        }
+        if ((rc == NVML_ERROR_FUNCTION_NOT_FOUND || rc == NVML_ERROR_ARGUMENT_VERSION_MISMATCH) && lib->nvmlDeviceGetTemperature) {
+                NVCALL(w, CALL_TEMPERATURE, (int)i, rc, lib->nvmlDeviceGetTemperature(dev, NVML_TEMPERATURE_GPU, &u));
+                if (rc == NVML_SUCCESS) set_value(g, EXP_GPU_TEMP, u);
+        }
+
+        NVCALL(w, CALL_POWER_USAGE, (int)i, rc, lib->nvmlDeviceGetPowerUsage ? lib->nvmlDeviceGetPowerUsage(dev, &u) : NS);
+        if (rc == NVML_SUCCESS) set_value(g, EXP_POWER_USAGE, u / 1000.0); /* mW -> W */
+        if (rc == NVML_ERROR_GPU_IS_LOST) goto lost;
+        NVCALL(w, CALL_ENERGY, (int)i, rc, lib->nvmlDeviceGetTotalEnergyConsumption ? lib->nvmlDeviceGetTotalEnergyConsumption(dev, &ull) : NS);
+        if (rc == NVML_SUCCESS) set_value(g, EXP_TOTAL_ENERGY, (double)ull);
+        NVCALL(w, CALL_PCIE_REPLAY, (int)i, rc, lib->nvmlDeviceGetPcieReplayCounter ? lib->nvmlDeviceGetPcieReplayCounter(dev, &u) : NS);
+        if (rc == NVML_SUCCESS) set_value(g, EXP_PCIE_REPLAY, u);
+
+        nvmlUtilization_t util = { 0 };
+        NVCALL(w, CALL_UTILIZATION, (int)i, rc, lib->nvmlDeviceGetUtilizationRates ? lib->nvmlDeviceGetUtilizationRates(dev, &util) : NS);
+        if (rc == NVML_SUCCESS) {
+                set_value(g, EXP_GPU_UTIL, util.gpu);
+                set_value(g, EXP_MEM_COPY_UTIL, util.memory);
+        }
+        NVCALL(w, CALL_ENCODER_UTIL, (int)i, rc, lib->nvmlDeviceGetEncoderUtilization ? lib->nvmlDeviceGetEncoderUtilization(dev, &u, &u2) : NS);
+        if (rc == NVML_SUCCESS) set_value(g, EXP_ENC_UTIL, u);
+        NVCALL(w, CALL_DECODER_UTIL, (int)i, rc, lib->nvmlDeviceGetDecoderUtilization ? lib->nvmlDeviceGetDecoderUtilization(dev, &u, &u2) : NS);
+        if (rc == NVML_SUCCESS) set_value(g, EXP_DEC_UTIL, u);
+
+        /* Framebuffer in MiB as DCGM reports it; reserved only from the v2 struct. */
+        rc = NVML_ERROR_FUNCTION_NOT_FOUND;
+        if (lib->nvmlDeviceGetMemoryInfo_v2) {
+                nvmlMemory_v2_t m = { .version = nvmlMemory_v2 };
+                NVCALL(w, CALL_MEMORY_INFO, (int)i, rc, lib->nvmlDeviceGetMemoryInfo_v2(dev, &m));
+                if (rc == NVML_SUCCESS) {
+                        set_value(g, EXP_FB_FREE, (double)(m.free >> 20));
+                        set_value(g, EXP_FB_USED, (double)(m.used >> 20));
+                        set_value(g, EXP_FB_RESERVED, (double)(m.reserved >> 20));
+                }
+        }
+        if ((rc == NVML_ERROR_FUNCTION_NOT_FOUND || rc == NVML_ERROR_ARGUMENT_VERSION_MISMATCH) && lib->nvmlDeviceGetMemoryInfo) {
+                nvmlMemory_t m = { 0 };
+                NVCALL(w, CALL_MEMORY_INFO, (int)i, rc, lib->nvmlDeviceGetMemoryInfo(dev, &m));
+                if (rc == NVML_SUCCESS) {
+                        set_value(g, EXP_FB_FREE, (double)(m.free >> 20));
+                        set_value(g, EXP_FB_USED, (double)(m.used >> 20));
+                }
+        }
+
+        unsigned corr = 0, unc = 0, pending = 0, failure = 0;
+        NVCALL(w, CALL_REMAPPED_ROWS, (int)i, rc, lib->nvmlDeviceGetRemappedRows ? lib->nvmlDeviceGetRemappedRows(dev, &corr, &unc, &pending, &failure) : NS);
+        if (rc == NVML_SUCCESS) {
+                set_value(g, EXP_UNCORRECTABLE_REMAPPED_ROWS, unc);
+                set_value(g, EXP_CORRECTABLE_REMAPPED_ROWS, corr);
+                set_value(g, EXP_ROW_REMAP_FAILURE, failure ? 1 : 0);
+        }
+        if (xid_on) set_value(g, EXP_XID_ERRORS, xid > 0 ? (double)xid : 0);
+        return 0;
+
+lost:
+        memset(g->has, 0, sizeof g->has);
+        gpu_problem(g, CALL_CLOCK_INFO, NVML_ERROR_GPU_IS_LOST);
+        return 0;
+}
+
+/*
+ * Takes one sample into s: loads and initialises NVML when needed, then reads every GPU that is not
+ * stuck. Returns 0 (NVML failures are recorded in s), or -ECANCELED when the worker was abandoned.
+ */
+static int sample_once(struct worker_arg *w, struct exp_sample *s) {
+        struct exporter *e = w->e;
+        nvmlReturn_t rc;
+        char problem[192];
+
+        pthread_mutex_lock(&e->lock);
+        struct nvml_lib *lib = nvml_lib_ref(e->lib);
+        bool initialized = e->nvml_initialized;
+        pthread_mutex_unlock(&e->lock);
+        _cleanup_nvml_lib_ struct nvml_lib *lib_ref = lib;
+
+        if (!lib) {
+                _cleanup_free_ char *err = NULL;
+                int r = nvml_lib_open(e->nvml_library, &lib, &err);
+                if (r < 0) {
+                        pthread_mutex_lock(&e->lock);
+                        e->stats.nvml_errors[CALL_LIBRARY_OPEN]++;
+                        pthread_mutex_unlock(&e->lock);
+                        snprintf(s->nvml_problem, sizeof s->nvml_problem, "cannot load %s: %s",
+                                 e->nvml_library ? e->nvml_library : NVML_LIBRARY_NAME, err ? err : strerror(-r));
+                        return 0;
+                }
+                lib_ref = lib;
+                pthread_mutex_lock(&e->lock);
+                if (!e->lib) e->lib = nvml_lib_ref(lib);
+                pthread_mutex_unlock(&e->lock);
+        }
+
+        if (!initialized) {
+                NVCALL(w, CALL_INIT, -1, rc, lib->nvmlInit());
+                if (rc != NVML_SUCCESS) {
+                        snprintf(s->nvml_problem, sizeof s->nvml_problem, "nvmlInit: %s (%s)", nvml_return_name(rc),
+                                 nvml_return_message(rc));
+                        return 0;
+                }
+                char ver[NVML_SYSTEM_DRIVER_VERSION_BUFFER_SIZE] = "";
+                NVCALL(w, CALL_DRIVER_VERSION, -1, rc,
+                       lib->nvmlSystemGetDriverVersion ? lib->nvmlSystemGetDriverVersion(ver, sizeof ver) : NVML_ERROR_NOT_SUPPORTED);
+                if (rc != NVML_SUCCESS) ver[0] = 0;
+                pthread_mutex_lock(&e->lock);
+                e->nvml_initialized = true;
+                snprintf(e->driver_version, sizeof e->driver_version, "%s", ver);
+                pthread_mutex_unlock(&e->lock);
+        }
+        pthread_mutex_lock(&e->lock);
+        snprintf(s->driver_version, sizeof s->driver_version, "%s", e->driver_version);
+        pthread_mutex_unlock(&e->lock);
+
+        unsigned count = 0;
+        NVCALL(w, CALL_DEVICE_COUNT, -1, rc, lib->nvmlDeviceGetCount(&count));
+        if (rc != NVML_SUCCESS) {
+                snprintf(s->nvml_problem, sizeof s->nvml_problem, "nvmlDeviceGetCount: %s (%s)", nvml_return_name(rc),
+                         nvml_return_message(rc));
+                goto reinit;
+        }
+        if (count > MAX_GPUS) count = MAX_GPUS;
+        s->nvml_up = true;
+        s->n_gpus = count;
+        s->gpus = count ? xcalloc(count, sizeof *s->gpus) : NULL;
+        for (unsigned i = 0; i < count; i++) {
+                struct exp_gpu *g = &s->gpus[i];
+                g->index = i;
+                pthread_mutex_lock(&e->lock);
+                bool stuck = e->stuck_gpu[i];
+                struct known_gpu k = e->known[i];
+                pthread_mutex_unlock(&e->lock);
+                if (k.identified) {
+                        g->identified = true;
+                        memcpy(g->uuid, k.uuid, sizeof g->uuid);
+                        memcpy(g->name, k.name, sizeof g->name);
+                        memcpy(g->pci_bus_id, k.pci_bus_id, sizeof g->pci_bus_id);
+                }
+                if (stuck) {
+                        s->partial = true;
+                        snprintf(g->problem, sizeof g->problem, "an NVML call on this GPU has not returned");
+                        continue;
+                }
+                int r = sample_gpu(w, lib, g);
+                if (r == -ECANCELED) return r;
+                if (r == -ENODEV) {
+                        snprintf(problem, sizeof problem, "GPU %u: %s", i, g->problem);
+                        snprintf(s->nvml_problem, sizeof s->nvml_problem, "%s", problem);
+                        s->nvml_up = false;
+                        goto reinit;
+                }
+        }
+        return 0;
+
+reinit:
+        if (rc_needs_reinit(rc) || !s->nvml_up) {
+                NVCALL(w, CALL_SHUTDOWN, -1, rc, lib->nvmlShutdown());
+                pthread_mutex_lock(&e->lock);
+                e->nvml_initialized = false;
+                pthread_mutex_unlock(&e->lock);
+        }
+        return 0;
+}
+
+/* Renders sample s (and the stats) as the GPU part of the page and publishes. Returns nothing. */
+static void render_and_publish(struct exporter *e, const struct exp_sample *s, bool complete) {
+        struct exp_render_options ro = { .hostname = e->hostname, .hostname_label = e->hostname_label };
+        pthread_mutex_lock(&e->lock);
+        e->stats.samples_total++;
+        struct exp_stats stats = e->stats;
+        if (complete) {
+                e->have_sample = true;
+                e->sample_time = now_mono();
+        }
+        e->nvml_up = s->nvml_up;
+        snprintf(e->nvml_problem, sizeof e->nvml_problem, "%s", s->nvml_problem);
+        pthread_mutex_unlock(&e->lock);
+
+        struct buf b = { 0 };
+        exp_render_gpus(&b, s, &ro);
+        exp_render_self(&b, s, &stats, &ro);
+        pthread_mutex_lock(&e->publish_lock);
+        free(e->gpu_text);
+        e->gpu_text = b.data;
+        pthread_mutex_unlock(&e->publish_lock);
+        publish(e);
+}
+
+/* The sampler worker: samples, publishes, sleeps, until stopped or abandoned. Returns NULL. */
+static void *worker_main(void *arg) {
+        struct worker_arg *w = arg;
+        struct exporter *e = w->e;
+        for (;;) {
+                struct exp_sample s = { 0 };
+                struct timespec t0 = now_mono();
+                int r = sample_once(w, &s);
+                if (r == -ECANCELED) {
+                        exp_sample_clear(&s);
+                        break;
+                }
+                struct timespec t1 = now_mono();
+                s.duration_seconds = exp_seconds_between(&t0, &t1);
+                pthread_mutex_lock(&e->lock);
+                bool current = w->gen == e->gen;
+                pthread_mutex_unlock(&e->lock);
+                if (current) render_and_publish(e, &s, !s.partial);
+                exp_sample_clear(&s);
+                pthread_mutex_lock(&e->lock);
+                bool stop = !current || w->gen != e->gen || wait_locked(e, e->o.interval_ms) || w->gen != e->gen;
+                pthread_mutex_unlock(&e->lock);
+                if (stop) break;
+        }
+        /* An abandoned worker whose call returned: its GPU is not stuck any more. */
+        pthread_mutex_lock(&e->lock);
+        if (w->gen != e->gen) {
+                if (e->stats.stuck_workers > 0) e->stats.stuck_workers--;
+                if (w->stuck_gpu >= 0) e->stuck_gpu[w->stuck_gpu] = false;
+        }
+        if (e->cur == w) e->cur = NULL;
+        pthread_mutex_unlock(&e->lock);
+        free(w);
+        exporter_unref(e);
+        return NULL;
+}
+
+/* Starts a worker of the current generation. Caller holds e->lock. Returns 0 or -errno. */
+static int start_worker_locked(struct exporter *e) {
+        struct worker_arg *w = xmalloc(sizeof *w);
+        w->e = exporter_ref(e);
+        w->gen = e->gen;
+        w->stuck_gpu = -1;
+        e->in_call = false;
+        int r = pthread_create(&e->worker, NULL, worker_main, w);
+        if (r != 0) {
+                free(w);
+                __atomic_sub_fetch(&e->refs, 1, __ATOMIC_ACQ_REL);
+                e->worker_running = false;
+                return -r;
+        }
+        e->worker_running = true;
+        e->cur = w;
+        return 0;
+}
+
+void exporter_watchdog(struct exporter *e) {
+        pthread_mutex_lock(&e->lock);
+        struct timespec now = now_mono();
+        if (e->worker_running && e->cur && e->in_call && !e->stop &&
+            exp_seconds_between(&e->call_since, &now) * 1000.0 > e->o.sample_timeout_ms &&
+            e->stats.stuck_workers < MAX_STUCK) {
+                if (e->call_gpu >= 0 && e->call_gpu < MAX_GPUS) {
+                        e->stuck_gpu[e->call_gpu] = true;
+                        e->cur->stuck_gpu = e->call_gpu;
+                }
+                e->stats.stuck_workers++;
+                e->stats.stuck_total++;
+                e->gen++; /* the stuck worker sees it is no longer current once its call returns */
+                e->cur = NULL;
+                pthread_detach(e->worker);
+                start_worker_locked(e);
+        }
+        pthread_mutex_unlock(&e->lock);
+}
+
+/* ---- Xid events ---- */
+
+/* The Xid thread: keeps an event set registered for Xid errors on every GPU and records the last Xid
+ * per GPU. Holds its own nvmlInit reference; starts over after any error. Returns NULL. */
+static void *xid_main(void *arg) {
+        struct exporter *e = arg;
+        nvmlDevice_t *handles = xcalloc(MAX_GPUS, sizeof *handles);
+        pthread_mutex_lock(&e->lock);
+        while (!e->stop) {
+                struct nvml_lib *lib = nvml_lib_ref(e->lib);
+                pthread_mutex_unlock(&e->lock);
+                nvmlEventSet_t set = NULL;
+                bool inited = false;
+                nvmlReturn_t rc = NVML_ERROR_NOT_SUPPORTED;
+                enum exp_call failed = CALL_INIT;
+                unsigned count = 0;
+                if (!lib || !lib->nvmlEventSetCreate || !lib->nvmlDeviceRegisterEvents || !lib->nvmlEventSetWait)
+                        goto again;
+                rc = lib->nvmlInit();
+                if (rc != NVML_SUCCESS) goto again;
+                inited = true;
+                failed = CALL_DEVICE_COUNT;
+                rc = lib->nvmlDeviceGetCount(&count);
+                if (rc != NVML_SUCCESS) goto again;
+                if (count > MAX_GPUS) count = MAX_GPUS;
+                failed = CALL_EVENT_SET_CREATE;
+                rc = lib->nvmlEventSetCreate(&set);
+                if (rc != NVML_SUCCESS) goto again;
+                for (unsigned i = 0; i < count; i++) {
+                        handles[i] = NULL;
+                        if (lib->nvmlDeviceGetHandleByIndex(i, &handles[i]) != NVML_SUCCESS) continue;
+                        nvmlReturn_t r = lib->nvmlDeviceRegisterEvents(handles[i], nvmlEventTypeXidCriticalError, set);
+                        if (r != NVML_SUCCESS && r != NVML_ERROR_NOT_SUPPORTED) {
+                                pthread_mutex_lock(&e->lock);
+                                e->stats.nvml_errors[CALL_REGISTER_EVENTS]++;
+                                pthread_mutex_unlock(&e->lock);
+                        }
+                }
+                failed = CALL_EVENT_SET_WAIT;
+                for (;;) {
+                        nvmlEventData_t d;
+                        memset(&d, 0, sizeof d);
+                        rc = lib->nvmlEventSetWait(set, &d, EVENT_WAIT_MS);
+                        pthread_mutex_lock(&e->lock);
+                        bool stop = e->stop;
+                        if (rc == NVML_SUCCESS && (d.eventType & nvmlEventTypeXidCriticalError)) {
+                                for (unsigned i = 0; i < count; i++)
+                                        if (handles[i] && handles[i] == d.device) {
+                                                e->xid_last[i] = (int64_t)d.eventData;
+                                                e->stats.xid_events_total++;
+                                        }
+                        }
+                        pthread_mutex_unlock(&e->lock);
+                        if (stop) break;
+                        if (rc != NVML_SUCCESS && rc != NVML_ERROR_TIMEOUT) goto again;
+                }
+                rc = NVML_SUCCESS;
+again:
+                if (rc != NVML_SUCCESS && rc != NVML_ERROR_NOT_SUPPORTED) {
+                        pthread_mutex_lock(&e->lock);
+                        e->stats.nvml_errors[failed]++;
+                        pthread_mutex_unlock(&e->lock);
+                }
+                if (set && lib->nvmlEventSetFree) lib->nvmlEventSetFree(set);
+                if (inited) lib->nvmlShutdown();
+                nvml_lib_unref(lib);
+                pthread_mutex_lock(&e->lock);
+                if (!e->stop) wait_locked(e, lib ? 5000 : 1000);
+        }
+        pthread_mutex_unlock(&e->lock);
+        free(handles);
+        exporter_unref(e);
+        return NULL;
+}
+
+/* ---- the layer diagnosis ---- */
+
+/* The check thread: runs gpunode check's probes and checks every check interval and publishes their
+ * series. Skips a round while an earlier NVML probe is still stuck (no piling up). Returns NULL. */
+static void *check_main(void *arg) {
+        struct exporter *e = arg;
+        struct probe_options popts = { .nvml_library = e->nvml_library, .nvml_timeout_ms = 10000 };
+        pthread_mutex_lock(&e->lock);
+        while (!e->stop) {
+                pthread_mutex_unlock(&e->lock);
+                if (nvml_probe_abandoned_workers() == 0) {
+                        struct node_facts facts;
+                        probe_all(&popts, &facts);
+                        struct report rep;
+                        report_build(&facts, e->hostname ? e->hostname : "unknown", e->root, &rep);
+                        char *text = NULL;
+                        size_t len = 0;
+                        FILE *f = open_memstream(&text, &len);
+                        if (f) {
+                                int r = output_prometheus(f, &rep);
+                                if (fclose(f) != 0) r = -EIO;
+                                if (r < 0) {
+                                        free(text);
+                                        text = NULL;
+                                }
+                        }
+                        report_free(&rep);
+                        node_facts_free(&facts);
+                        if (text) {
+                                pthread_mutex_lock(&e->lock);
+                                e->have_check = true;
+                                e->check_time = now_mono();
+                                pthread_mutex_unlock(&e->lock);
+                                pthread_mutex_lock(&e->publish_lock);
+                                free(e->check_text);
+                                e->check_text = text;
+                                pthread_mutex_unlock(&e->publish_lock);
+                                publish(e);
+                        }
+                }
+                pthread_mutex_lock(&e->lock);
+                wait_locked(e, e->o.check_interval_ms);
+        }
+        pthread_mutex_unlock(&e->lock);
+        exporter_unref(e);
+        return NULL;
+}
+
+/* ---- lifecycle ---- */
+
+int exporter_start(const struct exp_options *o, struct exporter **ret) {
+        struct exporter *e = xcalloc(1, sizeof *e);
+        e->refs = 1;
+        e->o = *o;
+        e->root = xstrdup(o->root ? o->root : "/");
+        e->nvml_library = o->nvml_library ? xstrdup(o->nvml_library) : NULL;
+        e->hostname = o->hostname ? xstrdup(o->hostname) : NULL;
+        e->hostname_label = xstrdup(o->hostname_label ? o->hostname_label : "Hostname");
+        e->o.root = e->root;
+        e->o.nvml_library = e->nvml_library;
+        e->o.hostname = e->hostname;
+        e->o.hostname_label = e->hostname_label;
+        pthread_mutex_init(&e->lock, NULL);
+        pthread_mutex_init(&e->publish_lock, NULL);
+        pthread_mutex_init(&e->page_lock, NULL);
+        pthread_condattr_t ca;
+        pthread_condattr_init(&ca);
+        pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+        pthread_cond_init(&e->cond, &ca);
+        pthread_condattr_destroy(&ca);
+        e->started = now_mono();
+        e->call_gpu = -1;
+        snprintf(e->nvml_problem, sizeof e->nvml_problem, "no sample yet");
+        publish(e); /* an empty page until the first sample */
+
+        pthread_mutex_lock(&e->lock);
+        int r = start_worker_locked(e);
+        pthread_mutex_unlock(&e->lock);
+        if (r < 0) {
+                exporter_unref(e);
+                return r;
+        }
+        if (o->xid_events) {
+                exporter_ref(e);
+                r = pthread_create(&e->xid_thread, NULL, xid_main, e);
+                if (r != 0) exporter_unref(e);
+                e->xid_running = r == 0;
+        }
+        if (o->check_interval_ms > 0) {
+                exporter_ref(e);
+                r = pthread_create(&e->check_thread, NULL, check_main, e);
+                if (r != 0) exporter_unref(e);
+                e->check_running = r == 0;
+        }
+        *ret = e;
+        return 0;
+}
+
+bool exporter_health(struct exporter *e, char *reason, size_t reason_size) {
+        pthread_mutex_lock(&e->lock);
+        struct timespec now = now_mono();
+        double stale_after = 3.0 * e->o.interval_ms / 1000.0;
+        double t = (e->o.interval_ms + e->o.sample_timeout_ms) / 1000.0;
+        if (t > stale_after) stale_after = t;
+        bool ok = true;
+        double age = exp_seconds_between(e->have_sample ? &e->sample_time : &e->started, &now);
+        if (!e->have_sample && age <= stale_after) {
+                ok = false;
+                snprintf(reason, reason_size, "starting: no complete sample yet (started %.1f s ago)", age);
+        } else if (age > stale_after) {
+                ok = false;
+                int n = snprintf(reason, reason_size, "stale: %s %.1f s ago (limit %.1f s)",
+                                 e->have_sample ? "last complete sample" : "no complete sample since the start",
+                                 age, stale_after);
+                if (e->in_call && n > 0 && (size_t)n < reason_size) {
+                        double d = exp_seconds_between(&e->call_since, &now);
+                        if (e->call_gpu >= 0)
+                                snprintf(reason + n, reason_size - (size_t)n, "; %s on GPU %d has not returned for %.1f s",
+                                         exp_call_name(e->call), e->call_gpu, d);
+                        else
+                                snprintf(reason + n, reason_size - (size_t)n, "; %s has not returned for %.1f s",
+                                         exp_call_name(e->call), d);
+                }
+                size_t l = strlen(reason);
+                if (e->stats.stuck_workers > 0 && l + 40 < reason_size)
+                        snprintf(reason + l, reason_size - l, "; %u sampler thread(s) stuck in NVML", e->stats.stuck_workers);
+        }
+        if (ok && !e->nvml_up) {
+                ok = false;
+                snprintf(reason, reason_size, "NVML failing: %s", e->nvml_problem);
+        }
+        if (ok) snprintf(reason, reason_size, "ok");
+        pthread_mutex_unlock(&e->lock);
+        return ok;
+}
+
+/* Joins thread within ms milliseconds. Returns true when it ended, false when left running (detached). */
+static bool join_bounded(pthread_t t, unsigned ms) {
+        struct timespec d;
+        clock_gettime(CLOCK_REALTIME, &d);
+        d.tv_sec += ms / 1000;
+        d.tv_nsec += (long)(ms % 1000) * 1000000L;
+        if (d.tv_nsec >= 1000000000L) {
+                d.tv_sec++;
+                d.tv_nsec -= 1000000000L;
+        }
+        if (pthread_timedjoin_np(t, NULL, &d) == 0) return true;
+        pthread_detach(t);
+        return false;
+}
+
+struct exporter *exporter_stop(struct exporter *e) {
+        if (!e) return NULL;
+        pthread_mutex_lock(&e->lock);
+        e->stop = true;
+        pthread_cond_broadcast(&e->cond);
+        bool worker = e->worker_running;
+        pthread_t wt = e->worker;
+        e->worker_running = false;
+        pthread_mutex_unlock(&e->lock);
+        bool clean = true;
+        if (worker) clean &= join_bounded(wt, 3000);
+        if (e->xid_running) clean &= join_bounded(e->xid_thread, 3000);
+        if (e->check_running) clean &= join_bounded(e->check_thread, 15000);
+        pthread_mutex_lock(&e->lock);
+        bool shutdown = clean && e->nvml_initialized && e->stats.stuck_workers == 0;
+        struct nvml_lib *lib = e->lib;
+        pthread_mutex_unlock(&e->lock);
+        /* With a thread still inside NVML, leave the library initialised and mapped: the process is ending. */
+        if (shutdown) lib->nvmlShutdown();
+        exporter_unref(e);
+        return NULL;
+}

@@ -1,0 +1,210 @@
+/* probe_cdi.c: CDI specs in /etc/cdi and /var/run/cdi (YAML via libfyaml, JSON via jansson): kind, devices, host paths. */
+#include <jansson.h>
+#include <libfyaml.h>
+
+#include "facts.h"
+#include "facts_runtime.h"
+#include "hostfs.h"
+
+#define CDI_READ_MAX (8u << 20)
+#define CDI_MAX_DEPTH 64
+#define CDI_MAX_ITEMS 100000
+
+/* Returns a jansson value for a YAML node (scalars as strings, aliases and deep nesting as null);
+ * never fails but on out-of-memory (NULL). */
+static json_t *yaml_to_json(struct fy_node *n, int depth) {
+        if (!n || fy_node_is_alias(n) || depth > CDI_MAX_DEPTH) return json_null();
+        switch (fy_node_get_type(n)) {
+        case FYNT_SCALAR: {
+                size_t len;
+                const char *s = fy_node_get_scalar(n, &len);
+                return s ? json_stringn_nocheck(s, len) : json_null();
+        }
+        case FYNT_SEQUENCE: {
+                json_t *a = json_array();
+                void *it = NULL;
+                struct fy_node *c;
+                while (a && (c = fy_node_sequence_iterate(n, &it)))
+                        json_array_append_new(a, yaml_to_json(c, depth + 1));
+                return a;
+        }
+        case FYNT_MAPPING: {
+                json_t *o = json_object();
+                void *it = NULL;
+                struct fy_node_pair *p;
+                while (o && (p = fy_node_mapping_iterate(n, &it))) {
+                        struct fy_node *k = fy_node_pair_key(p);
+                        if (!k || fy_node_get_type(k) != FYNT_SCALAR || fy_node_is_alias(k)) continue;
+                        size_t klen;
+                        const char *ks = fy_node_get_scalar(k, &klen);
+                        if (!ks || memchr(ks, 0, klen)) continue;
+                        _cleanup_free_ char *key = xstrndup(ks, klen);
+                        json_object_set_new_nocheck(o, key, yaml_to_json(fy_node_pair_value(p), depth + 1));
+                }
+                return o;
+        }
+        }
+        return json_null();
+}
+
+/* Parses YAML text into a jansson tree. Returns 0, or -EINVAL with a malloc'd message. */
+static int parse_yaml(const char *text, size_t len, json_t **ret, char **ret_error) {
+        struct fy_diag_cfg dcfg;
+        fy_diag_cfg_default(&dcfg);
+        dcfg.fp = NULL;
+        dcfg.output_fn = NULL;
+        dcfg.level = FYET_ERROR;
+        dcfg.colorize = false;
+        struct fy_diag *diag = fy_diag_create(&dcfg);
+        if (!diag) {
+                *ret_error = xstrdup("cannot create the YAML parser");
+                return -ENOMEM;
+        }
+        fy_diag_set_collect_errors(diag, true);
+        struct fy_parse_cfg pcfg = {.flags = FYPCF_QUIET | FYPCF_COLLECT_DIAG | FYPCF_JSON_NONE, .diag = diag};
+        struct fy_document *doc = fy_document_build_from_string(&pcfg, text, len);
+        if (!doc || fy_diag_got_error(diag)) {
+                void *it = NULL;
+                struct fy_diag_error *e = fy_diag_errors_iterate(diag, &it);
+                if (e && e->msg) *ret_error = xasprintf("line %d, column %d: %s", e->line + 1, e->column + 1, e->msg);
+                else *ret_error = xstrdup("invalid YAML");
+                fy_document_destroy(doc);
+                fy_diag_destroy(diag);
+                return -EINVAL;
+        }
+        *ret = yaml_to_json(fy_document_root(doc), 0);
+        fy_document_destroy(doc);
+        fy_diag_destroy(diag);
+        return 0;
+}
+
+/* Appends a copy of s to a string list unless it is already there. */
+static void strv_add_unique(char ***v, size_t *n, const char *s) {
+        if (!s || !*s || *n >= CDI_MAX_ITEMS) return;
+        for (size_t i = 0; i < *n; i++)
+                if (streq((*v)[i], s)) return;
+        *v = xrealloc(*v, (*n + 1) * sizeof(char *));
+        (*v)[(*n)++] = utf8_sanitize(s);
+}
+
+/* Collects the host paths of one containerEdits object. */
+static void collect_edits(struct cdi_spec *s, json_t *edits) {
+        size_t i;
+        json_t *e;
+        json_array_foreach(json_object_get(edits, "deviceNodes"), i, e) {
+                const char *p = json_string_value(json_object_get(e, "hostPath"));
+                if (!p) p = json_string_value(json_object_get(e, "path"));
+                strv_add_unique(&s->device_nodes, &s->n_device_nodes, p);
+        }
+        json_array_foreach(json_object_get(edits, "mounts"), i, e)
+                strv_add_unique(&s->mounts, &s->n_mounts, json_string_value(json_object_get(e, "hostPath")));
+        json_array_foreach(json_object_get(edits, "hooks"), i, e)
+                strv_add_unique(&s->hooks, &s->n_hooks, json_string_value(json_object_get(e, "path")));
+}
+
+/* Sets s->rc and s->error; returns -EINVAL. */
+static int spec_fail(struct cdi_spec *s, const char *msg) {
+        s->rc = -EINVAL;
+        s->error = xasprintf("%s: %s", s->path, msg);
+        return -EINVAL;
+}
+
+int cdi_parse_spec(const char *path, const char *text, size_t len, bool json, struct cdi_spec *ret) {
+        *ret = (struct cdi_spec){.path = xstrdup(path)};
+        json_t *root = NULL;
+        if (json) {
+                json_error_t err;
+                root = json_loadb(text, len, 0, &err);
+                if (!root) {
+                        _cleanup_free_ char *m = xasprintf("line %d, column %d: %s", err.line, err.column, err.text);
+                        return spec_fail(ret, m);
+                }
+        } else {
+                _cleanup_free_ char *m = NULL;
+                if (parse_yaml(text, len, &root, &m) < 0) return spec_fail(ret, m);
+        }
+        int r = 0;
+        if (!json_is_object(root)) {
+                r = spec_fail(ret, "not a CDI spec: the top level is not a mapping");
+                goto out;
+        }
+        const char *kind = json_string_value(json_object_get(root, "kind"));
+        if (!kind) {
+                r = spec_fail(ret, "not a CDI spec: no `kind`");
+                goto out;
+        }
+        ret->kind = utf8_sanitize(kind);
+        const char *ver = json_string_value(json_object_get(root, "cdiVersion"));
+        if (ver) ret->cdi_version = utf8_sanitize(ver);
+        json_t *devices = json_object_get(root, "devices");
+        if (devices && !json_is_array(devices)) {
+                r = spec_fail(ret, "`devices` is not a list");
+                goto out;
+        }
+        size_t i;
+        json_t *d;
+        json_array_foreach(devices, i, d) {
+                strv_add_unique(&ret->devices, &ret->n_devices, json_string_value(json_object_get(d, "name")));
+                collect_edits(ret, json_object_get(d, "containerEdits"));
+        }
+        collect_edits(ret, json_object_get(root, "containerEdits"));
+out:
+        json_decref(root);
+        return r;
+}
+
+static void strv_free_n(char **v, size_t n) {
+        for (size_t i = 0; i < n; i++) free(v[i]);
+        free(v);
+}
+
+void cdi_spec_free(struct cdi_spec *s) {
+        free(s->path);
+        free(s->error);
+        free(s->cdi_version);
+        free(s->kind);
+        strv_free_n(s->devices, s->n_devices);
+        strv_free_n(s->device_nodes, s->n_device_nodes);
+        strv_free_n(s->mounts, s->n_mounts);
+        strv_free_n(s->hooks, s->n_hooks);
+        strv_free_n(s->missing, s->n_missing);
+        *s = (struct cdi_spec){0};
+}
+
+void probe_cdi(struct cdi_facts *ret) {
+        *ret = (struct cdi_facts){0};
+        static const char *const dirs[] = {"/etc/cdi", "/var/run/cdi"};
+        for (size_t d = 0; d < ELEMENTSOF(dirs); d++) {
+                _cleanup_strv_free_ char **names = NULL;
+                int n = hostfs_list(dirs[d], false, &names);
+                for (int i = 0; i < n && ret->n_specs < 256; i++) {
+                        size_t len = strlen(names[i]);
+                        bool is_json = len > 5 && streq(names[i] + len - 5, ".json");
+                        bool is_yaml = (len > 5 && streq(names[i] + len - 5, ".yaml")) || (len > 4 && streq(names[i] + len - 4, ".yml"));
+                        if (!is_json && !is_yaml) continue;
+                        _cleanup_free_ char *p = xasprintf("%s/%s", dirs[d], names[i]);
+                        _cleanup_free_ char *text = NULL;
+                        size_t tlen = 0;
+                        ret->specs = xrealloc(ret->specs, (ret->n_specs + 1) * sizeof *ret->specs);
+                        struct cdi_spec *s = &ret->specs[ret->n_specs++];
+                        int r = hostfs_read(p, CDI_READ_MAX, &text, &tlen);
+                        if (r < 0) {
+                                *s = (struct cdi_spec){.path = xstrdup(p), .rc = r, .error = read_error(p, r)};
+                                continue;
+                        }
+                        if (cdi_parse_spec(p, text, tlen, is_json, s) < 0) continue;
+                        char **lists[] = {s->device_nodes, s->mounts, s->hooks};
+                        size_t lens[] = {s->n_device_nodes, s->n_mounts, s->n_hooks};
+                        for (size_t l = 0; l < ELEMENTSOF(lists); l++)
+                                for (size_t k = 0; k < lens[l]; k++)
+                                        if (lists[l][k][0] == '/' && !hostfs_exists(lists[l][k]))
+                                                strv_add_unique(&s->missing, &s->n_missing, lists[l][k]);
+                }
+        }
+}
+
+void cdi_facts_free(struct cdi_facts *f) {
+        for (size_t i = 0; i < f->n_specs; i++) cdi_spec_free(&f->specs[i]);
+        free(f->specs);
+        *f = (struct cdi_facts){0};
+}

@@ -1,0 +1,317 @@
+#!/usr/bin/python3
+# run-exporter-tests.py: end-to-end tests of `gpunode exporter` against the fake NVML, promtool and a real Prometheus.
+"""Usage: run-exporter-tests.py GPUNODE FAKE_LIBNVIDIA_ML
+
+Loopback only (127.0.0.1), bounded in time, and every process started here is killed on the way out.
+Debian's python3 standard library only."""
+import gzip
+import json
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.error
+import urllib.parse
+import urllib.request
+
+GPUNODE, FAKE = os.path.abspath(sys.argv[1]), os.path.abspath(sys.argv[2])
+TMP = tempfile.mkdtemp(prefix="gpunode-exporter-test-")
+PROCS = []
+FAILURES = []
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def description(n, lost=(), block=None, errors=None):
+    gpus = []
+    for i in range(n):
+        g = {"name": "NVIDIA H100 80GB HBM3", "uuid": "GPU-%08x-1111-2222-3333-%012x" % (i, i), "minor_number": i,
+             "pci_bus_id": "00000000:%02X:00.0" % (0x10 + i), "temperature": 30 + i % 20, "power_mw": 70000 + i,
+             "energy_mj": 1000000 + i, "utilization": {"gpu": i % 100, "memory": 1}, "clocks": {"sm": 1980, "mem": 2619},
+             "memory": {"total": 85520809984, "used": 1 << 30, "free": 80 << 30, "reserved": 1 << 29},
+             "memory_temperature": 40, "pcie_replay": 0, "encoder_utilization": 0, "decoder_utilization": 0,
+             "remapped_rows": {"correctable": 0, "uncorrectable": 0, "pending": False, "failure": False},
+             "xid_events": [79] if i == 1 else []}
+        if i in lost:
+            g["lost"] = True
+        gpus.append(g)
+    d = {"driver_version": "550.54.15", "nvml_version": "12.550.54.15", "gpus": gpus}
+    if block:
+        d["block"] = block
+    if errors:
+        d["errors"] = errors
+    return d
+
+
+def write_desc(path, d):
+    tmp = path + ".new"
+    with open(tmp, "w") as f:
+        json.dump(d, f)
+    os.rename(tmp, path)
+
+
+def uuid(i):
+    return "GPU-%08x-1111-2222-3333-%012x" % (i, i)
+
+
+def start_exporter(name, desc, *args, reload=False):
+    path = os.path.join(TMP, name + ".json")
+    write_desc(path, desc)
+    port = free_port()
+    env = dict(os.environ, GPUNODE_FAKE_NVML=path, NODE_NAME="test-node")
+    if reload:
+        env["GPUNODE_FAKE_NVML_RELOAD"] = "1"
+    log = open(os.path.join(TMP, name + ".log"), "w")
+    argv = [GPUNODE, "exporter", "--listen", "127.0.0.1:%d" % port, "--nvml-library", FAKE, "--interval", "1"]
+    p = subprocess.Popen(argv + list(args), env=env, stdout=log, stderr=log)
+    PROCS.append(p)
+    base = "http://127.0.0.1:%d" % port
+    deadline = time.time() + 10
+    while time.time() < deadline:
+        try:
+            get(base + "/", timeout=1)
+            break
+        except Exception:
+            time.sleep(0.05)
+    return p, base, path
+
+
+def get(url, timeout=5, headers=None):
+    req = urllib.request.Request(url, headers=headers or {})
+    try:
+        with urllib.request.urlopen(req, timeout=timeout) as r:
+            return r.status, dict(r.headers), r.read()
+    except urllib.error.HTTPError as e:
+        return e.code, dict(e.headers), e.read()
+
+
+def metrics(base):
+    return get(base + "/metrics")[2].decode()
+
+
+def check(cond, what):
+    print(("ok   " if cond else "FAIL ") + what, flush=True)
+    if not cond:
+        FAILURES.append(what)
+
+
+def wait_for(fn, timeout):
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        v = fn()
+        if v:
+            return v
+        time.sleep(0.2)
+    return fn()
+
+
+def value(text, prefix):
+    for line in text.splitlines():
+        if line.startswith(prefix):
+            return float(line.rsplit(" ", 1)[1])
+    return None
+
+
+def stop(p, timeout=10):
+    p.send_signal(signal.SIGTERM)
+    try:
+        return p.wait(timeout)
+    except subprocess.TimeoutExpired:
+        p.kill()
+        return None
+
+
+# Lint problems promtool reports for dcgm-exporter's own naming (kept for compatibility).
+DCGM_LINT = ("label names should be written in 'snake_case'", 'counter metrics should have "_total" suffix',
+             "metric name should not include type 'counter'")
+
+
+def test_promtool_and_http():
+    p, base, _ = start_exporter("basic", description(8), "--check-interval", "2")
+    text = wait_for(lambda: (lambda t: t if "gpunode_check{" in t else None)(metrics(base)), 15) or metrics(base)
+    check("DCGM_FI_DEV_GPU_TEMP{gpu=\"0\",UUID=\"%s\",pci_bus_id=\"00000000:10:00.0\",device=\"nvidia0\","
+          "modelName=\"NVIDIA H100 80GB HBM3\",Hostname=\"test-node\",DCGM_FI_DRIVER_VERSION=\"550.54.15\"} 30" % uuid(0)
+          in text, "DCGM line layout and label order")
+    check("DCGM_FI_DEV_POWER_USAGE{" in text and "} 70.000000" in text, "power in W as %f")
+    check("gpunode_check{" in text and "gpunode_layer_healthy{" in text, "layer diagnosis series present")
+    check(value(text, 'DCGM_FI_DEV_XID_ERRORS{gpu="1"') == 79, "Xid from the event thread")
+    r = subprocess.run(["promtool", "check", "metrics"], input=text.encode(),
+                       capture_output=True, timeout=30)
+    out = (r.stdout + r.stderr).decode()
+    bad = [l for l in out.splitlines() if l.strip() and not (l.startswith("DCGM_FI_") and any(k in l for k in DCGM_LINT))]
+    check(r.returncode in (0, 3) and not bad, "promtool check metrics (only dcgm-naming lint): %s" % bad[:3])
+    st, h, body = get(base + "/metrics", headers={"Accept-Encoding": "gzip"})
+    check(st == 200 and h.get("Content-Encoding") == "gzip" and gzip.decompress(body).decode().startswith("# HELP"),
+          "gzip when accepted")
+    check(h.get("Content-Type") == "text/plain; version=0.0.4; charset=utf-8", "content type")
+    st, h, body = get(base + "/metrics", headers={"Accept-Encoding": "gzip;q=0, identity"})
+    check(st == 200 and "Content-Encoding" not in h, "no gzip when q=0")
+    check(get(base + "/health")[0] == 200, "/health 200 when fresh")
+    check(get(base + "/nope")[0] == 404 and b"/metrics" in get(base + "/")[2], "index and 404")
+    check(stop(p) == 0, "SIGTERM: clean exit 0")
+
+
+def test_prometheus():
+    exps = {n: start_exporter("prom%d" % n, description(n), "--check-interval", "0") for n in (8, 64)}
+    port = free_port()
+    cfg = os.path.join(TMP, "prometheus.yml")
+    with open(cfg, "w") as f:
+        f.write("global:\n  scrape_interval: 1s\n  scrape_timeout: 1s\nscrape_configs:\n")
+        for n, (_, base, _) in exps.items():
+            f.write("  - job_name: e%d\n    static_configs:\n      - targets: ['%s']\n" % (n, base[len("http://"):]))
+    log = open(os.path.join(TMP, "prometheus.log"), "w")
+    prom = subprocess.Popen(["/usr/bin/prometheus", "--config.file", cfg, "--storage.tsdb.path", os.path.join(TMP, "tsdb"),
+                             "--web.listen-address", "127.0.0.1:%d" % port], stdout=log, stderr=log)
+    PROCS.append(prom)
+
+    def uuids(job):
+        q = urllib.parse.quote('count by (UUID) (DCGM_FI_DEV_GPU_TEMP{job="%s"})' % job)
+        try:
+            st, _, body = get("http://127.0.0.1:%d/api/v1/query?query=%s" % (port, q), timeout=2)
+            return {r["metric"]["UUID"] for r in json.loads(body)["data"]["result"]}
+        except Exception:
+            return set()
+    for n in (8, 64):
+        want = {uuid(i) for i in range(n)}
+        got = wait_for(lambda: uuids("e%d" % n) == want, 40)
+        check(got, "Prometheus has a series for each of %d GPU UUIDs (%d found)" % (n, len(uuids("e%d" % n))))
+    q = urllib.parse.quote('up{job=~"e.*"}')
+    body = get("http://127.0.0.1:%d/api/v1/query?query=%s" % (port, q))[2]
+    check(all(r["value"][1] == "1" for r in json.loads(body)["data"]["result"]), "both targets up")
+    stop(prom)
+    for p, _, _ in exps.values():
+        stop(p)
+
+
+def test_lost_and_driver():
+    p, base, path = start_exporter("lost", description(8), "--check-interval", "0", reload=True)
+    wait_for(lambda: uuid(3) in metrics(base), 5)
+    write_desc(path, description(8, lost=(3,)))
+    t = wait_for(lambda: (lambda t: t if uuid(3) not in t.split("# HELP gpunode_exporter")[0] else None)(metrics(base)), 6)
+    check(t and uuid(4) in t, "lost GPU: its DCGM series go, the others stay")
+    check(t and 'gpunode_exporter_gpu_up{gpu="3",uuid="%s"' % uuid(3) in t and "GPU is lost" in t, "lost GPU named with its last known UUID")
+    check(get(base + "/health")[0] == 200, "/health stays 200 with one GPU lost")
+    write_desc(path, description(8))
+    check(wait_for(lambda: ("DCGM_FI_DEV_GPU_TEMP{gpu=\"3\"" in metrics(base)), 6), "lost GPU comes back")
+    write_desc(path, description(8, errors={"nvmlDeviceGetCount": 9}))
+    check(wait_for(lambda: value(metrics(base), "gpunode_exporter_nvml_up ") == 0, 6), "driver unloaded: nvml_up 0")
+    st, _, body = get(base + "/health")
+    check(st == 503 and b"NVML" in body, "driver unloaded: /health 503 with the reason (%r)" % body[:80])
+    write_desc(path, description(8))
+    check(wait_for(lambda: value(metrics(base), "gpunode_exporter_nvml_up ") == 1, 8), "driver back: re-initialised, nvml_up 1")
+    check(stop(p) == 0, "clean exit after recovery")
+
+
+def test_blocking():
+    p, base, _ = start_exporter("block", description(8, block={"call": "nvmlDeviceGetPowerUsage", "gpu": 3, "seconds": 60}),
+                                "--check-interval", "0", "--sample-timeout", "1")
+    time.sleep(4.5)
+    worst = 0
+    for _ in range(20):
+        t0 = time.time()
+        text = metrics(base)
+        worst = max(worst, time.time() - t0)
+    check(worst < 0.2, "scrapes stay fast while NVML blocks (worst %.1f ms)" % (worst * 1000))
+    age = value(text, "gpunode_exporter_sample_age_seconds ")
+    check(age is not None and (age < 0 or age > 3), "sample age grows (%s)" % age)
+    check(value(text, "gpunode_exporter_stuck_workers ") == 1, "one stuck worker, no pile-up")
+    check("DCGM_FI_DEV_GPU_TEMP{gpu=\"5\"" in text, "the replacement sampler still reads the other GPUs")
+    time.sleep(3)
+    check(value(metrics(base), "gpunode_exporter_stuck_workers ") == 1, "still one stuck worker later")
+    nthreads = len(os.listdir("/proc/%d/task" % p.pid))
+    check(nthreads <= 8, "bounded threads (%d)" % nthreads)
+    st, _, body = get(base + "/health")
+    check(st == 503 and b"stale" in body, "/health 503 stale (%r)" % body[:120])
+    t0 = time.time()
+    rc = stop(p, 10)
+    check(rc == 0 and time.time() - t0 < 8, "SIGTERM with a stuck worker: exits (%.1f s)" % (time.time() - t0))
+
+
+def test_absent():
+    p, base, _ = start_exporter("absent", description(1), "--nvml-library", "/nonexistent/libnvidia-ml.so.1",
+                                "--check-interval", "0")
+    text = wait_for(lambda: (lambda t: t if "gpunode_exporter_nvml_up 0" in t else None)(metrics(base)), 5)
+    check(bool(text), "NVML absent: serves, nvml_up 0")
+    check(text and (value(text, 'gpunode_exporter_nvml_errors_total{call="dlopen"}') or 0) >= 1, "dlopen failures counted")
+    time.sleep(1.5)
+    check((value(metrics(base), 'gpunode_exporter_nvml_errors_total{call="dlopen"}') or 0) >= 2, "and retried")
+    st, _, body = get(base + "/health")
+    check(st == 503 and b"cannot load" in body, "NVML absent: /health 503 (%r)" % body[:100])
+    check(stop(p) == 0, "clean exit")
+
+
+def test_hostile():
+    p, base, _ = start_exporter("hostile", description(8), "--check-interval", "0")
+    port = int(base.rsplit(":", 1)[1])
+    idle = []
+    for _ in range(200):
+        s = socket.create_connection(("127.0.0.1", port), timeout=2)
+        idle.append(s)
+    slow = socket.create_connection(("127.0.0.1", port), timeout=2)
+    slow.sendall(b"GET /metrics HTTP/1.1\r\nHost: x\r\n")
+    big = socket.create_connection(("127.0.0.1", port), timeout=5)
+    t0 = time.time()
+    status = b""
+    try:
+        big.sendall(b"GET /metrics HTTP/1.1\r\nHost: x\r\nX-Big: " + b"a" * (1 << 20) + b"\r\n\r\n")
+    except OSError:
+        pass  # the server may close while we still send
+    try:
+        status = big.recv(64)
+    except OSError:
+        pass
+    check(time.time() - t0 < 5 and not status.startswith(b"HTTP/1.1 200"), "1 MB header refused (%r)" % status[:32])
+    worst = 0
+    for i in range(20):
+        try:
+            slow.sendall(b"X-Slow-%d: y\r\n" % i)
+        except OSError:
+            pass
+        t0 = time.time()
+        st, _, body = get(base + "/metrics", timeout=5)
+        worst = max(worst, time.time() - t0)
+        if st != 200 or b"DCGM_FI_DEV_GPU_TEMP" not in body:
+            worst = 99
+        time.sleep(0.1)
+    check(worst < 1, "good client served beside 200 idle, a slowloris and a huge header (worst %.1f ms)" % (worst * 1000))
+    for s in idle + [slow, big]:
+        s.close()
+    check(stop(p) == 0, "clean exit")
+
+
+def main():
+    signal.signal(signal.SIGALRM, lambda *_: (_ for _ in ()).throw(TimeoutError("suite took too long")))
+    signal.alarm(240)
+    try:
+        for t in (test_promtool_and_http, test_prometheus, test_lost_and_driver, test_blocking, test_absent, test_hostile):
+            print("# " + t.__name__, flush=True)
+            try:
+                t()
+            except Exception as e:  # a test that crashed is a failure, the others still run
+                check(False, "%s raised %r" % (t.__name__, e))
+    finally:
+        signal.alarm(0)
+        for p in PROCS:
+            if p.poll() is None:
+                p.kill()
+                p.wait()
+        if FAILURES:
+            for name in os.listdir(TMP):
+                if name.endswith(".log"):
+                    print("--- %s" % name)
+                    print(open(os.path.join(TMP, name)).read()[-2000:])
+        shutil.rmtree(TMP, ignore_errors=True)
+    print("%d failure(s)" % len(FAILURES))
+    return 1 if FAILURES else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
