@@ -33,6 +33,7 @@ struct check_def {
         const char *title;                    /* what it verifies, one line */
         const char *reads;                    /* what it reads, for explain */
         const char *outcomes;                 /* what pass/warn/fail mean, for explain */
+        const char *remedy;                   /* what to do when it fails, in general, for explain */
         const char *depends[CHECK_MAX_DEPS];  /* ids it rests on; NULL-terminated if shorter */
         /* Fills the finding from the facts; never prints, never fails itself. */
         void (*run)(const struct node_facts *facts, struct finding *f);

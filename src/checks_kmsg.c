@@ -147,6 +147,7 @@ const struct check_def check_fallen_off_bus = {
         .title = "no GPU has fallen off the bus",
         .reads = "kernel log (Xid 79 and the 3-line \"fallen off the bus\" message), NVML GPU_IS_LOST answers",
         .outcomes = "pass: none; fail: a GPU is lost (drain and reboot); warn: the kernel log cannot be read",
+        .remedy = "cordon, drain and reboot the node; repeated falls mean PCIe, power or cooling trouble: open an RMA",
         .depends = {"driver.module-loaded"},
         .run = run_fallen_off_bus,
 };
@@ -157,6 +158,7 @@ const struct check_def check_xid_errors = {
         .reads = "kernel log (/dev/kmsg or --kmsg FILE): NVRM Xid lines per GPU, classified by the Xid catalog",
         .outcomes = "pass: none or informational; warn: application Xids (13, 31, 43, 45, 68, ...) or an unreadable log; "
                     "fail: critical Xids (48, 64, 79, 95, 109, 119, ...) with NVIDIA's action",
+        .remedy = "follow NVIDIA's action for the Xid: restart the application, reset the GPU, or drain and reboot the node",
         .depends = {"driver.module-loaded"},
         .run = run_xid_errors,
 };

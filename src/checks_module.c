@@ -117,6 +117,7 @@ const struct check_def check_module_signature = {
         .reads = "SecureBoot efivar, /sys/kernel/security/lockdown, key rejection and lockdown lines in the kernel log",
         .outcomes = "pass: no rejection; warn: Secure Boot and lockdown on with no module loaded; fail: module not loaded and the "
                     "kernel rejected its key",
+        .remedy = "enroll the module's signing key with mokutil, use the distribution's signed driver, or disable Secure Boot",
         .depends = {"driver.pci-devices"},
         .run = run_module_signature,
 };
@@ -126,6 +127,7 @@ const struct check_def check_kernel_headers = {
         .title = "kernel headers exist for the running kernel when the driver must be built",
         .reads = "/proc/sys/kernel/osrelease, /lib/modules/<release>/build, DKMS header errors in the kernel log",
         .outcomes = "pass: present, or not needed because the module is loaded; fail: module not loaded and headers missing",
+        .remedy = "install the headers of the running kernel (linux-headers-$(uname -r)) or use a precompiled driver for this kernel",
         .depends = {"driver.pci-devices"},
         .run = run_kernel_headers,
 };
@@ -135,6 +137,7 @@ const struct check_def check_module_loaded = {
         .title = "the nvidia and nvidia_uvm kernel modules are loaded",
         .reads = "/proc/modules",
         .outcomes = "pass: both loaded; warn: nvidia_uvm missing; fail: nvidia missing",
+        .remedy = "`modprobe nvidia` and read its error; with the GPU Operator read the driver pod's log",
         .depends = {"driver.pci-devices", "driver.module-signature", "driver.kernel-headers"},
         .run = run_module_loaded,
 };
@@ -144,6 +147,7 @@ const struct check_def check_driver_version = {
         .title = "the kernel module reports its version and flavour",
         .reads = "/proc/driver/nvidia/version, /sys/module/nvidia/taint",
         .outcomes = "pass: version and open/proprietary flavour read; fail: file missing or garbled",
+        .remedy = "reload the driver; /proc/driver/nvidia/version exists whenever the nvidia module is loaded",
         .depends = {"driver.module-loaded"},
         .run = run_driver_version,
 };
@@ -153,6 +157,7 @@ const struct check_def check_device_nodes = {
         .title = "a device node exists for the control device, UVM and every GPU",
         .reads = "/dev/nvidiactl, /dev/nvidia-uvm, /dev/nvidia-uvm-tools, /dev/nvidia<minor> from /proc/driver/nvidia/gpus/*/information",
         .outcomes = "pass: all present; fail: any missing",
+        .remedy = "`nvidia-modprobe -c <minor> -u` or run nvidia-smi once as root; check /run/nvidia/driver/dev with the GPU Operator",
         .depends = {"driver.module-loaded"},
         .run = run_device_nodes,
 };

@@ -288,6 +288,7 @@ const struct check_def check_version_match = {
         .title = "NVML in user space and the kernel module are the same driver version",
         .reads = "nvmlInit's answer, nvmlSystemGetDriverVersion, /proc/driver/nvidia/version, API mismatch lines in the kernel log",
         .outcomes = "pass: versions agree; fail: driver/library version mismatch (upgraded without reboot); skip: NVML absent",
+        .remedy = "the driver was upgraded without a reboot: drain and reboot the node",
         .depends = {"driver.module-loaded", "driver.version"},
         .run = run_version_match,
 };
@@ -297,6 +298,7 @@ const struct check_def check_nvml_init = {
         .title = "NVML loads and initialises",
         .reads = "dlopen(libnvidia-ml.so.1), nvmlInit_v2, nvmlDeviceGetCount_v2, bounded by --nvml-timeout",
         .outcomes = "pass: NVML answers; fail: library missing, init error (named), or NVML hung",
+        .remedy = "install the driver's user-space libraries matching the kernel module; if NVML hangs, reset the GPU or reboot",
         .depends = {"driver.version-match"},
         .run = run_nvml_init,
 };
@@ -306,6 +308,7 @@ const struct check_def check_gpu_count = {
         .title = "NVML sees every GPU the PCI bus has",
         .reads = "nvmlDeviceGetCount and each device handle, against PCI GPUs bound to nvidia",
         .outcomes = "pass: counts agree and every GPU answers; fail: a GPU missing or lost",
+        .remedy = "find the missing PCI address in the kernel log (NVRM lines); reset or reboot, then RMA if it persists",
         .depends = {"driver.nvml-init", "driver.gpu-fallen-off-bus"},
         .run = run_gpu_count,
 };
@@ -315,6 +318,7 @@ const struct check_def check_persistence = {
         .title = "persistence mode is on",
         .reads = "nvmlDeviceGetPersistenceMode per GPU; nvidia-persistenced in /proc",
         .outcomes = "pass: on everywhere; warn: off on some GPUs (slow starts, state lost between jobs)",
+        .remedy = "`systemctl enable --now nvidia-persistenced` (the GPU Operator's driver container runs it itself)",
         .depends = {"driver.nvml-init"},
         .run = run_persistence,
 };
@@ -324,6 +328,7 @@ const struct check_def check_memory_errors = {
         .title = "no failed or pending row remaps, no fresh uncorrectable ECC errors",
         .reads = "nvmlDeviceGetRemappedRows, nvmlDeviceGetTotalEccErrors (volatile, uncorrected)",
         .outcomes = "pass: clean; warn: remap pending (reset needed) or uncorrectable ECC since load; fail: remap failed (RMA)",
+        .remedy = "reset the GPU when idle to apply pending remaps; a failed remap makes the GPU an RMA candidate",
         .depends = {"driver.nvml-init"},
         .run = run_memory_errors,
 };
@@ -333,6 +338,7 @@ const struct check_def check_recovery_action = {
         .title = "the driver asks for no GPU recovery action",
         .reads = "NVML field 230 (NVML_FI_DEV_GET_GPU_RECOVERY_ACTION) per GPU",
         .outcomes = "pass: none; fail: GPU reset, node reboot or drain requested; skip: driver too old to say",
+        .remedy = "drain the node, then do what the driver asks: a GPU reset (`nvidia-smi -r`) or a reboot",
         .depends = {"driver.nvml-init"},
         .run = run_recovery_action,
 };
@@ -342,6 +348,7 @@ const struct check_def check_fabric_state = {
         .title = "on NVSwitch systems every GPU is registered with the NVLink fabric",
         .reads = "NVSwitch PCI functions (class 0x0680), nvmlDeviceGetGpuFabricInfoV per GPU, nv-fabricmanager in /proc",
         .outcomes = "pass: all completed; fail: not started/in progress/failed (CUDA error 802); skip: no NVSwitch",
+        .remedy = "`systemctl enable --now nvidia-fabricmanager` with the same version as the driver; read /var/log/fabricmanager.log",
         .depends = {"driver.nvml-init"},
         .run = run_fabric_state,
 };

@@ -71,6 +71,7 @@ const struct check_def check_pci_devices = {
         .title = "NVIDIA GPUs are present on the PCI bus",
         .reads = "/sys/bus/pci/devices/*/{vendor,class,device,driver}",
         .outcomes = "pass: at least one NVIDIA display or 3D controller; fail: none, or /sys unreadable",
+        .remedy = "check BIOS settings (above-4G decoding), slot power and `lspci -nn | grep -i nvidia`; confirm the instance type",
         .run = run_pci_devices,
 };
 
@@ -80,6 +81,7 @@ const struct check_def check_pci_binding = {
         .reads = "the driver link of each NVIDIA PCI function",
         .outcomes = "pass: all bound to nvidia; warn: some bound to vfio-pci (passthrough); fail: nouveau, or none or another "
                     "driver while nvidia is loaded; skip: unbound because the module is not loaded",
+        .remedy = "blacklist nouveau and reboot; unbind GPUs from vfio-pci if containers should use them; read NVRM probe errors in the kernel log",
         .depends = {"driver.pci-devices"},
         .run = run_pci_binding,
 };

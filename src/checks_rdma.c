@@ -137,6 +137,7 @@ const struct check_def check_rdma_devices = {
         .title = "RDMA NICs have their driver modules and verbs device nodes",
         .reads = "/sys/class/infiniband/*, /proc/modules (ib_core, ib_uverbs, mlx5_core, mlx5_ib), /dev/infiniband",
         .outcomes = "pass: present and loaded; warn: no verbs nodes; fail: modules missing; skip: no RDMA NIC",
+        .remedy = "load the OFED or inbox modules (mlx5_ib, ib_uverbs); check the Network Operator's mofed pod",
         .run = run_rdma_devices,
 };
 
@@ -145,6 +146,7 @@ const struct check_def check_rdma_ports = {
         .title = "every RDMA port is ACTIVE with its link up",
         .reads = "/sys/class/infiniband/*/ports/*/{state,phys_state,rate,link_layer,counters/link_downed}",
         .outcomes = "pass: all ACTIVE; warn: RoCE port down or link flaps; fail: InfiniBand port not ACTIVE",
+        .remedy = "check cables and switch ports (ibstat, iblinkinfo); a port stuck in INIT needs a running subnet manager",
         .depends = {"rdma.devices"},
         .run = run_rdma_ports,
 };
@@ -154,6 +156,7 @@ const struct check_def check_rdma_peermem = {
         .title = "nvidia_peermem is loaded for GPUDirect RDMA",
         .reads = "/proc/modules, nvidia-peermem errors in the kernel log",
         .outcomes = "pass: loaded; warn: missing or logging errors; skip: no RDMA NIC or no GPU",
+        .remedy = "`modprobe nvidia_peermem` after the OFED modules; GPU Operator: driver.rdma.enabled=true",
         .depends = {"rdma.devices", "driver.module-loaded"},
         .run = run_rdma_peermem,
 };
@@ -163,5 +166,6 @@ const struct check_def check_sriov_vfs = {
         .title = "SR-IOV virtual functions are enabled and bound where configured",
         .reads = "/sys/class/net/*/device/{sriov_totalvfs,sriov_numvfs,virtfn*/driver}",
         .outcomes = "pass: VFs enabled and bound; warn: VFs without a driver; skip: no SR-IOV NIC or none configured",
+        .remedy = "bind the VFs to the driver the SR-IOV device plugin expects; check the SR-IOV operator's config daemon",
         .run = run_sriov_vfs,
 };

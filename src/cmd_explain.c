@@ -11,6 +11,7 @@ static void explain_check(const struct check_def *d) {
         printf("  verifies: %s\n", d->title);
         printf("  reads:    %s\n", d->reads);
         printf("  outcomes: %s\n", d->outcomes);
+        if (d->remedy) printf("  remedy:   %s\n", d->remedy);
         if (d->depends[0]) {
                 printf("  rests on:");
                 for (size_t i = 0; i < CHECK_MAX_DEPS && d->depends[i]; i++) printf(" %s", d->depends[i]);

@@ -19,7 +19,10 @@ void command_help(const struct command *c);
 /* Exit codes beyond a check's 0/1/2. */
 #define EXIT_USAGE 64
 #define EXIT_INTERNAL 70
+#define EXIT_DATAERR 65      /* a snapshot that is refused (corrupt, hostile, too large) */
 
 int cmd_check(int argc, char **argv);
 int cmd_explain(int argc, char **argv);
 int cmd_exporter(int argc, char **argv);
+int cmd_collect(int argc, char **argv);
+int cmd_labels(int argc, char **argv);

@@ -20,6 +20,8 @@ static const struct command commands[] = {
          "  --no-color            no colours (NO_COLOR is honoured too)\n"
          "  --record-paths FILE   list every host path read (what a snapshot must hold)\n"
          "  --save-nvml FILE      write NVML's answers in the test NVML's description format\n"
+         "  --snapshot FILE       check a node from its `gpunode collect` archive (replaces --root, --kmsg,\n"
+         "                        --nvml-library; NVML answers come from the archive)\n"
          "exit status: 0 healthy, 1 warnings, 2 failures, 64 usage error, 70 internal error\n"},
         {"explain", cmd_explain, "what every check reads and means, and the symptom table", "[CHECK-ID | TEXT]",
          "  with no argument: the symptom table and every check, layer by layer\n"
@@ -37,6 +39,30 @@ static const struct command commands[] = {
          "  --no-xid-events        do not listen for Xid events (DCGM_FI_DEV_XID_ERRORS is then left out)\n"
          "serves /metrics, /health (503 with the reason when stale or NVML fails) and an index page;\n"
          "stops cleanly on SIGTERM or SIGINT\n"},
+        {"collect", cmd_collect, "archive everything the probes read (secrets redacted) for check --snapshot", "-o FILE [OPTIONS]",
+         "  -o, --output FILE     the archive to write (gzip tar; - for standard output)\n"
+         "  --root DIR            host root to read (env GPUNODE_ROOT, default /); never written to\n"
+         "  --kmsg FILE           read a saved kernel log instead of /dev/kmsg\n"
+         "  --nvml-library PATH   load this file instead of libnvidia-ml.so.1\n"
+         "  --nvml-timeout MS     bound on all NVML calls together (default 10000)\n"
+         "  --node NAME           node name in the manifest (default $NODE_NAME, else the host name)\n"
+         "the archive holds root/ (host files as read), kmsg, nvml.json, api/ and MANIFEST.json (members,\n"
+         "sizes, sha256, what was redacted and why, what could not be read)\n"},
+        {"labels", cmd_labels, "GPU feature discovery (GFD) compatible node labels for NFD", "[OPTIONS]",
+         "  -o, --output FILE       NFD feature file, - for standard output\n"
+         "                          (default /etc/kubernetes/node-feature-discovery/features.d/gfd)\n"
+         "  --once                  label once and exit (default: every --interval)\n"
+         "  --interval DURATION     time between rounds (default 60s; 500ms, 5m accepted)\n"
+         "  --mig-strategy S        none, single or mixed (default none)\n"
+         "  --sharing S --replicas N  none, time-slicing or mps with N replicas of nvidia.com/gpu\n"
+         "  --config-file FILE      the device plugin / GFD config (sharing.timeSlicing or sharing.mps)\n"
+         "  --no-timestamp          leave out nvidia.com/gfd.timestamp\n"
+         "  --machine-type-file F   file under the root naming the machine (default /sys/class/dmi/id/product_name)\n"
+         "  --root DIR              host root (env GPUNODE_ROOT, default /); the output path is not under it\n"
+         "  --nvml-library PATH     load this file instead of libnvidia-ml.so.1\n"
+         "  --nvml-timeout MS       bound on all NVML calls of a round (default 10000)\n"
+         "exit status: 0 written, 1 NVML failed (nothing written; a loop removes its file, as GFD does),\n"
+         "64 usage error, 70 the file could not be written\n"},
 };
 
 const struct command *command_table(size_t *ret_n) {

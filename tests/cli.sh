@@ -43,6 +43,7 @@ for id in $ids; do
         expect 0 "explain $id" -- "$gpunode" explain "$id"
         contains "reads:" "explain $id says what it reads"
         contains "outcomes:" "explain $id says what outcomes mean"
+        contains "remedy:" "explain $id gives the remedy"
 done
 expect 0 "explain by text" -- "$gpunode" explain "version mismatch"
 contains "driver.version-match" "explain text search finds the check"

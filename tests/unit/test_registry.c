@@ -38,6 +38,7 @@ static void test_checks_well_formed(void **state) {
                 last_layer = d->layer;
                 if (!known_component(d->component)) fail_msg("check %s: unknown component %s", d->id, d->component);
                 assert_true(d->title && *d->title && d->reads && *d->reads && d->outcomes && *d->outcomes);
+                if (!d->remedy || !*d->remedy) fail_msg("check %s has no .remedy (what to do when it fails, for explain)", d->id);
                 assert_non_null(d->run);
                 assert_ptr_equal(check_find(d->id), d);
                 for (size_t j = 0; j < i; j++)
