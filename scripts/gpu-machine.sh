@@ -104,3 +104,60 @@ cp "$out/nvml.json" "$stage/nvml.json"
 tar -C "$stage" -czf "$out/node-snapshot.tar.gz" .
 tar -tzf "$out/node-snapshot.tar.gz" | wc -l
 rm -rf "$stage"
+
+step "gpunode exporter against the real NVML: a series per GPU, scrape time vs nvidia-smi and a Python NVML exporter"
+eport=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+pport=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+"$bin" exporter --listen "127.0.0.1:$eport" --interval 1 --check-interval 30 > "$out/exporter.log" 2>&1 &
+epid=$!
+cat > "$out/py_nvml_exporter.py" <<'PY'
+# A minimal Python NVML exporter (prometheus_client + nvidia-ml-py), the usual hand-written peer: reads NVML per scrape.
+import sys, time
+import pynvml
+from prometheus_client import start_http_server, REGISTRY
+from prometheus_client.core import GaugeMetricFamily
+class C:
+    def collect(self):
+        temp = GaugeMetricFamily("DCGM_FI_DEV_GPU_TEMP", "GPU temperature (in C).", labels=["gpu", "UUID"])
+        power = GaugeMetricFamily("DCGM_FI_DEV_POWER_USAGE", "Power draw (in W).", labels=["gpu", "UUID"])
+        util = GaugeMetricFamily("DCGM_FI_DEV_GPU_UTIL", "GPU utilization (in %).", labels=["gpu", "UUID"])
+        for i in range(pynvml.nvmlDeviceGetCount()):
+            h = pynvml.nvmlDeviceGetHandleByIndex(i); u = pynvml.nvmlDeviceGetUUID(h)
+            u = u.decode() if isinstance(u, bytes) else u
+            temp.add_metric([str(i), u], pynvml.nvmlDeviceGetTemperature(h, pynvml.NVML_TEMPERATURE_GPU))
+            power.add_metric([str(i), u], pynvml.nvmlDeviceGetPowerUsage(h) / 1000.0)
+            util.add_metric([str(i), u], pynvml.nvmlDeviceGetUtilizationRates(h).gpu)
+        yield temp; yield power; yield util
+pynvml.nvmlInit(); REGISTRY.register(C()); start_http_server(int(sys.argv[1]), addr="127.0.0.1")
+while True: time.sleep(3600)
+PY
+python3 "$out/py_nvml_exporter.py" "$pport" > "$out/py_nvml_exporter.log" 2>&1 &
+ppid=$!
+sleep 4
+python3 - "$eport" "$pport" "$out/nvidia-smi.csv" <<'PY'
+import statistics, subprocess, sys, time, urllib.request
+eport, pport, csv = sys.argv[1], sys.argv[2], sys.argv[3]
+uuids = [l.split(",")[2].strip() for l in open(csv) if l.strip()]
+def fetch(url):
+    t = time.perf_counter(); body = urllib.request.urlopen(url, timeout=10).read().decode(); return time.perf_counter() - t, body
+_, page = fetch("http://127.0.0.1:%s/metrics" % eport)
+missing = [u for u in uuids if 'DCGM_FI_DEV_GPU_TEMP{' not in page or 'UUID="%s"' % u not in page]
+print("exporter: %d GPUs from nvidia-smi, series missing for: %s" % (len(uuids), missing or "none"))
+print("\n".join(l for l in page.splitlines() if l.startswith(("DCGM_FI_DEV_GPU_TEMP", "DCGM_FI_DEV_POWER_USAGE", "gpunode_exporter_nvml_up", "gpunode_exporter_sample_duration"))))
+def med(fn, n=30):
+    return statistics.median(fn() for _ in range(n))
+e = med(lambda: fetch("http://127.0.0.1:%s/metrics" % eport)[0])
+try:
+    p = med(lambda: fetch("http://127.0.0.1:%s/metrics" % pport)[0])
+except Exception as ex:
+    p = float("nan"); print("python NVML exporter failed:", ex)
+def smi():
+    t = time.perf_counter()
+    subprocess.run(["nvidia-smi", "--query-gpu=index,uuid,temperature.gpu,power.draw,utilization.gpu,memory.used,clocks.sm", "--format=csv"], stdout=subprocess.DEVNULL)
+    return time.perf_counter() - t
+s = med(smi, 10)
+print("scrape median: gpunode exporter %.3f ms; python NVML exporter %.3f ms (%.0fx); nvidia-smi --query-gpu %.1f ms (%.0fx)" % (e * 1000, p * 1000, p / e, s * 1000, s / e))
+rss = [l for l in open("/proc/%s/status" % subprocess.run(["pgrep", "-n", "-f", "exporter --listen 127.0.0.1:" + eport], capture_output=True, text=True).stdout.strip()) if l.startswith(("VmRSS", "VmHWM", "RssAnon", "RssFile"))]
+print("exporter memory:", " ".join(x.split()[0] + x.split()[1] for x in rss))
+PY
+kill "$epid" "$ppid" 2>/dev/null; wait "$epid" 2>/dev/null; echo "exporter exit $?"

@@ -31,6 +31,22 @@ static const struct check_def *const registry[] = {
         &check_config_applied,
         &check_cdi_specs,
         &check_rdma_exposure,
+        /* Layer 3: Kubernetes resource exposure */
+        &check_kube_api_access,
+        &check_kube_node_ready,
+        &check_gpu_operator_pods,
+        &check_network_operator_pods,
+        &check_device_plugin_pod,
+        &check_dp_registered,
+        &check_dp_allocatable,
+        &check_gfd_labels,
+        &check_mig_manager_state,
+        &check_csi_plugins,
+        /* Layer 4: observability */
+        &check_dcgm_metrics,
+        &check_node_exporter_metrics,
+        &check_logging_agent,
+        &check_otel_agent,
 };
 
 const struct check_def *const *check_registry(size_t *ret_n) {

@@ -14,6 +14,12 @@ extern const struct check_def check_fabric_state, check_rdma_devices, check_rdma
 /* Layer 2: container-toolkit, rdma-device-plugin */
 extern const struct check_def check_runtime_config, check_toolkit_installed, check_nvidia_runtime, check_runtime_binary,
         check_config_applied, check_cdi_specs, check_rdma_exposure;
+/* Layer 3: kubelet, GPU/Network Operator, device-plugin, gfd, mig-manager, csi (checks_k8s.c, checks_kubelet.c) */
+extern const struct check_def check_kube_api_access, check_kube_node_ready, check_gpu_operator_pods, check_network_operator_pods,
+        check_device_plugin_pod, check_dp_registered, check_dp_allocatable, check_gfd_labels, check_mig_manager_state,
+        check_csi_plugins;
+/* Layer 4: dcgm-exporter, node-exporter, logging-agent, otel-agent (checks_metrics.c) */
+extern const struct check_def check_dcgm_metrics, check_node_exporter_metrics, check_logging_agent, check_otel_agent;
 
 /* Adds the kernel log's lines of one event kind (enum kmsg_event_kind) as evidence; returns their count. */
 size_t kmsg_evidence(const struct kmsg_facts *k, int kind, struct finding *f);

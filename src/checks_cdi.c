@@ -183,5 +183,6 @@ const struct check_def check_cdi_specs = {
                     "stale spec (libraries of another driver version), GPUs missing or extra, host paths missing, CDI mode "
                     "without a spec; skip: no spec and the runtime injects GPUs the legacy way",
         .depends = {"container-toolkit.runtime-config", "driver.version", "driver.nvml-init", "driver.gpu-count"},
+        .remedy = "regenerate the spec for the loaded driver: `nvidia-ctk cdi generate --output=/etc/cdi/nvidia.yaml` or `systemctl restart nvidia-cdi-refresh`",
         .run = run_cdi_specs,
 };

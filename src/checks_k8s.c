@@ -12,7 +12,7 @@ const struct kube_api_facts *kube_api_or_skip(const struct node_facts *facts, st
                 return NULL;
         }
         if (a->rc == -ENOENT) {
-                finding_skip(f, "no cluster access: %s", a->error);
+                finding_skip(f, "no cluster access (see kubelet.api-access)");
                 return NULL;
         }
         if (a->rc < 0) {
@@ -464,6 +464,7 @@ const struct check_def check_kube_api_access = {
                  "GET /api/v1/pods?fieldSelector=spec.nodeName=<node>, each bounded by --timeout",
         .outcomes = "pass: node and pods read; skip: no configuration or the API server cannot be reached (every API check "
                     "skips); warn: the API timed out, refused the credentials, or does not know the node",
+        .remedy = "give gpunode credentials (the pod's service account, or --kubeconfig) allowed to get nodes and list pods and csinodes; check the API server's health (`kubectl get --raw /readyz`); raise --timeout for a slow control plane",
         .run = run_api_access,
 };
 
@@ -472,6 +473,7 @@ const struct check_def check_kube_node_ready = {
         .title = "the node is Ready",
         .reads = "the node's Ready condition, spec.unschedulable, the kubelet version",
         .outcomes = "pass: Ready; fail: NotReady or Unknown (the kubelet stopped reporting)",
+        .remedy = "`systemctl status kubelet` and `journalctl -u kubelet -n 200` on the node; a container runtime or CNI failure shows there",
         .depends = {"kubelet.api-access"},
         .run = run_node_ready,
 };
@@ -483,6 +485,7 @@ const struct check_def check_gpu_operator_pods = {
                  "in --operator-namespace or where they are found; /run/nvidia/validations",
         .outcomes = "pass: all Running and Ready (validators Completed); fail: CrashLoopBackOff, ImagePullBackOff, stuck in "
                     "Init, Pending; warn: frequent restarts; skip: no operator on the node",
+        .remedy = "`kubectl -n gpu-operator describe pod <pod>` and `kubectl logs <pod> --previous`; a pod stuck in Init waits for a file in /run/nvidia/validations from the layer below: fix that layer first",
         .depends = {"kubelet.api-access"},
         .run = run_operator_pods,
 };
@@ -492,6 +495,7 @@ const struct check_def check_network_operator_pods = {
         .title = "Network Operator pods on this node run and are Ready",
         .reads = "pods on the node: MOFED driver (mofed-*), RDMA shared device plugin",
         .outcomes = "pass: Running and Ready; fail: not running; warn: frequent restarts; skip: not installed",
+        .remedy = "`kubectl describe pod` and `kubectl logs --previous` on the failing pod; a MOFED pod that fails usually cannot build or load mlx5 for this kernel",
         .depends = {"kubelet.api-access"},
         .run = run_network_operator_pods,
 };
@@ -503,6 +507,7 @@ const struct check_def check_device_plugin_pod = {
                  "container states, restarts, init containers",
         .outcomes = "pass: Running and Ready; fail: CrashLoopBackOff, ImagePullBackOff, Init, or labelled for it with no pod; "
                     "warn: frequent restarts; skip: no pod (the plugin may run outside Kubernetes)",
+        .remedy = "`kubectl logs --previous` on the device plugin pod: NVML errors point to the driver (layer 1), missing libraries or device nodes to the container toolkit (layer 2), a bad ConfigMap to the plugin's config",
         .depends = {"kubelet.api-access", "driver.nvml-init"},
         .run = run_device_plugin_pod,
 };
@@ -514,6 +519,7 @@ const struct check_def check_gfd_labels = {
                  "nvidia.com/cuda.runtime-version.*, nvidia.com/mig.capable; NVML's name, count, memory, versions",
         .outcomes = "pass: consistent; fail: product, count, memory, compute capability or mig.capable contradict NVML, or "
                     "GFD is deployed without labels; warn: driver/CUDA version labels from another driver; skip: GFD not deployed",
+        .remedy = "restart the gpu-feature-discovery pod on this node and check its log and Node Feature Discovery's (nfd-worker, nfd-master)",
         .depends = {"kubelet.api-access", "driver.nvml-init", "driver.gpu-count"},
         .run = run_gfd_labels,
 };
@@ -525,6 +531,7 @@ const struct check_def check_mig_manager_state = {
                  "the mig-manager pod",
         .outcomes = "pass: applied; fail: state failed, or mode contradicts the config; warn: pending, or a reset is needed; "
                     "skip: no MIG-capable GPU, or the MIG manager is not used",
+        .remedy = "read the nvidia-mig-manager pod's log; MIG changes need idle GPUs (no GPU pods, no DCGM or persistenced holding them) and sometimes a reboot",
         .depends = {"kubelet.api-access", "driver.nvml-init"},
         .run = run_mig_state,
 };

@@ -513,6 +513,7 @@ const struct check_def check_runtime_config = {
                  "containerd/crio/dockerd in /proc and on PATH",
         .outcomes = "pass: every file parses (TOML, JSON), versions agree; fail: a syntax error (file, line, column), an "
                     "import that cannot be read, a drop-in with a higher version; skip: no container runtime on the host",
+        .remedy = "fix the file, line and column named (containerd/crio/dockerd refuse a config they cannot parse); check with `containerd config dump`",
         .run = run_runtime_config,
 };
 
@@ -523,6 +524,7 @@ const struct check_def check_toolkit_installed = {
                  "/usr/local/nvidia/toolkit; /etc/nvidia-container-runtime/config.toml; /run/nvidia/validations/*",
         .outcomes = "pass: installed; warn: nvidia-container-cli missing outside CDI mode; fail: no nvidia-container-runtime, or "
                     "its config.toml does not parse; skip: no container runtime",
+        .remedy = "install nvidia-container-toolkit (or read the GPU Operator's toolkit pod log); fix or regenerate /etc/nvidia-container-runtime/config.toml",
         .run = run_toolkit_installed,
 };
 
@@ -535,6 +537,7 @@ const struct check_def check_nvidia_runtime = {
                     "whose CRI table a later import replaces (containerd 1.x), no BinaryName, a runtime_type other than "
                     "io.containerd.runc.v2, a default_runtime_name naming no runtime; warn: Docker without the runtime",
         .depends = {"container-toolkit.runtime-config"},
+        .remedy = "`nvidia-ctk runtime configure --runtime=containerd|crio|docker`; make sure the main config imports the drop-in it wrote; restart the runtime",
         .run = run_nvidia_runtime,
 };
 
@@ -546,6 +549,7 @@ const struct check_def check_runtime_binary = {
         .outcomes = "pass: executable; fail: missing or not executable (names the file and key to fix and where the toolkit is "
                     "installed); skip: no binary named",
         .depends = {"container-toolkit.nvidia-runtime"},
+        .remedy = "point BinaryName/runtime_path/path at the installed nvidia-container-runtime (/usr/bin or /usr/local/nvidia/toolkit), then restart the runtime",
         .run = run_runtime_binary,
 };
 
@@ -557,6 +561,7 @@ const struct check_def check_config_applied = {
         .outcomes = "pass: started after the last change; fail: a config file changed after the daemon started (patched, not "
                     "restarted); warn: installed but not running; skip: no processes visible",
         .depends = {"container-toolkit.runtime-config"},
+        .remedy = "`systemctl restart containerd` (or crio, docker) so the running daemon reads the patched config",
         .run = run_config_applied,
 };
 
@@ -567,5 +572,6 @@ const struct check_def check_rdma_exposure = {
         .outcomes = "pass: a uverbs node per device and rdma_cm; warn: fewer uverbs nodes or no rdma_cm; fail: no uverbs node; "
                     "skip: no RDMA NIC or no container runtime",
         .depends = {"rdma.devices"},
+        .remedy = "`modprobe ib_uverbs rdma_ucm`; check udev rules for /dev/infiniband and the Network Operator's mofed pod",
         .run = run_rdma_exposure,
 };

@@ -1,6 +1,7 @@
 /* cmd_check.c: `gpunode check`: probe, judge, attribute, render. */
 #include "commands.h"
 #include "facts.h"
+#include "facts_kube.h"
 #include "hostfs.h"
 #include "output.h"
 
@@ -37,6 +38,22 @@ static int save_nvml(const char *file, const struct node_facts *facts) {
         return 0;
 }
 
+/* Parses a duration: "5" or "5s" (seconds) or "500ms". Returns 0 with *ret in ms (1..600000) or -EINVAL. */
+static int parse_timeout_ms(const char *s, unsigned *ret) {
+        _cleanup_free_ char *num = xstrdup(s);
+        uint64_t v, mult = 1000;
+        size_t n = strlen(num);
+        if (n > 2 && streq(num + n - 2, "ms")) {
+                num[n - 2] = 0;
+                mult = 1;
+        } else if (n > 1 && num[n - 1] == 's') {
+                num[n - 1] = 0;
+        }
+        if (parse_u64(num, 10, &v) < 0 || v == 0 || v > 600000 / mult) return -EINVAL;
+        *ret = (unsigned)(v * mult);
+        return 0;
+}
+
 int cmd_check(int argc, char **argv) {
         static const struct option longopts[] = {
                 {"root", required_argument, NULL, 'r'},
@@ -50,6 +67,11 @@ int cmd_check(int argc, char **argv) {
                 {"record-paths", required_argument, NULL, 'R'},
                 {"save-nvml", required_argument, NULL, 'S'},
                 {"snapshot", required_argument, NULL, 'P'},
+                {"kubeconfig", required_argument, NULL, 'K'},
+                {"timeout", required_argument, NULL, 'T'},
+                {"operator-namespace", required_argument, NULL, 'O'},
+                {"dcgm-url", required_argument, NULL, 'D'},
+                {"node-exporter-url", required_argument, NULL, 'E'},
                 {0},
         };
         const char *root = getenv("GPUNODE_ROOT");
@@ -57,6 +79,7 @@ int cmd_check(int argc, char **argv) {
         bool root_flag = false;
         enum output_format format = FORMAT_TEXT;
         struct probe_options popts = {.nvml_timeout_ms = 10000};
+        struct kube_probe_options kopts = {.timeout_ms = KUBE_DEFAULT_TIMEOUT_MS};
         struct text_options topts = {.color = isatty(STDOUT_FILENO) && !getenv("NO_COLOR")};
         int c;
         optind = 1;
@@ -89,6 +112,16 @@ int cmd_check(int argc, char **argv) {
                 case 'R': record_file = optarg; break;
                 case 'S': nvml_file = optarg; break;
                 case 'P': snapshot_file = optarg; break;
+                case 'K': kopts.kubeconfig = optarg; break;
+                case 'T':
+                        if (parse_timeout_ms(optarg, &kopts.timeout_ms) < 0) {
+                                fprintf(stderr, "gpunode check: --timeout must be 1..600 s (\"5\", \"5s\" or \"500ms\"), not '%s'\n", optarg);
+                                return EXIT_USAGE;
+                        }
+                        break;
+                case 'O': kopts.operator_namespace = optarg; break;
+                case 'D': kopts.dcgm_url = optarg; break;
+                case 'E': kopts.node_exporter_url = optarg; break;
                 default: return EXIT_USAGE;
                 }
         }
@@ -151,6 +184,10 @@ int cmd_check(int argc, char **argv) {
                 }
                 hostfs_set_recorder(record_path, record);
         }
+        /* Layers 3 and 4: the API and the node's endpoints; a snapshot is analysed offline. */
+        kopts.node_name = node;
+        kopts.no_api = snap != NULL;
+        popts.kube = &kopts;
         struct node_facts facts;
         probe_all(&popts, &facts);
         hostfs_set_recorder(NULL, NULL);

@@ -3,6 +3,7 @@
 #include "facts.h"
 #include "hostfs.h"
 #include "nvml_probe.h"
+#include "output.h"
 #include "snapshot.h"
 
 #include <fcntl.h>
@@ -138,11 +139,20 @@ int cmd_collect(int argc, char **argv) {
         struct node_facts facts;
         hostfs_set_recorder(record, &paths);
         probe_all(&popts, &facts);
+        {
+                /* Some checks read the host too (device nodes): judge once so their reads are recorded. */
+                _cleanup_free_ char *report_node = node_name(node, &facts);
+                struct report rep;
+                report_build(&facts, report_node, root, &rep);
+                report_free(&rep);
+        }
         hostfs_set_recorder(NULL, NULL);
 
         int code = 0;
-        _cleanup_free_ char *error = NULL;
+        _cleanup_free_ char *error = NULL, *name = node_name(node, &facts), *kmsg_error = NULL, *nvml_json = NULL;
         struct snapshot_writer *w = NULL;
+        struct buf kmsg = {0};
+        size_t redacted, unreadable, members = 0;
         r = snapshot_writer_open(output, &w, &error);
         if (r < 0) {
                 fprintf(stderr, "gpunode collect: %s\n", error);
@@ -151,14 +161,11 @@ int cmd_collect(int argc, char **argv) {
         }
         for (size_t i = 0; i < paths.n && r >= 0; i++) r = snapshot_add_host_path(w, paths.v[i]);
 
-        struct buf kmsg = {0};
-        _cleanup_free_ char *kmsg_error = NULL;
         int kr = read_kmsg(popts.kmsg_file, &kmsg, &kmsg_error);
         const char *kmsg_source = popts.kmsg_file ? popts.kmsg_file : "/dev/kmsg";
         if (r >= 0) r = snapshot_add_kmsg(w, kmsg_source, kr < 0 && kmsg.len == 0 ? NULL : kmsg.data, kmsg.len, kmsg_error);
         buf_free(&kmsg);
 
-        _cleanup_free_ char *nvml_json = NULL;
         if (facts.nvml.facts) nvml_facts_to_json(facts.nvml.facts, &nvml_json);
         if (r >= 0)
                 r = snapshot_add_nvml(w, nvml_json, facts.nvml.library, facts.nvml.facts, facts.nvml.load_rc,
@@ -169,9 +176,7 @@ int cmd_collect(int argc, char **argv) {
                 code = EXIT_INTERNAL;
                 goto out;
         }
-        size_t redacted, unreadable, members = 0;
         snapshot_writer_counts(w, &redacted, &unreadable);
-        _cleanup_free_ char *name = node_name(node, &facts);
         r = snapshot_writer_finish(w, name, root, &members, &error);
         if (r < 0) {
                 fprintf(stderr, "gpunode collect: %s\n", error);

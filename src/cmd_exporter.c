@@ -7,6 +7,11 @@
 #include <math.h>
 #include <signal.h>
 
+static volatile sig_atomic_t stop_signal;
+
+/* Records the stop signal; the main loop sees it within its tick. Returns nothing. */
+static void on_stop_signal(int sig) { stop_signal = sig; }
+
 /* Parses a duration: "10", "1.5", "10s", "500ms". Returns 0 and milliseconds in *ret, or -EINVAL. */
 static int parse_duration_ms(const char *s, bool allow_zero, unsigned *ret) {
         char *end;
@@ -85,8 +90,8 @@ int cmd_exporter(int argc, char **argv) {
                 return EXIT_USAGE;
         }
 
-        /* SIGTERM and SIGINT are taken by sigtimedwait below, in this thread only: block them first,
-         * so that every thread started from here inherits the mask. */
+        /* SIGTERM and SIGINT are handled in this thread only: blocked while the other threads start (so
+         * they inherit the mask and NVML calls are never interrupted), unblocked below. */
         sigset_t sigs;
         sigemptyset(&sigs);
         sigaddset(&sigs, SIGTERM);
@@ -112,14 +117,17 @@ int cmd_exporter(int argc, char **argv) {
         }
         fprintf(stderr, "gpunode exporter: listening on %s, sampling every %.3g s\n", listen_addr, o.interval_ms / 1000.0);
 
-        int sig = 0;
-        for (;;) {
+        struct sigaction sa = { .sa_handler = on_stop_signal };
+        sigemptyset(&sa.sa_mask);
+        sigaction(SIGTERM, &sa, NULL);
+        sigaction(SIGINT, &sa, NULL);
+        pthread_sigmask(SIG_UNBLOCK, &sigs, NULL);
+        while (!stop_signal) {
                 struct timespec tick = { 0, 250 * 1000000L };
-                siginfo_t si;
-                sig = sigtimedwait(&sigs, &si, &tick);
-                if (sig > 0) break;
-                exporter_watchdog(e);
+                nanosleep(&tick, NULL); /* a signal cuts it short */
+                if (!stop_signal) exporter_watchdog(e);
         }
+        int sig = stop_signal;
         fprintf(stderr, "gpunode exporter: %s, stopping\n", strsignal(sig));
         exp_http_stop(h);
         exporter_stop(e);

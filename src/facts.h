@@ -5,6 +5,8 @@
 
 struct nvml_facts;
 struct kmsg_scan;
+struct kube_facts;
+struct kube_probe_options;
 struct runtime_facts;
 
 /* A probe that could not read records why in `error` (a sentence naming the path) and a
@@ -134,6 +136,7 @@ struct node_facts {
         struct sriov_facts sriov;
         struct process_facts processes;
         struct runtime_facts *runtime; /* layer 2 (facts_runtime.h) */
+        struct kube_facts *kube;       /* layers 3 and 4 (facts_kube.h); NULL when not probed */
 };
 
 /* Options that steer probing. */
@@ -149,6 +152,7 @@ struct probe_options {
         int nvml_load_rc;
         const char *nvml_load_error;
         const char *kmsg_label;        /* shown as the kernel log's source instead of kmsg_file */
+        const struct kube_probe_options *kube; /* layers 3 and 4 (facts_kube.h); NULL: not probed */
 };
 
 /* Runs every probe. Never fails: each probe records its own errors in its facts. */

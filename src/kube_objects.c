@@ -10,7 +10,7 @@ static char *str_member(const json_t *o, const char *key) {
         return s ? xstrdup(s) : NULL;
 }
 
-/* Copies the string values of a JSON object into *ret/*ret_n (non-strings skipped). */
+/* Copies the string values of a JSON object into *ret and *ret_n (non-strings skipped). */
 static void kv_copy(const json_t *o, struct kube_kv **ret, size_t *ret_n) {
         if (!json_is_object(o)) return;
         const char *k;

@@ -1,6 +1,7 @@
 /* labels.c: GFD-compatible labels (NVIDIA k8s-device-plugin internal/lm) computed from NVML and PCI facts. */
 #include "labels.h"
 
+#include <stdarg.h>
 #include <strings.h>
 
 #include "nvml_facts_json.h"
@@ -162,6 +163,40 @@ static void clique_label(const struct nvml_facts *n, struct label_set *s) {
         if (uuid) label_putf(s, "nvidia.com/gpu.clique", "%s.%u", uuid, clique);
 }
 
+/* Adds the nvidia.com/gpu.* resource labels: product, count, replicas, sharing, memory, architecture. */
+static void resource_labels(const struct nvml_facts *n, const struct label_options *o, struct label_set *ls) {
+        /* The full-GPU resource: GFD keys its labelers by product name; full GPUs override MIG-enabled
+         * ones of the same name. With mixed products (rare) GFD's pick is map order; here the
+         * lowest-index full GPU's product wins, else the lowest-index GPU's. */
+        const struct nvml_gpu_facts *pick = NULL;
+        for (unsigned i = 0; i < n->n_gpus && !pick; i++)
+                if (!mig_enabled(&n->gpus[i])) pick = &n->gpus[i];
+        bool pick_full = pick != NULL;
+        if (!pick) pick = &n->gpus[0];
+        unsigned count = 0;
+        for (unsigned i = 0; i < n->n_gpus; i++)
+                if (streq(n->gpus[i].name, pick->name)) count++;
+        /* Sharing applies to full GPUs only (MIG-enabled ones are labelled without sharing: replicas 0). */
+        unsigned replicas = !pick_full ? 0 : o->sharing != SHARING_NONE && o->replicas > 0 ? o->replicas : 1;
+        bool shared = pick_full && o->sharing != SHARING_NONE && o->replicas > 1;
+        _cleanup_free_ char *product = gfd_sanitise(pick->name);
+        if (*product)
+                label_putf(ls, "nvidia.com/gpu.product", "%s%s", product, shared && !o->renamed ? "-SHARED" : "");
+        else
+                label_put(ls, "nvidia.com/gpu.product", "");
+        label_putf(ls, "nvidia.com/gpu.count", "%u", count);
+        label_putf(ls, "nvidia.com/gpu.replicas", "%u", replicas);
+        label_put(ls, "nvidia.com/gpu.sharing-strategy",
+                  !shared ? "none" : o->sharing == SHARING_MPS ? "mps" : "time-slicing");
+        uint64_t mib = pick->memory_rc == NVML_SUCCESS ? pick->memory_total / (1024 * 1024) : 0;
+        if (mib) label_putf(ls, "nvidia.com/gpu.memory", "%llu", (unsigned long long)mib);
+        if (pick->cc_major != 0) {
+                label_put(ls, "nvidia.com/gpu.family", gfd_arch_family(pick->cc_major, pick->cc_minor));
+                label_putf(ls, "nvidia.com/gpu.compute.major", "%d", pick->cc_major);
+                label_putf(ls, "nvidia.com/gpu.compute.minor", "%d", pick->cc_minor);
+        }
+}
+
 int gfd_labels(const struct node_facts *facts, const struct label_options *o, struct label_set *ret, char **ret_error) {
         struct label_set s = {0};
         const struct nvml_facts *n = facts->nvml.facts;
@@ -227,36 +262,7 @@ int gfd_labels(const struct node_facts *facts, const struct label_options *o, st
         label_put(&s, "nvidia.com/mig.capable", mig_capable ? "true" : "false");
         label_put(&s, "nvidia.com/mps.capable", o->sharing == SHARING_MPS ? "true" : "false");
 
-        /* The full-GPU resource: GFD keys its labelers by product name; full GPUs override MIG-enabled
-         * ones of the same name. With mixed products (rare) GFD's pick is map order; here the
-         * lowest-index full GPU's product wins, else the lowest-index GPU's. */
-        const struct nvml_gpu_facts *pick = NULL;
-        for (unsigned i = 0; i < n->n_gpus && !pick; i++)
-                if (!mig_enabled(&n->gpus[i])) pick = &n->gpus[i];
-        bool pick_full = pick != NULL;
-        if (!pick) pick = &n->gpus[0];
-        unsigned count = 0;
-        for (unsigned i = 0; i < n->n_gpus; i++)
-                if (streq(n->gpus[i].name, pick->name)) count++;
-        /* Sharing applies to full GPUs only (MIG-enabled ones are labelled without sharing: replicas 0). */
-        unsigned replicas = !pick_full ? 0 : o->sharing != SHARING_NONE && o->replicas > 0 ? o->replicas : 1;
-        bool shared = pick_full && o->sharing != SHARING_NONE && o->replicas > 1;
-        _cleanup_free_ char *product = gfd_sanitise(pick->name);
-        if (*product)
-                label_putf(&s, "nvidia.com/gpu.product", "%s%s", product, shared && !o->renamed ? "-SHARED" : "");
-        else
-                label_put(&s, "nvidia.com/gpu.product", "");
-        label_putf(&s, "nvidia.com/gpu.count", "%u", count);
-        label_putf(&s, "nvidia.com/gpu.replicas", "%u", replicas);
-        label_put(&s, "nvidia.com/gpu.sharing-strategy",
-                  !shared ? "none" : o->sharing == SHARING_MPS ? "mps" : "time-slicing");
-        uint64_t mib = pick->memory_rc == NVML_SUCCESS ? pick->memory_total / (1024 * 1024) : 0;
-        if (mib) label_putf(&s, "nvidia.com/gpu.memory", "%llu", (unsigned long long)mib);
-        if (pick->cc_major != 0) {
-                label_put(&s, "nvidia.com/gpu.family", gfd_arch_family(pick->cc_major, pick->cc_minor));
-                label_putf(&s, "nvidia.com/gpu.compute.major", "%d", pick->cc_major);
-                label_putf(&s, "nvidia.com/gpu.compute.minor", "%d", pick->cc_minor);
-        }
+        resource_labels(n, o, &s);
         if (o->mig_strategy != MIG_STRATEGY_NONE)
                 label_put(&s, "nvidia.com/mig.strategy", o->mig_strategy == MIG_STRATEGY_SINGLE ? "single" : "mixed");
 

@@ -22,6 +22,13 @@ static const struct command commands[] = {
          "  --save-nvml FILE      write NVML's answers in the test NVML's description format\n"
          "  --snapshot FILE       check a node from its `gpunode collect` archive (replaces --root, --kmsg,\n"
          "                        --nvml-library; NVML answers come from the archive)\n"
+         "  --kubeconfig FILE     Kubernetes credentials (default $KUBECONFIG, ~/.kube/config, else the pod's\n"
+         "                        service account); no configuration: the API checks are skipped\n"
+         "  --timeout DURATION    bound on each API request and metrics fetch (default 5s; \"500ms\" works)\n"
+         "  --operator-namespace NS  the GPU Operator's namespace (default: found from its pods on the node)\n"
+         "  --dcgm-url URL        DCGM exporter metrics (default: the exporter pod on this node, port 9400,\n"
+         "                        else http://localhost:9400/metrics)\n"
+         "  --node-exporter-url URL  node exporter metrics (default: its pod on this node, else localhost:9100)\n"
          "exit status: 0 healthy, 1 warnings, 2 failures, 64 usage error, 70 internal error\n"},
         {"explain", cmd_explain, "what every check reads and means, and the symptom table", "[CHECK-ID | TEXT]",
          "  with no argument: the symptom table and every check, layer by layer\n"

@@ -1,6 +1,7 @@
 /* probe.c: runs every probe into one node_facts and frees it. */
 #include "facts.h"
 #include "facts_runtime.h"
+#include "facts_kube.h"
 
 void probe_all(const struct probe_options *opts, struct node_facts *ret) {
         *ret = (struct node_facts){0};
@@ -33,6 +34,7 @@ void probe_all(const struct probe_options *opts, struct node_facts *ret) {
         probe_rdma(&ret->rdma);
         probe_sriov(&ret->sriov);
         ret->runtime = probe_runtime();
+        if (opts->kube) ret->kube = probe_kube(opts->kube, ret->hostname);
 }
 
 void node_facts_free(struct node_facts *f) {
@@ -46,5 +48,6 @@ void node_facts_free(struct node_facts *f) {
         rdma_facts_free(&f->rdma);
         sriov_facts_free(&f->sriov);
         runtime_facts_free(f->runtime);
+        kube_facts_free(f->kube);
         *f = (struct node_facts){0};
 }

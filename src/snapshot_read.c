@@ -81,7 +81,7 @@ static int copy_data(struct archive *in, struct archive *out, const char *name, 
 static int extract_here(struct archive *in, const struct snapshot_limits *lim, char **ret_error) {
         struct archive *out = archive_write_disk_new();
         archive_write_disk_set_options(out, ARCHIVE_EXTRACT_SECURE_NODOTDOT | ARCHIVE_EXTRACT_SECURE_SYMLINKS |
-                                                    ARCHIVE_EXTRACT_SECURE_NOABSOLUTEPATHS);
+                                                    ARCHIVE_EXTRACT_SECURE_NOABSOLUTEPATHS | ARCHIVE_EXTRACT_TIME);
         uint64_t declared = 0, total = 0;
         size_t count = 0;
         int r = 0;
@@ -143,8 +143,10 @@ static int extract_here(struct archive *in, const struct snapshot_limits *lim, c
                         break;
                 }
                 archive_entry_set_pathname(e, clean);
-                /* Owner-only permissions, no set-id bits: the folder is private and must be removable. */
-                archive_entry_set_perm(e, type == AE_IFDIR ? 0700 : 0600);
+                /* The node's permission bits (probes look at execute bits), never set-id, always
+                 * owner-writable so that the folder can be removed; the folder itself is 0700. */
+                mode_t perm = archive_entry_perm(e) & 0755;
+                archive_entry_set_perm(e, type == AE_IFDIR ? perm | 0700 : perm | 0600);
                 archive_entry_set_uid(e, 0);
                 archive_entry_set_gid(e, 0);
                 ar = archive_write_header(out, e);

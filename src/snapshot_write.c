@@ -67,11 +67,11 @@ static int archive_failed(struct snapshot_writer *w, const char *what) {
         return w->error;
 }
 
-/* Writes one member: type AE_IFREG (data, len), AE_IFLNK (target) or AE_IFDIR, and lists it in the
+/* Writes one member (permission bits perm, modification time mtime): type AE_IFREG (data, len), AE_IFLNK (target) or AE_IFDIR, and lists it in the
  * manifest with extra fields (a new reference or NULL). Returns 0, -EEXIST when the name is there
  * already, or -EIO. */
-static int add_member(struct snapshot_writer *w, const char *name, unsigned type, const char *data, size_t len,
-                      const char *target, json_t *extra) {
+static int add_member_mode(struct snapshot_writer *w, const char *name, unsigned type, mode_t perm, time_t mtime,
+                           const char *data, size_t len, const char *target, json_t *extra) {
         if (w->error) {
                 json_decref(extra);
                 return w->error;
@@ -84,8 +84,8 @@ static int add_member(struct snapshot_writer *w, const char *name, unsigned type
         struct archive_entry *e = archive_entry_new();
         archive_entry_set_pathname(e, name);
         archive_entry_set_filetype(e, type);
-        archive_entry_set_perm(e, type == AE_IFDIR ? 0755 : type == AE_IFLNK ? 0777 : 0644);
-        archive_entry_set_mtime(e, w->now, 0);
+        archive_entry_set_perm(e, type == AE_IFLNK ? 0777 : perm & 0777);
+        archive_entry_set_mtime(e, mtime, 0);
         archive_entry_set_size(e, type == AE_IFREG ? (la_int64_t)len : 0);
         if (type == AE_IFLNK) archive_entry_set_symlink(e, target);
         int r = archive_write_header(w->a, e);
@@ -110,6 +110,12 @@ static int add_member(struct snapshot_writer *w, const char *name, unsigned type
         json_decref(extra);
         json_array_append_new(w->members, m);
         return 0;
+}
+
+/* add_member_mode with the default permissions (0755 directories, 0644 files). Returns the same. */
+static int add_member(struct snapshot_writer *w, const char *name, unsigned type, const char *data, size_t len,
+                      const char *target, json_t *extra) {
+        return add_member_mode(w, name, type, type == AE_IFDIR ? 0755 : 0644, w->now, data, len, target, extra);
 }
 
 /* Notes a host path that could not be read. Returns 0. */
@@ -213,7 +219,7 @@ static int add_resolved(struct snapshot_writer *w, const char *rel, const struct
         if (S_ISDIR(st->st_mode)) {
                 w->dirs = xrealloc(w->dirs, (w->n_dirs + 1) * sizeof *w->dirs);
                 w->dirs[w->n_dirs++] = xstrdup(rel);
-                return add_member(w, name, AE_IFDIR, NULL, 0, NULL, NULL);
+                return add_member_mode(w, name, AE_IFDIR, st->st_mode, st->st_mtime, NULL, 0, NULL, NULL);
         }
         if (!S_ISREG(st->st_mode) || streq(host, "/dev/kmsg")) {
                 /* Devices, FIFOs and sockets are never opened: an empty placeholder keeps the name. */
@@ -222,7 +228,7 @@ static int add_resolved(struct snapshot_writer *w, const char *rel, const struct
                 if (S_ISCHR(st->st_mode) || S_ISBLK(st->st_mode))
                         json_object_set_new(x, "device", json_sprintf("%u:%u", major(st->st_rdev), minor(st->st_rdev)));
                 if (streq(host, "/dev/kmsg")) json_object_set_new(x, "note", json_string("the kernel log is the kmsg member"));
-                int r = add_member(w, name, AE_IFREG, "", 0, NULL, x);
+                int r = add_member_mode(w, name, AE_IFREG, st->st_mode, st->st_mtime, "", 0, NULL, x);
                 return r == -EEXIST ? 0 : r;
         }
         const char *why = NULL;
@@ -242,7 +248,7 @@ static int add_resolved(struct snapshot_writer *w, const char *rel, const struct
         }
         if (act == REDACT_REPLACE) {
                 json_array_append_new(w->redacted, json_pack("{s:s,s:s,s:s}", "path", host, "action", "replaced", "why", why));
-                r = add_member(w, name, AE_IFREG, "REDACTED\n", 9, NULL, json_pack("{s:b}", "redacted", 1));
+                r = add_member_mode(w, name, AE_IFREG, st->st_mode, st->st_mtime, "REDACTED\n", 9, NULL, json_pack("{s:b}", "redacted", 1));
                 return r == -EEXIST ? 0 : r;
         }
         if (act == REDACT_FILTER && !memchr(data, 0, len)) {
@@ -251,13 +257,14 @@ static int add_resolved(struct snapshot_writer *w, const char *rel, const struct
                 if (n > 0) {
                         json_array_append_new(w->redacted, json_pack("{s:s,s:s,s:I,s:s}", "path", host, "action",
                                                                      "values-replaced", "count", (json_int_t)n, "why", why));
-                        r = add_member(w, name, AE_IFREG, out.data, out.len, NULL, json_pack("{s:b}", "redacted", 1));
+                        r = add_member_mode(w, name, AE_IFREG, st->st_mode, st->st_mtime, out.data, out.len, NULL,
+                                            json_pack("{s:b}", "redacted", 1));
                         buf_free(&out);
                         return r == -EEXIST ? 0 : r;
                 }
                 buf_free(&out);
         }
-        r = add_member(w, name, AE_IFREG, data, len, NULL, NULL);
+        r = add_member_mode(w, name, AE_IFREG, st->st_mode, st->st_mtime, data, len, NULL, NULL);
         return r == -EEXIST ? 0 : r;
 }
 
@@ -373,14 +380,14 @@ static int add_dir_entries(struct snapshot_writer *w, const char *rel) {
                         target[k] = 0;
                         r = add_member(w, name, AE_IFLNK, NULL, 0, target, NULL);
                 } else if (S_ISDIR(st.st_mode)) {
-                        r = add_member(w, name, AE_IFDIR, NULL, 0, NULL, json_pack("{s:b}", "listed_only", 1));
+                        r = add_member_mode(w, name, AE_IFDIR, st.st_mode, st.st_mtime, NULL, 0, NULL, json_pack("{s:b}", "listed_only", 1));
                 } else {
                         const char *why;
                         _cleanup_free_ char *host = xasprintf("/%s", child);
                         if (S_ISREG(st.st_mode) && redact_rule(host, &why) == REDACT_OMIT) continue;
                         json_t *x = json_pack("{s:s,s:b,s:b}", "host_type", S_ISREG(st.st_mode) ? "file" : special_kind(st.st_mode),
                                               "placeholder", 1, "listed_only", 1);
-                        r = add_member(w, name, AE_IFREG, "", 0, NULL, x);
+                        r = add_member_mode(w, name, AE_IFREG, st.st_mode, st.st_mtime, "", 0, NULL, x);
                 }
                 if (r == -EEXIST) r = 0;
         }

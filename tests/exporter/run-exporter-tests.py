@@ -142,7 +142,7 @@ def test_promtool_and_http():
           in text, "DCGM line layout and label order")
     check("DCGM_FI_DEV_POWER_USAGE{" in text and "} 70.000000" in text, "power in W as %f")
     check("gpunode_check{" in text and "gpunode_layer_healthy{" in text, "layer diagnosis series present")
-    check(value(text, 'DCGM_FI_DEV_XID_ERRORS{gpu="1"') == 79, "Xid from the event thread")
+    check(wait_for(lambda: value(metrics(base), 'DCGM_FI_DEV_XID_ERRORS{gpu="1"') == 79, 5), "Xid from the event thread")
     r = subprocess.run(["promtool", "check", "metrics"], input=text.encode(),
                        capture_output=True, timeout=30)
     out = (r.stdout + r.stderr).decode()

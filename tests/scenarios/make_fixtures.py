@@ -13,6 +13,8 @@ import os
 import shutil
 import sys
 
+import k8s_fixtures  # layers 3 and 4: kubelet files, recorded API answers, metrics pages
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 DRIVER = "550.54.15"
 KERNEL = "6.1.0-18-amd64"
@@ -491,6 +493,7 @@ def main():
     n.finish()
 
     layer2_scenarios()
+    k8s_fixtures.scenarios(hgx, Node, l4_node)
 
 
 def l4_node(name, driver=True):

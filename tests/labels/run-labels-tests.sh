@@ -1,0 +1,84 @@
+#!/bin/bash
+# run-labels-tests.sh: `gpunode labels` against the fixture nodes under tests/labels/ (and the HGX
+# scenario), compared exactly with expected.labels (GFD's names and formats, --no-timestamp); then
+# sharing, MIG strategy, atomic file writing and NVML failure behaviour.
+# usage: run-labels-tests.sh GPUNODE FAKE_NVML_LIB [--update]
+set -u
+gpunode=$1 fake=$2
+update=${3:-}
+here=$(cd "$(dirname "$0")" && pwd)
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+passed=0 failed=0
+ok() { echo "ok   $*"; passed=$((passed + 1)); }
+fail() { echo "FAIL $*"; failed=$((failed + 1)); }
+labels() { # NODE ARGS...: labels of tests/labels/NODE on stdout
+        local n=$1; shift
+        GPUNODE_FAKE_NVML=$here/$n/nvml.json "$gpunode" labels --once --root "$here/$n/root" --nvml-library "$fake" "$@"
+}
+for d in "$here"/*/; do
+        n=$(basename "$d")
+        labels "$n" -o - --no-timestamp > "$tmp/$n.labels" 2> "$tmp/$n.err"
+        rc=$?
+        if [ "$update" = --update ]; then cp "$tmp/$n.labels" "$d/expected.labels"; fi
+        if [ $rc -ne 0 ]; then fail "$n: exit $rc: $(cat "$tmp/$n.err")"
+        elif ! diff -u "$d/expected.labels" "$tmp/$n.labels"; then fail "$n: labels differ from expected.labels"
+        else ok "$n"; fi
+done
+
+# sharing: time-slicing with 4 replicas, by flag and by the device plugin's config file
+labels t4 -o - --no-timestamp --sharing time-slicing --replicas 4 > "$tmp/ts" 2>&1
+grep -qx 'nvidia.com/gpu.product=Tesla-T4-SHARED' "$tmp/ts" && grep -qx 'nvidia.com/gpu.replicas=4' "$tmp/ts" &&
+        grep -qx 'nvidia.com/gpu.sharing-strategy=time-slicing' "$tmp/ts" && ok "time-slicing flags" || { fail "time-slicing flags"; cat "$tmp/ts"; }
+cat > "$tmp/config.yaml" <<'YAML'
+version: v1
+sharing:
+  mps:
+    resources:
+    - name: nvidia.com/gpu
+      replicas: 2
+YAML
+labels l40s -o - --no-timestamp --config-file "$tmp/config.yaml" > "$tmp/mps" 2>&1
+grep -qx 'nvidia.com/gpu.product=NVIDIA-L40S-SHARED' "$tmp/mps" && grep -qx 'nvidia.com/mps.capable=true' "$tmp/mps" &&
+        grep -qx 'nvidia.com/gpu.sharing-strategy=mps' "$tmp/mps" && ok "mps config file" || { fail "mps config file"; cat "$tmp/mps"; }
+# MPS on MIG-enabled GPUs fails, as GFD
+labels a100-mig -o - --config-file "$tmp/config.yaml" > "$tmp/mpsmig" 2>&1 && fail "mps on MIG accepted" || ok "mps on MIG refused"
+
+# MIG strategy: single without MIG enabled labels the strategy; with MIG enabled it is refused (MIG devices not probed)
+labels t4 -o - --no-timestamp --mig-strategy single > "$tmp/single" 2>&1
+grep -qx 'nvidia.com/mig.strategy=single' "$tmp/single" && ok "mig.strategy=single" || { fail "mig.strategy=single"; cat "$tmp/single"; }
+grep -q 'mig.strategy' "$here/t4/expected.labels" && fail "mig.strategy present with none" || ok "no mig.strategy with none"
+labels a100-mig -o "$tmp/out" --mig-strategy single > "$tmp/mig.err" 2>&1
+[ $? -eq 1 ] && [ ! -e "$tmp/out" ] && ok "single on MIG-enabled GPUs: exit 1, nothing written" || fail "single on MIG"
+
+# the file: atomic, mode 0644, folders created, no temporary left; the timestamp without --no-timestamp
+labels h100-hgx -o "$tmp/nfd/features.d/gfd" 2> "$tmp/err"
+if [ "$(stat -c %a "$tmp/nfd/features.d/gfd" 2>/dev/null)" = 644 ] && [ "$(ls "$tmp/nfd/features.d")" = gfd ] &&
+        grep -qE '^nvidia.com/gfd.timestamp=[0-9]+$' "$tmp/nfd/features.d/gfd"; then ok "file written atomically, 0644, timestamp"
+else fail "file: $(ls -l "$tmp/nfd/features.d") $(cat "$tmp/err")"; fi
+
+# NVML fails: --once writes nothing and keeps the old file; exit 1 with the reason
+cp "$tmp/nfd/features.d/gfd" "$tmp/old"
+GPUNODE_FAKE_NVML=$here/../fake-nvml/testdata/init-error-18.json "$gpunode" labels --once --root "$here/t4/root" \
+        --nvml-library "$fake" -o "$tmp/nfd/features.d/gfd" 2> "$tmp/err"
+rc=$?
+if [ $rc -eq 1 ] && cmp -s "$tmp/old" "$tmp/nfd/features.d/gfd" && grep -q 'version mismatch' "$tmp/err"; then ok "NVML failure: exit 1, old labels kept (--once)"
+else fail "NVML failure: exit $rc $(cat "$tmp/err")"; fi
+# ... and a loop removes its labels, as GFD does
+GPUNODE_FAKE_NVML=$here/../fake-nvml/testdata/init-error-18.json "$gpunode" labels --interval 1s --root "$here/t4/root" \
+        --nvml-library "$fake" -o "$tmp/nfd/features.d/gfd" 2> /dev/null
+[ $? -eq 1 ] && [ ! -e "$tmp/nfd/features.d/gfd" ] && ok "NVML failure in a loop: labels removed" || fail "loop failure"
+# a loop writes every interval and removes its file on SIGTERM
+GPUNODE_FAKE_NVML=$here/t4/nvml.json "$gpunode" labels --interval 200ms --root "$here/t4/root" --nvml-library "$fake" \
+        -o "$tmp/loop/gfd" 2> /dev/null &
+pid=$!
+sleep 1
+[ -s "$tmp/loop/gfd" ] && ok "loop writes" || fail "loop did not write"
+kill -TERM $pid; wait $pid
+rc=$?
+[ $rc -eq 0 ] && [ ! -e "$tmp/loop/gfd" ] && ok "SIGTERM: exit 0, labels removed" || fail "SIGTERM: exit $rc"
+# usage errors
+"$gpunode" labels --mig-strategy double > /dev/null 2>&1; [ $? -eq 64 ] && ok "bad --mig-strategy: 64" || fail "bad --mig-strategy"
+"$gpunode" labels --interval 0 > /dev/null 2>&1; [ $? -eq 64 ] && ok "bad --interval: 64" || fail "bad --interval"
+echo "labels tests: $passed passed, $failed failed"
+[ "$failed" -eq 0 ]

@@ -1,0 +1,247 @@
+/* test_containerd.c: containerd config resolution: versions, imports (globs, relative, cycles, order), merge rules, errors. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <cmocka.h>
+
+#include <sys/stat.h>
+
+#include "facts.h"
+#include "facts_runtime.h"
+#include "hostfs.h"
+#include "toml.h"
+#include "util.h"
+
+static char *root;
+
+/* Writes a file below the test root, creating its directories. */
+static void put(const char *rel, const char *content) {
+        _cleanup_free_ char *p = xasprintf("%s/%s", root, rel);
+        _cleanup_free_ char *cmd = xasprintf("mkdir -p \"$(dirname %s)\"", p);
+        assert_int_equal(system(cmd), 0);
+        FILE *f = fopen(p, "w");
+        assert_non_null(f);
+        fputs(content, f);
+        fclose(f);
+}
+
+static int setup(void **state) {
+        static char tmpl[64];
+        strcpy(tmpl, "/tmp/gpunode-ctd-XXXXXX");
+        root = mkdtemp(tmpl);
+        assert_non_null(root);
+        assert_int_equal(hostfs_init(root), 0);
+        return 0;
+}
+
+static int teardown(void **state) {
+        hostfs_done();
+        _cleanup_free_ char *cmd = xasprintf("rm -rf %s", root);
+        return system(cmd);
+}
+
+/* Resolves /etc/containerd/config.toml below the root into *c. */
+static void resolve(struct containerd_facts *c) {
+        *c = (struct containerd_facts){0};
+        c->config_path = xstrdup("/etc/containerd/config.toml");
+        containerd_resolve(c);
+}
+
+static const struct ctd_runtime *runtime(const struct containerd_facts *c, const char *name) {
+        for (size_t i = 0; i < c->n_runtimes; i++)
+                if (streq(c->runtimes[i].name, name)) return &c->runtimes[i];
+        return NULL;
+}
+
+/* The v2 example nvidia-ctk writes (reference/container-toolkit.md). */
+static const char *V2_PATCHED =
+        "version = 2\n"
+        "[plugins]\n"
+        "  [plugins.\"io.containerd.grpc.v1.cri\"]\n"
+        "    [plugins.\"io.containerd.grpc.v1.cri\".containerd]\n"
+        "      default_runtime_name = \"runc\"\n"
+        "      [plugins.\"io.containerd.grpc.v1.cri\".containerd.runtimes]\n"
+        "        [plugins.\"io.containerd.grpc.v1.cri\".containerd.runtimes.nvidia]\n"
+        "          runtime_type = \"io.containerd.runc.v2\"\n"
+        "          [plugins.\"io.containerd.grpc.v1.cri\".containerd.runtimes.nvidia.options]\n"
+        "            BinaryName = \"/usr/bin/nvidia-container-runtime\"\n"
+        "        [plugins.\"io.containerd.grpc.v1.cri\".containerd.runtimes.runc]\n"
+        "          runtime_type = \"io.containerd.runc.v2\"\n"
+        "          [plugins.\"io.containerd.grpc.v1.cri\".containerd.runtimes.runc.options]\n"
+        "            BinaryName = \"/usr/bin/runc\"\n";
+
+static void test_v2_main(void **state) {
+        put("etc/containerd/config.toml", V2_PATCHED);
+        put("usr/bin/nvidia-container-runtime", "#!/bin/sh\n");
+        _cleanup_free_ char *p = xasprintf("%s/usr/bin/nvidia-container-runtime", root);
+        chmod(p, 0755);
+        struct containerd_facts c;
+        resolve(&c);
+        assert_int_equal(c.rc, 0);
+        assert_int_equal(c.version, 2);
+        assert_string_equal(c.cri_plugin, "io.containerd.grpc.v1.cri");
+        assert_false(c.deep_merge);
+        assert_int_equal(c.n_files, 1);
+        assert_true(c.files[0].mentions_nvidia);
+        const struct ctd_runtime *nv = runtime(&c, "nvidia");
+        assert_non_null(nv);
+        assert_string_equal(nv->runtime_type, "io.containerd.runc.v2");
+        assert_string_equal(nv->binary_name, "/usr/bin/nvidia-container-runtime");
+        assert_int_equal(nv->binary_rc, 0);
+        assert_int_equal(runtime(&c, "runc")->binary_rc, -ENOENT);
+        assert_string_equal(c.default_runtime, "runc");
+        assert_int_equal(c.enable_cdi, -1);
+        containerd_facts_free(&c);
+}
+
+/* Dotted keys and inline tables spell the same settings. */
+static void test_v2_dotted_inline(void **state) {
+        put("etc/containerd/config.toml",
+            "version = 2\n"
+            "[plugins.\"io.containerd.grpc.v1.cri\"]\n"
+            "enable_cdi = true\n"
+            "containerd.default_runtime_name = \"nvidia\"\n"
+            "containerd.runtimes.nvidia = { runtime_type = \"io.containerd.runc.v2\", options = { BinaryName = \"nvidia-container-runtime\" } }\n");
+        struct containerd_facts c;
+        resolve(&c);
+        assert_int_equal(c.rc, 0);
+        assert_string_equal(c.default_runtime, "nvidia");
+        assert_int_equal(c.enable_cdi, 1);
+        assert_string_equal(runtime(&c, "nvidia")->binary_name, "nvidia-container-runtime");
+        containerd_facts_free(&c);
+}
+
+/* containerd 2.x: v3, the toolkit 1.18 drop-in through a glob import, merged key by key. */
+static void test_v3_dropin_glob(void **state) {
+        put("etc/containerd/config.toml",
+            "version = 3\nimports = [\"/etc/containerd/conf.d/*.toml\"]\n"
+            "[plugins.\"io.containerd.cri.v1.runtime\".containerd]\n  default_runtime_name = \"runc\"\n"
+            "[plugins.\"io.containerd.cri.v1.runtime\".containerd.runtimes.runc]\n  runtime_type = \"io.containerd.runc.v2\"\n");
+        put("etc/containerd/conf.d/99-nvidia.toml",
+            "version = 3\n[plugins.\"io.containerd.cri.v1.runtime\".containerd.runtimes.nvidia]\n"
+            "  runtime_type = \"io.containerd.runc.v2\"\n"
+            "  [plugins.\"io.containerd.cri.v1.runtime\".containerd.runtimes.nvidia.options]\n"
+            "    BinaryName = \"/usr/bin/nvidia-container-runtime\"\n");
+        put("etc/containerd/conf.d/10-first.toml", "version = 3\n[plugins.\"io.containerd.cri.v1.runtime\"]\nenable_cdi = false\n");
+        put("etc/containerd/conf.d/README", "not toml\n");
+        struct containerd_facts c;
+        resolve(&c);
+        assert_int_equal(c.rc, 0);
+        assert_int_equal(c.version, 3);
+        assert_true(c.deep_merge);
+        assert_int_equal(c.n_files, 3);
+        assert_string_equal(c.files[1].path, "/etc/containerd/conf.d/10-first.toml");
+        assert_string_equal(c.files[2].path, "/etc/containerd/conf.d/99-nvidia.toml");
+        assert_string_equal(c.files[2].imported_by, "/etc/containerd/config.toml");
+        assert_non_null(runtime(&c, "runc"));
+        const struct ctd_runtime *nv = runtime(&c, "nvidia");
+        assert_non_null(nv);
+        assert_string_equal(nv->binary_file, "/etc/containerd/conf.d/99-nvidia.toml");
+        assert_string_equal(c.default_runtime, "runc");
+        assert_string_equal(c.default_runtime_file, "/etc/containerd/config.toml");
+        assert_int_equal(c.enable_cdi, 0);
+        assert_int_equal(c.n_stray, 0);
+        containerd_facts_free(&c);
+}
+
+/* containerd 1.x: a drop-in's CRI table replaces the main file's whole. */
+static void test_v2_plugin_replaced(void **state) {
+        put("etc/containerd/config.toml", "version = 2\nimports = [\"conf.d/nvidia.toml\"]\n"
+                                          "[plugins.\"io.containerd.grpc.v1.cri\".containerd]\ndefault_runtime_name = \"nvidia\"\n"
+                                          "[plugins.\"io.containerd.grpc.v1.cri\".containerd.runtimes.nvidia.options]\n"
+                                          "BinaryName = \"/usr/bin/nvidia-container-runtime\"\n");
+        put("etc/containerd/conf.d/nvidia.toml", "version = 2\n[plugins.\"io.containerd.grpc.v1.cri\".registry]\nconfig_path = \"/x\"\n");
+        struct containerd_facts c;
+        resolve(&c);
+        assert_int_equal(c.rc, 0);
+        assert_int_equal(c.n_files, 2);
+        assert_string_equal(c.cri_owner, "/etc/containerd/conf.d/nvidia.toml"); /* relative import joined */
+        assert_null(runtime(&c, "nvidia"));
+        assert_null(c.default_runtime);
+        assert_true(c.files[0].mentions_nvidia);
+        containerd_facts_free(&c);
+}
+
+/* A drop-in the main file does not import is stray; `imports` under a table is misplaced. */
+static void test_stray_and_misplaced(void **state) {
+        put("etc/containerd/config.toml", "version = 3\n[plugins.\"io.containerd.cri.v1.images\"]\nimports = [\"/etc/containerd/conf.d/*.toml\"]\n");
+        put("etc/containerd/conf.d/99-nvidia.toml", "version = 3\n[plugins.\"io.containerd.cri.v1.runtime\".containerd.runtimes.nvidia]\n"
+                                                   "runtime_type = \"io.containerd.runc.v2\"\n");
+        struct containerd_facts c;
+        resolve(&c);
+        assert_int_equal(c.rc, 0);
+        assert_int_equal(c.n_files, 1);
+        assert_int_equal(c.n_stray, 1);
+        assert_true(c.stray[0].mentions_nvidia);
+        assert_string_equal(c.misplaced_imports, "plugins.\"io.containerd.cri.v1.images\"");
+        containerd_facts_free(&c);
+}
+
+/* Cycles end; a missing plain import and a higher drop-in version stop loading. */
+static void test_cycles_missing_version(void **state) {
+        put("etc/containerd/config.toml", "version = 2\nimports = [\"a.toml\", \"./config.toml\"]\n");
+        put("etc/containerd/a.toml", "version = 2\nimports = [\"/etc/containerd/config.toml\", \"../containerd/a.toml\"]\n");
+        struct containerd_facts c;
+        resolve(&c);
+        assert_int_equal(c.rc, 0);
+        assert_int_equal(c.n_files, 2);
+        containerd_facts_free(&c);
+
+        put("etc/containerd/a.toml", "version = 2\nimports = [\"/etc/containerd/missing.toml\"]\n");
+        resolve(&c);
+        assert_int_equal(c.rc, -ENOENT);
+        assert_non_null(strstr(c.error, "/etc/containerd/missing.toml (imported by /etc/containerd/a.toml)"));
+        containerd_facts_free(&c);
+
+        put("etc/containerd/a.toml", "version = 3\n");
+        resolve(&c);
+        assert_int_equal(c.rc, -EINVAL);
+        assert_non_null(strstr(c.error, "drop-in version 3 is higher"));
+        containerd_facts_free(&c);
+}
+
+/* v1 (no version key): plugins.cri; an older drop-in migrates into a v3 main file. */
+static void test_v1_and_migration(void **state) {
+        put("etc/containerd/config.toml", "disabled_plugins = [\"cri\"]\n[plugins.cri.containerd.runtimes.nvidia]\nruntime_type = \"io.containerd.runc.v2\"\n");
+        struct containerd_facts c;
+        resolve(&c);
+        assert_int_equal(c.version, 1);
+        assert_string_equal(c.cri_plugin, "cri");
+        assert_true(c.cri_disabled);
+        assert_non_null(runtime(&c, "nvidia"));
+        containerd_facts_free(&c);
+
+        put("etc/containerd/config.toml", "version = 3\nimports = [\"/etc/containerd/old.toml\"]\n");
+        put("etc/containerd/old.toml", "version = 2\n[plugins.\"io.containerd.grpc.v1.cri\".containerd.runtimes.nvidia.options]\n"
+                                       "BinaryName = \"/usr/bin/nvidia-container-runtime\"\n");
+        resolve(&c);
+        assert_int_equal(c.rc, 0);
+        assert_non_null(runtime(&c, "nvidia"));
+        containerd_facts_free(&c);
+}
+
+/* A TOML error names file, line and column. */
+static void test_toml_error(void **state) {
+        struct runtime_config_file f;
+        const char *text = "version = 2\n[plugins\n";
+        assert_int_equal(containerd_parse_file("/etc/containerd/config.toml", text, strlen(text), &f, NULL), -EINVAL);
+        assert_non_null(strstr(f.error, "/etc/containerd/config.toml: line 2, column"));
+        runtime_config_file_free(&f);
+        text = "version = 7\n";
+        assert_int_equal(containerd_parse_file("/x.toml", text, strlen(text), &f, NULL), -EINVAL);
+        runtime_config_file_free(&f);
+}
+
+int main(void) {
+        const struct CMUnitTest tests[] = {
+                cmocka_unit_test_setup_teardown(test_v2_main, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_v2_dotted_inline, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_v3_dropin_glob, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_v2_plugin_replaced, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_stray_and_misplaced, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_cycles_missing_version, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_v1_and_migration, setup, teardown),
+                cmocka_unit_test(test_toml_error),
+        };
+        return cmocka_run_group_tests(tests, NULL, NULL);
+}

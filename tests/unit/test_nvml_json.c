@@ -1,0 +1,146 @@
+/* test_nvml_json.c: nvml_facts_from_json against the probe through the fake NVML, and round trips through nvml_facts_to_json. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <cmocka.h>
+
+#include <dirent.h>
+
+#include "nvml_facts_json.h"
+#include "nvml_lib.h"
+#include "nvml_probe.h"
+#include "util.h"
+
+#ifndef FAKE_NVML_LIBRARY
+#define FAKE_NVML_LIBRARY "./libnvidia-ml.so.1"
+#endif
+#ifndef NVML_TESTDATA
+#define NVML_TESTDATA "tests/fake-nvml/testdata"
+#endif
+
+/* Reads a whole file. Returns a malloc'd NUL-terminated buffer; fails the test otherwise. */
+static char *slurp(const char *path, size_t *ret_len) {
+        FILE *f = fopen(path, "re");
+        if (!f) fail_msg("cannot open %s", path);
+        struct buf b = {0};
+        char chunk[8192];
+        size_t n;
+        while ((n = fread(chunk, 1, sizeof chunk, f)) > 0) buf_append(&b, chunk, n);
+        fclose(f);
+        if (!b.data) buf_append(&b, "", 0);
+        *ret_len = b.len;
+        return b.data;
+}
+
+/* Zeroes the padding inside each {rc, value} fact of g (struct assignment leaves it unspecified). */
+static void normalize(struct nvml_gpu_facts *g) {
+        struct nvml_fact_u64 *u[] = {
+                &g->minor_number, &g->persistence_mode, &g->ecc_volatile_corrected, &g->ecc_volatile_uncorrected,
+                &g->ecc_aggregate_corrected, &g->ecc_aggregate_uncorrected, &g->recovery_action,
+                &g->memory_temperature, &g->temperature, &g->power_mw, &g->energy_mj, &g->clock_sm_mhz,
+                &g->clock_mem_mhz, &g->pcie_replay, &g->clocks_event_reasons,
+        };
+        for (size_t i = 0; i < ELEMENTSOF(u); i++) {
+                struct nvml_fact_u64 f = *u[i];
+                memset(u[i], 0, sizeof *u[i]);
+                u[i]->rc = f.rc;
+                u[i]->value = f.value;
+        }
+}
+
+/* Asserts that two fact sets are equal field by field (library path and timeout bound aside). */
+static void assert_facts_equal(struct nvml_facts *a, struct nvml_facts *b, const char *what) {
+        struct nvml_facts x = *a, y = *b;
+        x.library_path = y.library_path = NULL;
+        x.gpus = y.gpus = NULL;
+        x.timeout_ms = y.timeout_ms = 0;
+        assert_int_equal(a->n_gpus, b->n_gpus);
+        memset(&x.cuda_driver_version, 0, sizeof x.cuda_driver_version);
+        memset(&y.cuda_driver_version, 0, sizeof y.cuda_driver_version);
+        assert_int_equal(a->cuda_driver_version.rc, b->cuda_driver_version.rc);
+        assert_int_equal(a->cuda_driver_version.value, b->cuda_driver_version.value);
+        if (memcmp(&x, &y, sizeof x) != 0) fail_msg("%s: system facts differ", what);
+        for (unsigned i = 0; i < a->n_gpus; i++) {
+                normalize(&a->gpus[i]);
+                normalize(&b->gpus[i]);
+        }
+        for (unsigned i = 0; i < a->n_gpus; i++)
+                if (memcmp(&a->gpus[i], &b->gpus[i], sizeof a->gpus[i]) != 0) {
+                        const unsigned char *p = (const void *)&a->gpus[i], *q = (const void *)&b->gpus[i];
+                        size_t off = 0;
+                        while (p[off] == q[off]) off++;
+                        fail_msg("%s: GPU %u facts differ at byte %zu of %zu", what, i, off, sizeof a->gpus[i]);
+                }
+}
+
+/* For every description: the loader gives what the probe gathers through the fake, and
+ * to_json(from_json(to_json(probe))) == to_json(probe). */
+static void test_every_testdata(void **state) {
+        (void)state;
+        struct nvml_lib *lib = NULL;
+        _cleanup_free_ char *err = NULL;
+        if (nvml_lib_open(FAKE_NVML_LIBRARY, &lib, &err) < 0) fail_msg("cannot load the fake: %s", err);
+        DIR *d = opendir(NVML_TESTDATA);
+        assert_non_null(d);
+        struct dirent *de;
+        unsigned files = 0;
+        while ((de = readdir(d))) {
+                size_t n = strlen(de->d_name);
+                if (n < 6 || !streq(de->d_name + n - 5, ".json")) continue;
+                _cleanup_free_ char *path = xasprintf("%s/%s", NVML_TESTDATA, de->d_name);
+                setenv("GPUNODE_FAKE_NVML", path, 1);
+                bool blocked = strstr(de->d_name, "blocked") != NULL;
+                struct nvml_facts *probed = NULL;
+                assert_int_equal(nvml_probe_run(lib, blocked ? 300 : 10000, &probed), 0);
+                _cleanup_free_ char *j1 = NULL, *j2 = NULL, *text = NULL, *e = NULL;
+                assert_int_equal(nvml_facts_to_json(probed, &j1), 0);
+                struct nvml_facts *loaded = NULL, *again = NULL;
+                assert_int_equal(nvml_facts_from_json(j1, strlen(j1), &again, &e), 0);
+                assert_int_equal(nvml_facts_to_json(again, &j2), 0);
+                if (!streq(j1, j2)) fail_msg("%s: round trip differs:\n%s\n---\n%s", de->d_name, j1, j2);
+                if (!probed->timed_out) {
+                        size_t len;
+                        text = slurp(path, &len);
+                        assert_int_equal(nvml_facts_from_json(text, len, &loaded, &e), 0);
+                        assert_facts_equal(probed, loaded, de->d_name);
+                        assert_facts_equal(probed, again, de->d_name);
+                }
+                nvml_facts_free(probed);
+                nvml_facts_free(loaded);
+                nvml_facts_free(again);
+                files++;
+        }
+        closedir(d);
+        assert_true(files >= 5);
+        nvml_lib_unref(lib);
+}
+
+static void test_bad_input(void **state) {
+        (void)state;
+        static const char *const bad[] = {"", "[]", "{", "{\"gpus\": 3}", "{\"gpus\": [1]}", "nul\0", "{\"a\":1,\"a\":2}"};
+        for (size_t i = 0; i < ELEMENTSOF(bad); i++) {
+                struct nvml_facts *f = NULL;
+                char *err = NULL;
+                assert_int_equal(nvml_facts_from_json(bad[i], strlen(bad[i]), &f, &err), -EINVAL);
+                assert_non_null(err);
+                assert_null(f);
+                free(err);
+        }
+        /* An init error gives that error and nothing else, as the probe does. */
+        const char *ie = "{\"init_error\": 18, \"gpus\": [{\"name\": \"x\"}]}";
+        struct nvml_facts *f = NULL;
+        assert_int_equal(nvml_facts_from_json(ie, strlen(ie), &f, NULL), 0);
+        assert_int_equal(f->init_rc, 18);
+        assert_string_equal(f->init_error, "Driver/library version mismatch");
+        assert_int_equal(f->n_gpus, 0);
+        assert_int_equal(f->device_count_rc, NVML_FACT_NOT_QUERIED);
+        nvml_facts_free(f);
+}
+
+int main(void) {
+        const struct CMUnitTest tests[] = {
+                cmocka_unit_test(test_every_testdata),
+                cmocka_unit_test(test_bad_input),
+        };
+        return cmocka_run_group_tests(tests, NULL, NULL);
+}
