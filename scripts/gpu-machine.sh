@@ -87,6 +87,23 @@ print("nvidia-smi -q: median %.1f ms (%.1fx gpunode)" % (q * 1000, q / g))
 print("nvidia-smi --query-gpu: median %.1f ms (%.1fx gpunode); peak RSS of all children %d KiB" % (c * 1000, c / g, rss_all))
 PY
 
+step "gpunode collect (the snapshot) and check --snapshot on it"
+"$bin" collect -o "$out/gpunode-collect.tar.gz"; echo "collect exit $?"
+"$bin" check --output json > "$out/check-again.json"
+"$bin" check --snapshot "$out/gpunode-collect.tar.gz" --output json > "$out/check-snapshot.json"; echo "check --snapshot exit $?"
+python3 - "$out/check-again.json" "$out/check-snapshot.json" <<'PY'
+import json, sys
+a, b = (json.load(open(p)) for p in sys.argv[1:3])
+def key(r): return [(c["id"], c["status"]) for c in r["checks"]]
+same = key(a) == key(b) and a["verdict"] == b["verdict"]
+print(("ok      " if same else "MISMATCH"), "check --snapshot vs check on the node:", a["verdict"], "/", b["verdict"])
+for (i, s1), (_, s2) in zip(key(a), key(b)):
+    if s1 != s2: print("   ", i, s1, "->", s2)
+PY
+
+step "gpunode labels --once -o - (GFD labels from the real NVML)"
+"$bin" labels --once -o - | tee "$out/labels.txt"; echo "labels exit $?"
+
 step "snapshot of what the probes read"
 stage=$(mktemp -d)
 sort -u "$out/paths.txt" | while read -r p; do

@@ -452,8 +452,8 @@ static void run_mig_state(const struct node_facts *facts, struct finding *f) {
                 finding_warn(f, "MIG state matches %s, but the MIG manager pod is not running", config);
                 finding_remedy(f, "%s", remedy_logs);
         } else {
-                finding_pass(f, "MIG configuration %s applied (%s): MIG enabled on %u GPU(s)", config, state ? state : "no state label",
-                             enabled);
+                finding_pass(f, "MIG configuration %s applied (%s): MIG enabled on %u of %u capable GPU(s)", config,
+                             state ? state : "no state label", enabled, capable);
         }
 }
 

@@ -148,11 +148,11 @@ static void run_dp_allocatable(const struct node_facts *facts, struct finding *f
         if (rl && (kube_quantity_int(rl, &replicas) < 0 || replicas < 1)) replicas = 1;
         const char *strategy = kube_node_label(a, "nvidia.com/mig.strategy");
         const char *sharing = kube_node_label(a, "nvidia.com/gpu.sharing-strategy");
-        finding_evidence(f, "capacity %s: %s, allocatable: %s; NVML: %u GPU(s), %u in MIG mode; replicas %" PRId64 "%s%s%s%s",
+        finding_evidence(f, "capacity %s: %s, allocatable: %s; NVML: %u GPU(s), %u in MIG mode; replicas %" PRId64
+                            ", sharing %s, MIG strategy %s",
                          GPU_RESOURCE, kube_kv_get(node->capacity, node->n_capacity, GPU_RESOURCE) ?: "(none)",
                          kube_kv_get(node->allocatable, node->n_allocatable, GPU_RESOURCE) ?: "(none)", whole + mig, mig,
-                         replicas, sharing ? " (" : "", sharing ? sharing : "", sharing ? ")" : "",
-                         strategy ? strategy : "");
+                         replicas, sharing ? sharing : "(no label)", strategy ? strategy : "(no label)");
 
         int64_t expect = (int64_t)whole * replicas;
         bool mig_single = mig > 0 && streq_ptr(strategy, "single");

@@ -1,5 +1,6 @@
 /* cmd_exporter.c: `gpunode exporter`: parse options, start the sampler and HTTP server, wait for SIGTERM. */
 #include "commands.h"
+#include "dl_mhd.h"
 #include "exporter.h"
 #include "hostfs.h"
 
@@ -107,6 +108,13 @@ int cmd_exporter(int argc, char **argv) {
                 return EXIT_INTERNAL;
         }
         struct exp_http *h = NULL;
+        _cleanup_free_ char *mhd_error = NULL;
+        if (dl_mhd_open(&mhd_error) < 0) {
+                fprintf(stderr, "gpunode exporter: %s\n", mhd_error);
+                exporter_stop(e);
+                hostfs_done();
+                return EXIT_INTERNAL;
+        }
         r = exp_http_start(listen_addr, e, &h);
         if (r < 0) {
                 fprintf(stderr, "gpunode exporter: cannot listen on %s: %s\n", listen_addr,

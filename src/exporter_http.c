@@ -2,7 +2,7 @@
 #include "exporter.h"
 
 #include <arpa/inet.h>
-#include <microhttpd.h>
+#include "dl_mhd.h"
 #include <netdb.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
@@ -214,7 +214,9 @@ static int split_listen(const char *s, char **ret_host, char **ret_port) {
 
 int exp_http_start(const char *listen_addr, struct exporter *e, struct exp_http **ret) {
         _cleanup_free_ char *host = NULL, *port = NULL;
-        int r = split_listen(listen_addr, &host, &port);
+        int r = dl_mhd_open(NULL);
+        if (r < 0) return r;
+        r = split_listen(listen_addr, &host, &port);
         if (r < 0) return r;
         int fd = listen_socket(host, port);
         if (fd < 0) return fd;

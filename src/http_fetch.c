@@ -2,7 +2,7 @@
 #include "http_fetch.h"
 #include "util.h"
 
-#include <curl/curl.h>
+#include "dl_curl.h"
 
 struct sink {
         struct buf b;
@@ -38,6 +38,8 @@ static int curl_to_errno(CURLcode e) {
 int http_fetch(const char *url, unsigned timeout_ms, size_t max_body, char **ret, size_t *ret_len, long *ret_code,
                char **ret_error) {
         *ret_code = 0;
+        int r = dl_curl_open(ret_error);
+        if (r < 0) return r;
         /* curl_global_init counts its callers, so this pairs with kube_client's own init. */
         if (curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK) {
                 *ret_error = xstrdup("cannot initialise libcurl");
@@ -74,7 +76,7 @@ int http_fetch(const char *url, unsigned timeout_ms, size_t max_body, char **ret
         SET(CURLOPT_WRITEFUNCTION, sink_write);
         SET(CURLOPT_WRITEDATA, &s);
 #undef SET
-        int r = 0;
+        r = 0;
         if (e != CURLE_OK) {
                 r = curl_to_errno(e);
                 *ret_error = xasprintf("GET %s: %s", url, curl_easy_strerror(e));
@@ -89,6 +91,9 @@ int http_fetch(const char *url, unsigned timeout_ms, size_t max_body, char **ret
                 } else if (e == CURLE_OPERATION_TIMEDOUT) {
                         r = -ETIMEDOUT;
                         *ret_error = xasprintf("GET %s: no answer within %u ms", url, timeout_ms);
+                } else if (e == CURLE_COULDNT_CONNECT) {
+                        r = -ECONNREFUSED;
+                        *ret_error = xasprintf("GET %s: connection refused (nothing listens there)", url);
                 } else {
                         r = curl_to_errno(e);
                         *ret_error = xasprintf("GET %s: %s", url, errbuf[0] ? errbuf : curl_easy_strerror(e));

@@ -3,7 +3,7 @@
 #include "util.h"
 
 #include <ctype.h>
-#include <curl/curl.h>
+#include "dl_curl.h"
 #include <stdarg.h>
 #include <sys/utsname.h>
 
@@ -109,8 +109,9 @@ out:
 }
 
 int kube_client_new(const struct kube_config *cfg, unsigned timeout_ms, struct kube_client **ret, char **ret_error) {
+        int r = dl_curl_open(ret_error);
+        if (r < 0) return r;
         struct kube_client *c = xcalloc(1, sizeof *c);
-        int r = 0;
 
         if (curl_users++ == 0 && curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK) {
                 curl_users = 0;

@@ -125,6 +125,7 @@ static void add_containers(struct kube_pod_info *p, const json_t *arr, bool init
                 if (json_is_object(last)) {
                         c.has_last = true;
                         c.last_reason = str_member(last, "reason");
+                        c.last_message = str_member(last, "message");
                         c.last_exit_code = (int)json_integer_value(json_object_get(last, "exitCode"));
                 }
                 p->containers = xrealloc(p->containers, (p->n_containers + 1) * sizeof *p->containers);
@@ -181,6 +182,7 @@ void kube_pod_info_free(struct kube_pod_info *pods, size_t n) {
                         free(p->containers[c].reason);
                         free(p->containers[c].message);
                         free(p->containers[c].last_reason);
+                        free(p->containers[c].last_message);
                 }
                 free(p->containers);
         }
@@ -247,7 +249,8 @@ enum kube_pod_health kube_pod_judge(const struct kube_pod_info *p, char **ret_te
                         buf_printf(&b, "%s: container %s: %" PRId64 " restarts", c->reason ? c->reason : "Waiting", c->name,
                                    c->restarts);
                         last_exit(&b, c);
-                        short_message(&b, c->message);
+                        /* CrashLoopBackOff's own message is only the back-off; the last run's says why */
+                        short_message(&b, streq_ptr(c->reason, "CrashLoopBackOff") ? c->last_message : c->message);
                         goto out;
                 }
                 if (c->state == KUBE_STATE_TERMINATED) {

@@ -33,7 +33,7 @@ struct kube_container {
         char *reason, *message;       /* of the current state (waiting or terminated) */
         int exit_code;                /* terminated */
         bool has_last;                /* lastState.terminated present */
-        char *last_reason;
+        char *last_reason, *last_message;
         int last_exit_code;
 };
 

@@ -4,7 +4,8 @@
 
 #include <fcntl.h>
 #include <jansson.h>
-#include <libfyaml.h>
+#include "dl_fyaml.h"
+#include "yaml.h"
 #include <limits.h>
 #include <poll.h>
 #include <pwd.h>
@@ -208,80 +209,19 @@ static char *dir_of(const char *path) {
 
 static bool node_is_null(struct fy_node *n);
 
-/* Returns the offset of the first byte of s that is not part of well-formed UTF-8 (RFC 3629: no
- * overlongs, surrogates or code points above U+10FFFF), or len when all of it is. Hand-written:
- * libfyaml 0.7.12 loops forever on some invalid UTF-8 (a directive line followed by 0xe9 bytes,
- * found by fuzz/fuzz_kubeconfig.c), and a YAML stream must be valid Unicode anyway. */
-static size_t utf8_valid_prefix(const unsigned char *s, size_t len) {
-        size_t i = 0;
-        while (i < len) {
-                unsigned char c = s[i];
-                size_t n;
-                unsigned char lo = 0x80, hi = 0xbf;
-                if (c < 0x80) {
-                        i++;
-                        continue;
-                } else if (c >= 0xc2 && c <= 0xdf)
-                        n = 1;
-                else if (c >= 0xe0 && c <= 0xef) {
-                        n = 2;
-                        if (c == 0xe0) lo = 0xa0;
-                        if (c == 0xed) hi = 0x9f;
-                } else if (c >= 0xf0 && c <= 0xf4) {
-                        n = 3;
-                        if (c == 0xf0) lo = 0x90;
-                        if (c == 0xf4) hi = 0x8f;
-                } else
-                        return i;
-                for (size_t k = 1; k <= n; k++) {
-                        if (i + k >= len) return i;
-                        unsigned char d = s[i + k];
-                        if (d < (k == 1 ? lo : 0x80) || d > (k == 1 ? hi : 0xbf)) return i;
-                }
-                i += n + 1;
-        }
-        return len;
-}
-
 /* Parses text (taking ownership) into f. Returns 0, or -EINVAL with *ret_error quoting the
  * parser's first error with its line and column. */
 static int kc_file_parse(char *text, size_t len, const char *display, const char *dir,
                          struct kc_file *f, char **ret_error) {
         *f = (struct kc_file){.text = text, .display = xstrdup(display), .dir = xstrdup(dir ? dir : ".")};
 
-        size_t bad = utf8_valid_prefix((const unsigned char *)text, len);
-        if (bad < len) {
-                size_t line = 1;
-                for (size_t i = 0; i < bad; i++)
-                        if (text[i] == '\n') line++;
-                return fail(ret_error, -EINVAL, "%s: invalid UTF-8 at line %zu (byte %zu)", display, line, bad + 1);
-        }
-
-        struct fy_diag_cfg dcfg;
-        fy_diag_cfg_default(&dcfg);
-        dcfg.fp = NULL;
-        dcfg.output_fn = NULL;
-        dcfg.level = FYET_ERROR;
-        dcfg.colorize = false;
-        struct fy_diag *diag = fy_diag_create(&dcfg);
-        if (!diag) return fail(ret_error, -ENOMEM, "%s: cannot create the YAML parser", display);
-        fy_diag_set_collect_errors(diag, true);
-
-        struct fy_parse_cfg pcfg = {.flags = FYPCF_QUIET | FYPCF_COLLECT_DIAG | FYPCF_JSON_NONE, .diag = diag};
-        f->doc = fy_document_build_from_string(&pcfg, text, len);
-        if (!f->doc || fy_diag_got_error(diag)) {
-                void *it = NULL;
-                struct fy_diag_error *e = fy_diag_errors_iterate(diag, &it);
-                int r;
-                if (e && e->msg)
-                        r = fail(ret_error, -EINVAL, "%s: invalid YAML at line %d, column %d: %s", display,
-                                 e->line + 1, e->column + 1, e->msg);
-                else
-                        r = fail(ret_error, -EINVAL, "%s: invalid YAML", display);
-                fy_diag_destroy(diag);
+        char *error = NULL;
+        int r = yaml_parse(text, len, &f->doc, &error);
+        if (r < 0) {
+                r = fail(ret_error, r, "%s: %s", display, error);
+                free(error);
                 return r;
         }
-        fy_diag_destroy(diag);
 
         f->root = fy_document_root(f->doc);
         /* an empty document or a bare "null" is an empty kubeconfig */

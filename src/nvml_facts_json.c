@@ -154,16 +154,19 @@ static void gpu_from_json(const json_t *d, const json_t *gj, struct nvml_gpu_fac
 
         rc = dev_rc(gj, "nvmlDeviceGetPciInfo");
         if (rc == NVML_SUCCESS) {
-                const char *id = json_string_value(json_object_get(gj, "pci_bus_id"));
+                const char *full = json_string_value(json_object_get(gj, "pci_bus_id"));
+                /* NVML's busId holds 31 characters: parse what fits, so that facts written back
+                 * with nvml_facts_to_json load to the same facts. */
+                char id[NVML_DEVICE_PCI_BUS_ID_BUFFER_SIZE];
                 unsigned dom, bus, dev, fn;
-                if (!id || sscanf(id, "%x:%x:%x.%x", &dom, &bus, &dev, &fn) != 4) {
+                if (full) snprintf(id, sizeof id, "%s", full);
+                if (!full || sscanf(id, "%x:%x:%x.%x", &dom, &bus, &dev, &fn) != 4) {
                         rc = NS;
                 } else {
                         uint64_t did = 0, sid = 0;
                         get_u64(gj, "pci_device_id", &did);
                         get_u64(gj, "pci_subsystem_id", &sid);
-                        /* NVML's busId holds 32 bytes; the probe copies up to its own buffer. */
-                        snprintf(g->pci_bus_id, sizeof g->pci_bus_id, "%.*s", NVML_DEVICE_PCI_BUS_ID_BUFFER_SIZE - 1, id);
+                        snprintf(g->pci_bus_id, sizeof g->pci_bus_id, "%s", id);
                         snprintf(g->pci_bus_id_legacy, sizeof g->pci_bus_id_legacy, NVML_DEVICE_PCI_BUS_ID_LEGACY_FMT,
                                  dom & 0xffff, bus, dev);
                         g->pci_domain = dom;
@@ -280,9 +283,11 @@ static void gpu_from_json(const json_t *d, const json_t *gj, struct nvml_gpu_fac
                 g->recovery_action = g->memory_temperature = (struct nvml_fact_u64){.rc = rc};
         } else {
                 const json_t *fields = json_object_get(gj, "fields");
-                struct nvml_fact_u64 ra = answer_uint(gj, "recovery_action");
+                /* The fake answers these keys as unsigned int; read them whole (as nvml_facts_to_json
+                 * writes them) so that a round trip keeps values beyond 32 bits. */
+                struct nvml_fact_u64 ra = answer_ull(gj, "recovery_action");
                 g->recovery_action = ra.rc == NVML_SUCCESS ? ra : answer_ull(fields, "230");
-                struct nvml_fact_u64 mt = answer_uint(gj, "memory_temperature");
+                struct nvml_fact_u64 mt = answer_ull(gj, "memory_temperature");
                 g->memory_temperature = mt.rc == NVML_SUCCESS ? mt : answer_ull(fields, "82");
         }
 

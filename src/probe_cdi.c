@@ -1,6 +1,7 @@
 /* probe_cdi.c: CDI specs in /etc/cdi and /var/run/cdi (YAML via libfyaml, JSON via jansson): kind, devices, host paths. */
 #include <jansson.h>
-#include <libfyaml.h>
+#include "dl_fyaml.h"
+#include "yaml.h"
 
 #include "facts.h"
 #include "facts_runtime.h"
@@ -47,67 +48,13 @@ static json_t *yaml_to_json(struct fy_node *n, int depth) {
         return json_null();
 }
 
-/* Returns the offset of the first byte of s that is not well-formed UTF-8 (RFC 3629), or len.
- * libfyaml 0.7.12 loops forever on a directive line followed by invalid UTF-8 (found by
- * fuzz/fuzz_cdi.c with "%%\xad;;"), and a YAML stream must be valid Unicode anyway. */
-static size_t utf8_valid_prefix(const unsigned char *s, size_t len) {
-        for (size_t i = 0; i < len;) {
-                unsigned char c = s[i];
-                size_t n;
-                unsigned char lo = 0x80, hi = 0xbf;
-                if (c < 0x80) {
-                        i++;
-                        continue;
-                }
-                if (c >= 0xc2 && c <= 0xdf) n = 1;
-                else if (c >= 0xe0 && c <= 0xef) n = 2, lo = c == 0xe0 ? 0xa0 : 0x80, hi = c == 0xed ? 0x9f : 0xbf;
-                else if (c >= 0xf0 && c <= 0xf4) n = 3, lo = c == 0xf0 ? 0x90 : 0x80, hi = c == 0xf4 ? 0x8f : 0xbf;
-                else return i;
-                for (size_t k = 1; k <= n; k++) {
-                        if (i + k >= len) return i;
-                        unsigned char d = s[i + k];
-                        if (d < (k == 1 ? lo : 0x80) || d > (k == 1 ? hi : 0xbf)) return i;
-                }
-                i += n + 1;
-        }
-        return len;
-}
-
 /* Parses YAML text into a jansson tree. Returns 0, or -EINVAL with a malloc'd message. */
 static int parse_yaml(const char *text, size_t len, json_t **ret, char **ret_error) {
-        size_t bad = utf8_valid_prefix((const unsigned char *)text, len);
-        if (bad < len) {
-                size_t line = 1;
-                for (size_t i = 0; i < bad; i++) line += text[i] == '\n';
-                *ret_error = xasprintf("line %zu: invalid UTF-8 (byte %zu)", line, bad + 1);
-                return -EINVAL;
-        }
-        struct fy_diag_cfg dcfg;
-        fy_diag_cfg_default(&dcfg);
-        dcfg.fp = NULL;
-        dcfg.output_fn = NULL;
-        dcfg.level = FYET_ERROR;
-        dcfg.colorize = false;
-        struct fy_diag *diag = fy_diag_create(&dcfg);
-        if (!diag) {
-                *ret_error = xstrdup("cannot create the YAML parser");
-                return -ENOMEM;
-        }
-        fy_diag_set_collect_errors(diag, true);
-        struct fy_parse_cfg pcfg = {.flags = FYPCF_QUIET | FYPCF_COLLECT_DIAG | FYPCF_JSON_NONE, .diag = diag};
-        struct fy_document *doc = fy_document_build_from_string(&pcfg, text, len);
-        if (!doc || fy_diag_got_error(diag)) {
-                void *it = NULL;
-                struct fy_diag_error *e = fy_diag_errors_iterate(diag, &it);
-                if (e && e->msg) *ret_error = xasprintf("line %d, column %d: %s", e->line + 1, e->column + 1, e->msg);
-                else *ret_error = xstrdup("invalid YAML");
-                fy_document_destroy(doc);
-                fy_diag_destroy(diag);
-                return -EINVAL;
-        }
+        struct fy_document *doc;
+        int r = yaml_parse(text, len, &doc, ret_error);
+        if (r < 0) return r;
         *ret = yaml_to_json(fy_document_root(doc), 0);
         fy_document_destroy(doc);
-        fy_diag_destroy(diag);
         return 0;
 }
 

@@ -137,7 +137,9 @@ static void probe_api(const struct kube_probe_options *opts, const char *hostnam
         /* The API answered when it said anything at all (404 and 403 are answers too). */
         if (r < 0 && r != -ENOENT && r != -EPERM) {
                 a->rc = r;
-                a->error = xstrdup(a->node_error);
+                /* curl's own words for a refused connection carry a timing; say it plainly */
+                a->error = r == -ECONNREFUSED ? xasprintf("GET %s/api/v1/nodes/%s: connection refused", a->server, a->node_name)
+                                              : xstrdup(a->node_error);
                 note_failure(a, r);
                 return;
         }

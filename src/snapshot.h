@@ -92,6 +92,10 @@ enum redact_action redact_rule(const char *host_path, const char **ret_why);
  * and PEM private key blocks. Returns the number of replacements (0: out holds data unchanged). */
 size_t redact_text(const char *data, size_t len, struct buf *out);
 
+/* Appends a NUL-separated command line (len bytes) to out with the values of credential arguments
+ * ("--token=V", "--password V", "SECRET=V") replaced by REDACTED. Returns the number replaced. */
+size_t redact_cmdline(const char *data, size_t len, struct buf *out);
+
 /* ---- reading (gpunode check --snapshot) ---- */
 
 struct snapshot {

@@ -15,6 +15,8 @@
  *     ... in YAML "k: v", TOML/INI/env "k = v" or JSON "\"k\": v" form, on one line) and PEM
  *     private key blocks are replaced by REDACTED; the rest of the file stays as it was. A
  *     kubeconfig keeps its clusters and contexts, its users lose their token/client-key-data.
+ *  5. /proc/<pid>/cmdline: arguments "--token=V", "--password V", "TOKEN=V" (credential keys as in
+ *     rule 4) keep their key and lose their value (redact_cmdline).
  * Line-based by design: the file must stay as it is apart from the secret values, which a
  * parse-and-reprint through a YAML or TOML library would not keep.
  */
@@ -157,6 +159,42 @@ size_t redact_text(const char *data, size_t len, struct buf *out) {
                 else
                         buf_append(out, line, n);
                 if (nl) buf_puts(out, "\n");
+        }
+        if (!out->data) buf_append(out, "", 0);
+        return count;
+}
+
+/* Returns true when s (n bytes, leading dashes skipped) is a credential key. */
+static bool secret_flag(const char *s, size_t n) {
+        while (n > 0 && *s == '-') {
+                s++;
+                n--;
+        }
+        return secret_key(s, n);
+}
+
+size_t redact_cmdline(const char *data, size_t len, struct buf *out) {
+        size_t count = 0, pos = 0;
+        bool value_next = false;
+        while (pos < len) {
+                const char *arg = data + pos;
+                const char *nul = memchr(arg, 0, len - pos);
+                size_t n = nul ? (size_t)(nul - arg) : len - pos;
+                pos += n + (nul ? 1 : 0);
+                const char *eq = memchr(arg, '=', n);
+                if (value_next && n > 0) {
+                        buf_puts(out, "REDACTED");
+                        count++;
+                        value_next = false;
+                } else if (eq && secret_flag(arg, (size_t)(eq - arg))) {
+                        buf_append(out, arg, (size_t)(eq - arg) + 1);
+                        buf_puts(out, "REDACTED");
+                        count++;
+                } else {
+                        buf_append(out, arg, n);
+                        value_next = n > 2 && arg[0] == '-' && !eq && secret_flag(arg, n);
+                }
+                if (nul) buf_append(out, "", 1); /* the NUL separator */
         }
         if (!out->data) buf_append(out, "", 0);
         return count;

@@ -251,6 +251,21 @@ static int add_resolved(struct snapshot_writer *w, const char *rel, const struct
                 r = add_member_mode(w, name, AE_IFREG, st->st_mode, st->st_mtime, "REDACTED\n", 9, NULL, json_pack("{s:b}", "redacted", 1));
                 return r == -EEXIST ? 0 : r;
         }
+        size_t hl = strlen(host);
+        if (startswith(host, "/proc/") && hl > 8 && streq(host + hl - 8, "/cmdline")) {
+                struct buf out = {0};
+                size_t n = redact_cmdline(data, len, &out);
+                if (n > 0) {
+                        json_array_append_new(w->redacted, json_pack("{s:s,s:s,s:I,s:s}", "path", host, "action",
+                                                                     "values-replaced", "count", (json_int_t)n, "why",
+                                                                     "credential arguments on a command line replaced"));
+                        r = add_member_mode(w, name, AE_IFREG, st->st_mode, st->st_mtime, out.data, out.len, NULL,
+                                            json_pack("{s:b}", "redacted", 1));
+                        buf_free(&out);
+                        return r == -EEXIST ? 0 : r;
+                }
+                buf_free(&out);
+        }
         if (act == REDACT_FILTER && !memchr(data, 0, len)) {
                 struct buf out = {0};
                 size_t n = redact_text(data, len, &out);
@@ -493,14 +508,15 @@ int snapshot_add_api(struct snapshot_writer *w, const char *name, const char *js
 
 /* Returns the list of redaction rules for the manifest (a new reference). */
 static json_t *rules_json(void) {
-        return json_pack("[s,s,s,s]",
+        return json_pack("[s,s,s,s,s]",
                          "/proc/<pid>/environ and task environments: never copied",
                          "/var/run/secrets/** and /run/secrets/**: content replaced by REDACTED",
                          "*.key *.pem *.crt *.cert *.der *.p12 *.pfx *.jks *.keystore id_rsa id_ecdsa id_ed25519 token: "
                          "content replaced by REDACTED",
                          "other files outside /proc and /sys, and API responses: values of credential keys (token, "
                          "client-key-data, client-certificate-data, password, secret, auth, ...) and PEM private key "
-                         "blocks replaced by REDACTED");
+                         "blocks replaced by REDACTED",
+                         "/proc/<pid>/cmdline: values of credential arguments (--token=V, --password V) replaced");
 }
 
 void snapshot_writer_counts(const struct snapshot_writer *w, size_t *ret_redacted, size_t *ret_unreadable) {

@@ -133,3 +133,20 @@ char *utf8_sanitize(const char *s) {
         out[o] = 0;
         return out;
 }
+
+size_t utf8_valid_prefix(const char *s, size_t len) {
+        size_t i = 0;
+        while (i < len) {
+                const unsigned char *p = (const unsigned char *)s + i;
+                if (p[0] < 0x80) {
+                        i++;
+                        continue;
+                }
+                size_t need = (p[0] & 0xE0) == 0xC0 ? 2 : (p[0] & 0xF0) == 0xE0 ? 3 : (p[0] & 0xF8) == 0xF0 ? 4 : 0;
+                if (need == 0 || i + need > len) return i;
+                size_t n = utf8_sequence_length(p);
+                if (n != need) return i;
+                i += n;
+        }
+        return len;
+}

@@ -43,9 +43,9 @@ char *strstrip_right(char *s);
 
 /* Returns a malloc'd printf result; aborts on out-of-memory (as all allocation helpers here do). */
 char *xasprintf(const char *fmt, ...) _printf_(1, 2);
-void *xmalloc(size_t n);
-void *xcalloc(size_t n, size_t size);
-void *xrealloc(void *p, size_t n);
+void *xmalloc(size_t n) __attribute__((malloc, alloc_size(1), returns_nonnull));
+void *xcalloc(size_t n, size_t size) __attribute__((malloc, alloc_size(1, 2), returns_nonnull));
+void *xrealloc(void *p, size_t n) __attribute__((alloc_size(2), returns_nonnull));
 char *xstrdup(const char *s);
 char *xstrndup(const char *s, size_t n);
 
@@ -67,3 +67,7 @@ void buf_free(struct buf *b);
 /* Returns a malloc'd copy of s in which every byte that is not part of a valid UTF-8 sequence,
  * and every control character but tab, is replaced by '?'. Never fails. */
 char *utf8_sanitize(const char *s);
+
+/* Returns the offset of the first byte of s (len bytes) that does not start a well-formed UTF-8
+ * sequence (RFC 3629: no overlong forms, surrogates or code points past U+10FFFF), or len. */
+size_t utf8_valid_prefix(const char *s, size_t len);

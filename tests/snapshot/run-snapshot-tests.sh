@@ -19,6 +19,9 @@ fail() { echo "FAIL $*"; failed=$((failed + 1)); }
 for name in "${scenarios[@]}"; do
         dir=$here/scenarios/$name
         read -r -a extra < "$dir/args"
+        # Scenarios that need live peers (a Kubernetes API, DCGM endpoints: --kubeconfig, --dcgm-url,
+        # ...) are left out: the API is not replayed offline yet.
+        if [ ${#extra[@]} -gt 0 ] && [ "${extra[0]}" != --nvml-timeout ]; then echo "skip $name (live peers)"; continue; fi
         before=$(cd "$dir/root" && find . -printf '%p %y %s %T@ %m\n' | sort | md5sum)
         if ! GPUNODE_FAKE_NVML=$dir/nvml.json NODE_NAME= "$gpunode" collect -o "$tmp/$name.tar.gz" --root "$dir/root" \
                 --nvml-library "$fake" --node "$name" "${extra[@]}" 2> "$tmp/$name.collect.err"; then

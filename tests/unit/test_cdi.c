@@ -87,7 +87,7 @@ static void test_errors(void **state) {
         struct cdi_spec s;
         const char *bad = "kind: nvidia.com/gpu\ndevices: [\n";
         assert_int_equal(cdi_parse_spec("/etc/cdi/x.yaml", bad, strlen(bad), false, &s), -EINVAL);
-        assert_non_null(strstr(s.error, "/etc/cdi/x.yaml: line "));
+        assert_non_null(strstr(s.error, "/etc/cdi/x.yaml: invalid YAML at line "));
         cdi_spec_free(&s);
         bad = "{\"kind\": \"nvidia.com/gpu\",";
         assert_int_equal(cdi_parse_spec("/etc/cdi/x.json", bad, strlen(bad), true, &s), -EINVAL);

@@ -296,6 +296,17 @@ static void test_redact_text(void **state) {
         assert_string_equal(none, "token:\n  nested: 1\nsecret: {}\nmax_tokens_hint 3\n");
 }
 
+static void test_redact_cmdline(void **state) {
+        (void)state;
+        static const char in[] = "kubelet\0--token=abc\0--password\0hunter2\0--v=2\0API_KEY=k\0";
+        struct buf out = {0};
+        assert_int_equal(redact_cmdline(in, sizeof in - 1, &out), 3);
+        static const char want[] = "kubelet\0--token=REDACTED\0--password\0REDACTED\0--v=2\0API_KEY=REDACTED\0";
+        assert_int_equal(out.len, sizeof want - 1);
+        assert_memory_equal(out.data, want, sizeof want - 1);
+        buf_free(&out);
+}
+
 static void test_redact_rules(void **state) {
         (void)state;
         const char *why;
@@ -378,6 +389,7 @@ int main(void) {
                 cmocka_unit_test(test_truncated_and_corrupt),
                 cmocka_unit_test(test_redact_text),
                 cmocka_unit_test(test_redact_rules),
+                cmocka_unit_test(test_redact_cmdline),
                 cmocka_unit_test(test_writer_redacts),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
