@@ -1,7 +1,7 @@
 #!/usr/bin/python3
 """dl-headers.py: writes src/dl_<lib>.h and src/dl_libs.c, the dlopen tables of the optional
 libraries (kmod's habit): gpunode links only libc, jansson and zlib, and loads libcurl,
-libfyaml, libarchive and libmicrohttpd when a command first needs one, so `gpunode check` on a
+libfyaml, libarchive, libcrypto and libmicrohttpd when a command first needs one, so `gpunode check` on a
 plain host maps a handful of libraries instead of forty-seven.
 
 The symbol lists below are what the code calls. After calling a new function of one of these
@@ -19,7 +19,12 @@ LIBS = [
         fy_diag_set_collect_errors fy_document_build_from_file fy_document_build_from_string
         fy_document_destroy fy_document_root fy_node_by_path fy_node_get_scalar fy_node_get_scalar0
         fy_node_get_style fy_node_get_type fy_node_mapping_iterate fy_node_pair_key fy_node_pair_value
-        fy_node_sequence_item_count fy_node_sequence_iterate"""),
+        fy_node_sequence_item_count fy_node_sequence_iterate""", """
+/* libfyaml.h's inline helpers call the library directly; these go through the table. */
+static inline bool dl_fy_node_is_alias(struct fy_node *fyn) {
+        return fy_node_get_type(fyn) == FYNT_SCALAR && fy_node_get_style(fyn) == FYNS_ALIAS;
+}
+#define fy_node_is_alias dl_fy_node_is_alias"""),
     ("archive", "libarchive.so.13", ["#include <archive.h>", "#include <archive_entry.h>"], """
         archive_entry_filetype archive_entry_free archive_entry_hardlink archive_entry_new
         archive_entry_pathname archive_entry_perm archive_entry_set_filetype archive_entry_set_gid
@@ -33,6 +38,8 @@ LIBS = [
         archive_write_disk_set_options archive_write_finish_entry archive_write_free archive_write_header
         archive_write_new archive_write_open_fd archive_write_open_filename
         archive_write_set_format_pax_restricted"""),
+    ("crypto", "libcrypto.so.3", ["#include <openssl/evp.h>"], """
+        EVP_Digest EVP_sha256"""),
     ("mhd", "libmicrohttpd.so.12", ["#include <microhttpd.h>"], """
         MHD_add_response_header MHD_create_response_from_buffer MHD_create_response_from_iovec
         MHD_destroy_response MHD_get_connection_info MHD_lookup_connection_value MHD_queue_response
@@ -64,6 +71,7 @@ int dl_{name}_open(char **ret_error);
  * dl_{name}_open() first, on its own path to that call. */
 #ifndef DL_NO_MACROS
 {defines}
+{extra}
 #endif
 """
 
@@ -91,13 +99,14 @@ int dl_{name}_open(char **ret_error) {{
 here = os.path.dirname(os.path.abspath(__file__))
 src = os.path.join(os.path.dirname(here), "src")
 source = SOURCE_HEAD.format(includes="\n".join('#include "dl_%s.h"' % n for n, *_ in LIBS))
-for name, soname, includes, symbols in LIBS:
+for name, soname, includes, symbols, *extra in LIBS:
     syms = symbols.split()
     xlist = " \\\n".join("        X(%s)" % s for s in syms)
-    defines = "\n".join("#define %s (dl_%s.%s)" % (s, name, s) for s in syms)
+    # #undef first: curl.h defines curl_easy_setopt and curl_easy_getinfo as macros of themselves.
+    defines = "\n".join("#undef %s\n#define %s (dl_%s.%s)" % (s, s, name, s) for s in syms)
     with open(os.path.join(src, "dl_%s.h" % name), "w") as f:
         f.write(HEADER.format(name=name, NAME=name.upper(), soname=soname, includes="\n".join(includes),
-                              xlist=xlist, defines=defines))
+                              xlist=xlist, defines=defines, extra=extra[0] if extra else ""))
     source += SOURCE_LIB.format(name=name, NAME=name.upper(), soname=soname)
 with open(os.path.join(src, "dl_libs.c"), "w") as f:
     f.write(source)

@@ -1,13 +1,14 @@
 /* cmd_labels.c: `gpunode labels`: GFD-compatible labels written atomically to the NFD feature file, once or every interval. */
 #include "commands.h"
+#include "dl_fyaml.h"
 #include "facts.h"
 #include "hostfs.h"
 #include "labels.h"
 #include "nvml_probe.h"
+#include "yaml.h"
 
 #include <fcntl.h>
 #include <getopt.h>
-#include <libfyaml.h>
 #include <math.h>
 #include <signal.h>
 #include <sys/stat.h>
@@ -33,10 +34,27 @@ static int parse_duration_ms(const char *s, uint64_t *ret) {
 /* Reads GFD's (the device plugin's) config file: sharing.timeSlicing or sharing.mps, the resource
  * named nvidia.com/gpu. Returns 0, or -errno with *ret_error. */
 static int read_sharing_config(const char *file, struct label_options *o, char **ret_error) {
-        struct fy_document *doc = fy_document_build_from_file(NULL, file);
-        if (!doc) {
-                *ret_error = xasprintf("cannot read %s as YAML", file);
+        /* A file the user named: read as it is, not under the root. */
+        _cleanup_free_ char *text = NULL;
+        size_t len = 0;
+        _cleanup_fclose_ FILE *f = fopen(file, "re");
+        if (!f) {
+                *ret_error = xasprintf("cannot read %s: %m", file);
+                return -errno;
+        }
+        text = xmalloc(1 << 20);
+        len = fread(text, 1, 1 << 20, f);
+        if (ferror(f) || len == 1 << 20) {
+                *ret_error = xasprintf("%s: unreadable or larger than 1 MiB", file);
                 return -EINVAL;
+        }
+        struct fy_document *doc;
+        char *error = NULL;
+        int r = yaml_parse(text, len, &doc, &error);
+        if (r < 0) {
+                *ret_error = xasprintf("%s: %s", file, error);
+                free(error);
+                return r;
         }
         struct fy_node *root = fy_document_root(doc);
         static const struct {
@@ -45,7 +63,7 @@ static int read_sharing_config(const char *file, struct label_options *o, char *
         } kinds[] = {{"/sharing/timeSlicing/resources", SHARING_TIME_SLICING}, {"/sharing/mps/resources", SHARING_MPS}};
         for (size_t k = 0; k < ELEMENTSOF(kinds); k++) {
                 struct fy_node *res = root ? fy_node_by_path(root, kinds[k].path, FY_NT, FYNWF_DONT_FOLLOW) : NULL;
-                if (!res || !fy_node_is_sequence(res)) continue;
+                if (!res || fy_node_get_type(res) != FYNT_SEQUENCE) continue;
                 void *iter = NULL;
                 struct fy_node *item;
                 while ((item = fy_node_sequence_iterate(res, &iter))) {

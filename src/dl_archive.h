@@ -64,46 +64,89 @@ int dl_archive_open(char **ret_error);
 /* Every call below goes through the table; a file that calls one must have called
  * dl_archive_open() first, on its own path to that call. */
 #ifndef DL_NO_MACROS
+#undef archive_entry_filetype
 #define archive_entry_filetype (dl_archive.archive_entry_filetype)
+#undef archive_entry_free
 #define archive_entry_free (dl_archive.archive_entry_free)
+#undef archive_entry_hardlink
 #define archive_entry_hardlink (dl_archive.archive_entry_hardlink)
+#undef archive_entry_new
 #define archive_entry_new (dl_archive.archive_entry_new)
+#undef archive_entry_pathname
 #define archive_entry_pathname (dl_archive.archive_entry_pathname)
+#undef archive_entry_perm
 #define archive_entry_perm (dl_archive.archive_entry_perm)
+#undef archive_entry_set_filetype
 #define archive_entry_set_filetype (dl_archive.archive_entry_set_filetype)
+#undef archive_entry_set_gid
 #define archive_entry_set_gid (dl_archive.archive_entry_set_gid)
+#undef archive_entry_set_mtime
 #define archive_entry_set_mtime (dl_archive.archive_entry_set_mtime)
+#undef archive_entry_set_pathname
 #define archive_entry_set_pathname (dl_archive.archive_entry_set_pathname)
+#undef archive_entry_set_perm
 #define archive_entry_set_perm (dl_archive.archive_entry_set_perm)
+#undef archive_entry_set_size
 #define archive_entry_set_size (dl_archive.archive_entry_set_size)
+#undef archive_entry_set_symlink
 #define archive_entry_set_symlink (dl_archive.archive_entry_set_symlink)
+#undef archive_entry_set_uid
 #define archive_entry_set_uid (dl_archive.archive_entry_set_uid)
+#undef archive_entry_size
 #define archive_entry_size (dl_archive.archive_entry_size)
+#undef archive_entry_size_is_set
 #define archive_entry_size_is_set (dl_archive.archive_entry_size_is_set)
+#undef archive_entry_symlink
 #define archive_entry_symlink (dl_archive.archive_entry_symlink)
+#undef archive_errno
 #define archive_errno (dl_archive.archive_errno)
+#undef archive_error_string
 #define archive_error_string (dl_archive.archive_error_string)
+#undef archive_read_data_block
 #define archive_read_data_block (dl_archive.archive_read_data_block)
+#undef archive_read_data_skip
 #define archive_read_data_skip (dl_archive.archive_read_data_skip)
+#undef archive_read_free
 #define archive_read_free (dl_archive.archive_read_free)
+#undef archive_read_new
 #define archive_read_new (dl_archive.archive_read_new)
+#undef archive_read_next_header
 #define archive_read_next_header (dl_archive.archive_read_next_header)
+#undef archive_read_open_filename
 #define archive_read_open_filename (dl_archive.archive_read_open_filename)
+#undef archive_read_open_memory
 #define archive_read_open_memory (dl_archive.archive_read_open_memory)
+#undef archive_read_support_filter_gzip
 #define archive_read_support_filter_gzip (dl_archive.archive_read_support_filter_gzip)
+#undef archive_read_support_filter_none
 #define archive_read_support_filter_none (dl_archive.archive_read_support_filter_none)
+#undef archive_read_support_format_tar
 #define archive_read_support_format_tar (dl_archive.archive_read_support_format_tar)
+#undef archive_write_add_filter_gzip
 #define archive_write_add_filter_gzip (dl_archive.archive_write_add_filter_gzip)
+#undef archive_write_close
 #define archive_write_close (dl_archive.archive_write_close)
+#undef archive_write_data
 #define archive_write_data (dl_archive.archive_write_data)
+#undef archive_write_data_block
 #define archive_write_data_block (dl_archive.archive_write_data_block)
+#undef archive_write_disk_new
 #define archive_write_disk_new (dl_archive.archive_write_disk_new)
+#undef archive_write_disk_set_options
 #define archive_write_disk_set_options (dl_archive.archive_write_disk_set_options)
+#undef archive_write_finish_entry
 #define archive_write_finish_entry (dl_archive.archive_write_finish_entry)
+#undef archive_write_free
 #define archive_write_free (dl_archive.archive_write_free)
+#undef archive_write_header
 #define archive_write_header (dl_archive.archive_write_header)
+#undef archive_write_new
 #define archive_write_new (dl_archive.archive_write_new)
+#undef archive_write_open_fd
 #define archive_write_open_fd (dl_archive.archive_write_open_fd)
+#undef archive_write_open_filename
 #define archive_write_open_filename (dl_archive.archive_write_open_filename)
+#undef archive_write_set_format_pax_restricted
 #define archive_write_set_format_pax_restricted (dl_archive.archive_write_set_format_pax_restricted)
+
 #endif

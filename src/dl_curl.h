@@ -38,20 +38,37 @@ int dl_curl_open(char **ret_error);
 /* Every call below goes through the table; a file that calls one must have called
  * dl_curl_open() first, on its own path to that call. */
 #ifndef DL_NO_MACROS
+#undef curl_easy_cleanup
 #define curl_easy_cleanup (dl_curl.curl_easy_cleanup)
+#undef curl_easy_escape
 #define curl_easy_escape (dl_curl.curl_easy_escape)
+#undef curl_easy_getinfo
 #define curl_easy_getinfo (dl_curl.curl_easy_getinfo)
+#undef curl_easy_init
 #define curl_easy_init (dl_curl.curl_easy_init)
+#undef curl_easy_perform
 #define curl_easy_perform (dl_curl.curl_easy_perform)
+#undef curl_easy_setopt
 #define curl_easy_setopt (dl_curl.curl_easy_setopt)
+#undef curl_easy_strerror
 #define curl_easy_strerror (dl_curl.curl_easy_strerror)
+#undef curl_free
 #define curl_free (dl_curl.curl_free)
+#undef curl_global_cleanup
 #define curl_global_cleanup (dl_curl.curl_global_cleanup)
+#undef curl_global_init
 #define curl_global_init (dl_curl.curl_global_init)
+#undef curl_slist_append
 #define curl_slist_append (dl_curl.curl_slist_append)
+#undef curl_slist_free_all
 #define curl_slist_free_all (dl_curl.curl_slist_free_all)
+#undef curl_url
 #define curl_url (dl_curl.curl_url)
+#undef curl_url_cleanup
 #define curl_url_cleanup (dl_curl.curl_url_cleanup)
+#undef curl_url_get
 #define curl_url_get (dl_curl.curl_url_get)
+#undef curl_url_set
 #define curl_url_set (dl_curl.curl_url_set)
+
 #endif

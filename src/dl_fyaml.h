@@ -41,24 +41,50 @@ int dl_fyaml_open(char **ret_error);
 /* Every call below goes through the table; a file that calls one must have called
  * dl_fyaml_open() first, on its own path to that call. */
 #ifndef DL_NO_MACROS
+#undef fy_diag_cfg_default
 #define fy_diag_cfg_default (dl_fyaml.fy_diag_cfg_default)
+#undef fy_diag_create
 #define fy_diag_create (dl_fyaml.fy_diag_create)
+#undef fy_diag_destroy
 #define fy_diag_destroy (dl_fyaml.fy_diag_destroy)
+#undef fy_diag_errors_iterate
 #define fy_diag_errors_iterate (dl_fyaml.fy_diag_errors_iterate)
+#undef fy_diag_got_error
 #define fy_diag_got_error (dl_fyaml.fy_diag_got_error)
+#undef fy_diag_set_collect_errors
 #define fy_diag_set_collect_errors (dl_fyaml.fy_diag_set_collect_errors)
+#undef fy_document_build_from_file
 #define fy_document_build_from_file (dl_fyaml.fy_document_build_from_file)
+#undef fy_document_build_from_string
 #define fy_document_build_from_string (dl_fyaml.fy_document_build_from_string)
+#undef fy_document_destroy
 #define fy_document_destroy (dl_fyaml.fy_document_destroy)
+#undef fy_document_root
 #define fy_document_root (dl_fyaml.fy_document_root)
+#undef fy_node_by_path
 #define fy_node_by_path (dl_fyaml.fy_node_by_path)
+#undef fy_node_get_scalar
 #define fy_node_get_scalar (dl_fyaml.fy_node_get_scalar)
+#undef fy_node_get_scalar0
 #define fy_node_get_scalar0 (dl_fyaml.fy_node_get_scalar0)
+#undef fy_node_get_style
 #define fy_node_get_style (dl_fyaml.fy_node_get_style)
+#undef fy_node_get_type
 #define fy_node_get_type (dl_fyaml.fy_node_get_type)
+#undef fy_node_mapping_iterate
 #define fy_node_mapping_iterate (dl_fyaml.fy_node_mapping_iterate)
+#undef fy_node_pair_key
 #define fy_node_pair_key (dl_fyaml.fy_node_pair_key)
+#undef fy_node_pair_value
 #define fy_node_pair_value (dl_fyaml.fy_node_pair_value)
+#undef fy_node_sequence_item_count
 #define fy_node_sequence_item_count (dl_fyaml.fy_node_sequence_item_count)
+#undef fy_node_sequence_iterate
 #define fy_node_sequence_iterate (dl_fyaml.fy_node_sequence_iterate)
+
+/* libfyaml.h's inline helpers call the library directly; these go through the table. */
+static inline bool dl_fy_node_is_alias(struct fy_node *fyn) {
+        return fy_node_get_type(fyn) == FYNT_SCALAR && fy_node_get_style(fyn) == FYNS_ALIAS;
+}
+#define fy_node_is_alias dl_fy_node_is_alias
 #endif

@@ -4,6 +4,7 @@
 #include "dl_curl.h"
 #include "dl_fyaml.h"
 #include "dl_archive.h"
+#include "dl_crypto.h"
 #include "dl_mhd.h"
 
 struct dl_curl_table dl_curl;
@@ -43,6 +44,19 @@ int dl_archive_open(char **ret_error) {
         static struct dlib_state state = DLIB_STATE_INIT;
         _Static_assert(sizeof(dl_archive) == sizeof(names) / sizeof(names[0]) * sizeof(void *), "table layout");
         return dlib_open(&state, "libarchive.so.13", names, sizeof(names) / sizeof(names[0]), (void **)&dl_archive, ret_error);
+}
+
+struct dl_crypto_table dl_crypto;
+
+int dl_crypto_open(char **ret_error) {
+        static const char *const names[] = {
+#define DL_X(s) #s,
+                DL_CRYPTO_SYMBOLS(DL_X)
+#undef DL_X
+        };
+        static struct dlib_state state = DLIB_STATE_INIT;
+        _Static_assert(sizeof(dl_crypto) == sizeof(names) / sizeof(names[0]) * sizeof(void *), "table layout");
+        return dlib_open(&state, "libcrypto.so.3", names, sizeof(names) / sizeof(names[0]), (void **)&dl_crypto, ret_error);
 }
 
 struct dl_mhd_table dl_mhd;

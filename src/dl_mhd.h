@@ -30,13 +30,23 @@ int dl_mhd_open(char **ret_error);
 /* Every call below goes through the table; a file that calls one must have called
  * dl_mhd_open() first, on its own path to that call. */
 #ifndef DL_NO_MACROS
+#undef MHD_add_response_header
 #define MHD_add_response_header (dl_mhd.MHD_add_response_header)
+#undef MHD_create_response_from_buffer
 #define MHD_create_response_from_buffer (dl_mhd.MHD_create_response_from_buffer)
+#undef MHD_create_response_from_iovec
 #define MHD_create_response_from_iovec (dl_mhd.MHD_create_response_from_iovec)
+#undef MHD_destroy_response
 #define MHD_destroy_response (dl_mhd.MHD_destroy_response)
+#undef MHD_get_connection_info
 #define MHD_get_connection_info (dl_mhd.MHD_get_connection_info)
+#undef MHD_lookup_connection_value
 #define MHD_lookup_connection_value (dl_mhd.MHD_lookup_connection_value)
+#undef MHD_queue_response
 #define MHD_queue_response (dl_mhd.MHD_queue_response)
+#undef MHD_start_daemon
 #define MHD_start_daemon (dl_mhd.MHD_start_daemon)
+#undef MHD_stop_daemon
 #define MHD_stop_daemon (dl_mhd.MHD_stop_daemon)
+
 #endif

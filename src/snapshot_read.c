@@ -1,8 +1,7 @@
 /* snapshot_read.c: extracts a snapshot safely into a private temporary folder and loads what check --snapshot needs. */
 #include "snapshot.h"
 
-#include <archive.h>
-#include <archive_entry.h>
+#include "dl_archive.h"
 #include <fcntl.h>
 #include <ftw.h>
 #include <jansson.h>
@@ -204,6 +203,8 @@ static struct archive *new_reader(void) {
 
 int snapshot_extract_memory(const void *data, size_t len, const char *dir, const struct snapshot_limits *lim,
                             char **ret_error) {
+        int lr = dl_archive_open(ret_error);
+        if (lr < 0) return lr;
         struct archive *in = new_reader();
         if (archive_read_open_memory(in, data, len) != ARCHIVE_OK) {
                 int r = fail(ret_error, -EINVAL, "snapshot: not a gzip tar archive: %s", archive_error_string(in) ?: "?");
@@ -214,6 +215,8 @@ int snapshot_extract_memory(const void *data, size_t len, const char *dir, const
 }
 
 int snapshot_extract_file(const char *path, const char *dir, const struct snapshot_limits *lim, char **ret_error) {
+        int lr = dl_archive_open(ret_error);
+        if (lr < 0) return lr;
         struct archive *in = new_reader();
         if (archive_read_open_filename(in, path, 65536) != ARCHIVE_OK) {
                 int e = archive_errno(in);

@@ -1,8 +1,8 @@
 /* snapshot_write.c: writes gpunode collect's archive: host files as read (redacted), kernel log, NVML answers, manifest. */
 #include "snapshot.h"
 
-#include <archive.h>
-#include <archive_entry.h>
+#include "dl_archive.h"
+#include "dl_crypto.h"
 #include <ctype.h>
 #include <dirent.h>
 #include <fcntl.h>
@@ -11,9 +11,6 @@
 #include <sys/sysmacros.h>
 #include <time.h>
 
-#ifdef HAVE_LIBCRYPTO
-#include <openssl/evp.h>
-#endif
 
 #include "hostfs.h"
 #include "nvml_probe.h"
@@ -42,20 +39,15 @@ struct snapshot_writer {
         char *error_text;
 };
 
-/* Returns a malloc'd lower-case hex SHA-256 of data, or NULL without libcrypto. */
+/* Returns a malloc'd lower-case hex SHA-256 of data, or NULL when libcrypto cannot be loaded. */
 static char *sha256_hex(const void *data, size_t len) {
-#ifdef HAVE_LIBCRYPTO
+        if (dl_crypto_open(NULL) < 0) return NULL;
         unsigned char md[32];
         unsigned int n = 0;
         if (EVP_Digest(data, len, md, &n, EVP_sha256(), NULL) != 1 || n != 32) return NULL;
         char *s = xmalloc(65);
         for (int i = 0; i < 32; i++) snprintf(s + 2 * i, 3, "%02x", md[i]);
         return s;
-#else
-        (void)data;
-        (void)len;
-        return NULL;
-#endif
 }
 
 /* Records an archive failure once. Returns -EIO. */
@@ -125,6 +117,8 @@ static int note_unreadable(struct snapshot_writer *w, const char *path, const ch
 }
 
 int snapshot_writer_open(const char *path, struct snapshot_writer **ret, char **ret_error) {
+        int lr = dl_archive_open(ret_error);
+        if (lr < 0) return lr;
         struct snapshot_writer *w = xcalloc(1, sizeof *w);
         w->root_fd = open(hostfs_root(), O_PATH | O_DIRECTORY | O_CLOEXEC);
         if (w->root_fd < 0) {
