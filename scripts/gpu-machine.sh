@@ -3,11 +3,15 @@
 # driver and NVML, every value cross-checked with nvidia-smi, timings side by side, and a snapshot
 # of the node's files and NVML answers that can become a test fixture (tests/scenarios/).
 # usage: gpu-machine.sh [GPUNODE]   (default: .device/gpunode from scripts/device-bundle.sh,
-#        else build/gpunode); results go to $OUT (or ./gpu-out).
+#        else build/gpunode); results go to $OUT (or ./gpu-out): gpu-machine.log and gpu-results.tar.gz.
 set -u
 cd "$(dirname "$0")/.."
-out=${OUT:-$PWD/gpu-out}
-mkdir -p "$out"
+# Everything is written to a work folder, then packed into one archive beside the log (the device
+# tool brings back a few files only).
+final=${OUT:-$PWD/gpu-out}
+mkdir -p "$final"
+out=$(mktemp -d)
+trap 'tar -C "$out" -czf "$final/gpu-results.tar.gz" . ; cp "$out/gpu-machine.log" "$final/" 2>/dev/null; rm -rf "$out"' EXIT
 bin=${1:-}
 if [ -z "$bin" ]; then
         if [ -x .device/gpunode ]; then bin=.device/gpunode; export LD_LIBRARY_PATH=$PWD/.device/lib; else bin=build/gpunode; fi
