@@ -1,7 +1,7 @@
 #!/bin/bash
 # gpu-machine.sh: run on a machine with a real NVIDIA GPU, in one go: gpunode against the real
 # driver and NVML, every value cross-checked with nvidia-smi, timings side by side, and a snapshot
-# of the node's files and NVML answers that can become a test fixture (tests/scenarios/).
+# of the node (gpunode collect) that becomes a test fixture in tests/snapshots/.
 # usage: gpu-machine.sh [GPUNODE]   (default: .device/gpunode from scripts/device-bundle.sh,
 #        else build/gpunode); results go to $OUT (or ./gpu-out): gpu-machine.log and gpu-results.tar.gz.
 set -u
@@ -107,24 +107,6 @@ PY
 
 step "gpunode labels --once -o - (GFD labels from the real NVML)"
 "$bin" labels --once -o - | tee "$out/labels.txt"; echo "labels exit $?"
-
-step "snapshot of what the probes read"
-stage=$(mktemp -d)
-sort -u "$out/paths.txt" | while read -r p; do
-        [ -e "$p" ] || [ -L "$p" ] || continue
-        mkdir -p "$stage/root$(dirname "$p")"
-        if [ -L "$p" ]; then cp -P "$p" "$stage/root$p"
-        elif [ -f "$p" ]; then cat "$p" > "$stage/root$p" 2>/dev/null || true
-        elif [ -c "$p" ] && [ "$p" != /dev/kmsg ]; then : > "$stage/root$p"
-        fi
-done
-dmesg --raw > "$stage/root/dev/kmsg" 2>/dev/null || dmesg > "$stage/root/dev/kmsg" 2>/dev/null || true
-mkdir -p "$stage/root/proc/sys/kernel" && cat /proc/sys/kernel/osrelease > "$stage/root/proc/sys/kernel/osrelease"
-echo "gpu-machine" > "$stage/root/proc/sys/kernel/hostname"
-cp "$out/nvml.json" "$stage/nvml.json"
-tar -C "$stage" -czf "$out/node-snapshot.tar.gz" .
-tar -tzf "$out/node-snapshot.tar.gz" | wc -l
-rm -rf "$stage"
 
 step "gpunode exporter against the real NVML: a series per GPU, scrape time vs nvidia-smi and a Python NVML exporter"
 eport=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
