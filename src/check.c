@@ -150,8 +150,7 @@ void report_free(struct report *r) {
         *r = (struct report){0};
 }
 
-/* Ranks statuses for "worst of": fail > blocked > warn > pass > skip. */
-static int severity_rank(enum check_status s) {
+int check_status_rank(enum check_status s) {
         switch (s) {
         case CHECK_SKIP: return 0;
         case CHECK_PASS: return 1;
@@ -168,7 +167,7 @@ enum check_status report_component_status(const struct report *r, int layer, con
                 const struct finding *f = &r->findings[i];
                 if (f->def->layer != layer) continue;
                 if (component && !streq(f->def->component, component)) continue;
-                if (severity_rank(f->status) > severity_rank(worst)) worst = f->status;
+                if (check_status_rank(f->status) > check_status_rank(worst)) worst = f->status;
         }
         return worst;
 }

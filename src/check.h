@@ -63,6 +63,8 @@ const struct check_def *const *check_registry(size_t *ret_n);
 /* Returns the definition with this id, or NULL. */
 const struct check_def *check_find(const char *id);
 
+/* Ranks a status for "worst of": fail 4 > blocked 3 > warn 2 > pass 1 > skip 0. */
+int check_status_rank(enum check_status s);
 /* Lowercase name of a status ("pass", "fail", ...). */
 const char *check_status_name(enum check_status s);
 const char *verdict_name(enum verdict v);

@@ -1,5 +1,6 @@
 /* checks_k8s.c: layer 3 from the Kubernetes API: API access, node readiness, GPU and Network Operator pods, GFD labels, MIG state. */
 #include "checks_kube.h"
+#include "labels.h"
 #include "nvml_lib.h"
 #include "nvml_probe.h"
 
@@ -267,24 +268,6 @@ static char *gfd_sanitize(const char *name) {
         return b.data ? b.data : xstrdup("");
 }
 
-/* Returns GFD's family name for a compute capability. */
-static const char *gfd_family(int major, int minor) {
-        switch (major) {
-        case 1: return "tesla";
-        case 2: return "fermi";
-        case 3: return "kepler";
-        case 5: return "maxwell";
-        case 6: return "pascal";
-        case 7: return minor < 5 ? "volta" : "turing";
-        case 8: return minor < 9 ? "ampere" : "ada-lovelace";
-        case 9: return "hopper";
-        case 10:
-        case 12: return "blackwell";
-        case 13: return "rubin";
-        }
-        return "undefined";
-}
-
 /* Compares one label with the value NVML implies; adds evidence for a mismatch. Returns 1 on a
  * mismatch, 0 when equal or absent. */
 static int compare_label(const struct kube_api_facts *a, const char *key, const char *want, struct finding *f) {
@@ -338,7 +321,7 @@ static void run_gfd_labels(const struct node_facts *facts, struct finding *f) {
                 _cleanup_free_ char *maj = xasprintf("%d", g->cc_major), *min = xasprintf("%d", g->cc_minor);
                 hard += compare_label(a, "nvidia.com/gpu.compute.major", maj, f);
                 hard += compare_label(a, "nvidia.com/gpu.compute.minor", min, f);
-                hard += compare_label(a, "nvidia.com/gpu.family", gfd_family(g->cc_major, g->cc_minor), f);
+                hard += compare_label(a, "nvidia.com/gpu.family", gfd_arch_family(g->cc_major, g->cc_minor), f);
         }
         bool mig_capable = false;
         for (unsigned i = 0; i < n->n_gpus; i++) mig_capable |= n->gpus[i].mig_rc == NVML_SUCCESS;

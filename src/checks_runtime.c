@@ -10,20 +10,9 @@ struct part {
         char *summary, *remedy;
 };
 
-static int rank(enum check_status s) {
-        switch (s) {
-        case CHECK_SKIP: return 0;
-        case CHECK_PASS: return 1;
-        case CHECK_WARN: return 2;
-        case CHECK_BLOCKED: return 3;
-        case CHECK_FAIL: return 4;
-        }
-        return 0;
-}
-
 /* Keeps the worse of *acc and (status, summary, remedy); takes ownership of the strings. */
 static void part_add(struct part *acc, enum check_status status, char *summary, char *remedy) {
-        if (!acc->summary || rank(status) > rank(acc->status)) {
+        if (!acc->summary || check_status_rank(status) > check_status_rank(acc->status)) {
                 free(acc->summary);
                 free(acc->remedy);
                 *acc = (struct part){status, summary, remedy};

@@ -58,14 +58,12 @@ int hostfs_open(const char *path, int flags) {
         return fd < 0 ? -errno : fd;
 }
 
-int hostfs_read(const char *path, size_t max, char **ret, size_t *ret_len) {
-        _cleanup_close_ int fd = hostfs_open(path, O_RDONLY | O_NONBLOCK | O_NOCTTY);
-        if (fd < 0) return fd;
+int hostfs_read_fd(int fd, size_t max, char **ret, size_t *ret_len) {
         struct stat st;
         if (fstat(fd, &st) < 0) return -errno;
         if (!S_ISREG(st.st_mode)) return -EINVAL;
         struct buf b = {0};
-        char chunk[8192];
+        char chunk[16384];
         for (;;) {
                 ssize_t n = read(fd, chunk, sizeof chunk);
                 if (n < 0) {
@@ -85,6 +83,12 @@ int hostfs_read(const char *path, size_t max, char **ret, size_t *ret_len) {
         if (ret_len) *ret_len = b.len;
         *ret = b.data;
         return 0;
+}
+
+int hostfs_read(const char *path, size_t max, char **ret, size_t *ret_len) {
+        _cleanup_close_ int fd = hostfs_open(path, O_RDONLY | O_NONBLOCK | O_NOCTTY);
+        if (fd < 0) return fd;
+        return hostfs_read_fd(fd, max, ret, ret_len);
 }
 
 int hostfs_read_line(const char *path, char **ret) {

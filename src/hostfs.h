@@ -29,6 +29,11 @@ int hostfs_open(const char *path, int flags);
  * -EINVAL not a regular file (a FIFO or a device is never read through here). */
 int hostfs_read(const char *path, size_t max, char **ret, size_t *ret_len);
 
+/* Reads the rest of an open regular file, at most max bytes, into a NUL-terminated malloc'd
+ * buffer by reading (sysfs and /proc sizes lie). Returns 0, or -errno: -EFBIG larger than max,
+ * -EINVAL not a regular file. Does not close fd. */
+int hostfs_read_fd(int fd, size_t max, char **ret, size_t *ret_len);
+
 /* Reads the first line of a small file, trailing whitespace removed. Returns 0 or -errno. */
 int hostfs_read_line(const char *path, char **ret);
 

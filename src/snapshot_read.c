@@ -2,6 +2,7 @@
 #include "snapshot.h"
 
 #include "dl_archive.h"
+#include "hostfs.h"
 #include <fcntl.h>
 #include <ftw.h>
 #include <jansson.h>
@@ -251,29 +252,8 @@ static int read_member(const char *dir, const char *name, size_t max, char **ret
         if (fd < 0) return -errno;
         struct stat st;
         if (fstat(fd, &st) < 0) return -errno;
-        if (!S_ISREG(st.st_mode)) return -EINVAL;
-        if ((uint64_t)st.st_size > max) return -EFBIG;
-        struct buf b = {0};
-        char chunk[65536];
-        for (;;) {
-                ssize_t n = read(fd, chunk, sizeof chunk);
-                if (n < 0) {
-                        if (errno == EINTR) continue;
-                        int e = -errno;
-                        buf_free(&b);
-                        return e;
-                }
-                if (n == 0) break;
-                if (b.len + (size_t)n > max) {
-                        buf_free(&b);
-                        return -EFBIG;
-                }
-                buf_append(&b, chunk, (size_t)n);
-        }
-        if (!b.data) buf_append(&b, "", 0);
-        *ret = b.data;
-        *ret_len = b.len;
-        return 0;
+        if (S_ISREG(st.st_mode) && (uint64_t)st.st_size > max) return -EFBIG;
+        return hostfs_read_fd(fd, max, ret, ret_len);
 }
 
 /* Returns a malloc'd copy of obj[key] when it is a string, else NULL. */

@@ -169,30 +169,7 @@ int snapshot_writer_open(const char *path, struct snapshot_writer **ret, char **
 static int read_rel(struct snapshot_writer *w, const char *rel, char **ret, size_t *ret_len) {
         _cleanup_close_ int fd = openat(w->root_fd, rel, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
         if (fd < 0) return -errno;
-        struct stat st;
-        if (fstat(fd, &st) < 0) return -errno;
-        if (!S_ISREG(st.st_mode)) return -EINVAL;
-        struct buf b = {0};
-        char chunk[65536];
-        for (;;) {
-                ssize_t n = read(fd, chunk, sizeof chunk);
-                if (n < 0) {
-                        if (errno == EINTR) continue;
-                        int e = -errno;
-                        buf_free(&b);
-                        return e;
-                }
-                if (n == 0) break;
-                if (b.len + (size_t)n > SNAPSHOT_MEMBER_MAX) {
-                        buf_free(&b);
-                        return -EFBIG;
-                }
-                buf_append(&b, chunk, (size_t)n);
-        }
-        if (!b.data) buf_append(&b, "", 0);
-        *ret = b.data;
-        *ret_len = b.len;
-        return 0;
+        return hostfs_read_fd(fd, SNAPSHOT_MEMBER_MAX, ret, ret_len);
 }
 
 /* Returns the kind of a special file for the manifest. */
