@@ -46,9 +46,12 @@ with open(sys.argv[1], "wb") as f:
         f.write(chunk)
 PY
 check_report "100 MB kernel log" 2 driver.xid-errors fail "Xid 48" -- --root "$healthy/root" --kmsg "$tmp/big.log"
+# The bound is far below the log's size; a sanitizer build's shadow memory gets more room.
+bound=16384
+ldd "$gpunode" | grep -q libasan && bound=98304
 read -r ms kib code < <("$peakrss" "$gpunode" check --output json --nvml-library "$fake" --root "$healthy/root" --kmsg "$tmp/big.log")
-if [ "$kib" -lt 16384 ]; then passed=$((passed + 1)); echo "ok   100 MB log read in ${ms} ms, peak RSS ${kib} KiB"; else
-        failed=$((failed + 1)); echo "FAIL 100 MB log: peak RSS ${kib} KiB (bound: 16 MiB)"; fi
+if [ "$kib" -lt "$bound" ]; then passed=$((passed + 1)); echo "ok   100 MB log read in ${ms} ms, peak RSS ${kib} KiB"; else
+        failed=$((failed + 1)); echo "FAIL 100 MB log: peak RSS ${kib} KiB (bound: ${bound} KiB)"; fi
 
 check_report "missing --kmsg file" 1 driver.xid-errors warn "does not exist" -- --root "$healthy/root" --kmsg /nonexistent/kmsg
 
