@@ -3,6 +3,7 @@
 
 #include <stdarg.h>
 
+/* Returns the malloc'd printf of fmt; aborts on out-of-memory like the x* allocators. */
 static char *vformat(const char *fmt, va_list ap) {
         char *s;
         if (vasprintf(&s, fmt, ap) < 0) {

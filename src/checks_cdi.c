@@ -30,6 +30,7 @@ char *cdi_path_driver_version(const char *path) {
         return xstrndup(v, n);
 }
 
+/* Returns true when the CDI spec lists a device of this name ("0", "GPU-<uuid>", "all"). */
 static bool spec_has_device(const struct cdi_spec *s, const char *name) {
         for (size_t i = 0; i < s->n_devices; i++)
                 if (streq(s->devices[i], name)) return true;
@@ -93,6 +94,8 @@ static size_t judge_spec(const struct cdi_spec *s, const struct nvml_facts *n, c
         return problems;
 }
 
+/* Judges container-toolkit.cdi-specs (the nvidia.com/gpu CDI specs match the GPUs NVML found and the
+ * driver loaded) from the facts into f; never fails: what it cannot read, it says. */
 static void run_cdi_specs(const struct node_facts *facts, struct finding *f) {
         const struct runtime_facts *r = facts->runtime;
         if (!r || !(r->containerd.present || r->crio.present || r->docker.present)) {

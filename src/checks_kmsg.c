@@ -47,6 +47,8 @@ static char *kmsg_gpu_label(const struct node_facts *facts, const struct kmsg_gp
         return xstrdup(g->pci);
 }
 
+/* Returns true, after warning in f that it cannot tell, when the kernel log could not be read;
+ * false (noting a partial read as evidence) when there is a scan to judge. */
 static bool kmsg_unreadable(const struct node_facts *facts, struct finding *f) {
         if (facts->kmsg.scan) {
                 if (facts->kmsg.rc < 0) finding_evidence(f, "kernel log read stopped early: %s", facts->kmsg.error);
@@ -57,6 +59,8 @@ static bool kmsg_unreadable(const struct node_facts *facts, struct finding *f) {
         return true;
 }
 
+/* Judges driver.gpu-fallen-off-bus (no GPU has fallen off the bus) from the facts into f; never fails:
+ * what it cannot read, it says. */
 static void run_fallen_off_bus(const struct node_facts *facts, struct finding *f) {
         size_t lost = 0;
         const struct nvml_facts *n = facts->nvml.facts;
@@ -94,6 +98,8 @@ static void run_fallen_off_bus(const struct node_facts *facts, struct finding *f
         finding_pass(f, "no GPU has fallen off the bus");
 }
 
+/* Judges driver.xid-errors (no critical Xid errors in the kernel log) from the facts into f; never
+ * fails: what it cannot read, it says. */
 static void run_xid_errors(const struct node_facts *facts, struct finding *f) {
         if (kmsg_unreadable(facts, f)) return;
         const struct kmsg_summary *sum = kmsg_scan_summary(facts->kmsg.scan);

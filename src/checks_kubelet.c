@@ -13,6 +13,8 @@ static bool id_is(const char *id, const char *uuid) {
         return strlen(uuid) == n && strncmp(id, uuid, n) == 0;
 }
 
+/* Judges device-plugin.registered (the NVIDIA device plugin is registered with the kubelet for every
+ * GPU) from the facts into f; never fails: what it cannot read, it says. */
 static void run_dp_registered(const struct node_facts *facts, struct finding *f) {
         const struct kubelet_facts *k = facts->kube ? &facts->kube->kubelet : NULL;
         if (!k || k->dp_rc == -ENOENT) {
@@ -118,6 +120,8 @@ static int64_t resource(const struct kube_kv *kv, size_t n, const char *key) {
         return s && kube_quantity_int(s, &v) == 0 ? v : -1;
 }
 
+/* Judges device-plugin.allocatable (nvidia.com/gpu allocatable matches the GPUs NVML sees) from the
+ * facts into f; never fails: what it cannot read, it says. */
 static void run_dp_allocatable(const struct node_facts *facts, struct finding *f) {
         const struct kube_api_facts *a = kube_api_or_skip(facts, f, false);
         if (!a) return;
@@ -211,6 +215,8 @@ static void run_dp_allocatable(const struct node_facts *facts, struct finding *f
                              replicas > 1 ? " times replicas" : "");
 }
 
+/* Judges csi.plugins (CSI node plugins are registered with the kubelet) from the facts into f; never
+ * fails: what it cannot read, it says. */
 static void run_csi_plugins(const struct node_facts *facts, struct finding *f) {
         const struct kube_facts *kf = facts->kube;
         if (!kf) {

@@ -14,6 +14,8 @@ static const struct kube_api_facts *pods_known(const struct node_facts *facts) {
         return a && a->rc == 0 && a->pods_rc == 0 ? a : NULL;
 }
 
+/* Judges dcgm-exporter.metrics (the DCGM exporter serves a series for every GPU, not all zero) from
+ * the facts into f; never fails: what it cannot read, it says. */
 static void run_dcgm_metrics(const struct node_facts *facts, struct finding *f) {
         const struct metrics_endpoint *ep = facts->kube ? &facts->kube->dcgm : NULL;
         if (!ep || !ep->url) {
@@ -101,6 +103,8 @@ static void run_dcgm_metrics(const struct node_facts *facts, struct finding *f) 
         }
 }
 
+/* Judges node-exporter.metrics (the node exporter serves host metrics) from the facts into f; never
+ * fails: what it cannot read, it says. */
 static void run_node_exporter_metrics(const struct node_facts *facts, struct finding *f) {
         const struct metrics_endpoint *ep = facts->kube ? &facts->kube->node_exporter : NULL;
         if (!ep || !ep->url) {
@@ -164,10 +168,14 @@ static void agents(const struct node_facts *facts, struct finding *f, enum kube_
         }
 }
 
+/* Judges logging-agent.present (a log collector runs on the node) from the facts into f; never fails:
+ * what it cannot read, it says. */
 static void run_logging_agent(const struct node_facts *facts, struct finding *f) {
         agents(facts, f, POD_LOGGING_AGENT, "logging agent", "fluent-bit, fluentd, promtail, vector, filebeat, alloy", true);
 }
 
+/* Judges otel-agent.present (the OpenTelemetry collector on the node runs, where one is deployed) from
+ * the facts into f; never fails: what it cannot read, it says. */
 static void run_otel_agent(const struct node_facts *facts, struct finding *f) {
         agents(facts, f, POD_OTEL_AGENT, "OpenTelemetry collector", "opentelemetry-collector, otel-collector", false);
 }

@@ -3,6 +3,8 @@
 #include "hostfs.h"
 #include "kmsg.h"
 
+/* Judges driver.module-signature (the kernel accepts the nvidia module's signature (Secure Boot,
+ * lockdown)) from the facts into f; never fails: what it cannot read, it says. */
 static void run_module_signature(const struct node_facts *facts, struct finding *f) {
         const struct secureboot_facts *sb = &facts->secureboot;
         bool loaded = module_loaded(&facts->modules, "nvidia");
@@ -30,6 +32,8 @@ static void run_module_signature(const struct node_facts *facts, struct finding 
                 finding_pass(f, "no module signature or lockdown rejection in the kernel log");
 }
 
+/* Judges driver.kernel-headers (kernel headers exist for the running kernel when the driver must be
+ * built) from the facts into f; never fails: what it cannot read, it says. */
 static void run_kernel_headers(const struct node_facts *facts, struct finding *f) {
         const struct secureboot_facts *sb = &facts->secureboot;
         bool loaded = module_loaded(&facts->modules, "nvidia");
@@ -53,6 +57,8 @@ static void run_kernel_headers(const struct node_facts *facts, struct finding *f
                 finding_pass(f, "headers for kernel %s are absent; not needed while the module is loaded", sb->kernel_release);
 }
 
+/* Judges driver.module-loaded (the nvidia and nvidia_uvm kernel modules are loaded) from the facts
+ * into f; never fails: what it cannot read, it says. */
 static void run_module_loaded(const struct node_facts *facts, struct finding *f) {
         const struct module_facts *m = &facts->modules;
         if (m->rc < 0) {
@@ -77,6 +83,8 @@ static void run_module_loaded(const struct node_facts *facts, struct finding *f)
         finding_pass(f, "nvidia and nvidia_uvm are loaded");
 }
 
+/* Judges driver.version (the kernel module reports its version and flavour) from the facts into f;
+ * never fails: what it cannot read, it says. */
 static void run_driver_version(const struct node_facts *facts, struct finding *f) {
         const struct driver_facts *d = &facts->driver;
         if (d->version_rc < 0) {
@@ -89,6 +97,8 @@ static void run_driver_version(const struct node_facts *facts, struct finding *f
         finding_pass(f, "driver %s, %s kernel module", d->version, d->open_module ? "open" : "proprietary");
 }
 
+/* Judges driver.device-nodes (a device node exists for the control device, UVM and every GPU) from the
+ * facts into f; never fails: what it cannot read, it says. */
 static void run_device_nodes(const struct node_facts *facts, struct finding *f) {
         const struct driver_facts *d = &facts->driver;
         size_t missing = 0;

@@ -15,10 +15,13 @@ static char *gpu_label(const struct nvml_gpu_facts *g) {
                          g->uuid_rc == NVML_SUCCESS ? ", " : "", g->uuid_rc == NVML_SUCCESS ? g->uuid : "");
 }
 
+/* Adds, as evidence, the NVML call the probe stopped waiting for, if any. */
 static void note_timeout(const struct nvml_facts *n, struct finding *f) {
         if (n && n->timed_out) finding_evidence(f, "NVML probe stopped: %s", n->timeout_message);
 }
 
+/* Judges driver.version-match (NVML in user space and the kernel module are the same driver version)
+ * from the facts into f; never fails: what it cannot read, it says. */
 static void run_version_match(const struct node_facts *facts, struct finding *f) {
         const struct nvml_facts *n = facts->nvml.facts;
         const char *kver = facts->driver.version;
@@ -48,6 +51,8 @@ static void run_version_match(const struct node_facts *facts, struct finding *f)
         finding_pass(f, "NVML and the kernel module agree on driver %s", n->driver_version);
 }
 
+/* Judges driver.nvml-init (NVML loads and initialises) from the facts into f; never fails: what it
+ * cannot read, it says. */
 static void run_nvml_init(const struct node_facts *facts, struct finding *f) {
         const struct nvml_state *st = &facts->nvml;
         const struct nvml_facts *n = st->facts;
@@ -82,6 +87,8 @@ static void run_nvml_init(const struct node_facts *facts, struct finding *f) {
                      n->driver_version_rc == NVML_SUCCESS ? n->driver_version : "?", cuda / 1000, (cuda % 1000) / 10, n->device_count);
 }
 
+/* Judges driver.gpu-count (NVML sees every GPU the PCI bus has) from the facts into f; never fails:
+ * what it cannot read, it says. */
 static void run_gpu_count(const struct node_facts *facts, struct finding *f) {
         const struct nvml_facts *n = nvml_ok(facts);
         if (!n) {
@@ -115,6 +122,8 @@ static void run_gpu_count(const struct node_facts *facts, struct finding *f) {
         }
 }
 
+/* Judges driver.persistence (persistence mode is on) from the facts into f; never fails: what it
+ * cannot read, it says. */
 static void run_persistence(const struct node_facts *facts, struct finding *f) {
         const struct nvml_facts *n = nvml_ok(facts);
         if (!n) {
@@ -144,6 +153,8 @@ static void run_persistence(const struct node_facts *facts, struct finding *f) {
         }
 }
 
+/* Judges driver.memory-errors (no failed or pending row remaps, no fresh uncorrectable ECC errors)
+ * from the facts into f; never fails: what it cannot read, it says. */
 static void run_memory_errors(const struct node_facts *facts, struct finding *f) {
         const struct nvml_facts *n = nvml_ok(facts);
         if (!n) {
@@ -181,6 +192,7 @@ static void run_memory_errors(const struct node_facts *facts, struct finding *f)
         }
 }
 
+/* Returns the words for an NVML GPU recovery action (field 230) value. */
 static const char *recovery_action_text(uint64_t v) {
         switch (v) {
         case 0: return "none";
@@ -192,6 +204,8 @@ static const char *recovery_action_text(uint64_t v) {
         return "unknown action";
 }
 
+/* Judges driver.recovery-action (the driver asks for no GPU recovery action) from the facts into f;
+ * never fails: what it cannot read, it says. */
 static void run_recovery_action(const struct node_facts *facts, struct finding *f) {
         const struct nvml_facts *n = nvml_ok(facts);
         if (!n) {
@@ -222,6 +236,7 @@ static void run_recovery_action(const struct node_facts *facts, struct finding *
         }
 }
 
+/* Returns the words for an NVML fabric state (0 not supported .. 3 completed). */
 static const char *fabric_state_text(unsigned s) {
         switch (s) {
         case 0: return "not supported";
@@ -232,6 +247,8 @@ static const char *fabric_state_text(unsigned s) {
         return "unknown";
 }
 
+/* Judges fabric-manager.fabric-state (on NVSwitch systems every GPU is registered with the NVLink
+ * fabric) from the facts into f; never fails: what it cannot read, it says. */
 static void run_fabric_state(const struct node_facts *facts, struct finding *f) {
         if (facts->pci.n_nvswitches == 0) {
                 finding_skip(f, "no NVSwitch on the PCI bus: fabric manager is not needed");

@@ -1,6 +1,8 @@
 /* checks_pci.c: layer 1, driver: NVIDIA GPUs on the PCI bus and the driver bound to each. */
 #include "checks.h"
 
+/* Judges driver.pci-devices (NVIDIA GPUs are present on the PCI bus) from the facts into f; never
+ * fails: what it cannot read, it says. */
 static void run_pci_devices(const struct node_facts *facts, struct finding *f) {
         const struct pci_facts *pci = &facts->pci;
         if (pci->rc < 0) {
@@ -31,6 +33,8 @@ static void run_pci_devices(const struct node_facts *facts, struct finding *f) {
         finding_pass(f, "%zu NVIDIA GPU(s) on the PCI bus%s", pci->n_gpus, pci->n_nvswitches ? ", NVSwitch fabric present" : "");
 }
 
+/* Judges driver.pci-binding (every GPU is bound to the nvidia kernel driver) from the facts into f;
+ * never fails: what it cannot read, it says. */
 static void run_pci_binding(const struct node_facts *facts, struct finding *f) {
         const struct pci_facts *pci = &facts->pci;
         size_t nvidia = 0, nouveau = 0, vfio = 0, none = 0, other = 0;

@@ -2,6 +2,8 @@
 #include "checks.h"
 #include "kmsg.h"
 
+/* Judges rdma.devices (RDMA NICs have their driver modules and verbs device nodes) from the facts into
+ * f; never fails: what it cannot read, it says. */
 static void run_rdma_devices(const struct node_facts *facts, struct finding *f) {
         const struct rdma_facts *r = &facts->rdma;
         if (r->rc == -ENOENT || (r->rc == 0 && r->n_devices == 0)) {
@@ -41,6 +43,8 @@ static void run_rdma_devices(const struct node_facts *facts, struct finding *f) 
         finding_pass(f, "%zu RDMA device(s), driver modules loaded", r->n_devices);
 }
 
+/* Judges rdma.ports (every RDMA port is ACTIVE with its link up) from the facts into f; never fails:
+ * what it cannot read, it says. */
 static void run_rdma_ports(const struct node_facts *facts, struct finding *f) {
         const struct rdma_facts *r = &facts->rdma;
         if (r->n_ports == 0) {
@@ -79,6 +83,8 @@ static void run_rdma_ports(const struct node_facts *facts, struct finding *f) {
         }
 }
 
+/* Judges rdma.peermem (nvidia_peermem is loaded for GPUDirect RDMA) from the facts into f; never
+ * fails: what it cannot read, it says. */
 static void run_rdma_peermem(const struct node_facts *facts, struct finding *f) {
         if (facts->rdma.n_devices == 0) {
                 finding_skip(f, "no RDMA NIC: GPUDirect RDMA does not apply");
@@ -102,6 +108,8 @@ static void run_rdma_peermem(const struct node_facts *facts, struct finding *f) 
         finding_pass(f, "nvidia_peermem loaded: GPUDirect RDMA available");
 }
 
+/* Judges sriov.vfs (SR-IOV virtual functions are enabled and bound where configured) from the facts
+ * into f; never fails: what it cannot read, it says. */
 static void run_sriov_vfs(const struct node_facts *facts, struct finding *f) {
         const struct sriov_facts *s = &facts->sriov;
         if (s->rc < 0) {

@@ -30,6 +30,7 @@ static void part_finish(struct part *acc, struct finding *f) {
         free(acc->remedy);
 }
 
+/* Returns true when containerd serves CRI here (Docker's own containerd with CRI disabled does not). */
 static bool containerd_active(const struct runtime_facts *r) {
         return r->containerd.present && (!r->containerd.cri_disabled || !r->docker.present);
 }
@@ -48,12 +49,15 @@ static char *cri_key(const struct containerd_facts *c, const char *rest) {
         return streq(p, "cri") ? xasprintf("plugins.cri.%s", rest) : xasprintf("plugins.\"%s\".%s", p, rest);
 }
 
+/* Returns the command that restarts a runtime so it reads its configuration again. */
 static const char *restart_cmd(const char *runtime) {
         if (streq(runtime, "containerd")) return "systemctl restart containerd";
         if (streq(runtime, "CRI-O")) return "systemctl restart crio";
         return "systemctl restart docker";
 }
 
+/* Judges container-toolkit.runtime-config (the container runtime's configuration loads as the runtime
+ * itself loads it) from the facts into f; never fails: what it cannot read, it says. */
 static void run_runtime_config(const struct node_facts *facts, struct finding *f) {
         if (skip_no_runtime(facts, f)) return;
         const struct runtime_facts *r = facts->runtime;
@@ -136,6 +140,8 @@ static void run_runtime_config(const struct node_facts *facts, struct finding *f
         part_finish(&acc, f);
 }
 
+/* Judges container-toolkit.toolkit-installed (the NVIDIA Container Toolkit is installed and its config
+ * parses) from the facts into f; never fails: what it cannot read, it says. */
 static void run_toolkit_installed(const struct node_facts *facts, struct finding *f) {
         if (skip_no_runtime(facts, f)) return;
         const struct toolkit_facts *t = &facts->runtime->toolkit;
@@ -271,6 +277,9 @@ static void nvidia_runtime_containerd(const struct containerd_facts *c, struct f
                  NULL);
 }
 
+/* Judges container-toolkit.nvidia-runtime (the runtime in use defines the nvidia runtime (containerd
+ * CRI table, CRI-O drop-in, Docker daemon.json)) from the facts into f; never fails: what it cannot
+ * read, it says. */
 static void run_nvidia_runtime(const struct node_facts *facts, struct finding *f) {
         if (skip_no_runtime(facts, f)) return;
         const struct runtime_facts *r = facts->runtime;
@@ -328,6 +337,8 @@ static const char *binary_problem(int rc) {
         }
 }
 
+/* Judges container-toolkit.runtime-binary (the binary each nvidia runtime names exists under the root
+ * and is executable) from the facts into f; never fails: what it cannot read, it says. */
 static void run_runtime_binary(const struct node_facts *facts, struct finding *f) {
         if (skip_no_runtime(facts, f)) return;
         const struct runtime_facts *r = facts->runtime;
@@ -452,6 +463,8 @@ static void applied_one(const char *name, const struct runtime_process *p, const
         part_add(acc, CHECK_PASS, xasprintf("the running %s started after its config was last changed", name), NULL);
 }
 
+/* Judges container-toolkit.config-applied (the running runtime daemon started after its config files
+ * were last changed) from the facts into f; never fails: what it cannot read, it says. */
 static void run_config_applied(const struct node_facts *facts, struct finding *f) {
         if (skip_no_runtime(facts, f)) return;
         const struct runtime_facts *r = facts->runtime;
@@ -469,6 +482,8 @@ static void run_config_applied(const struct node_facts *facts, struct finding *f
         part_finish(&acc, f);
 }
 
+/* Judges rdma-device-plugin.devices (RDMA device nodes exist for the RDMA device plugin to expose to
+ * pods) from the facts into f; never fails: what it cannot read, it says. */
 static void run_rdma_exposure(const struct node_facts *facts, struct finding *f) {
         if (skip_no_runtime(facts, f)) return;
         const struct runtime_facts *r = facts->runtime;

@@ -24,6 +24,7 @@ static void explain_check(const struct check_def *d) {
                         if (streq(s[i].checks[c], d->id)) printf("  symptom:  %s\n", s[i].symptom);
 }
 
+/* Prints one row of the symptom table: the symptom, where to look first, its checks. */
 static void explain_symptom(const struct symptom *s) {
         printf("Layer %d  %s\n  look first: %s\n  checks:", s->layer, s->symptom, s->look_first);
         for (size_t c = 0; c < SYMPTOM_MAX_CHECKS && s->checks[c]; c++) printf(" %s", s->checks[c]);

@@ -140,6 +140,7 @@ bool hostfs_exists(const char *path) {
         return hostfs_stat(path, &st) == 0;
 }
 
+/* qsort comparator for an array of strings. */
 static int cmp_str(const void *a, const void *b) {
         return strcmp(*(char *const *)a, *(char *const *)b);
 }

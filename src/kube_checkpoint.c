@@ -73,6 +73,7 @@ static int parse_entry(const json_t *o, struct kube_checkpoint *c, struct kube_c
         return -EBADMSG;
 }
 
+/* Frees what one checkpoint entry owns and zeroes it. */
 static void entry_clear(struct kube_checkpoint_entry *e) {
         free(e->pod_uid);
         free(e->container);

@@ -23,6 +23,7 @@ static void kv_copy(const json_t *o, struct kube_kv **ret, size_t *ret_n) {
         }
 }
 
+/* Frees n key/value pairs and the array. */
 static void kv_free(struct kube_kv *kv, size_t n) {
         for (size_t i = 0; i < n; i++) {
                 free(kv[i].key);

@@ -77,6 +77,7 @@ void kube_config_free(struct kube_config *c) {
         free(c);
 }
 
+/* Frees every kubeconfig file of the set. */
 static void kc_set_done(struct kc_set *s) {
         for (size_t i = 0; i < s->n; i++) {
                 fy_document_destroy(s->files[i].doc);
@@ -433,6 +434,7 @@ struct exec_spec {
         bool provide_cluster_info;
 };
 
+/* Frees what an exec credential plugin spec owns. */
 static void exec_spec_done(struct exec_spec *e) {
         free(e->api_version);
         free(e->command);

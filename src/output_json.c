@@ -12,6 +12,7 @@ static json_t *json_text(const char *s) {
         return json_string(clean);
 }
 
+/* Returns the JSON word for a layer's or component's worst status ("failed", "healthy", ...). */
 static const char *layer_status_word(enum check_status s) {
         switch (s) {
         case CHECK_FAIL: return "failed";
@@ -23,6 +24,7 @@ static const char *layer_status_word(enum check_status s) {
         return "unknown";
 }
 
+/* Returns one check of the report as a new JSON object (the v1 contract's fields). */
 static json_t *finding_to_json(const struct finding *f) {
         json_t *ev = json_array();
         for (size_t i = 0; i < f->n_evidence; i++) json_array_append_new(ev, json_text(f->evidence[i]));

@@ -8,6 +8,7 @@
 #define C_DIM "\033[2m"
 #define C_BOLD "\033[1m"
 
+/* Returns the ANSI colour of a status. */
 static const char *status_color(enum check_status s) {
         switch (s) {
         case CHECK_FAIL: return C_RED;
@@ -19,6 +20,7 @@ static const char *status_color(enum check_status s) {
         return "";
 }
 
+/* Returns the four-letter tag printed before a check. */
 static const char *status_tag(enum check_status s) {
         switch (s) {
         case CHECK_FAIL: return "FAIL";
@@ -30,6 +32,7 @@ static const char *status_tag(enum check_status s) {
         return "????";
 }
 
+/* Returns the word printed after a layer's name. */
 static const char *layer_word(enum check_status s) {
         switch (s) {
         case CHECK_FAIL: return "FAILED";

@@ -133,6 +133,7 @@ out:
         return r;
 }
 
+/* Frees n strings and the array. */
 static void strv_free_n(char **v, size_t n) {
         for (size_t i = 0; i < n; i++) free(v[i]);
         free(v);

@@ -216,6 +216,7 @@ static char *find_misplaced_imports(const struct toml_value *t, const char *pref
         return NULL;
 }
 
+/* Records the first error of the containerd probe (takes msg); later ones are dropped. */
 static void set_error(struct containerd_facts *c, int rc, char *msg) {
         if (c->rc == 0) {
                 c->rc = rc;

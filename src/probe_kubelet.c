@@ -58,6 +58,7 @@ void probe_kubelet(struct kubelet_facts *ret) {
         if (n >= 0) take_names(names, n, &ret->validations, &ret->n_validations);
 }
 
+/* Frees n names and the array. */
 static void names_free(char **v, size_t n) {
         for (size_t i = 0; i < n; i++) free(v[i]);
         free(v);

@@ -23,11 +23,13 @@ static int read_attr(const char *addr, const char *attr, uint64_t *ret) {
         return hostfs_read_u64(p, ret);
 }
 
+/* Appends a copy of fn to the array (which grows). */
 static void add_function(struct pci_function **v, size_t *n, const struct pci_function *fn) {
         *v = xrealloc(*v, (*n + 1) * sizeof **v);
         (*v)[(*n)++] = *fn;
 }
 
+/* Records a PCI function that could not be read (takes msg). */
 static void note_unreadable(struct pci_facts *f, char *msg) {
         f->unreadable = xrealloc(f->unreadable, (f->n_unreadable + 1) * sizeof *f->unreadable);
         f->unreadable[f->n_unreadable++] = msg;

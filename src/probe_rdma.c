@@ -14,6 +14,7 @@ static int read_numbered_state(const char *path, char **ret_text) {
         return v < 0 ? -1 : v;
 }
 
+/* Returns the first line of /sys/class/infiniband/<dev>/<attr>, or NULL when unreadable. */
 static char *read_attr(const char *dev, const char *attr) {
         _cleanup_free_ char *p = xasprintf(IB_CLASS "/%s/%s", dev, attr);
         char *s = NULL;
