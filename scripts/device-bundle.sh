@@ -8,7 +8,7 @@ rm -rf .device && mkdir -p .device/lib
 cp build/gpunode .device/
 cp build/tests/libnvidia-ml.so.1 .device/fake-libnvidia-ml.so.1
 # gpunode itself and the libraries it dlopens (src/dl_*.h), each with what it needs beyond glibc.
-dlopened="libcurl.so.4 libfyaml.so.0 libarchive.so.13 libmicrohttpd.so.12"
+dlopened="libcurl.so.4 libfyaml.so.0 libarchive.so.13"
 for l in $dlopened; do cp -L "/usr/lib/x86_64-linux-gnu/$l" .device/lib/; done
 for bin in build/gpunode $(for l in $dlopened; do echo "/usr/lib/x86_64-linux-gnu/$l"; done); do
         ldd "$bin" | awk '/=> \// {print $3}' | while read -r lib; do

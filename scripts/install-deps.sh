@@ -3,7 +3,7 @@
 set -euo pipefail
 packages=(
         gcc clang meson ninja-build pkg-config git ca-certificates
-        libjansson-dev libcurl4-openssl-dev libmicrohttpd-dev libfyaml-dev libarchive-dev libssl-dev zlib1g-dev
+        libjansson-dev libcurl4-openssl-dev libfyaml-dev libarchive-dev libssl-dev zlib1g-dev
         libcmocka-dev valgrind openssl python3 python3-grpcio pciutils
         prometheus prometheus-node-exporter wrk hyperfine libclang-rt-14-dev
 )

@@ -313,9 +313,30 @@ static void run_gfd_labels(const struct node_facts *facts, struct finding *f) {
                         hard++;
                 }
         }
-        _cleanup_free_ char *count = xasprintf("%u", n->device_count);
+        /* MIG single strategy (product <model>-MIG-<profile>): count and memory are the MIG devices' */
+        size_t plen = strlen(product);
+        bool mig_single = want_product && strstr(product, "-MIG-") &&
+                          !(plen >= strlen("-MIG-INVALID") && streq(product + plen - strlen("-MIG-INVALID"), "-MIG-INVALID"));
+        _cleanup_free_ char *count = NULL, *mem = NULL;
+        if (mig_single) {
+                unsigned migs = 0;
+                bool known = true;
+                const struct nvml_mig_facts *first = NULL;
+                for (unsigned i = 0; i < n->n_gpus; i++) {
+                        const struct nvml_gpu_facts *gi = &n->gpus[i];
+                        if (gi->mig_rc != NVML_SUCCESS || gi->mig_current != 1) continue;
+                        if (gi->mig_max_rc != NVML_SUCCESS || gi->mig_devices_rc != NVML_SUCCESS) known = false;
+                        migs += gi->n_mig;
+                        if (!first && gi->n_mig > 0) first = &gi->mig[0];
+                }
+                if (known) count = xasprintf("%u", migs);
+                if (known && first && first->attributes_rc == NVML_SUCCESS)
+                        mem = xasprintf("%" PRIu64, first->attributes.memory_mb);
+        } else {
+                count = xasprintf("%u", n->device_count);
+                mem = g->memory_rc == NVML_SUCCESS ? xasprintf("%" PRIu64, g->memory_total >> 20) : NULL;
+        }
         hard += compare_label(a, "nvidia.com/gpu.count", count, f);
-        _cleanup_free_ char *mem = g->memory_rc == NVML_SUCCESS ? xasprintf("%" PRIu64, g->memory_total >> 20) : NULL;
         hard += compare_label(a, "nvidia.com/gpu.memory", mem, f);
         if (g->cc_rc == NVML_SUCCESS) {
                 _cleanup_free_ char *maj = xasprintf("%d", g->cc_major), *min = xasprintf("%d", g->cc_minor);
@@ -379,6 +400,49 @@ static void run_gfd_labels(const struct node_facts *facts, struct finding *f) {
 
 /* --- mig-manager.state --- */
 
+/* Writes a MIG device's GFD resource name into buf: the exact profile, else one approximated from its
+ * attributes (the profile lookup needs privileges). Returns false when neither is known. */
+static bool mig_device_name(const struct nvml_gpu_facts *g, const struct nvml_mig_facts *m, char *buf, size_t size) {
+        if (gfd_mig_name(m, buf, size) == 0) return true;
+        return m->attributes_rc == NVML_SUCCESS && g->memory_rc == NVML_SUCCESS &&
+               nvml_mig_name_from_attributes(&m->attributes, g->memory_total, buf, size) == 0;
+}
+
+/* Adds evidence "GPU i: n MIG device(s): 3g.40gb, 1g.10gb x2" for a MIG-enabled GPU. Returns the number
+ * of its MIG devices whose name is not `only` (every device counts when only is NULL or nothing is known),
+ * or -1 when the MIG devices could not be listed. */
+static int mig_devices_evidence(const struct nvml_gpu_facts *g, const char *only, struct finding *f) {
+        if (g->mig_max_rc != NVML_SUCCESS || g->mig_devices_rc != NVML_SUCCESS) {
+                int rc = g->mig_max_rc != NVML_SUCCESS ? g->mig_max_rc : g->mig_devices_rc;
+                finding_evidence(f, "GPU %u: MIG devices could not be listed: %s", g->index, nvml_return_name(rc));
+                return -1;
+        }
+        struct buf b = {0};
+        int other = 0;
+        bool done[NVML_MAX_MIG_DEVICES] = {false};
+        for (unsigned i = 0; i < g->n_mig; i++) {
+                if (done[i]) continue;
+                char name[40];
+                if (!mig_device_name(g, &g->mig[i], name, sizeof name)) snprintf(name, sizeof name, "unknown profile");
+                unsigned n = 0;
+                for (unsigned j = i; j < g->n_mig; j++) {
+                        char other_name[40];
+                        if (!mig_device_name(g, &g->mig[j], other_name, sizeof other_name))
+                                snprintf(other_name, sizeof other_name, "unknown profile");
+                        if (streq(name, other_name)) {
+                                done[j] = true;
+                                n++;
+                        }
+                }
+                if (only && !streq(name, only)) other += (int)n;
+                buf_printf(&b, "%s%s", b.len ? ", " : "", name);
+                if (n > 1) buf_printf(&b, " x%u", n);
+        }
+        finding_evidence(f, "GPU %u: %u MIG device(s)%s%s", g->index, g->n_mig, b.len ? ": " : "", b.data ? b.data : "");
+        buf_free(&b);
+        return other;
+}
+
 static void run_mig_state(const struct node_facts *facts, struct finding *f) {
         const struct nvml_facts *n = facts->nvml.facts;
         if (!n || n->init_rc != NVML_SUCCESS) {
@@ -416,6 +480,22 @@ static void run_mig_state(const struct node_facts *facts, struct finding *f) {
         }
         const char *remedy_logs = "`kubectl -n gpu-operator logs -l app=nvidia-mig-manager` on this node; MIG mode changes need "
                                   "idle GPUs (no GPU pods, no nvidia-persistenced/DCGM holding them) and sometimes a reboot";
+        /* MIG devices against the config: "all-<profile>" (mig-parted's names, '+' as '.', e.g. all-1g.10gb.me)
+         * wants that profile only on every GPU; all-enabled wants MIG mode only; other layouts (all-balanced,
+         * custom) at least one MIG device per MIG-enabled GPU. */
+        const char *want = startswith(config, "all-") && strchr(config + 4, 'g') && strstr(config + 4, "gb") ? config + 4 : NULL;
+        unsigned wrong = 0, empty = 0, total_mig = 0;
+        for (unsigned i = 0; i < n->n_gpus; i++) {
+                const struct nvml_gpu_facts *g = &n->gpus[i];
+                if (g->mig_rc != NVML_SUCCESS || g->mig_current != 1) continue;
+                int other = mig_devices_evidence(g, want, f);
+                if (other < 0) continue;
+                total_mig += g->n_mig;
+                if (other > 0) wrong++;
+                if (g->n_mig == 0) empty++;
+        }
+        bool devices_checked = !streq(config, "all-disabled") && !streq(config, "all-enabled") && enabled > 0 &&
+                               (!state || streq(state, "success"));
         if (streq_ptr(state, "failed")) {
                 finding_fail(f, "the MIG manager failed to apply %s", config);
                 finding_remedy(f, "%s", remedy_logs);
@@ -428,6 +508,17 @@ static void run_mig_state(const struct node_facts *facts, struct finding *f) {
         } else if (!streq(config, "all-disabled") && enabled == 0) {
                 finding_fail(f, "mig.config is %s but no GPU has MIG enabled", config);
                 finding_remedy(f, "%s", remedy_logs);
+        } else if (devices_checked && want && wrong) {
+                finding_fail(f, "mig.config is %s but %u GPU(s) have MIG devices of another profile", config, wrong);
+                finding_remedy(f, "the MIG manager reported success for a layout NVML does not show: relabel the node with "
+                                  "the config again (`kubectl label node %s nvidia.com/mig.config=%s --overwrite`) and read "
+                                  "%s", a->node_name, config, remedy_logs);
+        } else if (devices_checked && empty) {
+                finding_fail(f, "mig.config is %s but %u MIG-enabled GPU(s) have no MIG devices: nothing to advertise", config,
+                             empty);
+                finding_remedy(f, "the GPU instances were destroyed after the MIG manager applied %s (a reset, or "
+                                  "`nvidia-smi mig -dci/-dgi`): relabel the node to apply it again and read %s", config,
+                               remedy_logs);
         } else if (pending) {
                 finding_warn(f, "MIG mode changes wait for a GPU reset on %u GPU(s)", pending);
                 finding_remedy(f, "drain the GPUs and reset them (`nvidia-smi -r`), or reboot the node");
@@ -435,8 +526,12 @@ static void run_mig_state(const struct node_facts *facts, struct finding *f) {
                 finding_warn(f, "MIG state matches %s, but the MIG manager pod is not running", config);
                 finding_remedy(f, "%s", remedy_logs);
         } else {
-                finding_pass(f, "MIG configuration %s applied (%s): MIG enabled on %u of %u capable GPU(s)", config,
-                             state ? state : "no state label", enabled, capable);
+                if (enabled)
+                        finding_pass(f, "MIG configuration %s applied (%s): MIG enabled on %u of %u capable GPU(s), %u MIG device(s)",
+                                     config, state ? state : "no state label", enabled, capable, total_mig);
+                else
+                        finding_pass(f, "MIG configuration %s applied (%s): MIG enabled on %u of %u capable GPU(s)", config,
+                                     state ? state : "no state label", enabled, capable);
         }
 }
 
@@ -510,9 +605,10 @@ const struct check_def check_gfd_labels = {
 const struct check_def check_mig_manager_state = {
         .id = "mig-manager.state", .layer = 3, .component = "mig-manager",
         .title = "MIG mode matches the MIG manager's configuration",
-        .reads = "NVML's current and pending MIG mode per GPU; labels nvidia.com/mig.config and nvidia.com/mig.config.state; "
-                 "the mig-manager pod",
-        .outcomes = "pass: applied; fail: state failed, or mode contradicts the config; warn: pending, or a reset is needed; "
+        .reads = "NVML's current and pending MIG mode and MIG devices (profiles) per GPU; labels nvidia.com/mig.config and "
+                 "nvidia.com/mig.config.state; the mig-manager pod",
+        .outcomes = "pass: applied; fail: state failed, or mode or MIG devices contradict the config (all-<profile> with other "
+                    "profiles, MIG-enabled GPUs without MIG devices); warn: pending, or a reset is needed; "
                     "skip: no MIG-capable GPU, or the MIG manager is not used",
         .remedy = "read the nvidia-mig-manager pod's log; MIG changes need idle GPUs (no GPU pods, no DCGM or persistenced holding them) and sometimes a reboot",
         .depends = {"kubelet.api-access", "driver.nvml-init"},

@@ -1,5 +1,6 @@
 /* checks_kubelet.c: layer 3 device plugin registration (kubelet files) and allocatable (node object) against NVML; CSI plugins. */
 #include "checks_kube.h"
+#include "labels.h"
 #include "nvml_lib.h"
 #include "nvml_probe.h"
 
@@ -160,8 +161,37 @@ static void run_dp_allocatable(const struct node_facts *facts, struct finding *f
 
         int64_t expect = (int64_t)whole * replicas;
         bool mig_single = mig > 0 && streq_ptr(strategy, "single");
+        /* The MIG devices NVML lists, by GFD resource name (known: every MIG-enabled GPU listed them). */
+        bool mig_known = mig > 0;
+        unsigned mig_devices = 0;
+        for (unsigned i = 0; i < n->n_gpus; i++) {
+                const struct nvml_gpu_facts *g = &n->gpus[i];
+                if (g->mig_rc != NVML_SUCCESS || g->mig_current != 1) continue;
+                if (g->mig_max_rc != NVML_SUCCESS || g->mig_devices_rc != NVML_SUCCESS) mig_known = false;
+                mig_devices += g->n_mig;
+        }
+        if (mig_single && mig_known) {
+                /* single strategy: every MIG device is one nvidia.com/gpu (times time-slicing replicas) */
+                int64_t want = (int64_t)mig_devices * replicas;
+                finding_evidence(f, "NVML: %u MIG device(s) on %u MIG-enabled GPU(s)", mig_devices, mig);
+                if (alloc < want) {
+                        finding_fail(f, "MIG (single strategy): %s allocatable is %" PRId64 " but NVML lists %u MIG device(s)%s",
+                                     GPU_RESOURCE, alloc < 0 ? 0 : alloc, mig_devices, replicas > 1 ? " (times replicas)" : "");
+                        finding_remedy(f, "the device plugin advertises only MIG devices it can use: check mig-manager.state "
+                                          "(the layout must be one profile on every GPU for the single strategy) and the "
+                                          "device plugin's log");
+                } else if (alloc > want) {
+                        finding_warn(f, "MIG (single strategy): %s allocatable is %" PRId64 ", more than the %u MIG device(s) "
+                                        "NVML lists", GPU_RESOURCE, alloc, mig_devices);
+                        finding_remedy(f, "the MIG layout changed under a running device plugin: restart its pod on this node");
+                } else {
+                        finding_pass(f, "%s allocatable %" PRId64 " matches the %u MIG device(s) NVML lists (single strategy)",
+                                     GPU_RESOURCE, alloc, mig_devices);
+                }
+                return;
+        }
         if (mig_single) {
-                /* single strategy: every MIG device is an nvidia.com/gpu; NVML here does not count MIG devices */
+                /* single strategy, MIG devices not listed: at least something must be advertised */
                 if (alloc <= 0) {
                         finding_fail(f, "MIG (single strategy) is enabled on %u GPU(s) but %s allocatable is %s", mig, GPU_RESOURCE,
                                      alloc < 0 ? "missing" : "0");
@@ -172,11 +202,74 @@ static void run_dp_allocatable(const struct node_facts *facts, struct finding *f
                 }
                 return;
         }
-        if (mig > 0 && mig_alloc == 0) {
+        if (mig > 0 && mig_alloc == 0 && (!mig_known || mig_devices > 0)) {
                 finding_fail(f, "MIG is enabled on %u GPU(s) but the node offers no nvidia.com/mig-* resource", mig);
                 finding_remedy(f, "the device plugin's MIG strategy must be mixed (or single) for MIG devices to be advertised; "
                                   "check mig-manager.state and the plugin's log");
                 return;
+        }
+        if (mig > 0 && mig_known) {
+                /* mixed strategy: nvidia.com/mig-<profile> per profile against the MIG devices NVML lists */
+                unsigned short_res = 0, extra_res = 0;
+                char (*names)[40] = mig_devices ? xcalloc(mig_devices, sizeof *names) : NULL;
+                unsigned *counts = mig_devices ? xcalloc(mig_devices, sizeof *counts) : NULL;
+                unsigned n_names = 0, unnamed = 0;
+                for (unsigned i = 0; i < n->n_gpus; i++) {
+                        const struct nvml_gpu_facts *g = &n->gpus[i];
+                        if (g->mig_rc != NVML_SUCCESS || g->mig_current != 1) continue;
+                        for (unsigned j = 0; j < g->n_mig; j++) {
+                                char name[40];
+                                if (gfd_mig_name(&g->mig[j], name, sizeof name) < 0 &&
+                                    (g->mig[j].attributes_rc != NVML_SUCCESS || g->memory_rc != NVML_SUCCESS ||
+                                     nvml_mig_name_from_attributes(&g->mig[j].attributes, g->memory_total, name, sizeof name) < 0)) {
+                                        unnamed++;
+                                        continue;
+                                }
+                                unsigned k = 0;
+                                while (k < n_names && !streq(names[k], name)) k++;
+                                if (k == n_names) snprintf(names[n_names++], sizeof names[0], "%s", name);
+                                counts[k]++;
+                        }
+                }
+                for (unsigned k = 0; k < n_names; k++) {
+                        _cleanup_free_ char *key = xasprintf("nvidia.com/mig-%s", names[k]);
+                        int64_t have = resource(node->allocatable, node->n_allocatable, key);
+                        if (have < (int64_t)counts[k]) {
+                                finding_evidence(f, "%s: allocatable %" PRId64 ", NVML lists %u MIG device(s)", key, have < 0 ? 0 : have,
+                                                 counts[k]);
+                                short_res++;
+                        } else if (have > (int64_t)counts[k]) {
+                                finding_evidence(f, "%s: allocatable %" PRId64 ", NVML lists only %u", key, have, counts[k]);
+                                extra_res++;
+                        }
+                }
+                for (size_t i = 0; i < node->n_allocatable; i++) {
+                        const char *key = node->allocatable[i].key;
+                        if (!startswith(key, "nvidia.com/mig-")) continue;
+                        bool found = false;
+                        for (unsigned k = 0; k < n_names && !found; k++) found = streq(key + strlen("nvidia.com/mig-"), names[k]);
+                        int64_t v;
+                        if (!found && !unnamed && kube_quantity_int(node->allocatable[i].value, &v) == 0 && v > 0) {
+                                finding_evidence(f, "%s: allocatable %" PRId64 ", but NVML lists no MIG device of that profile", key, v);
+                                extra_res++;
+                        }
+                }
+                free(names);
+                free(counts);
+                if (short_res) {
+                        finding_fail(f, "%u MIG resource(s) offer fewer devices than NVML lists: pods asking for them stay Pending",
+                                     short_res);
+                        finding_remedy(f, "the device plugin must run with the mixed MIG strategy and see the current layout: "
+                                          "restart its pod on this node after the MIG manager finished (mig-manager.state), "
+                                          "and read its log");
+                        return;
+                }
+                if (extra_res) {
+                        finding_warn(f, "%u MIG resource(s) offer devices NVML does not list: the layout changed under the "
+                                        "device plugin", extra_res);
+                        finding_remedy(f, "restart the device plugin pod on this node so that it advertises the current MIG layout");
+                        return;
+                }
         }
         if (expect > 0 && (alloc < 0 || cap < 0)) {
                 finding_fail(f, "%s is missing from the node's %s while NVML sees %u GPU(s): GPU pods stay Pending", GPU_RESOURCE,

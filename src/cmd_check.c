@@ -3,6 +3,8 @@
 #include "facts.h"
 #include "facts_kube.h"
 #include "hostfs.h"
+#include "kube_client.h"
+#include "net_replay.h"
 #include "output.h"
 
 #include "nvml_probe.h"
@@ -38,22 +40,6 @@ static int save_nvml(const char *file, const struct node_facts *facts) {
         return 0;
 }
 
-/* Parses a duration: "5" or "5s" (seconds) or "500ms". Returns 0 with *ret in ms (1..600000) or -EINVAL. */
-static int parse_timeout_ms(const char *s, unsigned *ret) {
-        _cleanup_free_ char *num = xstrdup(s);
-        uint64_t v, mult = 1000;
-        size_t n = strlen(num);
-        if (n > 2 && streq(num + n - 2, "ms")) {
-                num[n - 2] = 0;
-                mult = 1;
-        } else if (n > 1 && num[n - 1] == 's') {
-                num[n - 1] = 0;
-        }
-        if (parse_u64(num, 10, &v) < 0 || v == 0 || v > 600000 / mult) return -EINVAL;
-        *ret = (unsigned)(v * mult);
-        return 0;
-}
-
 int cmd_check(int argc, char **argv) {
         static const struct option longopts[] = {
                 {"root", required_argument, NULL, 'r'},
@@ -76,7 +62,7 @@ int cmd_check(int argc, char **argv) {
         };
         const char *root = getenv("GPUNODE_ROOT");
         const char *node = NULL, *record_file = NULL, *nvml_file = NULL, *snapshot_file = NULL;
-        bool root_flag = false;
+        bool root_flag = false, timeout_flag = false;
         enum output_format format = FORMAT_TEXT;
         struct probe_options popts = {.nvml_timeout_ms = 10000};
         struct kube_probe_options kopts = {.timeout_ms = KUBE_DEFAULT_TIMEOUT_MS};
@@ -114,7 +100,8 @@ int cmd_check(int argc, char **argv) {
                 case 'P': snapshot_file = optarg; break;
                 case 'K': kopts.kubeconfig = optarg; break;
                 case 'T':
-                        if (parse_timeout_ms(optarg, &kopts.timeout_ms) < 0) {
+                        timeout_flag = true;
+                        if (kube_timeout_parse(optarg, &kopts.timeout_ms) < 0) {
                                 fprintf(stderr, "gpunode check: --timeout must be 1..600 s (\"5\", \"5s\" or \"500ms\"), not '%s'\n", optarg);
                                 return EXIT_USAGE;
                         }
@@ -144,6 +131,12 @@ int cmd_check(int argc, char **argv) {
                         fprintf(stderr, "gpunode check: --snapshot replaces --root, --kmsg and --nvml-library\n");
                         return EXIT_USAGE;
                 }
+                if (kopts.kubeconfig || timeout_flag || kopts.operator_namespace || kopts.dcgm_url || kopts.node_exporter_url) {
+                        fprintf(stderr, "gpunode check: --snapshot replays the API and metrics answers collected with the "
+                                        "node's --kubeconfig, --timeout, --operator-namespace, --dcgm-url and "
+                                        "--node-exporter-url; they cannot be given again\n");
+                        return EXIT_USAGE;
+                }
                 sigprocmask(SIG_BLOCK, &term, &saved_mask);
                 _cleanup_free_ char *error = NULL;
                 int sr = snapshot_open(snapshot_file, &snap, &error);
@@ -161,7 +154,18 @@ int cmd_check(int argc, char **argv) {
                 popts.nvml_facts = snap->nvml_facts;
                 popts.nvml_load_rc = snap->nvml_load_rc;
                 popts.nvml_load_error = snap->nvml_load_error;
+                /* Layers 3 and 4 answer from the snapshot (net_replay.h), with the options used there;
+                 * the API is asked about the node named there unless --node names another. */
+                const struct net_options *no = &snap->net->options;
+                kopts.node_name = node ? node : no->node;
+                if (no->timeout_ms) kopts.timeout_ms = no->timeout_ms;
+                kopts.operator_namespace = no->operator_namespace;
+                kopts.dcgm_url = no->dcgm_url;
+                kopts.node_exporter_url = no->node_exporter_url;
+                net_replay_from(snap->net);
                 if (!node && snap->node) node = snap->node;
+        } else {
+                kopts.node_name = node;
         }
         if (!root || !*root) root = "/";
         if (!display_root) display_root = root;
@@ -169,6 +173,7 @@ int cmd_check(int argc, char **argv) {
         if (r < 0) {
                 fprintf(stderr, "gpunode check: cannot open root %s: %s\n", root, strerror(-r));
                 if (snap) {
+                        net_replay_from(NULL);
                         snapshot_close(snap);
                         sigprocmask(SIG_SETMASK, &saved_mask, NULL);
                 }
@@ -185,8 +190,6 @@ int cmd_check(int argc, char **argv) {
                 hostfs_set_recorder(record_path, record);
         }
         /* Layers 3 and 4: the API and the node's endpoints; a snapshot is analysed offline. */
-        kopts.node_name = node;
-        kopts.no_api = snap != NULL;
         popts.kube = &kopts;
         struct node_facts facts;
         probe_all(&popts, &facts);
@@ -209,6 +212,7 @@ int cmd_check(int argc, char **argv) {
         node_facts_free(&facts);
         hostfs_done();
         if (snap) {
+                net_replay_from(NULL);
                 snapshot_close(snap);
                 sigprocmask(SIG_SETMASK, &saved_mask, NULL);
         }

@@ -1,7 +1,10 @@
 /* cmd_collect.c: `gpunode collect`: probe with the recorder on, then archive everything read (redacted). */
 #include "commands.h"
 #include "facts.h"
+#include "facts_kube.h"
 #include "hostfs.h"
+#include "kube_client.h"
+#include "net_replay.h"
 #include "nvml_probe.h"
 #include "output.h"
 #include "snapshot.h"
@@ -95,10 +98,17 @@ int cmd_collect(int argc, char **argv) {
                 {"nvml-library", required_argument, NULL, 'l'},
                 {"nvml-timeout", required_argument, NULL, 't'},
                 {"node", required_argument, NULL, 'n'},
+                {"kubeconfig", required_argument, NULL, 'K'},
+                {"timeout", required_argument, NULL, 'T'},
+                {"operator-namespace", required_argument, NULL, 'O'},
+                {"dcgm-url", required_argument, NULL, 'D'},
+                {"node-exporter-url", required_argument, NULL, 'E'},
                 {0},
         };
         const char *root = getenv("GPUNODE_ROOT"), *output = NULL, *node = NULL;
         struct probe_options popts = {.nvml_timeout_ms = 10000};
+        /* Layers 3 and 4 as `gpunode check` asks them; every exchange is recorded (net_replay.h). */
+        struct kube_probe_options kopts = {.timeout_ms = KUBE_DEFAULT_TIMEOUT_MS};
         int c;
         optind = 1;
         while ((c = getopt_long(argc, argv, "o:", longopts, NULL)) != -1) {
@@ -117,6 +127,16 @@ int cmd_collect(int argc, char **argv) {
                         break;
                 }
                 case 'n': node = optarg; break;
+                case 'K': kopts.kubeconfig = optarg; break;
+                case 'T':
+                        if (kube_timeout_parse(optarg, &kopts.timeout_ms) < 0) {
+                                fprintf(stderr, "gpunode collect: --timeout must be 1..600 s (\"5\", \"5s\" or \"500ms\"), not '%s'\n", optarg);
+                                return EXIT_USAGE;
+                        }
+                        break;
+                case 'O': kopts.operator_namespace = optarg; break;
+                case 'D': kopts.dcgm_url = optarg; break;
+                case 'E': kopts.node_exporter_url = optarg; break;
                 default: return EXIT_USAGE;
                 }
         }
@@ -137,8 +157,15 @@ int cmd_collect(int argc, char **argv) {
 
         struct path_list paths = {0};
         struct node_facts facts;
+        struct net_log *net = net_log_new();
+        kopts.node_name = node;
+        popts.kube = &kopts;
         hostfs_set_recorder(record, &paths);
+        net_record_to(net);
         probe_all(&popts, &facts);
+        net_record_to(NULL);
+        net_log_set_options(net, facts.kube ? facts.kube->api.node_name : node, kopts.timeout_ms, kopts.operator_namespace,
+                            kopts.dcgm_url, kopts.node_exporter_url);
         {
                 /* Some checks read the host too (device nodes): judge once so their reads are recorded. */
                 _cleanup_free_ char *report_node = node_name(node, &facts);
@@ -170,6 +197,7 @@ int cmd_collect(int argc, char **argv) {
         if (r >= 0)
                 r = snapshot_add_nvml(w, nvml_json, facts.nvml.library, facts.nvml.facts, facts.nvml.load_rc,
                                       facts.nvml.load_error);
+        if (r >= 0) r = snapshot_add_net_log(w, net);
         if (r < 0) {
                 fprintf(stderr, "gpunode collect: cannot write %s: %s\n", output, strerror(-r));
                 snapshot_writer_abort(w);
@@ -183,11 +211,13 @@ int cmd_collect(int argc, char **argv) {
                 code = EXIT_INTERNAL;
                 goto out;
         }
-        fprintf(stderr, "gpunode collect: wrote %s: %zu members, %zu paths redacted, %zu unreadable (see MANIFEST.json)\n",
-                output, members, redacted, unreadable);
+        fprintf(stderr, "gpunode collect: wrote %s: %zu members, %zu paths redacted, %zu unreadable, %zu API and metrics "
+                        "exchanges (see MANIFEST.json)\n",
+                output, members, redacted, unreadable, net->n);
 out:
         for (size_t i = 0; i < paths.n; i++) free(paths.v[i]);
         free(paths.v);
+        net_log_free(net);
         node_facts_free(&facts);
         hostfs_done();
         return code;

@@ -1,6 +1,5 @@
 /* cmd_exporter.c: `gpunode exporter`: parse options, start the sampler and HTTP server, wait for SIGTERM. */
 #include "commands.h"
-#include "dl_mhd.h"
 #include "exporter.h"
 #include "hostfs.h"
 
@@ -37,10 +36,13 @@ int cmd_exporter(int argc, char **argv) {
                 {"no-hostname", no_argument, NULL, 'H'},
                 {"hostname-label", required_argument, NULL, 'N'},
                 {"no-xid-events", no_argument, NULL, 'X'},
+                {"check-timeout", required_argument, NULL, 't'},
+                {"kubeconfig", required_argument, NULL, 'K'},
                 {0},
         };
         const char *listen_addr = ":9400", *root = getenv("GPUNODE_ROOT");
         struct exp_options o = { .interval_ms = 10000, .sample_timeout_ms = 10000, .check_interval_ms = 60000,
+                                 .check_timeout_ms = 60000,
                                  .hostname_label = "Hostname", .xid_events = true };
         bool no_hostname = false;
         int c;
@@ -64,11 +66,14 @@ int cmd_exporter(int argc, char **argv) {
                         o.hostname_label = optarg;
                         break;
                 case 'X': o.xid_events = false; break;
+                case 't': dst = &o.check_timeout_ms; break;
+                case 'K': o.kubeconfig = optarg; break;
                 default: return EXIT_USAGE;
                 }
                 if (dst && parse_duration_ms(optarg, zero, dst) < 0) {
                         fprintf(stderr, "gpunode exporter: --%s: '%s' is not a duration (10, 1.5s, 500ms)\n",
-                                longopts[c == 'i' ? 1 : c == 'T' ? 2 : 3].name, optarg);
+                                c == 'i' ? "interval" : c == 'T' ? "sample-timeout" : c == 't' ? "check-timeout" : "check-interval",
+                                optarg);
                         return EXIT_USAGE;
                 }
         }
@@ -108,13 +113,6 @@ int cmd_exporter(int argc, char **argv) {
                 return EXIT_INTERNAL;
         }
         struct exp_http *h = NULL;
-        _cleanup_free_ char *mhd_error = NULL;
-        if (dl_mhd_open(&mhd_error) < 0) {
-                fprintf(stderr, "gpunode exporter: %s\n", mhd_error);
-                exporter_stop(e);
-                hostfs_done();
-                return EXIT_INTERNAL;
-        }
         r = exp_http_start(listen_addr, e, &h);
         if (r < 0) {
                 fprintf(stderr, "gpunode exporter: cannot listen on %s: %s\n", listen_addr,

@@ -1,6 +1,5 @@
 /* cmd_labels.c: `gpunode labels`: GFD-compatible labels written atomically to the NFD feature file, once or every interval. */
 #include "commands.h"
-#include "dl_fyaml.h"
 #include "facts.h"
 #include "hostfs.h"
 #include "labels.h"
@@ -48,44 +47,39 @@ static int read_sharing_config(const char *file, struct label_options *o, char *
                 *ret_error = xasprintf("%s: unreadable or larger than 1 MiB", file);
                 return -EINVAL;
         }
-        struct fy_document *doc;
+        json_t *doc;
         char *error = NULL;
-        int r = yaml_parse(text, len, &doc, &error);
+        int r = yaml_to_json(text, len, &doc, &error);
         if (r < 0) {
                 *ret_error = xasprintf("%s: %s", file, error);
                 free(error);
                 return r;
         }
-        struct fy_node *root = fy_document_root(doc);
         static const struct {
-                const char *path;
+                const char *key;
                 enum sharing_strategy strategy;
-        } kinds[] = {{"/sharing/timeSlicing/resources", SHARING_TIME_SLICING}, {"/sharing/mps/resources", SHARING_MPS}};
+        } kinds[] = {{"timeSlicing", SHARING_TIME_SLICING}, {"mps", SHARING_MPS}};
         for (size_t k = 0; k < ELEMENTSOF(kinds); k++) {
-                struct fy_node *res = root ? fy_node_by_path(root, kinds[k].path, FY_NT, FYNWF_DONT_FOLLOW) : NULL;
-                if (!res || fy_node_get_type(res) != FYNT_SEQUENCE) continue;
-                void *iter = NULL;
-                struct fy_node *item;
-                while ((item = fy_node_sequence_iterate(res, &iter))) {
-                        struct fy_node *name = fy_node_by_path(item, "/name", FY_NT, FYNWF_DONT_FOLLOW);
-                        struct fy_node *rep = fy_node_by_path(item, "/replicas", FY_NT, FYNWF_DONT_FOLLOW);
-                        struct fy_node *ren = fy_node_by_path(item, "/rename", FY_NT, FYNWF_DONT_FOLLOW);
-                        const char *nm = name ? fy_node_get_scalar0(name) : NULL;
-                        const char *rp = rep ? fy_node_get_scalar0(rep) : NULL;
+                json_t *res = json_object_get(json_object_get(json_object_get(doc, "sharing"), kinds[k].key), "resources");
+                size_t i;
+                json_t *item;
+                json_array_foreach(res, i, item) {
+                        const char *nm = json_string_value(json_object_get(item, "name"));
+                        const char *rp = json_string_value(json_object_get(item, "replicas"));
                         if (!nm || !streq(nm, "nvidia.com/gpu")) continue;
                         uint64_t n;
                         if (!rp || parse_u64(rp, 10, &n) < 0 || n > 100000) {
                                 *ret_error = xasprintf("%s: replicas of nvidia.com/gpu is not a number", file);
-                                fy_document_destroy(doc);
+                                json_decref(doc);
                                 return -EINVAL;
                         }
                         o->sharing = kinds[k].strategy;
                         o->replicas = (unsigned)n;
-                        const char *rn = ren ? fy_node_get_scalar0(ren) : NULL;
+                        const char *rn = json_string_value(json_object_get(item, "rename"));
                         o->renamed = rn && *rn;
                 }
         }
-        fy_document_destroy(doc);
+        json_decref(doc);
         return 0;
 }
 

@@ -5,7 +5,6 @@
 #include "dl_fyaml.h"
 #include "dl_archive.h"
 #include "dl_crypto.h"
-#include "dl_mhd.h"
 
 struct dl_curl_table dl_curl;
 
@@ -57,17 +56,4 @@ int dl_crypto_open(char **ret_error) {
         static struct dlib_state state = DLIB_STATE_INIT;
         _Static_assert(sizeof(dl_crypto) == sizeof(names) / sizeof(names[0]) * sizeof(void *), "table layout");
         return dlib_open(&state, "libcrypto.so.3", names, sizeof(names) / sizeof(names[0]), (void **)&dl_crypto, ret_error);
-}
-
-struct dl_mhd_table dl_mhd;
-
-int dl_mhd_open(char **ret_error) {
-        static const char *const names[] = {
-#define DL_X(s) #s,
-                DL_MHD_SYMBOLS(DL_X)
-#undef DL_X
-        };
-        static struct dlib_state state = DLIB_STATE_INIT;
-        _Static_assert(sizeof(dl_mhd) == sizeof(names) / sizeof(names[0]) * sizeof(void *), "table layout");
-        return dlib_open(&state, "libmicrohttpd.so.12", names, sizeof(names) / sizeof(names[0]), (void **)&dl_mhd, ret_error);
 }

@@ -138,6 +138,26 @@ void exp_render_self(struct buf *b, const struct exp_sample *s, const struct exp
  * no sample yet. Returns nothing; never fails. */
 void exp_render_ages(struct buf *b, double sample_age, double check_age);
 
+/* How the runs of the layer diagnosis (a `gpunode check` child) went. */
+enum exp_check_result {
+        EXP_CHECK_OK,      /* it finished and its output was valid */
+        EXP_CHECK_TIMEOUT, /* it ran past the check timeout and was killed */
+        EXP_CHECK_FAILED,  /* it could not start, or exited with a usage or internal error, or by a signal */
+        EXP_CHECK_INVALID, /* its output was not the diagnosis's exposition text, or too large */
+        EXP_CHECK_BUSY,    /* not started: an earlier, killed child has not been reaped yet */
+        EXP_CHECK_N_RESULTS,
+        EXP_CHECK_NONE = EXP_CHECK_N_RESULTS, /* no run yet */
+};
+
+struct exp_check_status {
+        enum exp_check_result last;
+        double duration_seconds; /* of the last run */
+        uint64_t runs_total[EXP_CHECK_N_RESULTS];
+};
+
+/* Appends the series about the layer diagnosis runs (gpunode_exporter_check_*) to b. Returns nothing. */
+void exp_render_check_status(struct buf *b, const struct exp_check_status *cs);
+
 /* ---- the published page ---- */
 
 struct exp_page {
@@ -182,6 +202,8 @@ struct exp_options {
         unsigned interval_ms;
         unsigned sample_timeout_ms; /* a call running longer makes its worker "stuck" */
         unsigned check_interval_ms; /* 0: no layer diagnosis */
+        unsigned check_timeout_ms;  /* a `gpunode check` child running longer is killed; 0: 60 s */
+        const char *kubeconfig;     /* passed to the check child; NULL: its own defaults */
         const char *root;
         const char *hostname; /* NULL: no label */
         const char *hostname_label;
@@ -190,7 +212,8 @@ struct exp_options {
 
 struct exporter;
 
-/* Starts the sampler, Xid and check threads. Returns 0 and *ret, or -errno when a thread cannot be
+/* Starts the sampler, Xid and check threads (the check thread runs `gpunode check` children through
+ * /proc/self/exe, so the calling program must be gpunode). Returns 0 and *ret, or -errno when a thread cannot be
  * started. NVML failing or absent is not an error: the page says so and the sampler retries. */
 int exporter_start(const struct exp_options *o, struct exporter **ret);
 

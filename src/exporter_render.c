@@ -198,6 +198,23 @@ void exp_render_ages(struct buf *b, double sample_age, double check_age) {
         buf_printf(b, "gpunode_exporter_check_age_seconds %.3f\n", check_age);
 }
 
+void exp_render_check_status(struct buf *b, const struct exp_check_status *cs) {
+        static const char *const names[EXP_CHECK_N_RESULTS] = { "ok", "timeout", "failed", "invalid", "busy" };
+        buf_puts(b, "# HELP gpunode_exporter_check_timed_out 1 when the last layer diagnosis ran past the check timeout and was killed.\n"
+                    "# TYPE gpunode_exporter_check_timed_out gauge\n");
+        buf_printf(b, "gpunode_exporter_check_timed_out %d\n", cs->last == EXP_CHECK_TIMEOUT);
+        buf_puts(b, "# HELP gpunode_exporter_check_up 1 when the last layer diagnosis finished with valid output.\n"
+                    "# TYPE gpunode_exporter_check_up gauge\n");
+        buf_printf(b, "gpunode_exporter_check_up %d\n", cs->last == EXP_CHECK_OK);
+        buf_puts(b, "# HELP gpunode_exporter_check_duration_seconds How long the last layer diagnosis (a gpunode check child) took.\n"
+                    "# TYPE gpunode_exporter_check_duration_seconds gauge\n");
+        buf_printf(b, "gpunode_exporter_check_duration_seconds %.6f\n", cs->duration_seconds);
+        buf_puts(b, "# HELP gpunode_exporter_check_runs_total Layer diagnosis runs since start, by result.\n"
+                    "# TYPE gpunode_exporter_check_runs_total counter\n");
+        for (unsigned i = 0; i < EXP_CHECK_N_RESULTS; i++)
+                buf_printf(b, "gpunode_exporter_check_runs_total{result=\"%s\"} %" PRIu64 "\n", names[i], cs->runs_total[i]);
+}
+
 struct exp_page *exp_page_ref(struct exp_page *p) {
         if (p) __atomic_add_fetch(&p->refs, 1, __ATOMIC_RELAXED);
         return p;

@@ -1,5 +1,6 @@
 /* http_fetch.c: GETs a metrics page with libcurl, bounded in time and size (no TLS setup: see kube_client.c for that). */
 #include "http_fetch.h"
+#include "net_replay.h"
 #include "util.h"
 
 #include "dl_curl.h"
@@ -38,8 +39,27 @@ static int curl_to_errno(CURLcode e) {
 int http_fetch(const char *url, unsigned timeout_ms, size_t max_body, char **ret, size_t *ret_len, long *ret_code,
                char **ret_error) {
         *ret_code = 0;
+        if (net_replaying()) {
+                /* check --snapshot: the page (or the failure) the node got */
+                const char *data = NULL;
+                size_t len = 0;
+                int rr = net_replay(NET_METRICS, url, url, &data, &len, ret_code, ret_error);
+                if (rr < 0) return rr;
+                if (len > max_body) {
+                        *ret_error = xasprintf("GET %s: the response is larger than %zu bytes", url, max_body);
+                        return -EFBIG;
+                }
+                *ret = xmalloc(len + 1);
+                memcpy(*ret, data, len);
+                (*ret)[len] = 0;
+                *ret_len = len;
+                return 0;
+        }
         int r = dl_curl_open(ret_error);
-        if (r < 0) return r;
+        if (r < 0) {
+                net_record(NET_METRICS, url, r, 0, NULL, 0, *ret_error);
+                return r;
+        }
         /* curl_global_init counts its callers, so this pairs with kube_client's own init. */
         if (curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK) {
                 *ret_error = xstrdup("cannot initialise libcurl");
@@ -106,9 +126,11 @@ int http_fetch(const char *url, unsigned timeout_ms, size_t max_body, char **ret
                 goto out;
         }
         if (!s.b.data) buf_puts(&s.b, "");
+        net_record(NET_METRICS, url, 0, *ret_code, s.b.data, s.b.len, NULL);
         *ret = TAKE_PTR(s.b.data);
         *ret_len = s.b.len;
 out:
+        if (r < 0) net_record(NET_METRICS, url, r, *ret_code, s.too_big ? NULL : s.b.data, s.b.len, *ret_error);
         buf_free(&s.b);
         curl_easy_cleanup(h);
         curl_global_cleanup();

@@ -11,6 +11,8 @@
  * HTTP status, also on errors when one came) when a 2xx came, else a negative errno with
  * *ret_error: -ECONNREFUSED nothing listens, -ETIMEDOUT no answer in time, -EHOSTUNREACH name or
  * route not found, -EFBIG body too large, -EIO another HTTP status or transport error, -EINVAL
- * a URL curl refuses. */
+ * a URL curl refuses. With a recorder installed (net_replay.h) the exchange is recorded; with a
+ * replayer the recorded answer is given instead, without libcurl (NET_NOT_RECORDED for a URL the
+ * snapshot does not hold). */
 int http_fetch(const char *url, unsigned timeout_ms, size_t max_body, char **ret, size_t *ret_len, long *ret_code,
                char **ret_error);

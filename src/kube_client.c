@@ -1,5 +1,6 @@
 /* kube_client.c: GETs Kubernetes API paths over TLS with libcurl and parses the answers with jansson. */
 #include "kube_client.h"
+#include "net_replay.h"
 #include "util.h"
 
 #include <ctype.h>
@@ -16,6 +17,7 @@ struct kube_client {
         char *username, *password;
         unsigned timeout_ms;
         size_t max_body;
+        bool curl_user;                 /* counted in curl_users (an offline client is not) */
         char errbuf[CURL_ERROR_SIZE];
 };
 
@@ -45,6 +47,7 @@ _printf_(3, 4) static int fail(char **ret_error, int r, const char *fmt, ...) {
 
 /* Wipes the strings of a curl list (they may hold the token) and frees it. */
 static void slist_free_wiped(struct curl_slist *l) {
+        if (!l) return; /* an offline client never loaded libcurl */
         for (struct curl_slist *p = l; p; p = p->next)
                 if (p->data) explicit_bzero(p->data, strlen(p->data));
         curl_slist_free_all(l);
@@ -54,7 +57,7 @@ void kube_client_free(struct kube_client *c) {
         if (!c) return;
         if (c->curl) curl_easy_cleanup(c->curl);
         slist_free_wiped(c->headers);
-        curl_slist_free_all(c->connect_to);
+        if (c->connect_to) curl_slist_free_all(c->connect_to);
         free(c->server);
         free(c->url_base);
         free(c->username);
@@ -62,8 +65,9 @@ void kube_client_free(struct kube_client *c) {
                 explicit_bzero(c->password, strlen(c->password));
                 free(c->password);
         }
+        bool counted = c->curl_user;
         free(c);
-        if (curl_users > 0 && --curl_users == 0) curl_global_cleanup();
+        if (counted && curl_users > 0 && --curl_users == 0) curl_global_cleanup();
 }
 
 /* Appends s to list l; returns the new list, or NULL on out-of-memory (l then unchanged). */
@@ -118,6 +122,7 @@ int kube_client_new(const struct kube_config *cfg, unsigned timeout_ms, struct k
                 free(c);
                 return fail(ret_error, -EIO, "cannot initialise libcurl");
         }
+        c->curl_user = true;
         c->timeout_ms = timeout_ms ? timeout_ms : 1;
         c->max_body = KUBE_MAX_BODY_DEFAULT;
         c->server = xstrdup(cfg->server);
@@ -216,6 +221,18 @@ fail:
         return r;
 }
 
+int kube_client_new_offline(const char *server, unsigned timeout_ms, struct kube_client **ret) {
+        if (!server || !*server) return -EINVAL;
+        struct kube_client *c = xcalloc(1, sizeof *c);
+        c->timeout_ms = timeout_ms ? timeout_ms : 1;
+        c->max_body = KUBE_MAX_BODY_DEFAULT;
+        c->server = xstrdup(server);
+        while (strlen(c->server) > 1 && c->server[strlen(c->server) - 1] == '/') c->server[strlen(c->server) - 1] = 0;
+        c->url_base = xstrdup(c->server);
+        *ret = c;
+        return 0;
+}
+
 void kube_client_set_max_body(struct kube_client *c, size_t max_body) { c->max_body = max_body; }
 
 const char *kube_client_server(const struct kube_client *c) { return c->server; }
@@ -271,14 +288,42 @@ static int curl_errno(CURLcode e) {
         }
 }
 
+/* Parses a 2xx answer's body (len bytes, data may be NULL) as kube_get() does. Returns 0 with *ret,
+ * or -EBADMSG with *ret_error naming shown. */
+static int parse_answer(const char *data, size_t len, const char *shown, json_t **ret, char **ret_error) {
+        json_error_t jerr;
+        json_t *j = data ? json_loadb(data, len, 0, &jerr) : NULL;
+        if (!j) return fail(ret_error, -EBADMSG, "GET %s: the answer is not JSON", shown);
+        if (!json_is_object(j) && !json_is_array(j)) {
+                json_decref(j);
+                return fail(ret_error, -EBADMSG, "GET %s: the answer is not a JSON object", shown);
+        }
+        *ret = j;
+        return 0;
+}
+
 int kube_get(struct kube_client *c, const char *path, json_t **ret, char **ret_error) {
         if (!path || path[0] != '/') return fail(ret_error, -EINVAL, "API path \"%s\" does not start with /", path ? path : "");
         for (const char *p = path; *p; p++)
                 if ((unsigned char)*p <= ' ' || *p == 0x7f)
                         return fail(ret_error, -EINVAL, "API path contains a space or control character");
 
-        _cleanup_free_ char *url = xasprintf("%s%s", c->url_base, path);
         _cleanup_free_ char *shown = xasprintf("%s%s", c->server, path);
+        if (net_replaying() || !c->curl) {
+                /* check --snapshot: the answer the node got, error class and sentence included */
+                const char *data = NULL;
+                size_t len = 0;
+                long status;
+                char *err = NULL;
+                int r = net_replay(NET_API, path, shown, &data, &len, &status, &err);
+                if (r < 0) {
+                        if (ret_error) *ret_error = err;
+                        else free(err);
+                        return r;
+                }
+                return parse_answer(data, len, shown, ret, ret_error);
+        }
+        _cleanup_free_ char *url = xasprintf("%s%s", c->url_base, path);
         struct body body = {.max = c->max_body};
         CURL *h = c->curl;
         c->errbuf[0] = 0;
@@ -291,62 +336,61 @@ int kube_get(struct kube_client *c, const char *path, json_t **ret, char **ret_e
         curl_easy_setopt(h, CURLOPT_WRITEDATA, NULL);
 
         int r = 0;
+        long code = 0;
+        char *err = NULL; /* the sentence, kept for the recorder before it goes to the caller */
         if (e != CURLE_OK) {
                 if (body.too_big || e == CURLE_FILESIZE_EXCEEDED)
-                        r = fail(ret_error, -EFBIG, "GET %s: the response is larger than %zu bytes", shown, c->max_body);
+                        r = fail(&err, -EFBIG, "GET %s: the response is larger than %zu bytes", shown, c->max_body);
                 else if (e == CURLE_OPERATION_TIMEDOUT)
-                        r = fail(ret_error, -ETIMEDOUT, "GET %s: no answer within %u ms", shown, c->timeout_ms);
+                        r = fail(&err, -ETIMEDOUT, "GET %s: no answer within %u ms", shown, c->timeout_ms);
                 else
-                        r = fail(ret_error, curl_errno(e), "GET %s: %s", shown, c->errbuf[0] ? c->errbuf : curl_easy_strerror(e));
-                buf_free(&body.b);
-                return r;
+                        r = fail(&err, curl_errno(e), "GET %s: %s", shown, c->errbuf[0] ? c->errbuf : curl_easy_strerror(e));
+                buf_free(&body.b); /* a part, at best */
+        } else {
+                curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &code);
         }
-
-        long code = 0;
-        curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &code);
-        if (code < 200 || code > 299) {
+        if (r == 0 && (code < 200 || code > 299)) {
                 _cleanup_free_ char *msg = status_message(&body.b);
                 const char *sep = msg ? ": " : "";
                 const char *m = msg ? msg : "";
                 switch (code) {
                 case 401:
-                        r = fail(ret_error, -EACCES, "GET %s: 401 Unauthorized (the credentials were rejected)%s%s", shown, sep, m);
+                        r = fail(&err, -EACCES, "GET %s: 401 Unauthorized (the credentials were rejected)%s%s", shown, sep, m);
                         break;
                 case 403:
-                        r = fail(ret_error, -EPERM, "GET %s: 403 Forbidden%s%s", shown, sep, m);
+                        r = fail(&err, -EPERM, "GET %s: 403 Forbidden%s%s", shown, sep, m);
                         break;
                 case 404:
-                        r = fail(ret_error, -ENOENT, "GET %s: 404 Not Found%s%s", shown, sep, m);
+                        r = fail(&err, -ENOENT, "GET %s: 404 Not Found%s%s", shown, sep, m);
                         break;
                 default:
-                        r = fail(ret_error, -EIO, "GET %s: HTTP %ld%s%s", shown, code, sep, m);
+                        r = fail(&err, -EIO, "GET %s: HTTP %ld%s%s", shown, code, sep, m);
                 }
-                buf_free(&body.b);
-                return r;
         }
-
-        json_error_t jerr;
-        json_t *j = body.b.data ? json_loadb(body.b.data, body.b.len, 0, &jerr) : NULL;
+        if (r == 0) r = parse_answer(body.b.data, body.b.len, shown, ret, &err);
+        net_record(NET_API, path, r, code, body.b.data, body.b.len, err);
         buf_free(&body.b);
-        if (!j) return fail(ret_error, -EBADMSG, "GET %s: the answer is not JSON", shown);
-        if (!json_is_object(j) && !json_is_array(j)) {
-                json_decref(j);
-                return fail(ret_error, -EBADMSG, "GET %s: the answer is not a JSON object", shown);
-        }
-        *ret = j;
-        return 0;
+        if (ret_error) *ret_error = err;
+        else free(err);
+        return r;
 }
 
-/* Returns s escaped for a URL path segment or query value (malloc'd); aborts on out-of-memory. */
+/* Returns s escaped for a URL path segment or query value (malloc'd): every byte but ALPHA, DIGIT
+ * and "-._~" as %XX, as curl_easy_escape() does, written here so that a snapshot replays without
+ * libcurl. Never fails (aborts on out-of-memory). */
 static char *escape(struct kube_client *c, const char *s) {
-        char *e = curl_easy_escape(c->curl, s, 0);
-        if (!e) {
-                fputs("gpunode: out of memory\n", stderr);
-                abort();
+        (void)c;
+        static const char hex[] = "0123456789ABCDEF";
+        struct buf b = {0};
+        for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
+                if (isalnum(*p) || *p == '-' || *p == '.' || *p == '_' || *p == '~') {
+                        buf_append(&b, (const char *)p, 1);
+                } else {
+                        char e[3] = {'%', hex[*p >> 4], hex[*p & 15]};
+                        buf_append(&b, e, 3);
+                }
         }
-        char *r = xstrdup(e);
-        curl_free(e);
-        return r;
+        return b.data ? b.data : xstrdup("");
 }
 
 int kube_get_node(struct kube_client *c, const char *name, json_t **ret, char **ret_error) {
@@ -379,6 +423,21 @@ int kube_list_pods(struct kube_client *c, const char *node, const char *namespac
 
 int kube_list_namespaces(struct kube_client *c, json_t **ret, char **ret_error) {
         return kube_get(c, "/api/v1/namespaces", ret, ret_error);
+}
+
+int kube_timeout_parse(const char *s, unsigned *ret) {
+        _cleanup_free_ char *num = xstrdup(s);
+        uint64_t v, mult = 1000;
+        size_t n = strlen(num);
+        if (n > 2 && streq(num + n - 2, "ms")) {
+                num[n - 2] = 0;
+                mult = 1;
+        } else if (n > 1 && num[n - 1] == 's') {
+                num[n - 1] = 0;
+        }
+        if (parse_u64(num, 10, &v) < 0 || v == 0 || v > 600000 / mult) return -EINVAL;
+        *ret = (unsigned)(v * mult);
+        return 0;
 }
 
 int kube_node_name(const char *flag, char **ret) {

@@ -20,6 +20,11 @@ struct kube_client;
  * feature, -ENOMEM). */
 int kube_client_new(const struct kube_config *cfg, unsigned timeout_ms, struct kube_client **ret, char **ret_error);
 
+/* Creates a client for check --snapshot: no libcurl, no credentials; kube_get() answers what the
+ * snapshot recorded (net_replay.h) for server (shown in sentences). Returns 0 and *ret, or -EINVAL
+ * without a server. */
+int kube_client_new_offline(const char *server, unsigned timeout_ms, struct kube_client **ret);
+
 /* Frees c (NULL is fine), wiping the credentials it held. */
 void kube_client_free(struct kube_client *c);
 static inline void kube_client_freep(struct kube_client **c) { kube_client_free(*c); }
@@ -37,7 +42,9 @@ const char *kube_client_server(const struct kube_client *c);
  * for 403 (both with the API's Status message), -EIO for other HTTP errors and transport
  * failures, -ETIMEDOUT when the server does not answer within the timeout, -ECONNREFUSED when
  * it cannot be reached, -EPROTO for TLS failures (untrusted or mismatched certificate), -EFBIG
- * when the body exceeds the limit, -EBADMSG when it is not JSON. */
+ * when the body exceeds the limit, -EBADMSG when it is not JSON. With a recorder installed
+ * (net_replay.h) every exchange is recorded; with a replayer, or on an offline client, the recorded
+ * answer is given instead (NET_NOT_RECORDED for a path the snapshot does not hold). */
 int kube_get(struct kube_client *c, const char *path, json_t **ret, char **ret_error);
 
 /* GETs /api/v1/nodes/<name>. Returns as kube_get(); -ENOENT when the node does not exist. */
@@ -51,6 +58,10 @@ int kube_list_pods(struct kube_client *c, const char *node, const char *namespac
 
 /* Lists the namespaces (GET /api/v1/namespaces). Returns as kube_get() with the NamespaceList. */
 int kube_list_namespaces(struct kube_client *c, json_t **ret, char **ret_error);
+
+/* Parses a duration for --timeout: "5" or "5s" (seconds) or "500ms". Returns 0 with *ret in ms
+ * (1..600000), or -EINVAL. */
+int kube_timeout_parse(const char *s, unsigned *ret);
 
 /* Returns the node's name in *ret (malloc'd): flag (--node) when not NULL or empty, else
  * $NODE_NAME, else the host name lowercased as the kubelet does. Returns 0, -errno from uname,

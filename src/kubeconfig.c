@@ -1,11 +1,10 @@
 /* kubeconfig.c: resolves Kubernetes API credentials from kubeconfig files (libfyaml), exec plugins and the pod's service account. */
 #include "kubeconfig.h"
 #include "util.h"
+#include "yaml.h"
 
 #include <fcntl.h>
 #include <jansson.h>
-#include "dl_fyaml.h"
-#include "yaml.h"
 #include <limits.h>
 #include <poll.h>
 #include <pwd.h>
@@ -23,9 +22,8 @@ extern char **environ;
 
 /* One parsed kubeconfig file. */
 struct kc_file {
-        struct fy_document *doc;
-        struct fy_node *root;   /* NULL for an empty file */
-        char *text;             /* the YAML the document points into */
+        json_t *root;           /* NULL for an empty file */
+        char *text;             /* the YAML text */
         char *display;          /* the name errors use */
         char *dir;              /* folder relative paths are resolved against */
 };
@@ -80,7 +78,7 @@ void kube_config_free(struct kube_config *c) {
 /* Frees every kubeconfig file of the set. */
 static void kc_set_done(struct kc_set *s) {
         for (size_t i = 0; i < s->n; i++) {
-                fy_document_destroy(s->files[i].doc);
+                json_decref(s->files[i].root);
                 free(s->files[i].text);
                 free(s->files[i].display);
                 free(s->files[i].dir);
@@ -208,8 +206,6 @@ static char *dir_of(const char *path) {
 
 /* ---- YAML ---- */
 
-static bool node_is_null(struct fy_node *n);
-
 /* Parses text (taking ownership) into f. Returns 0, or -EINVAL with *ret_error quoting the
  * parser's first error with its line and column. */
 static int kc_file_parse(char *text, size_t len, const char *display, const char *dir,
@@ -217,67 +213,49 @@ static int kc_file_parse(char *text, size_t len, const char *display, const char
         *f = (struct kc_file){.text = text, .display = xstrdup(display), .dir = xstrdup(dir ? dir : ".")};
 
         char *error = NULL;
-        int r = yaml_parse(text, len, &f->doc, &error);
+        int r = yaml_to_json(text, len, &f->root, &error);
         if (r < 0) {
                 r = fail(ret_error, r, "%s: %s", display, error);
                 free(error);
                 return r;
         }
-
-        f->root = fy_document_root(f->doc);
         /* an empty document or a bare "null" is an empty kubeconfig */
-        if (f->root && node_is_null(f->root)) f->root = NULL;
-        if (f->root && fy_node_get_type(f->root) != FYNT_MAPPING)
+        if (json_is_null(f->root)) {
+                json_decref(f->root);
+                f->root = NULL;
+        }
+        if (f->root && !json_is_object(f->root))
                 return fail(ret_error, -EINVAL, "%s: not a kubeconfig: the top level is not a mapping", display);
         return 0;
 }
 
-/* Returns true when n is a plain null scalar (null, Null, NULL, ~, empty). */
-static bool node_is_null(struct fy_node *n) {
-        if (!n) return true;
-        if (fy_node_get_type(n) != FYNT_SCALAR || fy_node_get_style(n) != FYNS_PLAIN) return false;
-        size_t len;
-        const char *v = fy_node_get_scalar(n, &len);
-        if (!v || len == 0) return true;
-        return (len == 1 && v[0] == '~') ||
-               (len == 4 && (!memcmp(v, "null", 4) || !memcmp(v, "Null", 4) || !memcmp(v, "NULL", 4)));
+/* Returns true when n is absent or YAML's null (yaml_to_json maps null, ~ and empty to null). */
+static bool node_is_null(const json_t *n) {
+        return !n || json_is_null(n);
 }
 
 /* Returns the value of key in mapping m, or NULL when m is not a mapping or lacks the key. */
-static struct fy_node *map_get(struct fy_node *m, const char *key) {
-        if (!m || fy_node_get_type(m) != FYNT_MAPPING) return NULL;
-        size_t klen = strlen(key);
-        void *it = NULL;
-        struct fy_node_pair *p;
-        while ((p = fy_node_mapping_iterate(m, &it))) {
-                struct fy_node *k = fy_node_pair_key(p);
-                if (!k || fy_node_get_type(k) != FYNT_SCALAR || fy_node_is_alias(k)) continue;
-                size_t n;
-                const char *v = fy_node_get_scalar(k, &n);
-                if (v && n == klen && memcmp(v, key, n) == 0) return fy_node_pair_value(p);
-        }
-        return NULL;
+static json_t *map_get(json_t *m, const char *key) {
+        return json_is_object(m) ? json_object_get(m, key) : NULL;
 }
 
 /* Reads the scalar n as a string (malloc'd in *ret, NULL for null). Returns 0, or -EINVAL with
  * *ret_error naming where (a printf'd "what") when n is not a scalar. */
-static int node_string(struct fy_node *n, const char *where, char **ret, char **ret_error) {
+static int node_string(json_t *n, const char *where, char **ret, char **ret_error) {
         *ret = NULL;
         if (node_is_null(n)) return 0;
-        if (fy_node_get_type(n) != FYNT_SCALAR || fy_node_is_alias(n))
-                return fail(ret_error, -EINVAL, "%s must be a string", where);
-        size_t len;
-        const char *v = fy_node_get_scalar(n, &len);
-        if (!v) return fail(ret_error, -EINVAL, "%s must be a string", where);
+        if (!json_is_string(n)) return fail(ret_error, -EINVAL, "%s must be a string", where);
+        size_t len = json_string_length(n);
+        const char *v = json_string_value(n);
         if (memchr(v, 0, len)) return fail(ret_error, -EINVAL, "%s contains a NUL character", where);
         *ret = xstrndup(v, len);
         return 0;
 }
 
 /* Reads key of mapping m as a string; an empty string counts as unset. Returns as node_string(). */
-_printf_(5, 6) static int get_string(struct fy_node *m, const char *key, char **ret, char **ret_error,
+_printf_(5, 6) static int get_string(json_t *m, const char *key, char **ret, char **ret_error,
                                      const char *where_fmt, ...) {
-        struct fy_node *n = map_get(m, key);
+        json_t *n = map_get(m, key);
         *ret = NULL;
         if (node_is_null(n)) return 0;
         va_list ap;
@@ -307,7 +285,7 @@ static int parse_bool(const char *s, bool *ret) {
 }
 
 /* Reads key of mapping m as a boolean (false when unset). Returns 0 or -EINVAL with *ret_error. */
-static int get_bool(struct fy_node *m, const char *key, bool *ret, char **ret_error, const char *where) {
+static int get_bool(json_t *m, const char *key, bool *ret, char **ret_error, const char *where) {
         _cleanup_free_ char *s = NULL;
         int r = get_string(m, key, &s, ret_error, "%s", where);
         if (r < 0) return r;
@@ -322,27 +300,27 @@ static int get_bool(struct fy_node *m, const char *key, bool *ret, char **ret_er
  * none) and its file in *ret_file. Returns 1 when found, 0 when not, -EINVAL with *ret_error for a
  * malformed list. */
 static int find_named(struct kc_set *s, const char *listkey, const char *innerkey, const char *name,
-                      struct fy_node **ret, struct kc_file **ret_file, char **ret_error) {
+                      json_t **ret, struct kc_file **ret_file, char **ret_error) {
         for (size_t i = 0; i < s->n; i++) {
                 struct kc_file *f = &s->files[i];
-                struct fy_node *list = map_get(f->root, listkey);
+                json_t *list = map_get(f->root, listkey);
                 if (node_is_null(list)) continue;
-                if (fy_node_get_type(list) != FYNT_SEQUENCE)
+                if (!json_is_array(list))
                         return fail(ret_error, -EINVAL, "%s: \"%s\" must be a list", f->display, listkey);
-                void *it = NULL;
-                struct fy_node *item;
-                while ((item = fy_node_sequence_iterate(list, &it))) {
-                        if (fy_node_get_type(item) != FYNT_MAPPING)
+                size_t it;
+                json_t *item;
+                json_array_foreach(list, it, item) {
+                        if (!json_is_object(item))
                                 return fail(ret_error, -EINVAL, "%s: an entry of \"%s\" is not a mapping",
                                             f->display, listkey);
                         _cleanup_free_ char *n = NULL;
                         int r = get_string(item, "name", &n, ret_error, "%s: an entry of \"%s\":", f->display, listkey);
                         if (r < 0) return r;
                         if (!n || !streq(n, name)) continue;
-                        struct fy_node *inner = map_get(item, innerkey);
+                        json_t *inner = map_get(item, innerkey);
                         if (node_is_null(inner))
                                 inner = NULL;
-                        else if (fy_node_get_type(inner) != FYNT_MAPPING)
+                        else if (!json_is_object(inner))
                                 return fail(ret_error, -EINVAL, "%s: %s \"%s\": \"%s\" must be a mapping",
                                             f->display, innerkey, name, innerkey);
                         *ret = inner;
@@ -389,7 +367,7 @@ static int read_named_file(struct kc_set *s, const struct kc_file *f, const char
 
 /* Loads PEM data from key_data (base64) or else key_file of mapping m into *ret. Returns 0 (with
  * *ret NULL when neither is set), or a negative errno with *ret_error. */
-static int get_pem(struct kc_set *s, const struct kc_file *f, struct fy_node *m, const char *what,
+static int get_pem(struct kc_set *s, const struct kc_file *f, json_t *m, const char *what,
                    const char *key_file, const char *key_data, void **ret, size_t *ret_len,
                    char **ret_path, char **ret_error) {
         _cleanup_free_ char *data = NULL, *file = NULL;
@@ -447,12 +425,12 @@ static void exec_spec_done(struct exec_spec *e) {
 }
 
 /* Reads the exec mapping of a user. Returns 0, or -EINVAL with *ret_error. */
-static int exec_spec_parse(const struct kc_file *f, const char *user, struct fy_node *m,
+static int exec_spec_parse(const struct kc_file *f, const char *user, json_t *m,
                            struct exec_spec *e, char **ret_error) {
         _cleanup_free_ char *where = xasprintf("%s: user \"%s\": exec:", f->display, user);
         int r;
 
-        if (fy_node_get_type(m) != FYNT_MAPPING) return fail(ret_error, -EINVAL, "%s must be a mapping", where);
+        if (!json_is_object(m)) return fail(ret_error, -EINVAL, "%s must be a mapping", where);
         if ((r = get_string(m, "apiVersion", &e->api_version, ret_error, "%s", where)) < 0) return r;
         if ((r = get_string(m, "command", &e->command, ret_error, "%s", where)) < 0) return r;
         if ((r = get_string(m, "installHint", &e->install_hint, ret_error, "%s", where)) < 0) return r;
@@ -473,19 +451,18 @@ static int exec_spec_parse(const struct kc_file *f, const char *user, struct fy_
                 return fail(ret_error, -EINVAL,
                             "%s interactiveMode is Always, but gpunode runs the plugin without a terminal", where);
 
-        struct fy_node *args = map_get(m, "args");
+        json_t *args = map_get(m, "args");
         size_t n = 0;
         if (!node_is_null(args)) {
-                if (fy_node_get_type(args) != FYNT_SEQUENCE)
+                if (!json_is_array(args))
                         return fail(ret_error, -EINVAL, "%s \"args\" must be a list", where);
-                n = (size_t)fy_node_sequence_item_count(args);
+                n = json_array_size(args);
         }
         e->args = xcalloc(n + 1, sizeof(char *));
         if (n) {
-                void *it = NULL;
-                struct fy_node *a;
-                size_t i = 0;
-                while ((a = fy_node_sequence_iterate(args, &it)) && i < n) {
+                size_t it, i = 0;
+                json_t *a;
+                json_array_foreach(args, it, a) {
                         _cleanup_free_ char *w = xasprintf("%s an entry of \"args\"", where);
                         char *v;
                         if ((r = node_string(a, w, &v, ret_error)) < 0) return r;
@@ -493,21 +470,20 @@ static int exec_spec_parse(const struct kc_file *f, const char *user, struct fy_
                 }
         }
 
-        struct fy_node *env = map_get(m, "env");
+        json_t *env = map_get(m, "env");
         n = 0;
         if (!node_is_null(env)) {
-                if (fy_node_get_type(env) != FYNT_SEQUENCE)
+                if (!json_is_array(env))
                         return fail(ret_error, -EINVAL, "%s \"env\" must be a list", where);
-                n = (size_t)fy_node_sequence_item_count(env);
+                n = json_array_size(env);
         }
         e->env = xcalloc(n + 1, sizeof(char *));
         if (n) {
-                void *it = NULL;
-                struct fy_node *a;
-                size_t i = 0;
-                while ((a = fy_node_sequence_iterate(env, &it)) && i < n) {
+                size_t it, i = 0;
+                json_t *a;
+                json_array_foreach(env, it, a) {
                         _cleanup_free_ char *name = NULL, *value = NULL;
-                        if (fy_node_get_type(a) != FYNT_MAPPING)
+                        if (!json_is_object(a))
                                 return fail(ret_error, -EINVAL, "%s an entry of \"env\" is not a mapping", where);
                         if ((r = get_string(a, "name", &name, ret_error, "%s env:", where)) < 0) return r;
                         if ((r = get_string(a, "value", &value, ret_error, "%s env:", where)) < 0) return r;
@@ -835,7 +811,7 @@ static int exec_plugin_run(struct kc_set *s, const struct kc_file *f, const char
 /* ---- resolution ---- */
 
 /* Fills c's server and TLS settings from cluster mapping m of file f. Returns 0 or a negative errno. */
-static int resolve_cluster(struct kc_set *s, const struct kc_file *f, const char *name, struct fy_node *m,
+static int resolve_cluster(struct kc_set *s, const struct kc_file *f, const char *name, json_t *m,
                            struct kube_config *c, char **ret_error) {
         _cleanup_free_ char *what = xasprintf("cluster \"%s\"", name);
         _cleanup_free_ char *server = NULL;
@@ -873,7 +849,7 @@ static int resolve_cluster(struct kc_set *s, const struct kc_file *f, const char
 
 /* Fills c's credentials from user mapping m of file f (running an exec plugin when it names one).
  * Returns 0 or a negative errno. */
-static int resolve_user(struct kc_set *s, const struct kc_file *f, const char *name, struct fy_node *m,
+static int resolve_user(struct kc_set *s, const struct kc_file *f, const char *name, json_t *m,
                         struct kube_config *c, char **ret_error) {
         _cleanup_free_ char *what = xasprintf("user \"%s\"", name);
         _cleanup_free_ char *where = xasprintf("%s: %s:", f->display, what);
@@ -912,7 +888,7 @@ static int resolve_user(struct kc_set *s, const struct kc_file *f, const char *n
                 return fail(ret_error, -EINVAL, "%s a client %s is set without a client %s", where,
                             c->cert_pem ? "certificate" : "key", c->cert_pem ? "key" : "certificate");
 
-        struct fy_node *ap = map_get(m, "auth-provider");
+        json_t *ap = map_get(m, "auth-provider");
         if (!node_is_null(ap)) {
                 _cleanup_free_ char *apname = NULL;
                 if ((r = get_string(ap, "name", &apname, ret_error, "%s auth-provider:", where)) < 0) return r;
@@ -931,7 +907,7 @@ static int resolve_user(struct kc_set *s, const struct kc_file *f, const char *n
                                     where, apname ? apname : "");
         }
 
-        struct fy_node *ex = map_get(m, "exec");
+        json_t *ex = map_get(m, "exec");
         if (!node_is_null(ex)) {
                 struct exec_spec e = {0};
                 r = exec_spec_parse(f, name, ex, &e, ret_error);
@@ -962,7 +938,7 @@ static int kc_set_resolve(struct kc_set *s, const char *ctxname, struct kube_con
                 ctxname = current;
         }
 
-        struct fy_node *ctx = NULL, *cluster = NULL, *user = NULL;
+        json_t *ctx = NULL, *cluster = NULL, *user = NULL;
         struct kc_file *cf = NULL, *clf = NULL, *uf = NULL;
         r = find_named(s, "contexts", "context", ctxname, &ctx, &cf, ret_error);
         if (r < 0) return r;

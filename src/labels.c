@@ -197,6 +197,137 @@ static void resource_labels(const struct nvml_facts *n, const struct label_optio
         }
 }
 
+int gfd_mig_name(const struct nvml_mig_facts *m, char *buf, size_t size) {
+        if (size > 0) buf[0] = 0;
+        if (m->profile_rc != NVML_SUCCESS || !m->profile[0]) return -EINVAL;
+        snprintf(buf, size, "%s", m->profile);
+        for (char *p = buf; *p; p++)
+                if (*p == '+') *p = '.';
+        return 0;
+}
+
+/* One MIG resource: its name, how many MIG devices carry it, and the first of them (GFD labels its
+ * attributes) with its parent GPU. */
+struct mig_resource {
+        char name[40];
+        unsigned count;
+        const struct nvml_mig_facts *first;
+        const struct nvml_gpu_facts *parent;
+};
+
+/* Adds GFD's labels of one MIG resource under `resource` (nvidia.com/gpu or nvidia.com/mig-<name>):
+ * product, count, replicas, sharing strategy (internal/lm/resource.go NewMIGResourceLabeler) and the
+ * device attributes (internal/resource/nvml-mig-device.go GetAttributes). Returns nothing. */
+static void mig_resource_put(struct label_set *s, const char *resource, const struct mig_resource *m, unsigned replicas,
+                             const char *strategy, bool shared_suffix) {
+        _cleanup_free_ char *model = gfd_sanitise(m->parent->name), *profile = gfd_sanitise(m->name);
+        const struct nvml_mig_attributes *a = &m->first->attributes;
+        struct {
+                const char *suffix;
+                unsigned long long v;
+        } nums[] = {
+                {"count", m->count}, {"replicas", replicas}, {"memory", a->memory_mb},
+                {"multiprocessors", a->multiprocessors}, {"slices.gi", a->gi_slices}, {"slices.ci", a->ci_slices},
+                {"engines.copy", a->copy_engines}, {"engines.decoder", a->decoders}, {"engines.encoder", a->encoders},
+                {"engines.jpeg", a->jpegs}, {"engines.ofa", a->ofas},
+        };
+        _cleanup_free_ char *key = xasprintf("%s.product", resource);
+        label_putf(s, key, "%s-MIG-%s%s", model, profile, shared_suffix ? "-SHARED" : "");
+        free(key);
+        key = xasprintf("%s.sharing-strategy", resource);
+        label_put(s, key, strategy);
+        for (size_t i = 0; i < ELEMENTSOF(nums); i++) {
+                free(key);
+                key = xasprintf("%s.%s", resource, nums[i].suffix);
+                label_putf(s, key, "%llu", nums[i].v);
+        }
+}
+
+/*
+ * Adds the labels of MIG strategy single or mixed on a node with MIG enabled (internal/lm/mig-strategy.go):
+ * single: every GPU MIG-enabled with MIG devices of one profile, labelled as nvidia.com/gpu (product
+ * <model>-MIG-<profile>, count of MIG devices, the MIG device's memory and attributes), else the
+ * <model>-MIG-INVALID labels; mixed: nvidia.com/mig-<profile>.* per profile. Returns 0, or -EIO with
+ * *ret_error when a MIG device or its profile could not be read (GFD fails then too).
+ */
+static int mig_labels(const struct nvml_facts *n, const struct label_options *o, struct label_set *s, char **ret_error) {
+        const struct nvml_gpu_facts *first_enabled = NULL;
+        bool any_disabled = false, any_empty = false;
+        size_t total = 0;
+        for (unsigned i = 0; i < n->n_gpus; i++) {
+                const struct nvml_gpu_facts *g = &n->gpus[i];
+                if (!mig_enabled(g)) {
+                        any_disabled = true;
+                        continue;
+                }
+                if (!first_enabled) first_enabled = g;
+                if (g->mig_max_rc != NVML_SUCCESS || g->mig_devices_rc != NVML_SUCCESS)
+                        return label_fail(ret_error, -EIO, "error getting MIG devices of GPU %u: %s", i,
+                                          nvml_error_string(g->mig_max_rc != NVML_SUCCESS ? g->mig_max_rc : g->mig_devices_rc));
+                any_empty |= g->n_mig == 0;
+                total += g->n_mig;
+        }
+        if (o->mig_strategy == MIG_STRATEGY_SINGLE && (any_empty || any_disabled))
+                goto invalid;
+
+        struct mig_resource *res = total ? xcalloc(total, sizeof *res) : NULL;
+        size_t n_res = 0;
+        for (unsigned i = 0; i < n->n_gpus; i++) {
+                const struct nvml_gpu_facts *g = &n->gpus[i];
+                if (!mig_enabled(g)) continue;
+                for (unsigned j = 0; j < g->n_mig; j++) {
+                        const struct nvml_mig_facts *m = &g->mig[j];
+                        char name[40];
+                        if (gfd_mig_name(m, name, sizeof name) < 0 || m->attributes_rc != NVML_SUCCESS) {
+                                free(res);
+                                int rc = m->profile_rc != NVML_SUCCESS ? m->profile_rc : m->attributes_rc;
+                                if (rc == NVML_SUCCESS)
+                                        return label_fail(ret_error, -EIO, "unable to get MIG device name of GPU %u MIG device %u: "
+                                                          "invalid GPU Instance Profile ID: %u", i, m->index, m->gi_profile);
+                                return label_fail(ret_error, -EIO, "unable to get MIG device name of GPU %u MIG device %u: %s", i,
+                                                  m->index, rc == NVML_ERROR_NOT_FOUND ? "no matching profile IDs found"
+                                                                                       : nvml_error_string(rc));
+                        }
+                        size_t k = 0;
+                        while (k < n_res && !streq(res[k].name, name)) k++;
+                        if (k == n_res) {
+                                snprintf(res[k].name, sizeof res[k].name, "%s", name);
+                                res[k].first = m;
+                                res[k].parent = g;
+                                n_res++;
+                        }
+                        res[k].count++;
+                }
+        }
+        if (o->mig_strategy == MIG_STRATEGY_SINGLE) {
+                if (n_res != 1) {
+                        free(res);
+                        goto invalid;
+                }
+                bool shared = o->sharing != SHARING_NONE && o->replicas > 1;
+                unsigned replicas = o->sharing != SHARING_NONE && o->replicas > 0 ? o->replicas : 1;
+                mig_resource_put(s, "nvidia.com/gpu", &res[0], replicas,
+                                 !shared ? "none" : o->sharing == SHARING_MPS ? "mps" : "time-slicing", shared && !o->renamed);
+        } else {
+                for (size_t k = 0; k < n_res; k++) {
+                        _cleanup_free_ char *resource = xasprintf("nvidia.com/mig-%s", res[k].name);
+                        mig_resource_put(s, resource, &res[k], 1, "none", false);
+                }
+        }
+        free(res);
+        return 0;
+
+invalid:;
+        /* newInvalidMigStrategyLabeler: product, count, replicas, sharing-strategy, memory. */
+        _cleanup_free_ char *model = gfd_sanitise(first_enabled->name);
+        label_putf(s, "nvidia.com/gpu.product", "%s-MIG-INVALID", model);
+        label_put(s, "nvidia.com/gpu.count", "0");
+        label_put(s, "nvidia.com/gpu.replicas", "0");
+        label_put(s, "nvidia.com/gpu.sharing-strategy", "");
+        label_put(s, "nvidia.com/gpu.memory", "0");
+        return 0;
+}
+
 int gfd_labels(const struct node_facts *facts, const struct label_options *o, struct label_set *ret, char **ret_error) {
         struct label_set s = {0};
         const struct nvml_facts *n = facts->nvml.facts;
@@ -239,13 +370,6 @@ int gfd_labels(const struct node_facts *facts, const struct label_options *o, st
                 r = label_fail(ret_error, -EOPNOTSUPP, "failed to check MPS-capable: MPS sharing is not supported for mig devices");
                 goto fail;
         }
-        if (o->mig_strategy != MIG_STRATEGY_NONE && any_mig_enabled) {
-                r = label_fail(ret_error, -EOPNOTSUPP,
-                               "mig-strategy=%s on a node with MIG enabled needs the MIG devices, which gpunode does not probe yet",
-                               o->mig_strategy == MIG_STRATEGY_SINGLE ? "single" : "mixed");
-                goto fail;
-        }
-
         /* machine type, versions, MIG capability, sharing */
         if (o->machine_type) {
                 _cleanup_free_ char *m = xstrdup(o->machine_type);
@@ -263,8 +387,13 @@ int gfd_labels(const struct node_facts *facts, const struct label_options *o, st
         label_put(&s, "nvidia.com/mps.capable", o->sharing == SHARING_MPS ? "true" : "false");
 
         resource_labels(n, o, &s);
-        if (o->mig_strategy != MIG_STRATEGY_NONE)
+        if (o->mig_strategy != MIG_STRATEGY_NONE) {
                 label_put(&s, "nvidia.com/mig.strategy", o->mig_strategy == MIG_STRATEGY_SINGLE ? "single" : "mixed");
+                if (any_mig_enabled) {
+                        r = mig_labels(n, o, &s, ret_error);
+                        if (r < 0) goto fail;
+                }
+        }
 
         /* gpu.mode from the first GPU's PCI class (GFD keeps the first when they differ) */
         uint32_t cls = gpu_class(facts, &n->gpus[0]);

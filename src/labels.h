@@ -42,11 +42,18 @@ const char *gfd_arch_family(int major, int minor);
  * Computes the labels GFD would write for these facts (facts->nvml and facts->pci are used).
  * Returns 0 and *ret (free with label_set_free), or a negative errno with a sentence in *ret_error
  * when GFD would fail too: -ENODEV NVML did not load or initialise, -EIO an NVML call the labels
- * need failed, -EINVAL an unparsable driver version, -EOPNOTSUPP MIG strategy single/mixed on a
- * node with MIG enabled (MIG devices are not probed yet) or MPS sharing with MIG enabled.
+ * need failed (MIG devices and their profiles included, with a MIG strategy), -EINVAL an unparsable
+ * driver version, -EOPNOTSUPP MPS sharing with MIG enabled.
  * A node without GPUs gets only the timestamp, as with GFD.
  */
 int gfd_labels(const struct node_facts *facts, const struct label_options *o, struct label_set *ret, char **ret_error);
+
+struct nvml_mig_facts;
+
+/* Writes GFD's name of a MIG device into buf: go-nvlib's profile name with '+' turned into '.'
+ * ("1g.10gb", "1g.10gb.me"), the <profile> of nvidia.com/mig-<profile>. Returns 0, or -EINVAL (buf
+ * "") when the profile is unknown (its lookup failed or go-nvlib cannot name it). */
+int gfd_mig_name(const struct nvml_mig_facts *m, char *buf, size_t size);
 
 /* Returns the labels as "key=value\n" lines in key order (malloc'd). Never fails. */
 char *label_set_format(const struct label_set *s);

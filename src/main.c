@@ -21,7 +21,7 @@ static const struct command commands[] = {
          "  --record-paths FILE   list every host path read (what a snapshot must hold)\n"
          "  --save-nvml FILE      write NVML's answers in the test NVML's description format\n"
          "  --snapshot FILE       check a node from its `gpunode collect` archive (replaces --root, --kmsg,\n"
-         "                        --nvml-library; NVML answers come from the archive)\n"
+         "                        --nvml-library and the API and metrics options: all answers come from it)\n"
          "  --kubeconfig FILE     Kubernetes credentials (default $KUBECONFIG, ~/.kube/config, else the pod's\n"
          "                        service account); no configuration: the API checks are skipped\n"
          "  --timeout DURATION    bound on each API request and metrics fetch (default 5s; \"500ms\" works)\n"
@@ -39,6 +39,8 @@ static const struct command commands[] = {
          "  --interval DURATION    how often NVML is sampled (default 10s; 500ms, 1.5s, 30 accepted)\n"
          "  --sample-timeout DUR   an NVML call running longer is stuck: its GPU is skipped (default 10s)\n"
          "  --check-interval DUR   how often the layer diagnosis runs; 0 disables it (default 60s)\n"
+         "  --check-timeout DUR    a diagnosis (a `gpunode check` child) running longer is killed (default 60s)\n"
+         "  --kubeconfig FILE      passed to the diagnosis (default: in-cluster, $KUBECONFIG, ~/.kube/config)\n"
          "  --root DIR             host root for the diagnosis (env GPUNODE_ROOT, default /)\n"
          "  --nvml-library PATH    load this file instead of libnvidia-ml.so.1\n"
          "  --no-hostname          drop the Hostname label ($NODE_NAME, else the host name)\n"
@@ -53,8 +55,10 @@ static const struct command commands[] = {
          "  --nvml-library PATH   load this file instead of libnvidia-ml.so.1\n"
          "  --nvml-timeout MS     bound on all NVML calls together (default 10000)\n"
          "  --node NAME           node name in the manifest (default $NODE_NAME, else the host name)\n"
-         "the archive holds root/ (host files as read), kmsg, nvml.json, api/ and MANIFEST.json (members,\n"
-         "sizes, sha256, what was redacted and why, what could not be read)\n"},
+         "  --kubeconfig, --timeout, --operator-namespace, --dcgm-url, --node-exporter-url  as for check:\n"
+         "                        every API and metrics answer is recorded, and check --snapshot replays them\n"
+         "the archive holds root/ (host files as read), kmsg, nvml.json, api/ (INDEX.json and the answers)\n"
+         "and MANIFEST.json (members, sizes, sha256, what was redacted and why, what could not be read)\n"},
         {"labels", cmd_labels, "GPU feature discovery (GFD) compatible node labels for NFD", "[OPTIONS]",
          "  -o, --output FILE       NFD feature file, - for standard output\n"
          "                          (default /etc/kubernetes/node-feature-discovery/features.d/gfd)\n"

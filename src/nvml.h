@@ -67,6 +67,8 @@ typedef enum nvmlReturn_enum {
 /* Opaque handles. */
 typedef struct nvmlDevice_st *nvmlDevice_t;
 typedef struct nvmlEventSet_st *nvmlEventSet_t;
+typedef struct nvmlGpuInstance_st *nvmlGpuInstance_t;
+typedef struct nvmlComputeInstance_st *nvmlComputeInstance_t;
 
 /* nvmlPciInfo_t: the struct taken by nvmlDeviceGetPciInfo_v2 and _v3. */
 typedef struct nvmlPciInfo_st {
@@ -149,6 +151,110 @@ typedef enum nvmlClockType_enum {
 /* MIG modes (nvmlDeviceGetMigMode). */
 #define NVML_DEVICE_MIG_DISABLE 0x0
 #define NVML_DEVICE_MIG_ENABLE 0x1
+
+/* nvmlDeviceAttributes_t: nvmlDeviceGetAttributes(_v2) on a MIG device handle. */
+typedef struct nvmlDeviceAttributes_st {
+        unsigned int multiprocessorCount;
+        unsigned int sharedCopyEngineCount;
+        unsigned int sharedDecoderCount;
+        unsigned int sharedEncoderCount;
+        unsigned int sharedJpegCount;
+        unsigned int sharedOfaCount;
+        unsigned int gpuInstanceSliceCount;
+        unsigned int computeInstanceSliceCount;
+        unsigned long long memorySizeMB; /* MiB */
+} nvmlDeviceAttributes_t;
+
+/* GPU instance profiles: the `profile` argument of nvmlDeviceGetGpuInstanceProfileInfo (an index,
+ * not the profile id the call answers). */
+#define NVML_GPU_INSTANCE_PROFILE_1_SLICE 0x0
+#define NVML_GPU_INSTANCE_PROFILE_2_SLICE 0x1
+#define NVML_GPU_INSTANCE_PROFILE_3_SLICE 0x2
+#define NVML_GPU_INSTANCE_PROFILE_4_SLICE 0x3
+#define NVML_GPU_INSTANCE_PROFILE_7_SLICE 0x4
+#define NVML_GPU_INSTANCE_PROFILE_8_SLICE 0x5
+#define NVML_GPU_INSTANCE_PROFILE_6_SLICE 0x6
+#define NVML_GPU_INSTANCE_PROFILE_1_SLICE_REV1 0x7
+#define NVML_GPU_INSTANCE_PROFILE_2_SLICE_REV1 0x8
+#define NVML_GPU_INSTANCE_PROFILE_1_SLICE_REV2 0x9
+#define NVML_GPU_INSTANCE_PROFILE_1_SLICE_GFX 0x0A
+#define NVML_GPU_INSTANCE_PROFILE_2_SLICE_GFX 0x0B
+#define NVML_GPU_INSTANCE_PROFILE_4_SLICE_GFX 0x0C
+#define NVML_GPU_INSTANCE_PROFILE_1_SLICE_NO_ME 0x0D
+#define NVML_GPU_INSTANCE_PROFILE_2_SLICE_NO_ME 0x0E
+#define NVML_GPU_INSTANCE_PROFILE_1_SLICE_ALL_ME 0x0F
+#define NVML_GPU_INSTANCE_PROFILE_2_SLICE_ALL_ME 0x10
+#define NVML_GPU_INSTANCE_PROFILE_3_SLICE_GFX 0x11
+#define NVML_GPU_INSTANCE_PROFILE_COUNT 0x12
+
+/* Compute instance profiles and engine profiles (nvmlGpuInstanceGetComputeInstanceProfileInfo). */
+#define NVML_COMPUTE_INSTANCE_PROFILE_1_SLICE 0x0
+#define NVML_COMPUTE_INSTANCE_PROFILE_2_SLICE 0x1
+#define NVML_COMPUTE_INSTANCE_PROFILE_3_SLICE 0x2
+#define NVML_COMPUTE_INSTANCE_PROFILE_4_SLICE 0x3
+#define NVML_COMPUTE_INSTANCE_PROFILE_7_SLICE 0x4
+#define NVML_COMPUTE_INSTANCE_PROFILE_8_SLICE 0x5
+#define NVML_COMPUTE_INSTANCE_PROFILE_6_SLICE 0x6
+#define NVML_COMPUTE_INSTANCE_PROFILE_1_SLICE_REV1 0x7
+#define NVML_COMPUTE_INSTANCE_PROFILE_7_SLICE_NVL 0x8
+#define NVML_COMPUTE_INSTANCE_PROFILE_COUNT 0x9
+#define NVML_COMPUTE_INSTANCE_ENGINE_PROFILE_SHARED 0x0
+#define NVML_COMPUTE_INSTANCE_ENGINE_PROFILE_COUNT 0x1
+
+typedef struct nvmlGpuInstancePlacement_st {
+        unsigned int start;
+        unsigned int size;
+} nvmlGpuInstancePlacement_t;
+
+/* nvmlGpuInstanceProfileInfo_t (v1, no version field): nvmlDeviceGetGpuInstanceProfileInfo. */
+typedef struct nvmlGpuInstanceProfileInfo_st {
+        unsigned int id; /* unique profile id within the device */
+        unsigned int isP2pSupported;
+        unsigned int sliceCount;
+        unsigned int instanceCount;
+        unsigned int multiprocessorCount;
+        unsigned int copyEngineCount;
+        unsigned int decoderCount;
+        unsigned int encoderCount;
+        unsigned int jpegCount;
+        unsigned int ofaCount;
+        unsigned long long memorySizeMB;
+} nvmlGpuInstanceProfileInfo_t;
+
+/* nvmlGpuInstanceInfo_t: nvmlGpuInstanceGetInfo. */
+typedef struct nvmlGpuInstanceInfo_st {
+        nvmlDevice_t device;
+        unsigned int id;
+        unsigned int profileId;
+        nvmlGpuInstancePlacement_t placement;
+} nvmlGpuInstanceInfo_t;
+
+typedef struct nvmlComputeInstancePlacement_st {
+        unsigned int start;
+        unsigned int size;
+} nvmlComputeInstancePlacement_t;
+
+/* nvmlComputeInstanceProfileInfo_t (v1, no version field): nvmlGpuInstanceGetComputeInstanceProfileInfo. */
+typedef struct nvmlComputeInstanceProfileInfo_st {
+        unsigned int id; /* unique profile id within the GPU instance */
+        unsigned int sliceCount;
+        unsigned int instanceCount;
+        unsigned int multiprocessorCount;
+        unsigned int sharedCopyEngineCount;
+        unsigned int sharedDecoderCount;
+        unsigned int sharedEncoderCount;
+        unsigned int sharedJpegCount;
+        unsigned int sharedOfaCount;
+} nvmlComputeInstanceProfileInfo_t;
+
+/* nvmlComputeInstanceInfo_t: nvmlComputeInstanceGetInfo(_v2). */
+typedef struct nvmlComputeInstanceInfo_st {
+        nvmlDevice_t device;
+        nvmlGpuInstance_t gpuInstance;
+        unsigned int id;
+        unsigned int profileId;
+        nvmlComputeInstancePlacement_t placement;
+} nvmlComputeInstanceInfo_t;
 
 /* Fabric (nvmlDeviceGetGpuFabricInfo*). */
 #define NVML_GPU_FABRIC_UUID_LEN 16
@@ -318,6 +424,25 @@ typedef nvmlReturn_t (*nvmlDeviceGetMemoryInfo_v2_fn)(nvmlDevice_t device, nvmlM
 typedef nvmlReturn_t (*nvmlDeviceGetCudaComputeCapability_fn)(nvmlDevice_t device, int *major, int *minor);
 typedef nvmlReturn_t (*nvmlDeviceGetMigMode_fn)(nvmlDevice_t device, unsigned int *currentMode,
                                                 unsigned int *pendingMode);
+typedef nvmlReturn_t (*nvmlDeviceGetMaxMigDeviceCount_fn)(nvmlDevice_t device, unsigned int *count);
+typedef nvmlReturn_t (*nvmlDeviceGetMigDeviceHandleByIndex_fn)(nvmlDevice_t device, unsigned int index,
+                                                               nvmlDevice_t *migDevice);
+typedef nvmlReturn_t (*nvmlDeviceGetDeviceHandleFromMigDeviceHandle_fn)(nvmlDevice_t migDevice, nvmlDevice_t *device);
+typedef nvmlReturn_t (*nvmlDeviceGetGpuInstanceId_fn)(nvmlDevice_t device, unsigned int *id);
+typedef nvmlReturn_t (*nvmlDeviceGetComputeInstanceId_fn)(nvmlDevice_t device, unsigned int *id);
+typedef nvmlReturn_t (*nvmlDeviceGetAttributes_fn)(nvmlDevice_t device, nvmlDeviceAttributes_t *attributes);
+typedef nvmlReturn_t (*nvmlDeviceGetGpuInstanceProfileInfo_fn)(nvmlDevice_t device, unsigned int profile,
+                                                               nvmlGpuInstanceProfileInfo_t *info);
+typedef nvmlReturn_t (*nvmlDeviceGetGpuInstanceById_fn)(nvmlDevice_t device, unsigned int id,
+                                                        nvmlGpuInstance_t *gpuInstance);
+typedef nvmlReturn_t (*nvmlGpuInstanceGetInfo_fn)(nvmlGpuInstance_t gpuInstance, nvmlGpuInstanceInfo_t *info);
+typedef nvmlReturn_t (*nvmlGpuInstanceGetComputeInstanceProfileInfo_fn)(nvmlGpuInstance_t gpuInstance, unsigned int profile,
+                                                                        unsigned int engProfile,
+                                                                        nvmlComputeInstanceProfileInfo_t *info);
+typedef nvmlReturn_t (*nvmlGpuInstanceGetComputeInstanceById_fn)(nvmlGpuInstance_t gpuInstance, unsigned int id,
+                                                                 nvmlComputeInstance_t *computeInstance);
+typedef nvmlReturn_t (*nvmlComputeInstanceGetInfo_fn)(nvmlComputeInstance_t computeInstance,
+                                                      nvmlComputeInstanceInfo_t *info);
 typedef nvmlReturn_t (*nvmlDeviceGetPersistenceMode_fn)(nvmlDevice_t device, nvmlEnableState_t *mode);
 typedef nvmlReturn_t (*nvmlDeviceGetGpuFabricInfo_fn)(nvmlDevice_t device, nvmlGpuFabricInfo_t *gpuFabricInfo);
 typedef nvmlReturn_t (*nvmlDeviceGetGpuFabricInfoV_fn)(nvmlDevice_t device, nvmlGpuFabricInfoV_t *gpuFabricInfo);
@@ -367,5 +492,14 @@ _Static_assert(sizeof(nvmlGpuFabricInfo_v2_t) == 36 && offsetof(nvmlGpuFabricInf
 _Static_assert(sizeof(nvmlGpuFabricInfo_v3_t) == 40 && offsetof(nvmlGpuFabricInfo_v3_t, healthSummary) == 36,
                "nvmlGpuFabricInfo_v3_t layout");
 _Static_assert(sizeof(nvmlFieldValue_t) == 40 && offsetof(nvmlFieldValue_t, value) == 32, "nvmlFieldValue_t layout");
+_Static_assert(sizeof(nvmlDeviceAttributes_t) == 40 && offsetof(nvmlDeviceAttributes_t, memorySizeMB) == 32,
+               "nvmlDeviceAttributes_t layout");
+_Static_assert(sizeof(nvmlGpuInstanceProfileInfo_t) == 48 && offsetof(nvmlGpuInstanceProfileInfo_t, memorySizeMB) == 40,
+               "nvmlGpuInstanceProfileInfo_t layout");
+_Static_assert(sizeof(nvmlGpuInstanceInfo_t) == 24 && offsetof(nvmlGpuInstanceInfo_t, profileId) == 12,
+               "nvmlGpuInstanceInfo_t layout");
+_Static_assert(sizeof(nvmlComputeInstanceProfileInfo_t) == 36, "nvmlComputeInstanceProfileInfo_t layout");
+_Static_assert(sizeof(nvmlComputeInstanceInfo_t) == 32 && offsetof(nvmlComputeInstanceInfo_t, profileId) == 20,
+               "nvmlComputeInstanceInfo_t layout");
 _Static_assert(sizeof(nvmlEventData_t) == 32 && offsetof(nvmlEventData_t, eventData) == 16, "nvmlEventData_t layout");
 #endif

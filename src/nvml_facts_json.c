@@ -127,7 +127,8 @@ static void gpu_not_queried(struct nvml_gpu_facts *g, unsigned index) {
         memset(g, 0, sizeof *g);
         g->index = index;
         g->handle_rc = g->name_rc = g->uuid_rc = g->pci_rc = g->memory_rc = g->cc_rc = g->mig_rc = g->fabric_rc =
-                g->ecc_mode_rc = g->remapped_rows_rc = g->field_values_rc = g->utilization_rc = NVML_FACT_NOT_QUERIED;
+                g->ecc_mode_rc = g->remapped_rows_rc = g->field_values_rc = g->utilization_rc = g->mig_max_rc =
+                        g->mig_devices_rc = NVML_FACT_NOT_QUERIED;
         struct nvml_fact_u64 *u[] = {
                 &g->minor_number, &g->persistence_mode, &g->ecc_volatile_corrected, &g->ecc_volatile_uncorrected,
                 &g->ecc_aggregate_corrected, &g->ecc_aggregate_uncorrected, &g->recovery_action,
@@ -135,6 +136,118 @@ static void gpu_not_queried(struct nvml_gpu_facts *g, unsigned index) {
                 &g->clock_mem_mhz, &g->pcie_replay, &g->clocks_event_reasons,
         };
         for (size_t i = 0; i < ELEMENTSOF(u); i++) u[i]->rc = NVML_FACT_NOT_QUERIED;
+}
+
+/* Returns entry m of the GPU's "mig_devices" when it is an object, else NULL (the fake: NOT_FOUND). */
+static const json_t *mig_entry(const json_t *gj, size_t m) {
+        const json_t *e = json_array_get(json_object_get(gj, "mig_devices"), m);
+        return json_is_object(e) ? e : NULL;
+}
+
+/* Returns the first "mig_devices" entry with GPU instance gi (and compute instance ci unless ci < 0),
+ * or NULL: the entry whose "errors" the fake consults for calls on that GPU or compute instance. */
+static const json_t *mig_find(const json_t *gj, unsigned gi, long ci) {
+        for (size_t m = 0; m < NVML_MAX_MIG_DEVICES; m++) {
+                const json_t *e = mig_entry(gj, m);
+                uint64_t v;
+                if (!e || !get_u64(e, "gi", &v) || v != gi) continue;
+                if (ci >= 0 && (!get_u64(e, "ci", &v) || v != (uint64_t)ci)) continue;
+                return e;
+        }
+        return NULL;
+}
+
+/* Resolves a MIG device's profile as the probe does through the fake. Returns the nvmlReturn_t for
+ * profile_rc and fills m's gi_profile, ci_profile and profile on success. */
+static int mig_profile_from_json(const json_t *gj, const json_t *e, const struct nvml_gpu_facts *g, struct nvml_mig_facts *m) {
+        int rc = injected(e, "nvmlDeviceGetDeviceHandleFromMigDeviceHandle");
+        if (rc == NVML_SUCCESS) rc = g->memory_rc;
+        if (rc == NVML_SUCCESS) rc = m->attributes_rc;
+        if (rc == NVML_SUCCESS) rc = m->gi_rc;
+        if (rc == NVML_SUCCESS) rc = m->ci_rc;
+        if (rc != NVML_SUCCESS) return rc;
+        const json_t *gie = mig_find(gj, m->gi_id, -1);
+        if (!gie) return NVML_ERROR_NOT_FOUND;
+        if ((rc = injected(gie, "nvmlDeviceGetGpuInstanceById")) != NVML_SUCCESS) return rc;
+        if ((rc = injected(gie, "nvmlGpuInstanceGetComputeInstanceById")) != NVML_SUCCESS) return rc;
+        const json_t *cie = mig_find(gj, m->gi_id, m->ci_id);
+        if (!cie) return NVML_ERROR_NOT_FOUND;
+        if ((rc = injected(gie, "nvmlGpuInstanceGetInfo")) != NVML_SUCCESS) return rc;
+        uint64_t gp, cp;
+        if (!get_u64(gie, "gi_profile", &gp)) return NS;
+        if ((rc = injected(cie, "nvmlComputeInstanceGetInfo")) != NVML_SUCCESS) return rc;
+        if (!get_u64(cie, "ci_profile", &cp)) return NS;
+        rc = dev_rc(gj, "nvmlDeviceGetGpuInstanceProfileInfo");
+        if (rc == NS || rc == NVML_ERROR_INVALID_ARGUMENT) return NVML_ERROR_NOT_FOUND;
+        if (rc != NVML_SUCCESS) return rc;
+        if (gp >= NVML_GPU_INSTANCE_PROFILE_COUNT) return NVML_ERROR_NOT_FOUND;
+        rc = injected(gie, "nvmlGpuInstanceGetComputeInstanceProfileInfo");
+        if (rc == NS || rc == NVML_ERROR_INVALID_ARGUMENT) return NVML_ERROR_NOT_FOUND;
+        if (rc != NVML_SUCCESS) return rc;
+        if (cp >= NVML_COMPUTE_INSTANCE_PROFILE_COUNT) return NVML_ERROR_NOT_FOUND;
+        m->gi_profile = (unsigned)gp;
+        m->ci_profile = (unsigned)cp;
+        nvml_mig_profile_name(m->gi_profile, m->ci_profile, m->attributes.memory_mb, g->memory_total, m->profile,
+                              sizeof m->profile);
+        return NVML_SUCCESS;
+}
+
+/* Fills g's MIG devices from the description, as the probe enumerates them through the fake. Returns nothing. */
+static void mig_from_json(const json_t *gj, struct nvml_gpu_facts *g) {
+        int rc;
+        uint64_t max = 7, v;
+        g->mig_max_rc = dev_rc(gj, "nvmlDeviceGetMaxMigDeviceCount");
+        if (g->mig_max_rc != NVML_SUCCESS) return;
+        get_u64(gj, "mig_max_devices", &max);
+        g->mig_max = (unsigned)max;
+        g->mig_devices_rc = NVML_SUCCESS;
+        for (unsigned i = 0; i < g->mig_max && i < NVML_MAX_MIG_DEVICES; i++) {
+                rc = dev_rc(gj, "nvmlDeviceGetMigDeviceHandleByIndex");
+                if (rc != NVML_SUCCESS) {
+                        g->mig_devices_rc = rc;
+                        return;
+                }
+                const json_t *e = mig_entry(gj, i);
+                if (!e) continue;
+                struct nvml_mig_facts *m = &g->mig[g->n_mig++];
+                memset(m, 0, sizeof *m);
+                m->index = i;
+                rc = injected(e, "nvmlDeviceGetUUID");
+                m->uuid_rc = rc ? rc : put_string(e, "uuid", m->uuid, sizeof m->uuid);
+                if (m->uuid_rc != NVML_SUCCESS) memset(m->uuid, 0, sizeof m->uuid);
+                struct nvml_fact_u64 f = rc_or(injected(e, "nvmlDeviceGetGpuInstanceId"), answer_uint(e, "gi"));
+                m->gi_rc = f.rc;
+                m->gi_id = (unsigned)f.value;
+                f = rc_or(injected(e, "nvmlDeviceGetComputeInstanceId"), answer_uint(e, "ci"));
+                m->ci_rc = f.rc;
+                m->ci_id = (unsigned)f.value;
+                rc = injected(e, "nvmlDeviceGetAttributes");
+                const json_t *a = json_object_get(e, "attributes");
+                if (rc == NVML_SUCCESS && !json_is_object(a)) rc = NS;
+                if (rc == NVML_SUCCESS) {
+                        struct nvml_mig_attributes *t = &m->attributes;
+                        t->multiprocessors = (unsigned)answer_uint(a, "multiprocessor_count").value;
+                        t->copy_engines = (unsigned)answer_uint(a, "shared_copy_engine_count").value;
+                        t->decoders = (unsigned)answer_uint(a, "shared_decoder_count").value;
+                        t->encoders = (unsigned)answer_uint(a, "shared_encoder_count").value;
+                        t->jpegs = (unsigned)answer_uint(a, "shared_jpeg_count").value;
+                        t->ofas = (unsigned)answer_uint(a, "shared_ofa_count").value;
+                        t->gi_slices = (unsigned)answer_uint(a, "gpu_instance_slice_count").value;
+                        t->ci_slices = (unsigned)answer_uint(a, "compute_instance_slice_count").value;
+                        t->memory_mb = answer_ull(a, "memory_size_mb").value;
+                }
+                m->attributes_rc = rc;
+                rc = injected(e, "nvmlDeviceGetMemoryInfo");
+                const json_t *mem = json_object_get(e, "memory");
+                if (rc == NVML_SUCCESS && !json_is_object(mem)) rc = NS;
+                if (rc == NVML_SUCCESS) {
+                        if (get_u64(mem, "total", &v)) m->memory_total = v;
+                        if (get_u64(mem, "used", &v)) m->memory_used = v;
+                        if (get_u64(mem, "free", &v)) m->memory_free = v;
+                }
+                m->memory_rc = rc;
+                m->profile_rc = mig_profile_from_json(gj, e, g, m);
+        }
 }
 
 /* Fills g from the GPU description gj, call by call in the probe's order. Returns nothing. */
@@ -219,6 +332,7 @@ static void gpu_from_json(const json_t *d, const json_t *gj, struct nvml_gpu_fac
                 }
         }
         g->mig_rc = rc;
+        if (g->mig_rc == NVML_SUCCESS && g->mig_current == NVML_DEVICE_MIG_ENABLE) mig_from_json(gj, g);
 
         g->persistence_mode = rc_or(dev_rc(gj, "nvmlDeviceGetPersistenceMode"), answer_uint(gj, "persistence_mode"));
         if (g->persistence_mode.rc == NVML_SUCCESS) g->persistence_mode.value = g->persistence_mode.value != 0;

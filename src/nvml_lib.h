@@ -34,6 +34,19 @@ struct nvml_lib {
         nvmlDeviceGetMemoryInfo_fn nvmlDeviceGetMemoryInfo;
         nvmlDeviceGetCudaComputeCapability_fn nvmlDeviceGetCudaComputeCapability;
         nvmlDeviceGetMigMode_fn nvmlDeviceGetMigMode;
+        /* MIG devices (all optional; the probe asks them only on GPUs with MIG mode enabled). */
+        nvmlDeviceGetMaxMigDeviceCount_fn nvmlDeviceGetMaxMigDeviceCount;
+        nvmlDeviceGetMigDeviceHandleByIndex_fn nvmlDeviceGetMigDeviceHandleByIndex;
+        nvmlDeviceGetDeviceHandleFromMigDeviceHandle_fn nvmlDeviceGetDeviceHandleFromMigDeviceHandle;
+        nvmlDeviceGetGpuInstanceId_fn nvmlDeviceGetGpuInstanceId;
+        nvmlDeviceGetComputeInstanceId_fn nvmlDeviceGetComputeInstanceId;
+        nvmlDeviceGetAttributes_fn nvmlDeviceGetAttributes;
+        nvmlDeviceGetGpuInstanceProfileInfo_fn nvmlDeviceGetGpuInstanceProfileInfo;
+        nvmlDeviceGetGpuInstanceById_fn nvmlDeviceGetGpuInstanceById;
+        nvmlGpuInstanceGetInfo_fn nvmlGpuInstanceGetInfo;
+        nvmlGpuInstanceGetComputeInstanceProfileInfo_fn nvmlGpuInstanceGetComputeInstanceProfileInfo;
+        nvmlGpuInstanceGetComputeInstanceById_fn nvmlGpuInstanceGetComputeInstanceById;
+        nvmlComputeInstanceGetInfo_fn nvmlComputeInstanceGetInfo;
         nvmlDeviceGetPersistenceMode_fn nvmlDeviceGetPersistenceMode;
         nvmlDeviceGetGpuFabricInfoV_fn nvmlDeviceGetGpuFabricInfoV;
         nvmlDeviceGetGpuFabricInfo_fn nvmlDeviceGetGpuFabricInfo;

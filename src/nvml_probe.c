@@ -2,6 +2,7 @@
 #include "nvml_probe.h"
 
 #include <jansson.h>
+#include <math.h>
 #include <pthread.h>
 #include <time.h>
 
@@ -100,7 +101,7 @@ static void gpu_facts_init(struct nvml_gpu_facts *g, unsigned index) {
         g->index = index;
         g->handle_rc = g->name_rc = g->uuid_rc = g->pci_rc = g->memory_rc = g->cc_rc = g->mig_rc =
                 g->fabric_rc = g->ecc_mode_rc = g->remapped_rows_rc = g->field_values_rc =
-                        g->utilization_rc = NVML_FACT_NOT_QUERIED;
+                        g->utilization_rc = g->mig_max_rc = g->mig_devices_rc = NVML_FACT_NOT_QUERIED;
         struct nvml_fact_u64 *u[] = {
                 &g->minor_number, &g->persistence_mode, &g->ecc_volatile_corrected,
                 &g->ecc_volatile_uncorrected, &g->ecc_aggregate_corrected, &g->ecc_aggregate_uncorrected,
@@ -118,11 +119,256 @@ static void format_uuid(const unsigned char b[16], char out[37]) {
                  b[14], b[15]);
 }
 
+
+int nvml_mig_profile_name(unsigned gi_profile, unsigned ci_profile, uint64_t mig_memory_mb, uint64_t gpu_memory_bytes,
+                          char *buf, size_t size) {
+        /* go-nvlib pkg/nvlib/device/mig_profile.go NewMigProfile and String. */
+        unsigned g, c;
+        const char *suffix = "";
+        if (size > 0) buf[0] = 0;
+        switch (gi_profile) {
+        case NVML_GPU_INSTANCE_PROFILE_1_SLICE: g = 1; break;
+        case NVML_GPU_INSTANCE_PROFILE_1_SLICE_REV1: g = 1; suffix = "+me"; break;
+        case NVML_GPU_INSTANCE_PROFILE_1_SLICE_REV2: g = 1; break;
+        case NVML_GPU_INSTANCE_PROFILE_1_SLICE_GFX: g = 1; suffix = "+gfx"; break;
+        case NVML_GPU_INSTANCE_PROFILE_1_SLICE_NO_ME: g = 1; suffix = "-me"; break;
+        case NVML_GPU_INSTANCE_PROFILE_1_SLICE_ALL_ME: g = 1; suffix = "+me.all"; break;
+        case NVML_GPU_INSTANCE_PROFILE_2_SLICE: g = 2; break;
+        case NVML_GPU_INSTANCE_PROFILE_2_SLICE_REV1: g = 2; suffix = "+me"; break;
+        case NVML_GPU_INSTANCE_PROFILE_2_SLICE_GFX: g = 2; suffix = "+gfx"; break;
+        case NVML_GPU_INSTANCE_PROFILE_2_SLICE_NO_ME: g = 2; suffix = "-me"; break;
+        case NVML_GPU_INSTANCE_PROFILE_2_SLICE_ALL_ME: g = 2; suffix = "+me.all"; break;
+        case NVML_GPU_INSTANCE_PROFILE_3_SLICE: g = 3; break;
+        case NVML_GPU_INSTANCE_PROFILE_4_SLICE: g = 4; break;
+        case NVML_GPU_INSTANCE_PROFILE_4_SLICE_GFX: g = 4; suffix = "+gfx"; break;
+        case NVML_GPU_INSTANCE_PROFILE_6_SLICE: g = 6; break;
+        case NVML_GPU_INSTANCE_PROFILE_7_SLICE: g = 7; break;
+        case NVML_GPU_INSTANCE_PROFILE_8_SLICE: g = 8; break;
+        default: return -EINVAL; /* go-nvlib: "invalid GPU Instance Profile ID" (3_SLICE_GFX included) */
+        }
+        switch (ci_profile) {
+        case NVML_COMPUTE_INSTANCE_PROFILE_1_SLICE:
+        case NVML_COMPUTE_INSTANCE_PROFILE_1_SLICE_REV1: c = 1; break;
+        case NVML_COMPUTE_INSTANCE_PROFILE_2_SLICE: c = 2; break;
+        case NVML_COMPUTE_INSTANCE_PROFILE_3_SLICE: c = 3; break;
+        case NVML_COMPUTE_INSTANCE_PROFILE_4_SLICE: c = 4; break;
+        case NVML_COMPUTE_INSTANCE_PROFILE_6_SLICE: c = 6; break;
+        case NVML_COMPUTE_INSTANCE_PROFILE_7_SLICE:
+        case NVML_COMPUTE_INSTANCE_PROFILE_7_SLICE_NVL: c = 7; break;
+        case NVML_COMPUTE_INSTANCE_PROFILE_8_SLICE: c = 8; break;
+        default: return -EINVAL;
+        }
+        struct nvml_mig_attributes a = {.gi_slices = g, .ci_slices = c, .memory_mb = mig_memory_mb};
+        char base[24];
+        int r = nvml_mig_name_from_attributes(&a, gpu_memory_bytes, base, sizeof base);
+        if (r < 0) return r;
+        snprintf(buf, size, "%s%s", base, suffix);
+        return 0;
+}
+
+int nvml_mig_name_from_attributes(const struct nvml_mig_attributes *a, uint64_t gpu_memory_bytes, char *buf, size_t size) {
+        if (size > 0) buf[0] = 0;
+        if (gpu_memory_bytes == 0 || a->gi_slices == 0 || a->ci_slices == 0) return -EINVAL;
+        /* go-nvlib getMigMemorySizeGB, in the same float64 arithmetic. */
+        const double one_mb = 1024.0 * 1024.0;
+        const uint64_t one_gb = 1024ULL * 1024 * 1024;
+        double frac = ((double)a->memory_mb * one_mb) / (double)gpu_memory_bytes;
+        frac = ceil(frac * 8) / 8;
+        double total_gb = (double)((gpu_memory_bytes + one_gb - 1) / one_gb);
+        unsigned long long gb = (unsigned long long)round(frac * total_gb);
+        if (a->ci_slices == a->gi_slices)
+                snprintf(buf, size, "%ug.%llugb", a->gi_slices, gb);
+        else
+                snprintf(buf, size, "%uc.%ug.%llugb", a->ci_slices, a->gi_slices, gb);
+        return 0;
+}
+
+/* Reads one MIG device's memory: nvmlDeviceGetMemoryInfo_v2, else the v1 call. Returns an nvmlReturn_t. */
+static nvmlReturn_t mig_memory(struct nvml_lib *lib, nvmlDevice_t mdev, struct nvml_mig_facts *m) {
+        nvmlReturn_t rc = NVML_ERROR_FUNCTION_NOT_FOUND;
+        if (lib->nvmlDeviceGetMemoryInfo_v2) {
+                nvmlMemory_v2_t v = { .version = nvmlMemory_v2 };
+                rc = lib->nvmlDeviceGetMemoryInfo_v2(mdev, &v);
+                if (rc == NVML_SUCCESS) {
+                        m->memory_total = v.total;
+                        m->memory_used = v.used;
+                        m->memory_free = v.free;
+                }
+        }
+        if (rc == NVML_ERROR_FUNCTION_NOT_FOUND || rc == NVML_ERROR_ARGUMENT_VERSION_MISMATCH) {
+                nvmlMemory_t v = { 0 };
+                rc = lib->nvmlDeviceGetMemoryInfo ? lib->nvmlDeviceGetMemoryInfo(mdev, &v) : NVML_ERROR_NOT_SUPPORTED;
+                if (rc == NVML_SUCCESS) {
+                        m->memory_total = v.total;
+                        m->memory_used = v.used;
+                        m->memory_free = v.free;
+                }
+        }
+        return rc;
+}
+
 #define NS NVML_ERROR_NOT_SUPPORTED
 #define STEP(name)                                           \
         do {                                                 \
                 if (!step(st, (name), (int)g->index)) return false; \
         } while (0)
+
+/* GPU instance profile ids by NVML_GPU_INSTANCE_PROFILE_* index, asked once per GPU. */
+struct gi_profile_table {
+        bool asked;
+        int rc; /* an error other than "not supported"/"invalid argument" ends the lookup, as in go-nvlib */
+        bool valid[NVML_GPU_INSTANCE_PROFILE_COUNT];
+        unsigned id[NVML_GPU_INSTANCE_PROFILE_COUNT];
+};
+
+/* Resolves m's GPU and compute instance profiles the way go-nvlib's MigDevice.GetProfile does; sets
+ * m->profile_rc, gi_profile, ci_profile and profile. Returns false when the caller gave up meanwhile. */
+static bool probe_mig_profile(struct probe_state *st, struct nvml_gpu_facts *g, nvmlDevice_t dev, nvmlDevice_t mdev,
+                              struct nvml_mig_facts *m, struct gi_profile_table *t) {
+        struct nvml_lib *lib = st->lib;
+        nvmlReturn_t rc;
+
+        STEP("nvmlDeviceGetDeviceHandleFromMigDeviceHandle");
+        nvmlDevice_t parent = NULL;
+        rc = lib->nvmlDeviceGetDeviceHandleFromMigDeviceHandle
+                     ? lib->nvmlDeviceGetDeviceHandleFromMigDeviceHandle(mdev, &parent) : NS;
+        if (rc == NVML_SUCCESS && parent != dev) rc = NVML_ERROR_UNKNOWN;
+        int first = rc != NVML_SUCCESS ? (int)rc
+                    : g->memory_rc != NVML_SUCCESS ? g->memory_rc
+                    : m->attributes_rc != NVML_SUCCESS ? m->attributes_rc
+                    : m->gi_rc != NVML_SUCCESS ? m->gi_rc
+                    : m->ci_rc;
+        if (first != NVML_SUCCESS) {
+                m->profile_rc = first;
+                return true;
+        }
+
+        STEP("nvmlDeviceGetGpuInstanceById");
+        nvmlGpuInstance_t gi = NULL;
+        rc = lib->nvmlDeviceGetGpuInstanceById ? lib->nvmlDeviceGetGpuInstanceById(dev, m->gi_id, &gi) : NS;
+        nvmlComputeInstance_t ci = NULL;
+        if (rc == NVML_SUCCESS) {
+                STEP("nvmlGpuInstanceGetComputeInstanceById");
+                rc = lib->nvmlGpuInstanceGetComputeInstanceById
+                             ? lib->nvmlGpuInstanceGetComputeInstanceById(gi, m->ci_id, &ci) : NS;
+        }
+        nvmlGpuInstanceInfo_t gii;
+        memset(&gii, 0, sizeof gii);
+        if (rc == NVML_SUCCESS) {
+                STEP("nvmlGpuInstanceGetInfo");
+                rc = lib->nvmlGpuInstanceGetInfo ? lib->nvmlGpuInstanceGetInfo(gi, &gii) : NS;
+        }
+        nvmlComputeInstanceInfo_t cii;
+        memset(&cii, 0, sizeof cii);
+        if (rc == NVML_SUCCESS) {
+                STEP("nvmlComputeInstanceGetInfo");
+                rc = lib->nvmlComputeInstanceGetInfo ? lib->nvmlComputeInstanceGetInfo(ci, &cii) : NS;
+        }
+        if (rc == NVML_SUCCESS && !t->asked) {
+                t->asked = true;
+                t->rc = NVML_SUCCESS;
+                for (unsigned i = 0; i < NVML_GPU_INSTANCE_PROFILE_COUNT && t->rc == NVML_SUCCESS; i++) {
+                        STEP("nvmlDeviceGetGpuInstanceProfileInfo");
+                        nvmlGpuInstanceProfileInfo_t pi;
+                        memset(&pi, 0, sizeof pi);
+                        nvmlReturn_t r = lib->nvmlDeviceGetGpuInstanceProfileInfo
+                                                 ? lib->nvmlDeviceGetGpuInstanceProfileInfo(dev, i, &pi) : NS;
+                        if (r == NVML_SUCCESS) {
+                                t->valid[i] = true;
+                                t->id[i] = pi.id;
+                        } else if (r != NS && r != NVML_ERROR_INVALID_ARGUMENT) {
+                                t->rc = r;
+                        }
+                }
+        }
+        if (rc == NVML_SUCCESS) rc = t->rc;
+        if (rc != NVML_SUCCESS) {
+                m->profile_rc = rc;
+                return true;
+        }
+        for (unsigned i = 0; i < NVML_GPU_INSTANCE_PROFILE_COUNT; i++) {
+                if (!t->valid[i] || t->id[i] != gii.profileId) continue;
+                for (unsigned j = 0; j < NVML_COMPUTE_INSTANCE_PROFILE_COUNT; j++)
+                        for (unsigned k = 0; k < NVML_COMPUTE_INSTANCE_ENGINE_PROFILE_COUNT; k++) {
+                                STEP("nvmlGpuInstanceGetComputeInstanceProfileInfo");
+                                nvmlComputeInstanceProfileInfo_t cp;
+                                memset(&cp, 0, sizeof cp);
+                                rc = lib->nvmlGpuInstanceGetComputeInstanceProfileInfo
+                                             ? lib->nvmlGpuInstanceGetComputeInstanceProfileInfo(gi, j, k, &cp) : NS;
+                                if (rc == NS || rc == NVML_ERROR_INVALID_ARGUMENT) continue;
+                                if (rc != NVML_SUCCESS) {
+                                        m->profile_rc = rc;
+                                        return true;
+                                }
+                                if (cp.id != cii.profileId) continue;
+                                m->profile_rc = NVML_SUCCESS;
+                                m->gi_profile = i;
+                                m->ci_profile = j;
+                                nvml_mig_profile_name(i, j, m->attributes.memory_mb, g->memory_total, m->profile,
+                                                      sizeof m->profile);
+                                return true;
+                        }
+        }
+        m->profile_rc = NVML_ERROR_NOT_FOUND; /* go-nvlib: "no matching profile IDs found" */
+        return true;
+}
+
+/* Enumerates the MIG devices of a GPU with MIG mode enabled, as go-nvlib's VisitMigDevices does.
+ * Returns false when the caller gave up meanwhile. */
+static bool probe_mig_devices(struct probe_state *st, struct nvml_gpu_facts *g, nvmlDevice_t dev) {
+        struct nvml_lib *lib = st->lib;
+        nvmlReturn_t rc;
+        struct gi_profile_table table = { 0 };
+
+        STEP("nvmlDeviceGetMaxMigDeviceCount");
+        unsigned max = 0;
+        g->mig_max_rc = lib->nvmlDeviceGetMaxMigDeviceCount ? lib->nvmlDeviceGetMaxMigDeviceCount(dev, &max) : NS;
+        if (g->mig_max_rc != NVML_SUCCESS) return true;
+        g->mig_max = max;
+        g->mig_devices_rc = NVML_SUCCESS;
+        for (unsigned i = 0; i < max && i < NVML_MAX_MIG_DEVICES; i++) {
+                STEP("nvmlDeviceGetMigDeviceHandleByIndex");
+                nvmlDevice_t mdev = NULL;
+                rc = lib->nvmlDeviceGetMigDeviceHandleByIndex ? lib->nvmlDeviceGetMigDeviceHandleByIndex(dev, i, &mdev) : NS;
+                if (rc == NVML_ERROR_NOT_FOUND) continue;
+                if (rc != NVML_SUCCESS) {
+                        g->mig_devices_rc = rc;
+                        return true;
+                }
+                struct nvml_mig_facts *m = &g->mig[g->n_mig++];
+                memset(m, 0, sizeof *m);
+                m->index = i;
+                m->uuid_rc = m->gi_rc = m->ci_rc = m->attributes_rc = m->memory_rc = m->profile_rc = NVML_FACT_NOT_QUERIED;
+
+                STEP("nvmlDeviceGetUUID");
+                m->uuid_rc = lib->nvmlDeviceGetUUID ? lib->nvmlDeviceGetUUID(mdev, m->uuid, sizeof m->uuid) : NS;
+                if (m->uuid_rc != NVML_SUCCESS) m->uuid[0] = 0;
+                STEP("nvmlDeviceGetGpuInstanceId");
+                unsigned id = 0;
+                m->gi_rc = lib->nvmlDeviceGetGpuInstanceId ? lib->nvmlDeviceGetGpuInstanceId(mdev, &id) : NS;
+                m->gi_id = m->gi_rc == NVML_SUCCESS ? id : 0;
+                STEP("nvmlDeviceGetComputeInstanceId");
+                id = 0;
+                m->ci_rc = lib->nvmlDeviceGetComputeInstanceId ? lib->nvmlDeviceGetComputeInstanceId(mdev, &id) : NS;
+                m->ci_id = m->ci_rc == NVML_SUCCESS ? id : 0;
+                STEP("nvmlDeviceGetAttributes");
+                nvmlDeviceAttributes_t a;
+                memset(&a, 0, sizeof a);
+                m->attributes_rc = lib->nvmlDeviceGetAttributes ? lib->nvmlDeviceGetAttributes(mdev, &a) : NS;
+                if (m->attributes_rc == NVML_SUCCESS)
+                        m->attributes = (struct nvml_mig_attributes){
+                                .multiprocessors = a.multiprocessorCount, .copy_engines = a.sharedCopyEngineCount,
+                                .decoders = a.sharedDecoderCount, .encoders = a.sharedEncoderCount,
+                                .jpegs = a.sharedJpegCount, .ofas = a.sharedOfaCount,
+                                .gi_slices = a.gpuInstanceSliceCount, .ci_slices = a.computeInstanceSliceCount,
+                                .memory_mb = a.memorySizeMB,
+                        };
+                STEP("nvmlDeviceGetMemoryInfo");
+                m->memory_rc = mig_memory(lib, mdev, m);
+                if (!probe_mig_profile(st, g, dev, mdev, m, &table)) return false;
+        }
+        return true;
+}
 
 /* Asks NVML for every fact of GPU g->index. Returns false when the caller gave up meanwhile. */
 static bool probe_gpu(struct probe_state *st, struct nvml_gpu_facts *g) {
@@ -202,6 +448,8 @@ static bool probe_gpu(struct probe_state *st, struct nvml_gpu_facts *g) {
                 g->mig_current = cur;
                 g->mig_pending = pend;
         }
+        if (g->mig_rc == NVML_SUCCESS && g->mig_current == NVML_DEVICE_MIG_ENABLE && !probe_mig_devices(st, g, dev))
+                return false;
 
         STEP("nvmlDeviceGetPersistenceMode");
         nvmlEnableState_t pm = NVML_FEATURE_DISABLED;
@@ -534,6 +782,56 @@ static void put_u64(json_t *obj, const char *key, const struct nvml_fact_u64 *v)
         if (v->rc == NVML_SUCCESS) json_object_set_new(obj, key, json_integer((json_int_t)v->value));
 }
 
+/* Returns the JSON description of one MIG device (a new reference). */
+static json_t *mig_to_json(const struct nvml_gpu_facts *g, const struct nvml_mig_facts *m) {
+        json_t *o = json_object(), *errors = json_object();
+        if (m->uuid_rc == NVML_SUCCESS) json_object_set_new(o, "uuid", json_string(m->uuid));
+        put_error(errors, "nvmlDeviceGetUUID", m->uuid_rc);
+        if (m->gi_rc == NVML_SUCCESS) json_object_set_new(o, "gi", json_integer(m->gi_id));
+        put_error(errors, "nvmlDeviceGetGpuInstanceId", m->gi_rc);
+        if (m->ci_rc == NVML_SUCCESS) json_object_set_new(o, "ci", json_integer(m->ci_id));
+        put_error(errors, "nvmlDeviceGetComputeInstanceId", m->ci_rc);
+        if (m->attributes_rc == NVML_SUCCESS) {
+                const struct nvml_mig_attributes *a = &m->attributes;
+                json_object_set_new(o, "attributes",
+                                    json_pack("{s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I}", "multiprocessor_count",
+                                              (json_int_t)a->multiprocessors, "shared_copy_engine_count",
+                                              (json_int_t)a->copy_engines, "shared_decoder_count", (json_int_t)a->decoders,
+                                              "shared_encoder_count", (json_int_t)a->encoders, "shared_jpeg_count",
+                                              (json_int_t)a->jpegs, "shared_ofa_count", (json_int_t)a->ofas,
+                                              "gpu_instance_slice_count", (json_int_t)a->gi_slices,
+                                              "compute_instance_slice_count", (json_int_t)a->ci_slices, "memory_size_mb",
+                                              (json_int_t)a->memory_mb));
+        }
+        put_error(errors, "nvmlDeviceGetAttributes", m->attributes_rc);
+        if (m->memory_rc == NVML_SUCCESS)
+                json_object_set_new(o, "memory",
+                                    json_pack("{s:I,s:I,s:I}", "total", (json_int_t)m->memory_total, "used",
+                                              (json_int_t)m->memory_used, "free", (json_int_t)m->memory_free));
+        put_error(errors, "nvmlDeviceGetMemoryInfo", m->memory_rc);
+        if (m->profile_rc == NVML_SUCCESS) {
+                json_object_set_new(o, "gi_profile", json_integer(m->gi_profile));
+                json_object_set_new(o, "ci_profile", json_integer(m->ci_profile));
+        } else {
+                /* The reader derives the failure from earlier facts first (the GPU's memory, the
+                 * attributes, the instance ids), as the probe does; otherwise it replays through an
+                 * injected error (a missing gi_profile answers "not supported"). */
+                int derived = g->memory_rc != NVML_SUCCESS ? g->memory_rc
+                              : m->attributes_rc != NVML_SUCCESS ? m->attributes_rc
+                              : m->gi_rc != NVML_SUCCESS ? m->gi_rc
+                              : m->ci_rc;
+                if (derived != NVML_SUCCESS && derived != m->profile_rc)
+                        put_error(errors, "nvmlDeviceGetDeviceHandleFromMigDeviceHandle", m->profile_rc);
+                else if (derived == NVML_SUCCESS)
+                        put_error(errors, "nvmlDeviceGetGpuInstanceById", m->profile_rc);
+        }
+        if (json_object_size(errors) > 0)
+                json_object_set_new(o, "errors", errors);
+        else
+                json_decref(errors);
+        return o;
+}
+
 /* Returns the JSON description of one GPU (a new reference). */
 static json_t *gpu_to_json(const struct nvml_gpu_facts *g) {
         json_t *o = json_object(), *errors = json_object();
@@ -572,6 +870,23 @@ static json_t *gpu_to_json(const struct nvml_gpu_facts *g) {
         else if (g->mig_rc == NS)
                 json_object_set_new(o, "mig_mode", json_null());
         put_error(errors, "nvmlDeviceGetMigMode", g->mig_rc);
+        if (g->mig_max_rc == NVML_SUCCESS) json_object_set_new(o, "mig_max_devices", json_integer(g->mig_max));
+        /* The fake answers these two without a key of their own: "not supported" is an injected error here. */
+        put_error(errors, "nvmlDeviceGetMaxMigDeviceCount", g->mig_max_rc);
+        if (g->mig_max_rc == NS) json_object_set_new(errors, "nvmlDeviceGetMaxMigDeviceCount", json_integer(NS));
+        put_error(errors, "nvmlDeviceGetMigDeviceHandleByIndex", g->mig_devices_rc);
+        if (g->mig_devices_rc == NS) json_object_set_new(errors, "nvmlDeviceGetMigDeviceHandleByIndex", json_integer(NS));
+        if (g->n_mig > 0) {
+                /* One entry per index up to the last device found; null answers NVML_ERROR_NOT_FOUND. */
+                json_t *migs = json_array();
+                for (unsigned i = 0, k = 0; k < g->n_mig; i++) {
+                        if (g->mig[k].index == i)
+                                json_array_append_new(migs, mig_to_json(g, &g->mig[k++]));
+                        else
+                                json_array_append_new(migs, json_null());
+                }
+                json_object_set_new(o, "mig_devices", migs);
+        }
 
         put_u64(o, "persistence_mode", &g->persistence_mode);
         put_error(errors, "nvmlDeviceGetPersistenceMode", g->persistence_mode.rc);

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include "nvml_lib.h"
@@ -14,6 +15,37 @@
 struct nvml_fact_u64 {
         int rc;
         uint64_t value;
+};
+
+/* The most MIG devices recorded per GPU (NVML allows 7 on A100/H100/B200; MIG devices are compute instances). */
+#define NVML_MAX_MIG_DEVICES 16
+
+/* nvmlDeviceAttributes_t of a MIG device. */
+struct nvml_mig_attributes {
+        unsigned multiprocessors, copy_engines, decoders, encoders, jpegs, ofas;
+        unsigned gi_slices, ci_slices;
+        uint64_t memory_mb; /* MiB */
+};
+
+/* One MIG device (a compute instance inside a GPU instance), as nvmlDeviceGetMigDeviceHandleByIndex found it. */
+struct nvml_mig_facts {
+        unsigned index; /* the MIG device index under its parent GPU */
+        int uuid_rc;
+        char uuid[NVML_DEVICE_UUID_V2_BUFFER_SIZE]; /* "MIG-..." */
+        int gi_rc;
+        unsigned gi_id; /* GPU instance id */
+        int ci_rc;
+        unsigned ci_id; /* compute instance id within the GPU instance */
+        int attributes_rc;
+        struct nvml_mig_attributes attributes;
+        int memory_rc;
+        uint64_t memory_total, memory_used, memory_free; /* bytes */
+        /* The profile as go-nvlib resolves it (GPU instance by id, compute instance by id, their infos,
+         * and the profile tables): the NVML_GPU_INSTANCE_PROFILE_* and NVML_COMPUTE_INSTANCE_PROFILE_*
+         * indices. NVML_ERROR_NOT_FOUND: no profile matched. */
+        int profile_rc;
+        unsigned gi_profile, ci_profile;
+        char profile[32]; /* go-nvlib's name ("1g.10gb", "1g.10gb+me", "1c.3g.40gb"); "" when it has none */
 };
 
 struct nvml_gpu_facts {
@@ -44,6 +76,12 @@ struct nvml_gpu_facts {
 
         int mig_rc; /* NVML_ERROR_NOT_SUPPORTED: the GPU is not MIG capable */
         unsigned mig_current, mig_pending;
+        /* MIG devices: asked only when MIG mode is currently enabled (else NOT_QUERIED). */
+        int mig_max_rc;     /* nvmlDeviceGetMaxMigDeviceCount */
+        unsigned mig_max;
+        int mig_devices_rc; /* nvmlDeviceGetMigDeviceHandleByIndex: success, or the error that ended the walk */
+        unsigned n_mig;     /* recorded in mig[] (handles answering NOT_FOUND are skipped, as go-nvlib does) */
+        struct nvml_mig_facts mig[NVML_MAX_MIG_DEVICES];
 
         struct nvml_fact_u64 persistence_mode; /* 1 enabled */
 
@@ -120,6 +158,24 @@ unsigned nvml_probe_abandoned_workers(void);
 struct nvml_facts *nvml_facts_free(struct nvml_facts *f);
 static inline void nvml_facts_freep(struct nvml_facts **p) { nvml_facts_free(*p); }
 #define _cleanup_nvml_facts_ __attribute__((cleanup(nvml_facts_freep)))
+
+/*
+ * Names a MIG profile as go-nvlib's MigProfileInfo.String() does (GFD's MIG resource names come from it,
+ * with '+' turned into '.'): "<g>g.<gb>gb" or "<c>c.<g>g.<gb>gb", then "+me", "+me.all", "+gfx" or "-me"
+ * from the GPU instance profile; gb is the MIG memory as a share of the GPU's memory rounded up to
+ * eighths, times the GPU's memory in whole GiB (rounded up), rounded. Returns 0 and the name in buf,
+ * or -EINVAL for a profile index go-nvlib does not know (or a zero GPU memory), with buf "".
+ */
+int nvml_mig_profile_name(unsigned gi_profile, unsigned ci_profile, uint64_t mig_memory_mb, uint64_t gpu_memory_bytes,
+                          char *buf, size_t size);
+
+/*
+ * Approximates a MIG device's profile name from its attributes alone ("<g>g.<gb>gb", "<c>c.<g>g.<gb>gb",
+ * without the +me/-me/+gfx suffix the GPU instance profile would add), for when the profile lookup
+ * was refused (it needs privileges). Returns 0 and the name in buf, or -EINVAL when the attributes
+ * or the GPU memory are unknown.
+ */
+int nvml_mig_name_from_attributes(const struct nvml_mig_attributes *a, uint64_t gpu_memory_bytes, char *buf, size_t size);
 
 /*
  * Writes facts as the fake NVML's JSON description (tests/fake-nvml/README.md), so that a node's

@@ -1,6 +1,5 @@
 /* probe_cdi.c: CDI specs in /etc/cdi and /var/run/cdi (YAML via libfyaml, JSON via jansson): kind, devices, host paths. */
 #include <jansson.h>
-#include "dl_fyaml.h"
 #include "yaml.h"
 
 #include "facts.h"
@@ -8,55 +7,7 @@
 #include "hostfs.h"
 
 #define CDI_READ_MAX (8u << 20)
-#define CDI_MAX_DEPTH 64
 #define CDI_MAX_ITEMS 100000
-
-/* Returns a jansson value for a YAML node (scalars as strings, aliases and deep nesting as null);
- * never fails but on out-of-memory (NULL). */
-static json_t *yaml_to_json(struct fy_node *n, int depth) {
-        if (!n || fy_node_is_alias(n) || depth > CDI_MAX_DEPTH) return json_null();
-        switch (fy_node_get_type(n)) {
-        case FYNT_SCALAR: {
-                size_t len;
-                const char *s = fy_node_get_scalar(n, &len);
-                return s ? json_stringn_nocheck(s, len) : json_null();
-        }
-        case FYNT_SEQUENCE: {
-                json_t *a = json_array();
-                void *it = NULL;
-                struct fy_node *c;
-                while (a && (c = fy_node_sequence_iterate(n, &it)))
-                        json_array_append_new(a, yaml_to_json(c, depth + 1));
-                return a;
-        }
-        case FYNT_MAPPING: {
-                json_t *o = json_object();
-                void *it = NULL;
-                struct fy_node_pair *p;
-                while (o && (p = fy_node_mapping_iterate(n, &it))) {
-                        struct fy_node *k = fy_node_pair_key(p);
-                        if (!k || fy_node_get_type(k) != FYNT_SCALAR || fy_node_is_alias(k)) continue;
-                        size_t klen;
-                        const char *ks = fy_node_get_scalar(k, &klen);
-                        if (!ks || memchr(ks, 0, klen)) continue;
-                        _cleanup_free_ char *key = xstrndup(ks, klen);
-                        json_object_set_new_nocheck(o, key, yaml_to_json(fy_node_pair_value(p), depth + 1));
-                }
-                return o;
-        }
-        }
-        return json_null();
-}
-
-/* Parses YAML text into a jansson tree. Returns 0, or -EINVAL with a malloc'd message. */
-static int parse_yaml(const char *text, size_t len, json_t **ret, char **ret_error) {
-        struct fy_document *doc;
-        int r = yaml_parse(text, len, &doc, ret_error);
-        if (r < 0) return r;
-        *ret = yaml_to_json(fy_document_root(doc), 0);
-        fy_document_destroy(doc);
-        return 0;
-}
 
 /* Appends a copy of s to a string list unless it is already there. */
 static void strv_add_unique(char ***v, size_t *n, const char *s) {
@@ -101,7 +52,7 @@ int cdi_parse_spec(const char *path, const char *text, size_t len, bool json, st
                 }
         } else {
                 _cleanup_free_ char *m = NULL;
-                if (parse_yaml(text, len, &root, &m) < 0) return spec_fail(ret, m);
+                if (yaml_to_json(text, len, &root, &m) < 0) return spec_fail(ret, m);
         }
         int r = 0;
         if (!json_is_object(root)) {

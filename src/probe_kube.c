@@ -3,6 +3,7 @@
 #include "facts_kube.h"
 #include "http_fetch.h"
 #include "kube_client.h"
+#include "net_replay.h"
 
 #include <ctype.h>
 
@@ -88,7 +89,50 @@ static void classify_pods(struct kube_api_facts *a) {
         }
 }
 
-/* Asks the API server; fills a. */
+/* Loads the configuration and sets up a client for the API server, as kubectl would find it; the
+ * outcome is recorded for check --snapshot. Returns 0 and *ret, or -errno with a->rc and a->error. */
+static int live_client(const struct kube_probe_options *opts, struct kube_api_facts *a, struct kube_client **ret) {
+        _cleanup_kube_config_ struct kube_config *cfg = NULL;
+        char *err = NULL;
+        int r = kube_config_load(opts->kubeconfig, a->timeout_ms, &cfg, &err);
+        if (r < 0) {
+                a->rc = r;
+                a->error = r == -ENOENT ? xstrdup("no Kubernetes configuration: not in a pod with a service account, no "
+                                                  "--kubeconfig, $KUBECONFIG or ~/.kube/config")
+                                        : xasprintf("cannot load the Kubernetes configuration: %s", err ? err : strerror(-r));
+                free(err);
+                net_record_setup(a->rc, a->error, NULL, NULL);
+                return r;
+        }
+        a->server = xstrdup(cfg->server);
+        a->source = xstrdup(cfg->source ? cfg->source : "?");
+        r = kube_client_new(cfg, a->timeout_ms, ret, &err);
+        if (r < 0) {
+                a->rc = r;
+                a->error = xasprintf("cannot set up a client for %s: %s", cfg->server, err ? err : strerror(-r));
+                free(err);
+        }
+        net_record_setup(r, a->error, a->server, a->source);
+        return r;
+}
+
+/* check --snapshot: sets up an offline client answering what the node's API answered, with the
+ * server and configuration source recorded there. Returns 0 and *ret, or -errno with a->rc and
+ * a->error (-ENOENT: the snapshot holds no API answers). */
+static int replay_client(struct kube_api_facts *a, struct kube_client **ret) {
+        char *err = NULL;
+        int r = net_replay_setup(&a->server, &a->source, &err);
+        if (r == NET_NOT_RECORDED) r = -ENOENT;
+        if (r == 0 && (r = kube_client_new_offline(a->server, a->timeout_ms, ret)) < 0)
+                err = xstrdup("the snapshot names no API server");
+        if (r < 0) {
+                a->rc = r;
+                a->error = err;
+        }
+        return r;
+}
+
+/* Asks the API server (or, in check --snapshot, the answers it gave on the node); fills a. */
 static void probe_api(const struct kube_probe_options *opts, const char *hostname, struct kube_api_facts *a) {
         a->timeout_ms = opts->timeout_ms ? opts->timeout_ms : KUBE_DEFAULT_TIMEOUT_MS;
         a->node_name = node_name(opts->node_name, hostname);
@@ -102,30 +146,17 @@ static void probe_api(const struct kube_probe_options *opts, const char *hostnam
                 a->error = xstrdup("the API is not asked in offline analysis");
                 return;
         }
-        _cleanup_kube_config_ struct kube_config *cfg = NULL;
         _cleanup_kube_client_ struct kube_client *c = NULL;
-        char *err = NULL;
-        int r = kube_config_load(opts->kubeconfig, a->timeout_ms, &cfg, &err);
-        if (r < 0) {
-                a->rc = r;
-                a->error = r == -ENOENT ? xstrdup("no Kubernetes configuration: not in a pod with a service account, no "
-                                                  "--kubeconfig, $KUBECONFIG or ~/.kube/config")
-                                        : xasprintf("cannot load the Kubernetes configuration: %s", err ? err : strerror(-r));
-                free(err);
-                return;
-        }
-        a->server = xstrdup(cfg->server);
-        a->source = xstrdup(cfg->source ? cfg->source : "?");
-        r = kube_client_new(cfg, a->timeout_ms, &c, &err);
-        if (r < 0) {
-                a->rc = r;
-                a->error = xasprintf("cannot set up a client for %s: %s", cfg->server, err ? err : strerror(-r));
-                free(err);
-                return;
-        }
+        if (net_replaying() ? replay_client(a, &c) < 0 : live_client(opts, a, &c) < 0) return;
 
         json_t *j = NULL;
-        r = kube_get_node(c, a->node_name, &j, &a->node_error);
+        int r = kube_get_node(c, a->node_name, &j, &a->node_error);
+        if (r == NET_NOT_RECORDED) {
+                /* check --snapshot for another node than the one collected, or an old snapshot */
+                a->rc = -ENOENT;
+                a->error = xstrdup(a->node_error);
+                return;
+        }
         a->node_rc = r;
         if (r == 0) {
                 if (kube_node_info_parse(j, &a->node) < 0) {
@@ -212,6 +243,13 @@ static void probe_endpoint(const char *flag, const char *flag_name, enum kube_po
         char *body = NULL;
         size_t len = 0;
         ep->rc = http_fetch(ep->url, timeout_ms, HTTP_FETCH_MAX_BODY, &body, &len, &ep->http_code, &ep->error);
+        if (ep->rc == NET_NOT_RECORDED) {
+                /* check --snapshot: the node never fetched this page; nothing to judge */
+                ep->skip_reason = TAKE_PTR(ep->error);
+                free(ep->url);
+                ep->url = NULL;
+                return;
+        }
         if (ep->rc < 0) return;
         ep->parse_rc = promtext_gpu_summary_parse(body, len, &ep->summary, &ep->parse_error);
         free(body);

@@ -5,9 +5,12 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include <jansson.h>
+
 #include "util.h"
 
 struct nvml_facts;
+struct net_log;
 
 /*
  * The archive (a gzip-compressed POSIX tar):
@@ -16,7 +19,9 @@ struct nvml_facts;
  *                      FIFOs and sockets as empty placeholder files (their kind is in the manifest)
  *   kmsg               the kernel log as read (/dev/kmsg records as text lines, or the --kmsg file)
  *   nvml.json          NVML's answers in the fake NVML's description format (tests/fake-nvml/README.md)
- *   api/<name>.json    Kubernetes API responses (snapshot_add_api)
+ *   api/INDEX.json     every Kubernetes API and metrics exchange in order, how the API client was
+ *                      set up, the options that shaped the requests (net_replay.h)
+ *   api/<NNNN>-<request>.json|.txt  the bodies received, redacted (snapshot_add_api)
  *   MANIFEST.json      schema gpunode.snapshot/v1: version, time, node, root, every member with its
  *                      size and sha256, what was redacted and why, what could not be read
  */
@@ -57,12 +62,17 @@ int snapshot_add_nvml(struct snapshot_writer *w, const char *json, const char *l
 
 /*
  * The hook for Kubernetes API responses: adds api/<name> holding the JSON document (len bytes),
- * with the secret-valued keys of the redaction rules replaced. name: letters, digits, '.', '_',
- * '-' and '/', no "..", no leading '/', ending in ".json" (e.g. "nodes/gpu-node-1.json",
- * "pods/gpu-operator.json"). Do not fetch Secret objects: only their values are redacted, not their
- * keys' meaning. Returns 0, -EINVAL for a bad name, -EEXIST when added twice, or -errno.
+ * with credentials replaced (redact_api_json: credential keys, Secrets' data, env values, token
+ * annotations, credential arguments), or, for a name ending in ".txt" or a body that is not JSON,
+ * the text with redact_text's rules applied. name: letters, digits, '.', '_', '-' and '/', no "..",
+ * no leading '/', ending in ".json" or ".txt" (e.g. "0001-api-v1-nodes-gpu-node-1.json"). Returns
+ * 0, -EINVAL for a bad name, -EEXIST when added twice, or -errno.
  */
 int snapshot_add_api(struct snapshot_writer *w, const char *name, const char *json, size_t len);
+
+/* Adds the exchanges of log (net_replay.h): each body through snapshot_add_api (redacted), then
+ * api/INDEX.json. Returns 0 or -errno. */
+int snapshot_add_net_log(struct snapshot_writer *w, const struct net_log *log);
 
 /* Writes the manifest (node, root as given), closes and renames the archive into place. Frees w.
  * Returns 0 and the member count in *ret_members (may be NULL), or -errno with *ret_error. */
@@ -92,6 +102,12 @@ enum redact_action redact_rule(const char *host_path, const char **ret_why);
  * and PEM private key blocks. Returns the number of replacements (0: out holds data unchanged). */
 size_t redact_text(const char *data, size_t len, struct buf *out);
 
+/* Replaces, in place, the credentials in a Kubernetes API object or list: string values of
+ * credential keys (as redact_text), every value of a Secret's data and stringData, env[].value,
+ * annotations named like credentials and kubectl's last-applied-configuration, and credential
+ * arguments in command/args arrays. Returns the number of values replaced. */
+size_t redact_api_json(json_t *v);
+
 /* Appends a NUL-separated command line (len bytes) to out with the values of credential arguments
  * ("--token=V", "--password V", "SECRET=V") replaced by REDACTED. Returns the number replaced. */
 size_t redact_cmdline(const char *data, size_t len, struct buf *out);
@@ -110,6 +126,7 @@ struct snapshot {
         int nvml_load_rc;      /* < 0 when NVML did not load there */
         char *nvml_load_error;
         struct nvml_facts *nvml_facts; /* from nvml.json, NULL when absent */
+        struct net_log *net;   /* API and metrics exchanges (api/INDEX.json), empty when absent */
 };
 
 /* Returns the default limits. */

@@ -8,6 +8,7 @@
 #include <jansson.h>
 #include <sys/stat.h>
 
+#include "net_replay.h"
 #include "nvml_facts_json.h"
 #include "nvml_probe.h"
 
@@ -343,6 +344,27 @@ int snapshot_open(const char *path, struct snapshot **ret, char **ret_error) {
                 return fail(ret_error, r, "%s: cannot read nvml.json: %s", path, strerror(-r));
         }
 
+        _cleanup_free_ char *itext = NULL;
+        size_t ilen = 0;
+        r = read_member(s->dir, "api/INDEX.json", NET_INDEX_MAX_BYTES, &itext, &ilen);
+        if (r == 0) {
+                _cleanup_free_ char *err = NULL;
+                r = net_log_from_index(itext, ilen, &s->net, &err);
+                if (r < 0) {
+                        json_decref(manifest);
+                        snapshot_close(s);
+                        return fail(ret_error, r, "%s: %s", path, err ? err : strerror(-r));
+                }
+                s->net->dir = xstrdup(s->dir);
+        } else if (r == -ENOENT) {
+                s->net = net_log_new(); /* collected without API answers: every request answers "not in the snapshot" */
+        } else {
+                json_decref(manifest);
+                snapshot_close(s);
+                return fail(ret_error, r, "%s: cannot read api/INDEX.json: %s", path,
+                            r == -EFBIG ? "larger than a gpunode API index may be" : strerror(-r));
+        }
+
         s->root_label = json_str(manifest, "root");
         s->node = json_str(manifest, "node");
         s->kmsg_label = json_str(json_object_get(manifest, "kmsg"), "source");
@@ -370,5 +392,6 @@ void snapshot_close(struct snapshot *s) {
         free(s->nvml_library);
         free(s->nvml_load_error);
         nvml_facts_free(s->nvml_facts);
+        net_log_free(s->net);
         free(s);
 }

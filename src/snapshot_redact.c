@@ -17,7 +17,11 @@
  *     kubeconfig keeps its clusters and contexts, its users lose their token/client-key-data.
  *  5. /proc/<pid>/cmdline: arguments "--token=V", "--password V", "TOKEN=V" (credential keys as in
  *     rule 4) keep their key and lose their value (redact_cmdline).
- * Line-based by design: the file must stay as it is apart from the secret values, which a
+ *  6. Kubernetes API responses (redact_api_json): string values of credential keys (as rule 4, also
+ *     an annotation's last "/" segment), every value of a Secret's data/stringData, env[].value,
+ *     kubectl's last-applied-configuration annotation (a copy of the spec, env values included),
+ *     and credential arguments in command/args arrays (as rule 5). Metrics pages: rule 4.
+ * Line-based by design (rules 1-5): the file must stay as it is apart from the secret values, which a
  * parse-and-reprint through a YAML or TOML library would not keep.
  */
 
@@ -199,3 +203,105 @@ size_t redact_cmdline(const char *data, size_t len, struct buf *out) {
         if (!out->data) buf_append(out, "", 0);
         return count;
 }
+
+/* Returns true when an API object key names a credential: the key itself, or its last "/"
+ * segment (annotations such as "example.com/api-token"). */
+static bool secret_api_key(const char *k) {
+        const char *slash = strrchr(k, '/');
+        return secret_key(k, strlen(k)) || (slash && secret_key(slash + 1, strlen(slash + 1)));
+}
+
+/* Replaces every string value in obj (a Secret's data) with REDACTED. Returns the count. */
+static size_t redact_all_values(json_t *obj) {
+        size_t n = 0;
+        const char *k;
+        json_t *x;
+        json_object_foreach(obj, k, x) {
+                if (json_is_string(x) && !streq(json_string_value(x), "REDACTED")) {
+                        json_object_set_new(obj, k, json_string("REDACTED"));
+                        n++;
+                }
+        }
+        return n;
+}
+
+/* Redacts a command or args array in place: "--token=V" keeps its key, "--password V" loses V. Returns the count. */
+static size_t redact_args(json_t *arr) {
+        size_t n = 0, i;
+        json_t *x;
+        bool value_next = false;
+        json_array_foreach(arr, i, x) {
+                const char *s = json_string_value(x);
+                if (!s) {
+                        value_next = false;
+                        continue;
+                }
+                if (value_next) {
+                        json_array_set_new(arr, i, json_string("REDACTED"));
+                        n++;
+                        value_next = false;
+                        continue;
+                }
+                struct buf out = {0};
+                if (redact_cmdline(s, strlen(s), &out) > 0) {
+                        json_array_set_new(arr, i, json_string(out.data));
+                        n++;
+                } else {
+                        value_next = s[0] == '-' && !strchr(s, '=') && secret_flag(s, strlen(s));
+                }
+                buf_free(&out);
+        }
+        return n;
+}
+
+/* redact_api_json's walk: secret says v is a Secret (an item of a SecretList). Returns the count. */
+static size_t redact_api_walk(json_t *v, bool secret) {
+        size_t n = 0;
+        if (json_is_array(v)) {
+                size_t i;
+                json_t *x;
+                json_array_foreach(v, i, x) n += redact_api_walk(x, secret);
+                return n;
+        }
+        if (!json_is_object(v)) return 0;
+        const char *kind = json_string_value(json_object_get(v, "kind"));
+        bool is_secret = secret || streq_ptr(kind, "Secret");
+        bool secret_items = streq_ptr(kind, "SecretList");
+        const char *k;
+        json_t *x;
+        json_object_foreach(v, k, x) {
+                if (json_is_string(x) && secret_api_key(k)) {
+                        if (!streq(json_string_value(x), "REDACTED")) {
+                                json_object_set_new(v, k, json_string("REDACTED"));
+                                n++;
+                        }
+                } else if (is_secret && (streq(k, "data") || streq(k, "stringData")) && json_is_object(x)) {
+                        n += redact_all_values(x);
+                } else if (streq(k, "env") && json_is_array(x)) {
+                        size_t i;
+                        json_t *e;
+                        json_array_foreach(x, i, e) {
+                                json_t *val = json_object_get(e, "value");
+                                if (json_is_string(val) && *json_string_value(val)) {
+                                        json_object_set_new(e, "value", json_string("REDACTED"));
+                                        n++;
+                                }
+                        }
+                } else if (streq(k, "annotations") && json_is_object(x)) {
+                        json_t *last = json_object_get(x, "kubectl.kubernetes.io/last-applied-configuration");
+                        if (json_is_string(last)) {
+                                json_object_set_new(x, "kubectl.kubernetes.io/last-applied-configuration",
+                                                    json_string("REDACTED"));
+                                n++;
+                        }
+                        n += redact_api_walk(x, false);
+                } else if ((streq(k, "command") || streq(k, "args")) && json_is_array(x)) {
+                        n += redact_args(x);
+                } else {
+                        n += redact_api_walk(x, secret_items && streq(k, "items"));
+                }
+        }
+        return n;
+}
+
+size_t redact_api_json(json_t *v) { return redact_api_walk(v, false); }

@@ -13,6 +13,7 @@
 
 
 #include "hostfs.h"
+#include "net_replay.h"
 #include "nvml_probe.h"
 
 #ifndef GPUNODE_VERSION
@@ -32,7 +33,7 @@ struct snapshot_writer {
         json_t *members;       /* array of member objects, in archive order */
         json_t *names;         /* object used as a set of member names */
         json_t *redacted, *unreadable;
-        json_t *kmsg, *nvml;
+        json_t *kmsg, *nvml, *api;
         char **dirs;           /* directories whose entries finish() adds */
         size_t n_dirs;
         int error;             /* first archive error, sticky */
@@ -417,44 +418,18 @@ int snapshot_add_nvml(struct snapshot_writer *w, const char *json, const char *l
         return add_member(w, "nvml.json", AE_IFREG, json, strlen(json), NULL, NULL);
 }
 
-/* Replaces, in place, the string values of credential keys anywhere in v. Returns the count. */
-static size_t redact_json(json_t *v) {
-        size_t n = 0;
-        if (json_is_object(v)) {
-                const char *k;
-                json_t *x;
-                json_object_foreach(v, k, x) {
-                        struct buf line = {0}, out = {0};
-                        buf_printf(&line, "%s: x", k);
-                        bool secret = redact_text(line.data, line.len, &out) > 0;
-                        buf_free(&line);
-                        buf_free(&out);
-                        if (secret && json_is_string(x)) {
-                                json_object_set_new(v, k, json_string("REDACTED"));
-                                n++;
-                        } else {
-                                n += redact_json(x);
-                        }
-                }
-        } else if (json_is_array(v)) {
-                size_t i;
-                json_t *x;
-                json_array_foreach(v, i, x) n += redact_json(x);
-        }
-        return n;
-}
-
 int snapshot_add_api(struct snapshot_writer *w, const char *name, const char *json, size_t len) {
         size_t n = strlen(name);
-        if (n == 0 || n > 200 || name[0] == '/' || strstr(name, "..") || n < 6 || !streq(name + n - 5, ".json"))
+        bool text = n > 4 && streq(name + n - 4, ".txt");
+        if (n == 0 || n > 200 || name[0] == '/' || strstr(name, "..") || n < 5 || !(text || (n > 5 && streq(name + n - 5, ".json"))))
                 return -EINVAL;
         for (const char *p = name; *p; p++)
                 if (!(isalnum((unsigned char)*p) || *p == '.' || *p == '_' || *p == '-' || *p == '/')) return -EINVAL;
         _cleanup_free_ char *member = xasprintf("api/%s", name);
         if (json_object_get(w->names, member)) return -EEXIST;
-        json_t *doc = json_loadb(json, len, 0, NULL);
+        json_t *doc = text ? NULL : json_loadb(json, len, 0, NULL);
         if (doc) {
-                size_t count = redact_json(doc);
+                size_t count = redact_api_json(doc);
                 if (count > 0)
                         json_array_append_new(w->redacted, json_pack("{s:s,s:s,s:I,s:s}", "path", member, "action",
                                                                      "values-replaced", "count", (json_int_t)count, "why",
@@ -477,9 +452,27 @@ int snapshot_add_api(struct snapshot_writer *w, const char *name, const char *js
         return r;
 }
 
+int snapshot_add_net_log(struct snapshot_writer *w, const struct net_log *log) {
+        for (size_t i = 0; i < log->n; i++) {
+                const struct net_exchange *x = &log->v[i];
+                if (!x->member) continue;
+                int r = snapshot_add_api(w, x->member + strlen("api/"), x->body ? x->body : "", x->len);
+                if (r < 0) return r;
+        }
+        _cleanup_free_ char *index = NULL;
+        int r = net_log_to_index(log, &index);
+        if (r < 0) return r;
+        r = add_member(w, "api/INDEX.json", AE_IFREG, index, strlen(index), NULL, NULL);
+        if (r < 0) return r;
+        json_decref(w->api);
+        w->api = json_pack("{s:s,s:I,s:b}", "index", "api/INDEX.json", "exchanges", (json_int_t)log->n, "setup",
+                           log->setup.recorded);
+        return 0;
+}
+
 /* Returns the list of redaction rules for the manifest (a new reference). */
 static json_t *rules_json(void) {
-        return json_pack("[s,s,s,s,s]",
+        return json_pack("[s,s,s,s,s,s]",
                          "/proc/<pid>/environ and task environments: never copied",
                          "/var/run/secrets/** and /run/secrets/**: content replaced by REDACTED",
                          "*.key *.pem *.crt *.cert *.der *.p12 *.pfx *.jks *.keystore id_rsa id_ecdsa id_ed25519 token: "
@@ -487,7 +480,10 @@ static json_t *rules_json(void) {
                          "other files outside /proc and /sys, and API responses: values of credential keys (token, "
                          "client-key-data, client-certificate-data, password, secret, auth, ...) and PEM private key "
                          "blocks replaced by REDACTED",
-                         "/proc/<pid>/cmdline: values of credential arguments (--token=V, --password V) replaced");
+                         "/proc/<pid>/cmdline: values of credential arguments (--token=V, --password V) replaced",
+                         "API responses: also Secrets' data and stringData, env values, annotations named like "
+                         "credentials, kubectl's last-applied-configuration, credential arguments in command/args; "
+                         "user:password@ in URLs");
 }
 
 void snapshot_writer_counts(const struct snapshot_writer *w, size_t *ret_redacted, size_t *ret_unreadable) {
@@ -508,6 +504,7 @@ int snapshot_writer_finish(struct snapshot_writer *w, const char *node, const ch
                               "root", root);
         json_object_set(m, "kmsg", w->kmsg ? w->kmsg : json_null());
         json_object_set(m, "nvml", w->nvml ? w->nvml : json_null());
+        json_object_set(m, "api", w->api ? w->api : json_null());
         json_object_set_new(m, "redaction_rules", rules_json());
         json_object_set(m, "redacted", w->redacted);
         json_object_set(m, "unreadable", w->unreadable);
@@ -556,6 +553,7 @@ void snapshot_writer_abort(struct snapshot_writer *w) {
         json_decref(w->unreadable);
         json_decref(w->kmsg);
         json_decref(w->nvml);
+        json_decref(w->api);
         free(w->error_text);
         free(w->tmp_path);
         free(w->path);

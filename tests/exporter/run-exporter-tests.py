@@ -142,6 +142,10 @@ def test_promtool_and_http():
           in text, "DCGM line layout and label order")
     check("DCGM_FI_DEV_POWER_USAGE{" in text and "} 70.000000" in text, "power in W as %f")
     check("gpunode_check{" in text and "gpunode_layer_healthy{" in text, "layer diagnosis series present")
+    check(value(text, "gpunode_exporter_check_up ") == 1 and value(text, "gpunode_exporter_check_timed_out ") == 0,
+          "the check child ran and its output was accepted")
+    check(not any("libfyaml" in l or "libcurl" in l for l in open("/proc/%d/maps" % p.pid)),
+          "libfyaml and libcurl stay out of the exporter process")
     check(wait_for(lambda: value(metrics(base), 'DCGM_FI_DEV_XID_ERRORS{gpu="1"') == 79, 5), "Xid from the event thread")
     r = subprocess.run(["promtool", "check", "metrics"], input=text.encode(),
                        capture_output=True, timeout=30)
@@ -287,11 +291,111 @@ def test_hostile():
     check(stop(p) == 0, "clean exit")
 
 
+def children(pid):
+    """Returns [(pid, state)] of the processes whose parent is pid."""
+    out = []
+    for d in os.listdir("/proc"):
+        if d.isdigit():
+            try:
+                stat = open("/proc/%s/stat" % d).read()
+            except OSError:
+                continue
+            fields = stat.rsplit(")", 1)[1].split()
+            if int(fields[1]) == pid:
+                out.append((int(d), fields[0]))
+    return out
+
+
+def test_check_child():
+    # On a root where the driver is loaded, the check child's NVML probe blocks (10 s, its own timeout);
+    # the check timeout (2 s) kills it first.
+    root = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "scenarios", "nvml-call-blocks", "root")
+    p, base, _ = start_exporter("checkhang", description(8, block={"call": "nvmlDeviceGetPowerUsage", "gpu": 3, "seconds": 60}),
+                                "--check-interval", "1", "--check-timeout", "2", "--sample-timeout", "1", "--root", root)
+    most = 0
+    deadline = time.time() + 9
+    text = ""
+    while time.time() < deadline:
+        kids = children(p.pid)
+        most = max(most, len(kids))
+        text = metrics(base)
+        if (value(text, 'gpunode_exporter_check_runs_total{result="timeout"}') or 0) >= 2:
+            break
+        time.sleep(0.1)
+    check(value(text, "gpunode_exporter_check_timed_out ") == 1, "a hanging check child: check_timed_out 1")
+    check((value(text, 'gpunode_exporter_check_runs_total{result="timeout"}') or 0) >= 2, "killed, and the next round runs")
+    check(most <= 1, "never more than one check child (%d seen)" % most)
+    time.sleep(0.3)
+    zombies = [k for k, st in children(p.pid) if st == "Z"]
+    check(not zombies, "no zombies (%s)" % zombies)
+    check("DCGM_FI_DEV_GPU_TEMP{gpu=\"5\"" in text and get(base + "/health")[0] in (200, 503), "the exporter serves on")
+    kids = [k for k, _ in children(p.pid)]
+    t0 = time.time()
+    rc = stop(p, 10)
+    check(rc == 0 and time.time() - t0 < 5, "SIGTERM while a check child runs: exits (%.1f s)" % (time.time() - t0))
+    time.sleep(0.2)
+    check(not [k for k in kids if os.path.exists("/proc/%d" % k)], "the check child does not outlive the exporter")
+
+
+def test_http_protocol():
+    p, base, _ = start_exporter("proto", description(2), "--check-interval", "0")
+    port = int(base.rsplit(":", 1)[1])
+
+    def exchange(data, shut=True):
+        s = socket.create_connection(("127.0.0.1", port), timeout=5)
+        s.sendall(data)
+        if shut:
+            s.shutdown(socket.SHUT_WR)  # half-closed: the answers must still come
+        got = b""
+        try:
+            while True:
+                b = s.recv(65536)
+                if not b:
+                    break
+                got += b
+        except OSError:
+            pass
+        s.close()
+        return got
+    got = exchange(b"GET /health HTTP/1.1\r\nHost: x\r\n\r\nHEAD /metrics HTTP/1.1\r\nHost: x\r\n\r\n"
+                   b"GET /nope HTTP/1.1\r\nHost: x\r\n\r\n")
+    check(got.count(b"HTTP/1.1 ") == 3 and b"HTTP/1.1 404" in got and got.endswith(b"not found\n"),
+          "pipelined requests on a half-closed socket: three answers in order")
+    head = got.split(b"HTTP/1.1 ")[2]
+    check(b"Content-Length: " in head and b"# HELP" not in head, "HEAD: the length, no body")
+    got = exchange(b"GET / HTTP/1.0\r\n\r\n", shut=False)
+    check(got.startswith(b"HTTP/1.1 200") and b"Connection: close" in got and b"/metrics" in got, "HTTP/1.0: answered, then closed")
+    got = exchange(b"POST /metrics HTTP/1.1\r\nHost: x\r\nContent-Length: 4\r\n\r\nabcd")
+    check(got.startswith(b"HTTP/1.1 405") and b"Allow: GET, HEAD" in got, "POST: 405")
+    check(exchange(b"\x16\x03\x01\x02\x00\x01\x00\x01\xfc\x03\x03", shut=False).startswith(b"HTTP/1.1 400"), "TLS hello: 400, closed")
+    check(exchange(b"GET / HTTP/2.0\r\nHost: x\r\n\r\n", shut=False).startswith(b"HTTP/1.1 505"), "HTTP/2.0: 505")
+    many = []
+    try:
+        for _ in range(530):
+            many.append(socket.create_connection(("127.0.0.1", port), timeout=5))
+    except OSError:
+        pass
+    time.sleep(0.3)
+    last = many[-1]
+    last.settimeout(3)
+    try:
+        over = last.recv(100)
+    except OSError:
+        over = b""
+    check(over.startswith(b"HTTP/1.1 503") or over == b"", "past 512 connections: 503 and close (%r)" % over[:20])
+    for s in many:
+        s.close()
+    time.sleep(0.3)
+    check(get(base + "/metrics")[0] == 200, "served again once they are gone")
+    check(stop(p) == 0, "clean exit")
+
+
 def main():
     signal.signal(signal.SIGALRM, lambda *_: (_ for _ in ()).throw(TimeoutError("suite took too long")))
     signal.alarm(240)
     try:
-        for t in (test_promtool_and_http, test_prometheus, test_lost_and_driver, test_blocking, test_absent, test_hostile):
+        for t in (test_promtool_and_http, test_prometheus, test_lost_and_driver, test_blocking, test_absent, test_hostile,
+                  test_check_child, test_http_protocol):
             print("# " + t.__name__, flush=True)
             try:
                 t()

@@ -22,6 +22,10 @@
  *     "memory": {"total": 85520809984, "used": 0, "free": 0, "reserved": 0},   bytes
  *     "compute_capability": [9, 0],
  *     "mig_mode": {"current": 0, "pending": 0},           null: not MIG capable
+ *     "mig_max_devices": 7,                                nvmlDeviceGetMaxMigDeviceCount with MIG on
+ *     "mig_devices": [{"uuid": "MIG-...", "gi": 7, "ci": 0, "gi_profile": 0, "ci_profile": 0,
+ *                      "attributes": {...nvmlDeviceAttributes_t in snake case...}, "memory": {...},
+ *                      "errors": {...}}, null],            MIG device handles; null: NOT_FOUND (README.md)
  *     "persistence_mode": 1,
  *     "fabric": {"state": 3, "status": 0, "cluster_uuid": "8-4-4-4-12 hex", "clique_id": 1,
  *                "health_mask": 0},                        null: not supported
@@ -84,6 +88,19 @@ static struct nvmlDevice_st devices[FAKE_MAX_GPUS] = { /* constant after load */
         { 39 }, { 40 }, { 41 }, { 42 }, { 43 }, { 44 }, { 45 }, { 46 }, { 47 }, { 48 }, { 49 }, { 50 }, { 51 },
         { 52 }, { 53 }, { 54 }, { 55 }, { 56 }, { 57 }, { 58 }, { 59 }, { 60 }, { 61 }, { 62 }, { 63 },
 };
+
+/* MIG devices, GPU instances and compute instances: handle k * FAKE_MAX_MIG + m is MIG device entry m
+ * (of "mig_devices") of GPU k; only the address matters. */
+#define FAKE_MAX_MIG 16
+struct nvmlGpuInstance_st {
+        char unused;
+};
+struct nvmlComputeInstance_st {
+        char unused;
+};
+static struct nvmlDevice_st mig_handles[FAKE_MAX_GPUS * FAKE_MAX_MIG];
+static struct nvmlGpuInstance_st gi_handles[FAKE_MAX_GPUS * FAKE_MAX_MIG];
+static struct nvmlComputeInstance_st ci_handles[FAKE_MAX_GPUS * FAKE_MAX_MIG];
 
 /* A description reference dropped at scope exit (jansson's own json_decrefp). */
 #define _cleanup_json_ __attribute__((cleanup(json_decrefp)))
@@ -397,7 +414,13 @@ EXPORT nvmlReturn_t nvmlDeviceGetName(nvmlDevice_t device, char *name, unsigned 
         return s ? put_string(s, name, length) : NVML_ERROR_NOT_SUPPORTED;
 }
 
+static bool is_mig_handle(nvmlDevice_t dev);
+static nvmlReturn_t mig_uuid(nvmlDevice_t device, char *uuid, unsigned length);
+static nvmlReturn_t mig_memory(nvmlDevice_t device, unsigned long long *total, unsigned long long *reserved,
+                               unsigned long long *used, unsigned long long *free_);
+
 EXPORT nvmlReturn_t nvmlDeviceGetUUID(nvmlDevice_t device, char *uuid, unsigned int length) {
+        if (is_mig_handle(device)) return mig_uuid(device, uuid, length);
         BEGIN("nvmlDeviceGetUUID");
         const char *s = json_string_value(json_object_get(g, "uuid"));
         return s ? put_string(s, uuid, length) : NVML_ERROR_NOT_SUPPORTED;
@@ -435,6 +458,10 @@ EXPORT nvmlReturn_t nvmlDeviceGetPciInfo_v2(nvmlDevice_t device, nvmlPciInfo_t *
 EXPORT nvmlReturn_t nvmlDeviceGetPciInfo_v3(nvmlDevice_t device, nvmlPciInfo_t *pci) { return pci_info(device, pci); }
 
 EXPORT nvmlReturn_t nvmlDeviceGetMemoryInfo(nvmlDevice_t device, nvmlMemory_t *memory) {
+        unsigned long long reserved;
+        if (is_mig_handle(device))
+                return memory ? mig_memory(device, &memory->total, &reserved, &memory->used, &memory->free)
+                              : NVML_ERROR_INVALID_ARGUMENT;
         BEGIN("nvmlDeviceGetMemoryInfo");
         json_t *m = json_object_get(g, "memory");
         if (!memory) return NVML_ERROR_INVALID_ARGUMENT;
@@ -447,6 +474,11 @@ EXPORT nvmlReturn_t nvmlDeviceGetMemoryInfo(nvmlDevice_t device, nvmlMemory_t *m
 }
 
 EXPORT nvmlReturn_t nvmlDeviceGetMemoryInfo_v2(nvmlDevice_t device, nvmlMemory_v2_t *memory) {
+        if (is_mig_handle(device)) {
+                if (!memory) return NVML_ERROR_INVALID_ARGUMENT;
+                if (memory->version != nvmlMemory_v2) return NVML_ERROR_ARGUMENT_VERSION_MISMATCH;
+                return mig_memory(device, &memory->total, &memory->reserved, &memory->used, &memory->free);
+        }
         BEGIN("nvmlDeviceGetMemoryInfo");
         json_t *m = json_object_get(g, "memory");
         if (!memory) return NVML_ERROR_INVALID_ARGUMENT;
@@ -688,6 +720,256 @@ EXPORT nvmlReturn_t nvmlDeviceGetDecoderUtilization(nvmlDevice_t device, unsigne
                                                     unsigned int *samplingPeriodUs) {
         BEGIN("nvmlDeviceGetDecoderUtilization");
         return codec_util(g, "decoder_utilization", utilization, samplingPeriodUs);
+}
+
+/* ---- MIG devices ---- */
+
+/* GPU instance profile ids by NVML_GPU_INSTANCE_PROFILE_* index, as an A100/H100 answers them (1g 19,
+ * 1g+me 20, 1g.20gb 15, 2g 14, 3g 9, 4g 5, 7g 0); other indices get 32 + index. Ids differ from
+ * indices on purpose, as on real GPUs. Compute instance profile ids equal their index. */
+static unsigned gi_profile_id(unsigned index) {
+        static const unsigned ids[] = { 19, 14, 9, 5, 0, 32 + 5, 32 + 6, 20, 32 + 8, 15 };
+        return index < sizeof ids / sizeof ids[0] ? ids[index] : 32 + index;
+}
+
+/* Returns true when dev is a MIG device handle of this library. */
+static bool is_mig_handle(nvmlDevice_t dev) {
+        return dev && dev >= mig_handles && dev < mig_handles + FAKE_MAX_GPUS * FAKE_MAX_MIG;
+}
+
+/* Returns GPU k's "mig_devices" entry m when it is an object, or NULL. */
+static json_t *mig_entry(json_t *g, size_t m) {
+        json_t *e = json_array_get(json_object_get(g, "mig_devices"), m);
+        return json_is_object(e) ? e : NULL;
+}
+
+/* Starts a call on a MIG-related handle numbered slot (k * FAKE_MAX_MIG + m): takes a description
+ * reference into *ret_d, the GPU into *ret_g and the entry into *ret_e. Returns NVML_SUCCESS or the
+ * code to answer (uninitialized, invalid handle, lost parent, error injected into the entry). */
+static nvmlReturn_t begin_slot(const char *call, size_t slot, json_t **ret_d, json_t **ret_g, json_t **ret_e) {
+        unsigned k = (unsigned)(slot / FAKE_MAX_MIG);
+        /* The GPU's own "errors" are for its handle, not for its MIG devices': only uninitialised,
+         * a bad index and a lost parent carry over. */
+        *ret_g = NULL;
+        nvmlReturn_t rc = begin_gpu(call, k, false, ret_d, ret_g);
+        if (!*ret_g) return rc;
+        if (json_is_true(json_object_get(*ret_g, "lost"))) return NVML_ERROR_GPU_IS_LOST;
+        json_t *e = mig_entry(*ret_g, slot % FAKE_MAX_MIG);
+        if (!e) return NVML_ERROR_INVALID_ARGUMENT;
+        *ret_e = e;
+        return injected(e, call);
+}
+
+/* Declares d, g and e and starts a call on MIG device handle `device`, returning early on any failure. */
+#define BEGIN_MIG(call)                                                                              \
+        _cleanup_json_ json_t *d = NULL;                                                             \
+        json_t *g = NULL, *e = NULL;                                                                 \
+        if (!is_mig_handle(device)) return NVML_ERROR_INVALID_ARGUMENT;                              \
+        nvmlReturn_t rc = begin_slot((call), (size_t)(device - mig_handles), &d, &g, &e);           \
+        if (rc != NVML_SUCCESS) return rc
+
+static nvmlReturn_t mig_uuid(nvmlDevice_t device, char *uuid, unsigned length) {
+        BEGIN_MIG("nvmlDeviceGetUUID");
+        const char *s = json_string_value(json_object_get(e, "uuid"));
+        return s ? put_string(s, uuid, length) : NVML_ERROR_NOT_SUPPORTED;
+}
+
+static nvmlReturn_t mig_memory(nvmlDevice_t device, unsigned long long *total, unsigned long long *reserved,
+                               unsigned long long *used, unsigned long long *free_) {
+        BEGIN_MIG("nvmlDeviceGetMemoryInfo");
+        json_t *m = json_object_get(e, "memory");
+        if (!json_is_object(m)) return NVML_ERROR_NOT_SUPPORTED;
+        *total = *reserved = *used = *free_ = 0;
+        get_u64(m, "total", total);
+        get_u64(m, "reserved", reserved);
+        get_u64(m, "used", used);
+        get_u64(m, "free", free_);
+        return NVML_SUCCESS;
+}
+
+/* Returns the MIG handle count of GPU g: "mig_max_devices" (default 7) with MIG mode on, else 0. */
+static unsigned mig_max(json_t *g) {
+        unsigned long long v = 7, cur = 0;
+        json_t *m = json_object_get(g, "mig_mode");
+        if (!json_is_object(m) || !get_u64(m, "current", &cur) || cur != 1) return 0;
+        get_u64(g, "mig_max_devices", &v);
+        return (unsigned)v;
+}
+
+EXPORT nvmlReturn_t nvmlDeviceGetMaxMigDeviceCount(nvmlDevice_t device, unsigned int *count) {
+        BEGIN("nvmlDeviceGetMaxMigDeviceCount");
+        if (!count) return NVML_ERROR_INVALID_ARGUMENT;
+        *count = mig_max(g);
+        return NVML_SUCCESS;
+}
+
+EXPORT nvmlReturn_t nvmlDeviceGetMigDeviceHandleByIndex(nvmlDevice_t device, unsigned int index, nvmlDevice_t *migDevice) {
+        BEGIN("nvmlDeviceGetMigDeviceHandleByIndex");
+        if (!migDevice) return NVML_ERROR_INVALID_ARGUMENT;
+        if (mig_max(g) == 0) return NVML_ERROR_NOT_SUPPORTED;
+        if (index >= mig_max(g) || index >= FAKE_MAX_MIG) return NVML_ERROR_INVALID_ARGUMENT;
+        if (!mig_entry(g, index)) return NVML_ERROR_NOT_FOUND;
+        *migDevice = &mig_handles[device->index * FAKE_MAX_MIG + index];
+        return NVML_SUCCESS;
+}
+
+EXPORT nvmlReturn_t nvmlDeviceGetDeviceHandleFromMigDeviceHandle(nvmlDevice_t device, nvmlDevice_t *parent) {
+        BEGIN_MIG("nvmlDeviceGetDeviceHandleFromMigDeviceHandle");
+        if (!parent) return NVML_ERROR_INVALID_ARGUMENT;
+        *parent = &devices[(device - mig_handles) / FAKE_MAX_MIG];
+        return NVML_SUCCESS;
+}
+
+EXPORT nvmlReturn_t nvmlDeviceIsMigDeviceHandle(nvmlDevice_t device, unsigned int *isMigDevice) {
+        if (!isMigDevice) return NVML_ERROR_INVALID_ARGUMENT;
+        if (is_mig_handle(device)) {
+                *isMigDevice = 1;
+                return NVML_SUCCESS;
+        }
+        BEGIN("nvmlDeviceIsMigDeviceHandle");
+        *isMigDevice = 0;
+        return NVML_SUCCESS;
+}
+
+EXPORT nvmlReturn_t nvmlDeviceGetGpuInstanceId(nvmlDevice_t device, unsigned int *id) {
+        if (!is_mig_handle(device)) return NVML_ERROR_NOT_SUPPORTED;
+        BEGIN_MIG("nvmlDeviceGetGpuInstanceId");
+        return answer_uint(e, "gi", id);
+}
+
+EXPORT nvmlReturn_t nvmlDeviceGetComputeInstanceId(nvmlDevice_t device, unsigned int *id) {
+        if (!is_mig_handle(device)) return NVML_ERROR_NOT_SUPPORTED;
+        BEGIN_MIG("nvmlDeviceGetComputeInstanceId");
+        return answer_uint(e, "ci", id);
+}
+
+/* Answers nvmlDeviceGetAttributes (both versions) from the entry's "attributes". Returns an nvmlReturn_t. */
+static nvmlReturn_t attributes(nvmlDevice_t device, nvmlDeviceAttributes_t *a) {
+        if (!is_mig_handle(device)) return NVML_ERROR_NOT_SUPPORTED; /* nvml.h: MIG device handles only */
+        BEGIN_MIG("nvmlDeviceGetAttributes");
+        json_t *o = json_object_get(e, "attributes");
+        if (!a) return NVML_ERROR_INVALID_ARGUMENT;
+        if (!json_is_object(o)) return NVML_ERROR_NOT_SUPPORTED;
+        memset(a, 0, sizeof *a);
+        answer_uint(o, "multiprocessor_count", &a->multiprocessorCount);
+        answer_uint(o, "shared_copy_engine_count", &a->sharedCopyEngineCount);
+        answer_uint(o, "shared_decoder_count", &a->sharedDecoderCount);
+        answer_uint(o, "shared_encoder_count", &a->sharedEncoderCount);
+        answer_uint(o, "shared_jpeg_count", &a->sharedJpegCount);
+        answer_uint(o, "shared_ofa_count", &a->sharedOfaCount);
+        answer_uint(o, "gpu_instance_slice_count", &a->gpuInstanceSliceCount);
+        answer_uint(o, "compute_instance_slice_count", &a->computeInstanceSliceCount);
+        get_u64(o, "memory_size_mb", &a->memorySizeMB);
+        return NVML_SUCCESS;
+}
+
+EXPORT nvmlReturn_t nvmlDeviceGetAttributes(nvmlDevice_t device, nvmlDeviceAttributes_t *a) { return attributes(device, a); }
+EXPORT nvmlReturn_t nvmlDeviceGetAttributes_v2(nvmlDevice_t device, nvmlDeviceAttributes_t *a) {
+        return attributes(device, a);
+}
+
+EXPORT nvmlReturn_t nvmlDeviceGetGpuInstanceProfileInfo(nvmlDevice_t device, unsigned int profile,
+                                                        nvmlGpuInstanceProfileInfo_t *info) {
+        BEGIN("nvmlDeviceGetGpuInstanceProfileInfo");
+        if (!info || profile >= NVML_GPU_INSTANCE_PROFILE_COUNT) return NVML_ERROR_INVALID_ARGUMENT;
+        if (!json_is_object(json_object_get(g, "mig_mode"))) return NVML_ERROR_NOT_SUPPORTED;
+        memset(info, 0, sizeof *info);
+        info->id = gi_profile_id(profile);
+        return NVML_SUCCESS;
+}
+
+/* Returns the slot of GPU k's first MIG entry with GPU instance gi (and compute instance ci unless
+ * ci < 0), or -1. */
+static long find_slot(json_t *g, unsigned k, unsigned gi, long ci) {
+        for (size_t m = 0; m < FAKE_MAX_MIG; m++) {
+                json_t *e = mig_entry(g, m);
+                unsigned long long v;
+                if (!e || !get_u64(e, "gi", &v) || v != gi) continue;
+                if (ci >= 0 && (!get_u64(e, "ci", &v) || v != (unsigned long long)ci)) continue;
+                return (long)(k * FAKE_MAX_MIG + m);
+        }
+        return -1;
+}
+
+EXPORT nvmlReturn_t nvmlDeviceGetGpuInstanceById(nvmlDevice_t device, unsigned int id, nvmlGpuInstance_t *gpuInstance) {
+        BEGIN("nvmlDeviceGetGpuInstanceById");
+        if (!gpuInstance) return NVML_ERROR_INVALID_ARGUMENT;
+        if (mig_max(g) == 0) return NVML_ERROR_NOT_SUPPORTED;
+        long slot = find_slot(g, device->index, id, -1);
+        if (slot < 0) return NVML_ERROR_NOT_FOUND;
+        rc = injected(mig_entry(g, (size_t)slot % FAKE_MAX_MIG), "nvmlDeviceGetGpuInstanceById");
+        if (rc == NVML_SUCCESS) *gpuInstance = &gi_handles[slot];
+        return rc;
+}
+
+/* Declares d, g and e for a GPU or compute instance handle h of array arr, returning early on any failure. */
+#define BEGIN_INSTANCE(call, h, arr)                                                                \
+        _cleanup_json_ json_t *d = NULL;                                                            \
+        json_t *g = NULL, *e = NULL;                                                                \
+        if (!(h) || (h) < (arr) || (h) >= (arr) + FAKE_MAX_GPUS * FAKE_MAX_MIG)                     \
+                return NVML_ERROR_INVALID_ARGUMENT;                                                 \
+        size_t slot = (size_t)((h) - (arr));                                                        \
+        nvmlReturn_t rc = begin_slot((call), slot, &d, &g, &e);                                     \
+        if (rc != NVML_SUCCESS) return rc
+
+EXPORT nvmlReturn_t nvmlGpuInstanceGetInfo(nvmlGpuInstance_t gpuInstance, nvmlGpuInstanceInfo_t *info) {
+        BEGIN_INSTANCE("nvmlGpuInstanceGetInfo", gpuInstance, gi_handles);
+        unsigned long long p, id = 0;
+        if (!info) return NVML_ERROR_INVALID_ARGUMENT;
+        if (!get_u64(e, "gi_profile", &p)) return NVML_ERROR_NOT_SUPPORTED;
+        get_u64(e, "gi", &id);
+        memset(info, 0, sizeof *info);
+        info->device = &devices[slot / FAKE_MAX_MIG];
+        info->id = (unsigned)id;
+        info->profileId = p < NVML_GPU_INSTANCE_PROFILE_COUNT ? gi_profile_id((unsigned)p) : 0xFFFFFFF0u;
+        return NVML_SUCCESS;
+}
+
+EXPORT nvmlReturn_t nvmlGpuInstanceGetComputeInstanceProfileInfo(nvmlGpuInstance_t gpuInstance, unsigned int profile,
+                                                                 unsigned int engProfile,
+                                                                 nvmlComputeInstanceProfileInfo_t *info) {
+        BEGIN_INSTANCE("nvmlGpuInstanceGetComputeInstanceProfileInfo", gpuInstance, gi_handles);
+        if (!info || profile >= NVML_COMPUTE_INSTANCE_PROFILE_COUNT || engProfile >= NVML_COMPUTE_INSTANCE_ENGINE_PROFILE_COUNT)
+                return NVML_ERROR_INVALID_ARGUMENT;
+        memset(info, 0, sizeof *info);
+        info->id = profile;
+        return NVML_SUCCESS;
+}
+
+EXPORT nvmlReturn_t nvmlGpuInstanceGetComputeInstanceById(nvmlGpuInstance_t gpuInstance, unsigned int id,
+                                                          nvmlComputeInstance_t *computeInstance) {
+        BEGIN_INSTANCE("nvmlGpuInstanceGetComputeInstanceById", gpuInstance, gi_handles);
+        unsigned long long gi = 0;
+        if (!computeInstance) return NVML_ERROR_INVALID_ARGUMENT;
+        get_u64(e, "gi", &gi);
+        long cs = find_slot(g, (unsigned)(slot / FAKE_MAX_MIG), (unsigned)gi, id);
+        if (cs < 0) return NVML_ERROR_NOT_FOUND;
+        *computeInstance = &ci_handles[cs];
+        return NVML_SUCCESS;
+}
+
+/* Answers nvmlComputeInstanceGetInfo (both versions). Returns an nvmlReturn_t. */
+static nvmlReturn_t ci_info(nvmlComputeInstance_t computeInstance, nvmlComputeInstanceInfo_t *info) {
+        BEGIN_INSTANCE("nvmlComputeInstanceGetInfo", computeInstance, ci_handles);
+        unsigned long long p, id = 0, gi = 0;
+        if (!info) return NVML_ERROR_INVALID_ARGUMENT;
+        if (!get_u64(e, "ci_profile", &p)) return NVML_ERROR_NOT_SUPPORTED;
+        get_u64(e, "ci", &id);
+        get_u64(e, "gi", &gi);
+        long gs = find_slot(g, (unsigned)(slot / FAKE_MAX_MIG), (unsigned)gi, -1);
+        memset(info, 0, sizeof *info);
+        info->device = &devices[slot / FAKE_MAX_MIG];
+        info->gpuInstance = gs >= 0 ? &gi_handles[gs] : NULL;
+        info->id = (unsigned)id;
+        info->profileId = p < NVML_COMPUTE_INSTANCE_PROFILE_COUNT ? (unsigned)p : 0xFFFFFFF0u;
+        return NVML_SUCCESS;
+}
+
+EXPORT nvmlReturn_t nvmlComputeInstanceGetInfo(nvmlComputeInstance_t ci, nvmlComputeInstanceInfo_t *info) {
+        return ci_info(ci, info);
+}
+EXPORT nvmlReturn_t nvmlComputeInstanceGetInfo_v2(nvmlComputeInstance_t ci, nvmlComputeInstanceInfo_t *info) {
+        return ci_info(ci, info);
 }
 
 /* ---- events ---- */

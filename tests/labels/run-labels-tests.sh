@@ -18,7 +18,9 @@ labels() { # NODE ARGS...: labels of tests/labels/NODE on stdout
 }
 for d in "$here"/*/; do
         n=$(basename "$d")
-        labels "$n" -o - --no-timestamp > "$tmp/$n.labels" 2> "$tmp/$n.err"
+        args=()
+        if [ -f "$d/args" ]; then read -ra args < "$d/args"; fi
+        labels "$n" -o - --no-timestamp "${args[@]}" > "$tmp/$n.labels" 2> "$tmp/$n.err"
         rc=$?
         if [ "$update" = --update ]; then cp "$tmp/$n.labels" "$d/expected.labels"; fi
         if [ $rc -ne 0 ]; then fail "$n: exit $rc: $(cat "$tmp/$n.err")"
@@ -44,12 +46,25 @@ grep -qx 'nvidia.com/gpu.product=NVIDIA-L40S-SHARED' "$tmp/mps" && grep -qx 'nvi
 # MPS on MIG-enabled GPUs fails, as GFD
 labels a100-mig -o - --config-file "$tmp/config.yaml" > "$tmp/mpsmig" 2>&1 && fail "mps on MIG accepted" || ok "mps on MIG refused"
 
-# MIG strategy: single without MIG enabled labels the strategy; with MIG enabled it is refused (MIG devices not probed)
+# MIG strategy: single without MIG enabled labels the strategy (MIG nodes: a100-mig-single, a100-mig-mixed, h100-mig-mixed)
 labels t4 -o - --no-timestamp --mig-strategy single > "$tmp/single" 2>&1
 grep -qx 'nvidia.com/mig.strategy=single' "$tmp/single" && ok "mig.strategy=single" || { fail "mig.strategy=single"; cat "$tmp/single"; }
 grep -q 'mig.strategy' "$here/t4/expected.labels" && fail "mig.strategy present with none" || ok "no mig.strategy with none"
-labels a100-mig -o "$tmp/out" --mig-strategy single > "$tmp/mig.err" 2>&1
-[ $? -eq 1 ] && [ ! -e "$tmp/out" ] && ok "single on MIG-enabled GPUs: exit 1, nothing written" || fail "single on MIG"
+# single on a node with more than one MIG profile: GFD's mig-strategy-invalid labels
+labels a100-mig-mixed -o - --no-timestamp --mig-strategy single > "$tmp/invalid" 2>&1
+grep -qx 'nvidia.com/gpu.product=NVIDIA-A100-SXM4-80GB-MIG-INVALID' "$tmp/invalid" && grep -qx 'nvidia.com/gpu.count=0' "$tmp/invalid" &&
+        grep -qx 'nvidia.com/gpu.sharing-strategy=' "$tmp/invalid" && grep -qx 'nvidia.com/gpu.memory=0' "$tmp/invalid" &&
+        ! grep -q '^nvidia.com/mig-' "$tmp/invalid" && ok "single with two MIG profiles: MIG-INVALID" || { fail "single invalid"; cat "$tmp/invalid"; }
+# single with time-slicing: the MIG devices are the shared resource
+labels a100-mig-single -o - --no-timestamp --mig-strategy single --sharing time-slicing --replicas 2 > "$tmp/tsmig" 2>&1
+grep -qx 'nvidia.com/gpu.product=NVIDIA-A100-SXM4-80GB-MIG-1g.10gb-SHARED' "$tmp/tsmig" && grep -qx 'nvidia.com/gpu.replicas=2' "$tmp/tsmig" &&
+        grep -qx 'nvidia.com/gpu.count=14' "$tmp/tsmig" && ok "single with time-slicing" || { fail "single with time-slicing"; cat "$tmp/tsmig"; }
+# a MIG profile that cannot be read (no privileges for the GPU instance): exit 1, nothing written, as GFD
+sed 's/"gi_profile": 0,/"gi_profile": 0, "errors": {"nvmlDeviceGetGpuInstanceById": 4},/' "$here/a100-mig/nvml.json" > "$tmp/noperm.json"
+GPUNODE_FAKE_NVML=$tmp/noperm.json "$gpunode" labels --once --root "$here/a100-mig/root" --nvml-library "$fake" \
+        -o "$tmp/out" --mig-strategy mixed > "$tmp/mig.err" 2>&1
+[ $? -eq 1 ] && [ ! -e "$tmp/out" ] && grep -q 'Insufficient Permissions' "$tmp/mig.err" && ok "MIG profile unreadable: exit 1, nothing written" ||
+        { fail "MIG profile unreadable"; cat "$tmp/mig.err"; }
 
 # the file: atomic, mode 0644, folders created, no temporary left; the timestamp without --no-timestamp
 labels h100-hgx -o "$tmp/nfd/features.d/gfd" 2> "$tmp/err"

@@ -381,3 +381,44 @@ def scenarios(hgx, Node, l4_node):
     n.finish(serve(n, api_docs(n, node_object(n, gpus=None, labels={"nvidia.com/gpu.present": "true"}),
                                operator_pods(n, dcgm_exporter=ex) + other_pods(n, network=False), csi=()),
                    {"node/metrics": NODE_PAGE}, args=urls(dcgm="http://127.0.0.1:@CLOSED_PORT@/metrics")))
+
+    mig_scenarios(hgx)  # last: pod numbering of the scenarios above stays as it was
+
+
+# H100 80GB HBM3 MIG profiles (nvidia-smi mig -lgip): GPU instance profile index, compute instance profile
+# index, multiprocessors, copy engines, decoders, JPEG, OFA, slices, memory MiB.
+H100_MIG = {"1g.10gb": (0, 0, 16, 1, 1, 1, 0, 1, 9984), "7g.80gb": (4, 4, 132, 7, 7, 7, 1, 7, 81152)}
+
+
+def mig_devices(gpu_index, layout):
+    """The fake NVML's mig_devices for [(profile, GPU instance id), ...], one compute instance each."""
+    out = []
+    for i, (prof, gi) in enumerate(layout):
+        gp, cp, sm, ce, dec, jpg, ofa, slices, mb = H100_MIG[prof]
+        out.append({"uuid": "MIG-%08x-%04x-4a1b-8c2d-3e4f5a6b7c8d" % (0x5e000000 + gpu_index, i), "gi": gi, "ci": 0,
+                    "gi_profile": gp, "ci_profile": cp,
+                    "attributes": {"multiprocessor_count": sm, "shared_copy_engine_count": ce, "shared_decoder_count": dec,
+                                   "shared_encoder_count": 0, "shared_jpeg_count": jpg, "shared_ofa_count": ofa,
+                                   "gpu_instance_slice_count": slices, "compute_instance_slice_count": slices,
+                                   "memory_size_mb": mb},
+                    "memory": {"total": mb << 20, "used": 13 << 20, "free": (mb - 13) << 20}})
+    return out
+
+
+def mig_scenarios(hgx):
+    """Writes the MIG scenarios (mig-manager.state and device-plugin.allocatable against NVML's MIG devices)."""
+    # MIG mixed strategy: the MIG manager reports all-1g.10gb applied, but GPU 5 still carries one 7g.80gb
+    # (its GPU instances were recreated by hand); the device plugin advertises exactly what NVML lists.
+    all_1g = [("1g.10gb", gi) for gi in range(7, 14)]
+    over = {i: {"mig_mode": {"current": 1, "pending": 1},
+                "mig_devices": mig_devices(i, [("7g.80gb", 0)] if i == 5 else all_1g)} for i in range(8)}
+    n = hgx("k8s-mig-mixed-wrong-layout", gpu_overrides=over)
+    kubelet_files(n, registered=[], sockets=("nvidia-mig-1g.10gb.sock", "nvidia-mig-7g.80gb.sock"))
+    n.nvml_doc()
+    labels = gfd_labels(n)
+    labels.update({"nvidia.com/mig.strategy": "mixed", "nvidia.com/mig.config": "all-1g.10gb",
+                   "nvidia.com/mig.config.state": "success", "nvidia.com/gpu.replicas": "0"})
+    node = node_object(n, gpus="0", labels=labels)
+    for k in ("capacity", "allocatable"):
+        node["status"][k].update({"nvidia.com/mig-1g.10gb": "49", "nvidia.com/mig-7g.80gb": "1"})
+    n.finish(serve(n, api_docs(n, node, operator_pods(n) + other_pods(n)), healthy_metrics(n), args=urls()))
