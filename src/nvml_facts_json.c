@@ -144,17 +144,26 @@ static const json_t *mig_entry(const json_t *gj, size_t m) {
         return json_is_object(e) ? e : NULL;
 }
 
-/* Returns the first "mig_devices" entry with GPU instance gi (and compute instance ci unless ci < 0),
- * or NULL: the entry whose "errors" the fake consults for calls on that GPU or compute instance. */
-static const json_t *mig_find(const json_t *gj, unsigned gi, long ci) {
+/* Returns the first "mig_devices" entry of GPU instance gi (and compute instance ci unless ci < 0) that
+ * injects an error into `call` (when call) or carries `key` (when key); NULL when none does. The fake
+ * answers a call on a GPU or compute instance from the first MIG device of that instance that says
+ * something about it, so that facts written back per MIG device load again to the same facts. */
+static const json_t *mig_find(const json_t *gj, unsigned gi, long ci, const char *call, const char *key) {
         for (size_t m = 0; m < NVML_MAX_MIG_DEVICES; m++) {
                 const json_t *e = mig_entry(gj, m);
                 uint64_t v;
                 if (!e || !get_u64(e, "gi", &v) || v != gi) continue;
                 if (ci >= 0 && (!get_u64(e, "ci", &v) || v != (uint64_t)ci)) continue;
-                return e;
+                if (call && json_object_get(json_object_get(e, "errors"), call)) return e;
+                if (key && json_object_get(e, key)) return e;
         }
         return NULL;
+}
+
+/* Returns the error a call on GPU instance gi (compute instance ci unless ci < 0) answers, or NVML_SUCCESS. */
+static int instance_rc(const json_t *gj, unsigned gi, long ci, const char *call) {
+        const json_t *e = mig_find(gj, gi, ci, call, NULL);
+        return e ? injected(e, call) : NVML_SUCCESS;
 }
 
 /* Resolves a MIG device's profile as the probe does through the fake. Returns the nvmlReturn_t for
@@ -166,22 +175,20 @@ static int mig_profile_from_json(const json_t *gj, const json_t *e, const struct
         if (rc == NVML_SUCCESS) rc = m->gi_rc;
         if (rc == NVML_SUCCESS) rc = m->ci_rc;
         if (rc != NVML_SUCCESS) return rc;
-        const json_t *gie = mig_find(gj, m->gi_id, -1);
-        if (!gie) return NVML_ERROR_NOT_FOUND;
-        if ((rc = injected(gie, "nvmlDeviceGetGpuInstanceById")) != NVML_SUCCESS) return rc;
-        if ((rc = injected(gie, "nvmlGpuInstanceGetComputeInstanceById")) != NVML_SUCCESS) return rc;
-        const json_t *cie = mig_find(gj, m->gi_id, m->ci_id);
-        if (!cie) return NVML_ERROR_NOT_FOUND;
-        if ((rc = injected(gie, "nvmlGpuInstanceGetInfo")) != NVML_SUCCESS) return rc;
+        if ((rc = instance_rc(gj, m->gi_id, -1, "nvmlDeviceGetGpuInstanceById")) != NVML_SUCCESS) return rc;
+        if ((rc = instance_rc(gj, m->gi_id, -1, "nvmlGpuInstanceGetComputeInstanceById")) != NVML_SUCCESS) return rc;
+        if ((rc = instance_rc(gj, m->gi_id, -1, "nvmlGpuInstanceGetInfo")) != NVML_SUCCESS) return rc;
         uint64_t gp, cp;
-        if (!get_u64(gie, "gi_profile", &gp)) return NS;
-        if ((rc = injected(cie, "nvmlComputeInstanceGetInfo")) != NVML_SUCCESS) return rc;
-        if (!get_u64(cie, "ci_profile", &cp)) return NS;
+        const json_t *gie = mig_find(gj, m->gi_id, -1, NULL, "gi_profile");
+        if (!gie || !get_u64(gie, "gi_profile", &gp)) return NS;
+        if ((rc = instance_rc(gj, m->gi_id, m->ci_id, "nvmlComputeInstanceGetInfo")) != NVML_SUCCESS) return rc;
+        const json_t *cie = mig_find(gj, m->gi_id, m->ci_id, NULL, "ci_profile");
+        if (!cie || !get_u64(cie, "ci_profile", &cp)) return NS;
         rc = dev_rc(gj, "nvmlDeviceGetGpuInstanceProfileInfo");
         if (rc == NS || rc == NVML_ERROR_INVALID_ARGUMENT) return NVML_ERROR_NOT_FOUND;
         if (rc != NVML_SUCCESS) return rc;
         if (gp >= NVML_GPU_INSTANCE_PROFILE_COUNT) return NVML_ERROR_NOT_FOUND;
-        rc = injected(gie, "nvmlGpuInstanceGetComputeInstanceProfileInfo");
+        rc = instance_rc(gj, m->gi_id, -1, "nvmlGpuInstanceGetComputeInstanceProfileInfo");
         if (rc == NS || rc == NVML_ERROR_INVALID_ARGUMENT) return NVML_ERROR_NOT_FOUND;
         if (rc != NVML_SUCCESS) return rc;
         if (cp >= NVML_COMPUTE_INSTANCE_PROFILE_COUNT) return NVML_ERROR_NOT_FOUND;

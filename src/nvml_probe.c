@@ -815,15 +815,15 @@ static json_t *mig_to_json(const struct nvml_gpu_facts *g, const struct nvml_mig
         } else {
                 /* The reader derives the failure from earlier facts first (the GPU's memory, the
                  * attributes, the instance ids), as the probe does; otherwise it replays through an
-                 * injected error (a missing gi_profile answers "not supported"). */
+                 * error of the lookup's first call, which is this MIG device's own (the GPU and compute
+                 * instance calls are shared with the other MIG devices of the instance). */
                 int derived = g->memory_rc != NVML_SUCCESS ? g->memory_rc
                               : m->attributes_rc != NVML_SUCCESS ? m->attributes_rc
                               : m->gi_rc != NVML_SUCCESS ? m->gi_rc
                               : m->ci_rc;
-                if (derived != NVML_SUCCESS && derived != m->profile_rc)
-                        put_error(errors, "nvmlDeviceGetDeviceHandleFromMigDeviceHandle", m->profile_rc);
-                else if (derived == NVML_SUCCESS)
-                        put_error(errors, "nvmlDeviceGetGpuInstanceById", m->profile_rc);
+                if ((derived == NVML_SUCCESS || derived != m->profile_rc) && m->profile_rc != NVML_FACT_NOT_QUERIED)
+                        json_object_set_new(errors, "nvmlDeviceGetDeviceHandleFromMigDeviceHandle",
+                                            json_integer(m->profile_rc));
         }
         if (json_object_size(errors) > 0)
                 json_object_set_new(o, "errors", errors);

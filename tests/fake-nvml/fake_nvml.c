@@ -751,13 +751,13 @@ static nvmlReturn_t begin_slot(const char *call, size_t slot, json_t **ret_d, js
         /* The GPU's own "errors" are for its handle, not for its MIG devices': only uninitialised,
          * a bad index and a lost parent carry over. */
         *ret_g = NULL;
-        nvmlReturn_t rc = begin_gpu(call, k, false, ret_d, ret_g);
+        nvmlReturn_t rc = begin_gpu(call ? call : "", k, false, ret_d, ret_g);
         if (!*ret_g) return rc;
         if (json_is_true(json_object_get(*ret_g, "lost"))) return NVML_ERROR_GPU_IS_LOST;
         json_t *e = mig_entry(*ret_g, slot % FAKE_MAX_MIG);
         if (!e) return NVML_ERROR_INVALID_ARGUMENT;
         *ret_e = e;
-        return injected(e, call);
+        return call ? injected(e, call) : NVML_SUCCESS;
 }
 
 /* Declares d, g and e and starts a call on MIG device handle `device`, returning early on any failure. */
@@ -768,12 +768,14 @@ static nvmlReturn_t begin_slot(const char *call, size_t slot, json_t **ret_d, js
         nvmlReturn_t rc = begin_slot((call), (size_t)(device - mig_handles), &d, &g, &e);           \
         if (rc != NVML_SUCCESS) return rc
 
+/* Answers nvmlDeviceGetUUID on a MIG device handle. Returns an nvmlReturn_t. */
 static nvmlReturn_t mig_uuid(nvmlDevice_t device, char *uuid, unsigned length) {
         BEGIN_MIG("nvmlDeviceGetUUID");
         const char *s = json_string_value(json_object_get(e, "uuid"));
         return s ? put_string(s, uuid, length) : NVML_ERROR_NOT_SUPPORTED;
 }
 
+/* Answers nvmlDeviceGetMemoryInfo(_v2) on a MIG device handle. Returns an nvmlReturn_t. */
 static nvmlReturn_t mig_memory(nvmlDevice_t device, unsigned long long *total, unsigned long long *reserved,
                                unsigned long long *used, unsigned long long *free_) {
         BEGIN_MIG("nvmlDeviceGetMemoryInfo");
@@ -878,17 +880,30 @@ EXPORT nvmlReturn_t nvmlDeviceGetGpuInstanceProfileInfo(nvmlDevice_t device, uns
         return NVML_SUCCESS;
 }
 
-/* Returns the slot of GPU k's first MIG entry with GPU instance gi (and compute instance ci unless
- * ci < 0), or -1. */
-static long find_slot(json_t *g, unsigned k, unsigned gi, long ci) {
+/* Returns the slot of GPU k's first MIG entry of GPU instance gi (and compute instance ci unless ci < 0)
+ * that injects an error into `call` (when call) or carries `key` (when key), or with neither, the first
+ * of that instance; -1 when none. A GPU or compute instance answers from the first MIG device of it that
+ * says something about the call. */
+static long find_slot_with(json_t *g, unsigned k, unsigned gi, long ci, const char *call, const char *key) {
         for (size_t m = 0; m < FAKE_MAX_MIG; m++) {
                 json_t *e = mig_entry(g, m);
                 unsigned long long v;
                 if (!e || !get_u64(e, "gi", &v) || v != gi) continue;
                 if (ci >= 0 && (!get_u64(e, "ci", &v) || v != (unsigned long long)ci)) continue;
+                if (call && !json_object_get(json_object_get(e, "errors"), call)) continue;
+                if (key && !json_object_get(e, key)) continue;
                 return (long)(k * FAKE_MAX_MIG + m);
         }
         return -1;
+}
+
+/* Returns the slot of GPU k's first MIG entry of that instance, or -1. */
+static long find_slot(json_t *g, unsigned k, unsigned gi, long ci) { return find_slot_with(g, k, gi, ci, NULL, NULL); }
+
+/* Returns the error injected into `call` on GPU instance gi (compute instance ci unless ci < 0) of GPU k, or success. */
+static nvmlReturn_t instance_rc(json_t *g, unsigned k, unsigned gi, long ci, const char *call) {
+        long slot = find_slot_with(g, k, gi, ci, call, NULL);
+        return slot < 0 ? NVML_SUCCESS : injected(mig_entry(g, (size_t)slot % FAKE_MAX_MIG), call);
 }
 
 EXPORT nvmlReturn_t nvmlDeviceGetGpuInstanceById(nvmlDevice_t device, unsigned int id, nvmlGpuInstance_t *gpuInstance) {
@@ -897,30 +912,39 @@ EXPORT nvmlReturn_t nvmlDeviceGetGpuInstanceById(nvmlDevice_t device, unsigned i
         if (mig_max(g) == 0) return NVML_ERROR_NOT_SUPPORTED;
         long slot = find_slot(g, device->index, id, -1);
         if (slot < 0) return NVML_ERROR_NOT_FOUND;
-        rc = injected(mig_entry(g, (size_t)slot % FAKE_MAX_MIG), "nvmlDeviceGetGpuInstanceById");
+        rc = instance_rc(g, device->index, id, -1, "nvmlDeviceGetGpuInstanceById");
         if (rc == NVML_SUCCESS) *gpuInstance = &gi_handles[slot];
         return rc;
 }
 
-/* Declares d, g and e for a GPU or compute instance handle h of array arr, returning early on any failure. */
-#define BEGIN_INSTANCE(call, h, arr)                                                                \
+/* Declares d, g, e (the handle's MIG entry), k (the GPU) and the instance's gi, for a GPU or compute
+ * instance handle h of array arr; answers an error injected into the call on the instance (on compute
+ * instance ci of it unless ci_of_entry is false), returning early on any failure. */
+#define BEGIN_INSTANCE(call, h, arr, ci_of_entry)                                                   \
         _cleanup_json_ json_t *d = NULL;                                                            \
         json_t *g = NULL, *e = NULL;                                                                \
         if (!(h) || (h) < (arr) || (h) >= (arr) + FAKE_MAX_GPUS * FAKE_MAX_MIG)                     \
                 return NVML_ERROR_INVALID_ARGUMENT;                                                 \
         size_t slot = (size_t)((h) - (arr));                                                        \
-        nvmlReturn_t rc = begin_slot((call), slot, &d, &g, &e);                                     \
+        unsigned k = (unsigned)(slot / FAKE_MAX_MIG);                                               \
+        nvmlReturn_t rc = begin_slot(NULL, slot, &d, &g, &e);                                       \
+        if (rc != NVML_SUCCESS) return rc;                                                          \
+        unsigned long long gi = 0, ci = 0;                                                          \
+        get_u64(e, "gi", &gi);                                                                      \
+        get_u64(e, "ci", &ci);                                                                      \
+        rc = instance_rc(g, k, (unsigned)gi, (ci_of_entry) ? (long)ci : -1, (call));                \
         if (rc != NVML_SUCCESS) return rc
 
 EXPORT nvmlReturn_t nvmlGpuInstanceGetInfo(nvmlGpuInstance_t gpuInstance, nvmlGpuInstanceInfo_t *info) {
-        BEGIN_INSTANCE("nvmlGpuInstanceGetInfo", gpuInstance, gi_handles);
-        unsigned long long p, id = 0;
+        BEGIN_INSTANCE("nvmlGpuInstanceGetInfo", gpuInstance, gi_handles, false);
+        unsigned long long p;
         if (!info) return NVML_ERROR_INVALID_ARGUMENT;
-        if (!get_u64(e, "gi_profile", &p)) return NVML_ERROR_NOT_SUPPORTED;
-        get_u64(e, "gi", &id);
+        long ps = find_slot_with(g, k, (unsigned)gi, -1, NULL, "gi_profile");
+        if (ps < 0 || !get_u64(mig_entry(g, (size_t)ps % FAKE_MAX_MIG), "gi_profile", &p)) return NVML_ERROR_NOT_SUPPORTED;
+        (void)ci;
         memset(info, 0, sizeof *info);
-        info->device = &devices[slot / FAKE_MAX_MIG];
-        info->id = (unsigned)id;
+        info->device = &devices[k];
+        info->id = (unsigned)gi;
         info->profileId = p < NVML_GPU_INSTANCE_PROFILE_COUNT ? gi_profile_id((unsigned)p) : 0xFFFFFFF0u;
         return NVML_SUCCESS;
 }
@@ -928,7 +952,8 @@ EXPORT nvmlReturn_t nvmlGpuInstanceGetInfo(nvmlGpuInstance_t gpuInstance, nvmlGp
 EXPORT nvmlReturn_t nvmlGpuInstanceGetComputeInstanceProfileInfo(nvmlGpuInstance_t gpuInstance, unsigned int profile,
                                                                  unsigned int engProfile,
                                                                  nvmlComputeInstanceProfileInfo_t *info) {
-        BEGIN_INSTANCE("nvmlGpuInstanceGetComputeInstanceProfileInfo", gpuInstance, gi_handles);
+        BEGIN_INSTANCE("nvmlGpuInstanceGetComputeInstanceProfileInfo", gpuInstance, gi_handles, false);
+        (void)ci;
         if (!info || profile >= NVML_COMPUTE_INSTANCE_PROFILE_COUNT || engProfile >= NVML_COMPUTE_INSTANCE_ENGINE_PROFILE_COUNT)
                 return NVML_ERROR_INVALID_ARGUMENT;
         memset(info, 0, sizeof *info);
@@ -938,11 +963,10 @@ EXPORT nvmlReturn_t nvmlGpuInstanceGetComputeInstanceProfileInfo(nvmlGpuInstance
 
 EXPORT nvmlReturn_t nvmlGpuInstanceGetComputeInstanceById(nvmlGpuInstance_t gpuInstance, unsigned int id,
                                                           nvmlComputeInstance_t *computeInstance) {
-        BEGIN_INSTANCE("nvmlGpuInstanceGetComputeInstanceById", gpuInstance, gi_handles);
-        unsigned long long gi = 0;
+        BEGIN_INSTANCE("nvmlGpuInstanceGetComputeInstanceById", gpuInstance, gi_handles, false);
+        (void)ci;
         if (!computeInstance) return NVML_ERROR_INVALID_ARGUMENT;
-        get_u64(e, "gi", &gi);
-        long cs = find_slot(g, (unsigned)(slot / FAKE_MAX_MIG), (unsigned)gi, id);
+        long cs = find_slot(g, k, (unsigned)gi, id);
         if (cs < 0) return NVML_ERROR_NOT_FOUND;
         *computeInstance = &ci_handles[cs];
         return NVML_SUCCESS;
@@ -950,17 +974,16 @@ EXPORT nvmlReturn_t nvmlGpuInstanceGetComputeInstanceById(nvmlGpuInstance_t gpuI
 
 /* Answers nvmlComputeInstanceGetInfo (both versions). Returns an nvmlReturn_t. */
 static nvmlReturn_t ci_info(nvmlComputeInstance_t computeInstance, nvmlComputeInstanceInfo_t *info) {
-        BEGIN_INSTANCE("nvmlComputeInstanceGetInfo", computeInstance, ci_handles);
-        unsigned long long p, id = 0, gi = 0;
+        BEGIN_INSTANCE("nvmlComputeInstanceGetInfo", computeInstance, ci_handles, true);
+        unsigned long long p;
         if (!info) return NVML_ERROR_INVALID_ARGUMENT;
-        if (!get_u64(e, "ci_profile", &p)) return NVML_ERROR_NOT_SUPPORTED;
-        get_u64(e, "ci", &id);
-        get_u64(e, "gi", &gi);
-        long gs = find_slot(g, (unsigned)(slot / FAKE_MAX_MIG), (unsigned)gi, -1);
+        long ps = find_slot_with(g, k, (unsigned)gi, (long)ci, NULL, "ci_profile");
+        if (ps < 0 || !get_u64(mig_entry(g, (size_t)ps % FAKE_MAX_MIG), "ci_profile", &p)) return NVML_ERROR_NOT_SUPPORTED;
+        long gs = find_slot(g, k, (unsigned)gi, -1);
         memset(info, 0, sizeof *info);
-        info->device = &devices[slot / FAKE_MAX_MIG];
+        info->device = &devices[k];
         info->gpuInstance = gs >= 0 ? &gi_handles[gs] : NULL;
-        info->id = (unsigned)id;
+        info->id = (unsigned)ci;
         info->profileId = p < NVML_COMPUTE_INSTANCE_PROFILE_COUNT ? (unsigned)p : 0xFFFFFFF0u;
         return NVML_SUCCESS;
 }
