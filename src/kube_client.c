@@ -31,20 +31,6 @@ struct body {
 /* libcurl is initialised with the first client and cleaned up with the last (no threads here). */
 static unsigned curl_users;
 
-/* Sets *ret_error (when wanted) to the formatted message; returns r. */
-_printf_(3, 4) static int fail(char **ret_error, int r, const char *fmt, ...) {
-        if (ret_error) {
-                va_list ap;
-                va_start(ap, fmt);
-                if (vasprintf(ret_error, fmt, ap) < 0) {
-                        fputs("gpunode: out of memory\n", stderr);
-                        abort();
-                }
-                va_end(ap);
-        }
-        return r;
-}
-
 /* Wipes the strings of a curl list (they may hold the token) and frees it. */
 static void slist_free_wiped(struct curl_slist *l) {
         if (!l) return; /* an offline client never loaded libcurl */
@@ -87,13 +73,13 @@ static int setup_server_name(struct kube_client *c, const char *name, char **ret
         char *scheme = NULL, *host = NULL, *port = NULL, *path = NULL;
         _cleanup_free_ char *ct = NULL, *hh = NULL;
         int r = 0;
-        if (!u) return fail(ret_error, -ENOMEM, "out of memory");
+        if (!u) return errorf(ret_error, -ENOMEM, "out of memory");
         if (curl_url_set(u, CURLUPART_URL, c->server, 0) != CURLUE_OK ||
             curl_url_get(u, CURLUPART_SCHEME, &scheme, 0) != CURLUE_OK ||
             curl_url_get(u, CURLUPART_HOST, &host, 0) != CURLUE_OK ||
             curl_url_get(u, CURLUPART_PORT, &port, CURLU_DEFAULT_PORT) != CURLUE_OK ||
             curl_url_get(u, CURLUPART_PATH, &path, 0) != CURLUE_OK) {
-                r = fail(ret_error, -EINVAL, "server URL %s cannot be parsed", c->server);
+                r = errorf(ret_error, -EINVAL, "server URL %s cannot be parsed", c->server);
                 goto out;
         }
         free(c->url_base);
@@ -120,7 +106,7 @@ int kube_client_new(const struct kube_config *cfg, unsigned timeout_ms, struct k
         if (curl_users++ == 0 && curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK) {
                 curl_users = 0;
                 free(c);
-                return fail(ret_error, -EIO, "cannot initialise libcurl");
+                return errorf(ret_error, -EIO, "cannot initialise libcurl");
         }
         c->curl_user = true;
         c->timeout_ms = timeout_ms ? timeout_ms : 1;
@@ -130,7 +116,7 @@ int kube_client_new(const struct kube_config *cfg, unsigned timeout_ms, struct k
         c->url_base = xstrdup(c->server);
         c->curl = curl_easy_init();
         if (!c->curl) {
-                r = fail(ret_error, -ENOMEM, "cannot create a libcurl handle");
+                r = errorf(ret_error, -ENOMEM, "cannot create a libcurl handle");
                 goto fail;
         }
 
@@ -138,7 +124,7 @@ int kube_client_new(const struct kube_config *cfg, unsigned timeout_ms, struct k
         for (const char *p = cfg->token; p && *p; p++)
                 if ((unsigned char)*p < ' ' || *p == 0x7f) {
                         /* it would end the header line: refuse rather than send something else */
-                        r = fail(ret_error, -EINVAL, "the bearer token from %s contains a control character",
+                        r = errorf(ret_error, -EINVAL, "the bearer token from %s contains a control character",
                                  cfg->source ? cfg->source : "the configuration");
                         goto fail;
                 }
@@ -169,7 +155,7 @@ int kube_client_new(const struct kube_config *cfg, unsigned timeout_ms, struct k
         if (c->connect_to) SET(CURLOPT_CONNECT_TO, c->connect_to);
         if (cfg->proxy_url) SET(CURLOPT_PROXY, cfg->proxy_url);
         if (e != CURLE_OK) {
-                r = fail(ret_error, -ENOTSUP, "libcurl: %s", curl_easy_strerror(e));
+                r = errorf(ret_error, -ENOTSUP, "libcurl: %s", curl_easy_strerror(e));
                 goto fail;
         }
 
@@ -185,7 +171,7 @@ int kube_client_new(const struct kube_config *cfg, unsigned timeout_ms, struct k
                 }
         }
         if (e != CURLE_OK) {
-                r = fail(ret_error, -ENOTSUP, "libcurl cannot take the cluster's certificate authority: %s",
+                r = errorf(ret_error, -ENOTSUP, "libcurl cannot take the cluster's certificate authority: %s",
                          curl_easy_strerror(e));
                 goto fail;
         }
@@ -197,7 +183,7 @@ int kube_client_new(const struct kube_config *cfg, unsigned timeout_ms, struct k
                 SET(CURLOPT_SSLKEYTYPE, "PEM");
                 SET(CURLOPT_SSLKEY_BLOB, &key);
                 if (e != CURLE_OK) {
-                        r = fail(ret_error, -ENOTSUP, "libcurl cannot take the client certificate: %s",
+                        r = errorf(ret_error, -ENOTSUP, "libcurl cannot take the client certificate: %s",
                                  curl_easy_strerror(e));
                         goto fail;
                 }
@@ -211,7 +197,7 @@ int kube_client_new(const struct kube_config *cfg, unsigned timeout_ms, struct k
         }
 #undef SET
         if (e != CURLE_OK) {
-                r = fail(ret_error, -ENOTSUP, "libcurl: %s", curl_easy_strerror(e));
+                r = errorf(ret_error, -ENOTSUP, "libcurl: %s", curl_easy_strerror(e));
                 goto fail;
         }
         *ret = c;
@@ -293,20 +279,20 @@ static int curl_errno(CURLcode e) {
 static int parse_answer(const char *data, size_t len, const char *shown, json_t **ret, char **ret_error) {
         json_error_t jerr;
         json_t *j = data ? json_loadb(data, len, 0, &jerr) : NULL;
-        if (!j) return fail(ret_error, -EBADMSG, "GET %s: the answer is not JSON", shown);
+        if (!j) return errorf(ret_error, -EBADMSG, "GET %s: the answer is not JSON", shown);
         if (!json_is_object(j) && !json_is_array(j)) {
                 json_decref(j);
-                return fail(ret_error, -EBADMSG, "GET %s: the answer is not a JSON object", shown);
+                return errorf(ret_error, -EBADMSG, "GET %s: the answer is not a JSON object", shown);
         }
         *ret = j;
         return 0;
 }
 
 int kube_get(struct kube_client *c, const char *path, json_t **ret, char **ret_error) {
-        if (!path || path[0] != '/') return fail(ret_error, -EINVAL, "API path \"%s\" does not start with /", path ? path : "");
+        if (!path || path[0] != '/') return errorf(ret_error, -EINVAL, "API path \"%s\" does not start with /", path ? path : "");
         for (const char *p = path; *p; p++)
                 if ((unsigned char)*p <= ' ' || *p == 0x7f)
-                        return fail(ret_error, -EINVAL, "API path contains a space or control character");
+                        return errorf(ret_error, -EINVAL, "API path contains a space or control character");
 
         _cleanup_free_ char *shown = xasprintf("%s%s", c->server, path);
         if (net_replaying() || !c->curl) {
@@ -340,11 +326,11 @@ int kube_get(struct kube_client *c, const char *path, json_t **ret, char **ret_e
         char *err = NULL; /* the sentence, kept for the recorder before it goes to the caller */
         if (e != CURLE_OK) {
                 if (body.too_big || e == CURLE_FILESIZE_EXCEEDED)
-                        r = fail(&err, -EFBIG, "GET %s: the response is larger than %zu bytes", shown, c->max_body);
+                        r = errorf(&err, -EFBIG, "GET %s: the response is larger than %zu bytes", shown, c->max_body);
                 else if (e == CURLE_OPERATION_TIMEDOUT)
-                        r = fail(&err, -ETIMEDOUT, "GET %s: no answer within %u ms", shown, c->timeout_ms);
+                        r = errorf(&err, -ETIMEDOUT, "GET %s: no answer within %u ms", shown, c->timeout_ms);
                 else
-                        r = fail(&err, curl_errno(e), "GET %s: %s", shown, c->errbuf[0] ? c->errbuf : curl_easy_strerror(e));
+                        r = errorf(&err, curl_errno(e), "GET %s: %s", shown, c->errbuf[0] ? c->errbuf : curl_easy_strerror(e));
                 buf_free(&body.b); /* a part, at best */
         } else {
                 curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &code);
@@ -355,16 +341,16 @@ int kube_get(struct kube_client *c, const char *path, json_t **ret, char **ret_e
                 const char *m = msg ? msg : "";
                 switch (code) {
                 case 401:
-                        r = fail(&err, -EACCES, "GET %s: 401 Unauthorized (the credentials were rejected)%s%s", shown, sep, m);
+                        r = errorf(&err, -EACCES, "GET %s: 401 Unauthorized (the credentials were rejected)%s%s", shown, sep, m);
                         break;
                 case 403:
-                        r = fail(&err, -EPERM, "GET %s: 403 Forbidden%s%s", shown, sep, m);
+                        r = errorf(&err, -EPERM, "GET %s: 403 Forbidden%s%s", shown, sep, m);
                         break;
                 case 404:
-                        r = fail(&err, -ENOENT, "GET %s: 404 Not Found%s%s", shown, sep, m);
+                        r = errorf(&err, -ENOENT, "GET %s: 404 Not Found%s%s", shown, sep, m);
                         break;
                 default:
-                        r = fail(&err, -EIO, "GET %s: HTTP %ld%s%s", shown, code, sep, m);
+                        r = errorf(&err, -EIO, "GET %s: HTTP %ld%s%s", shown, code, sep, m);
                 }
         }
         if (r == 0) r = parse_answer(body.b.data, body.b.len, shown, ret, &err);
@@ -394,7 +380,7 @@ static char *escape(struct kube_client *c, const char *s) {
 }
 
 int kube_get_node(struct kube_client *c, const char *name, json_t **ret, char **ret_error) {
-        if (!name || !*name) return fail(ret_error, -EINVAL, "no node name");
+        if (!name || !*name) return errorf(ret_error, -EINVAL, "no node name");
         _cleanup_free_ char *n = escape(c, name);
         _cleanup_free_ char *path = xasprintf("/api/v1/nodes/%s", n);
         return kube_get(c, path, ret, ret_error);
@@ -402,7 +388,7 @@ int kube_get_node(struct kube_client *c, const char *name, json_t **ret, char **
 
 int kube_list_pods(struct kube_client *c, const char *node, const char *namespace, const char *label_selector,
                    json_t **ret, char **ret_error) {
-        if (!node || !*node) return fail(ret_error, -EINVAL, "no node name");
+        if (!node || !*node) return errorf(ret_error, -EINVAL, "no node name");
         _cleanup_free_ char *sel = xasprintf("spec.nodeName=%s", node);
         _cleanup_free_ char *fs = escape(c, sel);
         struct buf p = {0};

@@ -36,20 +36,6 @@ struct kc_set {
         unsigned timeout_ms;
 };
 
-/* Sets *ret_error (when wanted) to the formatted message; returns r. */
-_printf_(3, 4) static int fail(char **ret_error, int r, const char *fmt, ...) {
-        if (ret_error) {
-                va_list ap;
-                va_start(ap, fmt);
-                if (vasprintf(ret_error, fmt, ap) < 0) {
-                        fputs("gpunode: out of memory\n", stderr);
-                        abort();
-                }
-                va_end(ap);
-        }
-        return r;
-}
-
 /* Wipes and frees a secret buffer of n bytes (n 0: a string); NULL is fine. */
 static void free_secret(void *p, size_t n) {
         if (!p) return;
@@ -215,7 +201,7 @@ static int kc_file_parse(char *text, size_t len, const char *display, const char
         char *error = NULL;
         int r = yaml_to_json(text, len, &f->root, &error);
         if (r < 0) {
-                r = fail(ret_error, r, "%s: %s", display, error);
+                r = errorf(ret_error, r, "%s: %s", display, error);
                 free(error);
                 return r;
         }
@@ -225,7 +211,7 @@ static int kc_file_parse(char *text, size_t len, const char *display, const char
                 f->root = NULL;
         }
         if (f->root && !json_is_object(f->root))
-                return fail(ret_error, -EINVAL, "%s: not a kubeconfig: the top level is not a mapping", display);
+                return errorf(ret_error, -EINVAL, "%s: not a kubeconfig: the top level is not a mapping", display);
         return 0;
 }
 
@@ -244,10 +230,10 @@ static json_t *map_get(json_t *m, const char *key) {
 static int node_string(json_t *n, const char *where, char **ret, char **ret_error) {
         *ret = NULL;
         if (node_is_null(n)) return 0;
-        if (!json_is_string(n)) return fail(ret_error, -EINVAL, "%s must be a string", where);
+        if (!json_is_string(n)) return errorf(ret_error, -EINVAL, "%s must be a string", where);
         size_t len = json_string_length(n);
         const char *v = json_string_value(n);
-        if (memchr(v, 0, len)) return fail(ret_error, -EINVAL, "%s contains a NUL character", where);
+        if (memchr(v, 0, len)) return errorf(ret_error, -EINVAL, "%s contains a NUL character", where);
         *ret = xstrndup(v, len);
         return 0;
 }
@@ -291,7 +277,7 @@ static int get_bool(json_t *m, const char *key, bool *ret, char **ret_error, con
         if (r < 0) return r;
         *ret = false;
         if (s && parse_bool(s, ret) < 0)
-                return fail(ret_error, -EINVAL, "%s \"%s\" must be true or false, not \"%s\"", where, key, s);
+                return errorf(ret_error, -EINVAL, "%s \"%s\" must be true or false, not \"%s\"", where, key, s);
         return 0;
 }
 
@@ -306,12 +292,12 @@ static int find_named(struct kc_set *s, const char *listkey, const char *innerke
                 json_t *list = map_get(f->root, listkey);
                 if (node_is_null(list)) continue;
                 if (!json_is_array(list))
-                        return fail(ret_error, -EINVAL, "%s: \"%s\" must be a list", f->display, listkey);
+                        return errorf(ret_error, -EINVAL, "%s: \"%s\" must be a list", f->display, listkey);
                 size_t it;
                 json_t *item;
                 json_array_foreach(list, it, item) {
                         if (!json_is_object(item))
-                                return fail(ret_error, -EINVAL, "%s: an entry of \"%s\" is not a mapping",
+                                return errorf(ret_error, -EINVAL, "%s: an entry of \"%s\" is not a mapping",
                                             f->display, listkey);
                         _cleanup_free_ char *n = NULL;
                         int r = get_string(item, "name", &n, ret_error, "%s: an entry of \"%s\":", f->display, listkey);
@@ -321,7 +307,7 @@ static int find_named(struct kc_set *s, const char *listkey, const char *innerke
                         if (node_is_null(inner))
                                 inner = NULL;
                         else if (!json_is_object(inner))
-                                return fail(ret_error, -EINVAL, "%s: %s \"%s\": \"%s\" must be a mapping",
+                                return errorf(ret_error, -EINVAL, "%s: %s \"%s\": \"%s\" must be a mapping",
                                             f->display, innerkey, name, innerkey);
                         *ret = inner;
                         *ret_file = f;
@@ -357,10 +343,10 @@ static bool set_is_empty(const struct kc_set *s) {
 static int read_named_file(struct kc_set *s, const struct kc_file *f, const char *what, const char *key,
                            const char *path, char **ret, size_t *ret_len, char **ret_error) {
         if (s->flags & KUBE_CONFIG_NO_FILES)
-                return fail(ret_error, -EPERM, "%s: %s: \"%s\": reading files is disabled", f->display, what, key);
+                return errorf(ret_error, -EPERM, "%s: %s: \"%s\": reading files is disabled", f->display, what, key);
         int r = read_file_all(path, KUBECONFIG_MAX_SIZE, ret, ret_len);
         if (r < 0)
-                return fail(ret_error, r == -ENOENT ? -EINVAL : r, "%s: %s: \"%s\": cannot read %s: %s",
+                return errorf(ret_error, r == -ENOENT ? -EINVAL : r, "%s: %s: \"%s\": cannot read %s: %s",
                             f->display, what, key, path, strerror(-r));
         return 0;
 }
@@ -383,11 +369,11 @@ static int get_pem(struct kc_set *s, const struct kc_file *f, json_t *m, const c
                 r = kube_base64_decode(data, strlen(data), ret, ret_len);
                 explicit_bzero(data, strlen(data));
                 if (r < 0)
-                        return fail(ret_error, -EINVAL, "%s: %s: \"%s\" is not valid base64", f->display, what, key_data);
+                        return errorf(ret_error, -EINVAL, "%s: %s: \"%s\" is not valid base64", f->display, what, key_data);
                 if (*ret_len == 0) {
                         free(*ret);
                         *ret = NULL;
-                        return fail(ret_error, -EINVAL, "%s: %s: \"%s\" is empty", f->display, what, key_data);
+                        return errorf(ret_error, -EINVAL, "%s: %s: \"%s\" is empty", f->display, what, key_data);
                 }
                 return 0;
         }
@@ -430,32 +416,32 @@ static int exec_spec_parse(const struct kc_file *f, const char *user, json_t *m,
         _cleanup_free_ char *where = xasprintf("%s: user \"%s\": exec:", f->display, user);
         int r;
 
-        if (!json_is_object(m)) return fail(ret_error, -EINVAL, "%s must be a mapping", where);
+        if (!json_is_object(m)) return errorf(ret_error, -EINVAL, "%s must be a mapping", where);
         if ((r = get_string(m, "apiVersion", &e->api_version, ret_error, "%s", where)) < 0) return r;
         if ((r = get_string(m, "command", &e->command, ret_error, "%s", where)) < 0) return r;
         if ((r = get_string(m, "installHint", &e->install_hint, ret_error, "%s", where)) < 0) return r;
         if ((r = get_string(m, "interactiveMode", &e->interactive_mode, ret_error, "%s", where)) < 0) return r;
         if ((r = get_bool(m, "provideClusterInfo", &e->provide_cluster_info, ret_error, where)) < 0) return r;
-        if (!e->command) return fail(ret_error, -EINVAL, "%s \"command\" is not set", where);
-        if (!e->api_version) return fail(ret_error, -EINVAL, "%s \"apiVersion\" is not set", where);
+        if (!e->command) return errorf(ret_error, -EINVAL, "%s \"command\" is not set", where);
+        if (!e->api_version) return errorf(ret_error, -EINVAL, "%s \"apiVersion\" is not set", where);
         if (!streq(e->api_version, "client.authentication.k8s.io/v1") &&
             !streq(e->api_version, "client.authentication.k8s.io/v1beta1"))
-                return fail(ret_error, -EINVAL,
+                return errorf(ret_error, -EINVAL,
                             "%s apiVersion \"%s\" is not supported (client.authentication.k8s.io/v1 or v1beta1)",
                             where, e->api_version);
         if (e->interactive_mode && !streq(e->interactive_mode, "Never") &&
             !streq(e->interactive_mode, "IfAvailable") && !streq(e->interactive_mode, "Always"))
-                return fail(ret_error, -EINVAL, "%s invalid interactiveMode \"%s\" (Never, IfAvailable or Always)",
+                return errorf(ret_error, -EINVAL, "%s invalid interactiveMode \"%s\" (Never, IfAvailable or Always)",
                             where, e->interactive_mode);
         if (e->interactive_mode && streq(e->interactive_mode, "Always"))
-                return fail(ret_error, -EINVAL,
+                return errorf(ret_error, -EINVAL,
                             "%s interactiveMode is Always, but gpunode runs the plugin without a terminal", where);
 
         json_t *args = map_get(m, "args");
         size_t n = 0;
         if (!node_is_null(args)) {
                 if (!json_is_array(args))
-                        return fail(ret_error, -EINVAL, "%s \"args\" must be a list", where);
+                        return errorf(ret_error, -EINVAL, "%s \"args\" must be a list", where);
                 n = json_array_size(args);
         }
         e->args = xcalloc(n + 1, sizeof(char *));
@@ -474,7 +460,7 @@ static int exec_spec_parse(const struct kc_file *f, const char *user, json_t *m,
         n = 0;
         if (!node_is_null(env)) {
                 if (!json_is_array(env))
-                        return fail(ret_error, -EINVAL, "%s \"env\" must be a list", where);
+                        return errorf(ret_error, -EINVAL, "%s \"env\" must be a list", where);
                 n = json_array_size(env);
         }
         e->env = xcalloc(n + 1, sizeof(char *));
@@ -484,11 +470,11 @@ static int exec_spec_parse(const struct kc_file *f, const char *user, json_t *m,
                 json_array_foreach(env, it, a) {
                         _cleanup_free_ char *name = NULL, *value = NULL;
                         if (!json_is_object(a))
-                                return fail(ret_error, -EINVAL, "%s an entry of \"env\" is not a mapping", where);
+                                return errorf(ret_error, -EINVAL, "%s an entry of \"env\" is not a mapping", where);
                         if ((r = get_string(a, "name", &name, ret_error, "%s env:", where)) < 0) return r;
                         if ((r = get_string(a, "value", &value, ret_error, "%s env:", where)) < 0) return r;
                         if (!name || strchr(name, '='))
-                                return fail(ret_error, -EINVAL, "%s an entry of \"env\" has no valid name", where);
+                                return errorf(ret_error, -EINVAL, "%s an entry of \"env\" has no valid name", where);
                         e->env[i++] = xasprintf("%s=%s", name, value ? value : "");
                         if (value) explicit_bzero(value, strlen(value));
                 }
@@ -667,11 +653,11 @@ static int spawn_collect(const char *exe, char **argv, char **envp, unsigned tim
 static int exec_plugin_run(struct kc_set *s, const struct kc_file *f, const char *user,
                            const struct exec_spec *e, struct kube_config *c, char **ret_error) {
         if (s->flags & KUBE_CONFIG_NO_EXEC)
-                return fail(ret_error, -EPERM, "%s: user \"%s\": exec plugins are disabled", f->display, user);
+                return errorf(ret_error, -EPERM, "%s: user \"%s\": exec plugins are disabled", f->display, user);
 
         _cleanup_free_ char *exe = find_executable(e->command, f->dir);
         if (!exe)
-                return fail(ret_error, -EINVAL, "%s: user \"%s\": exec plugin: executable %s not found%s%s",
+                return errorf(ret_error, -EINVAL, "%s: user \"%s\": exec plugin: executable %s not found%s%s",
                             f->display, user, e->command, e->install_hint ? "\n\n" : "",
                             e->install_hint ? e->install_hint : "");
 
@@ -706,7 +692,7 @@ static int exec_plugin_run(struct kc_set *s, const struct kc_file *f, const char
         json_t *info = json_pack("{s:s,s:s,s:o}", "apiVersion", e->api_version, "kind", "ExecCredential", "spec", spec);
         char *info_text = json_dumps(info, JSON_COMPACT);
         json_decref(info);
-        if (!info_text) return fail(ret_error, -ENOMEM, "out of memory");
+        if (!info_text) return errorf(ret_error, -ENOMEM, "out of memory");
 
         size_t nargs = 0;
         for (char **a = e->args; *a; a++) nargs++;
@@ -731,22 +717,22 @@ static int exec_plugin_run(struct kc_set *s, const struct kc_file *f, const char
         buf_free(&err);
 
         if (r == -ETIMEDOUT)
-                r = fail(ret_error, r, "%s: user \"%s\": exec plugin %s did not finish within %u ms",
+                r = errorf(ret_error, r, "%s: user \"%s\": exec plugin %s did not finish within %u ms",
                          f->display, user, e->command, s->timeout_ms);
         else if (r == -EFBIG)
-                r = fail(ret_error, r, "%s: user \"%s\": exec plugin %s printed more than %u bytes",
+                r = errorf(ret_error, r, "%s: user \"%s\": exec plugin %s printed more than %u bytes",
                          f->display, user, e->command, EXEC_STDOUT_MAX);
         else if (r < 0)
-                r = fail(ret_error, r, "%s: user \"%s\": cannot run exec plugin %s: %s",
+                r = errorf(ret_error, r, "%s: user \"%s\": cannot run exec plugin %s: %s",
                          f->display, user, e->command, strerror(-r));
         else if (WIFEXITED(status) && WEXITSTATUS(status) == 127 && out.len == 0)
-                r = fail(ret_error, -EINVAL, "%s: user \"%s\": cannot execute exec plugin %s%s",
+                r = errorf(ret_error, -EINVAL, "%s: user \"%s\": cannot execute exec plugin %s%s",
                          f->display, user, exe, errline);
         else if (WIFEXITED(status) && WEXITSTATUS(status) != 0)
-                r = fail(ret_error, -EIO, "%s: user \"%s\": exec plugin %s failed with exit code %d%s",
+                r = errorf(ret_error, -EIO, "%s: user \"%s\": exec plugin %s failed with exit code %d%s",
                          f->display, user, e->command, WEXITSTATUS(status), errline);
         else if (WIFSIGNALED(status))
-                r = fail(ret_error, -EIO, "%s: user \"%s\": exec plugin %s was killed by signal %d%s",
+                r = errorf(ret_error, -EIO, "%s: user \"%s\": exec plugin %s was killed by signal %d%s",
                          f->display, user, e->command, WTERMSIG(status), errline);
         if (r < 0) {
                 free_secret(out.data, out.len);
@@ -758,7 +744,7 @@ static int exec_plugin_run(struct kc_set *s, const struct kc_file *f, const char
         free_secret(out.data, out.len);
         if (!cred || !json_is_object(cred)) {
                 json_decref(cred);
-                return fail(ret_error, -EBADMSG, "%s: user \"%s\": exec plugin %s printed no ExecCredential JSON",
+                return errorf(ret_error, -EBADMSG, "%s: user \"%s\": exec plugin %s printed no ExecCredential JSON",
                             f->display, user, e->command);
         }
         const char *kind = json_string_value(json_object_get(cred, "kind"));
@@ -768,24 +754,24 @@ static int exec_plugin_run(struct kc_set *s, const struct kc_file *f, const char
         const char *cert = json_string_value(json_object_get(st, "clientCertificateData"));
         const char *key = json_string_value(json_object_get(st, "clientKeyData"));
         if (!kind || !streq(kind, "ExecCredential"))
-                r = fail(ret_error, -EBADMSG, "%s: user \"%s\": exec plugin %s printed kind \"%s\", not ExecCredential",
+                r = errorf(ret_error, -EBADMSG, "%s: user \"%s\": exec plugin %s printed kind \"%s\", not ExecCredential",
                          f->display, user, e->command, kind ? kind : "");
         else if (!api || !streq(api, e->api_version))
-                r = fail(ret_error, -EBADMSG, "%s: user \"%s\": exec plugin %s answered apiVersion \"%s\", not \"%s\"",
+                r = errorf(ret_error, -EBADMSG, "%s: user \"%s\": exec plugin %s answered apiVersion \"%s\", not \"%s\"",
                          f->display, user, e->command, api ? api : "", e->api_version);
         else if (!json_is_object(st))
-                r = fail(ret_error, -EBADMSG, "%s: user \"%s\": exec plugin %s printed no status",
+                r = errorf(ret_error, -EBADMSG, "%s: user \"%s\": exec plugin %s printed no status",
                          f->display, user, e->command);
         else if ((cert && *cert) != (key && *key))
-                r = fail(ret_error, -EBADMSG,
+                r = errorf(ret_error, -EBADMSG,
                          "%s: user \"%s\": exec plugin %s printed only one of clientCertificateData and clientKeyData",
                          f->display, user, e->command);
         else if (!(token && *token) && !(cert && *cert))
-                r = fail(ret_error, -EBADMSG, "%s: user \"%s\": exec plugin %s printed neither a token nor a client certificate",
+                r = errorf(ret_error, -EBADMSG, "%s: user \"%s\": exec plugin %s printed neither a token nor a client certificate",
                          f->display, user, e->command);
         for (const char *q = token; r == 0 && q && *q; q++)
                 if ((unsigned char)*q < ' ' || *q == 0x7f)
-                        r = fail(ret_error, -EBADMSG, "%s: user \"%s\": exec plugin %s printed a token with a control character",
+                        r = errorf(ret_error, -EBADMSG, "%s: user \"%s\": exec plugin %s printed a token with a control character",
                                  f->display, user, e->command);
         if (r == 0) {
                 if (token && *token) {
@@ -818,14 +804,14 @@ static int resolve_cluster(struct kc_set *s, const struct kc_file *f, const char
         int r;
 
         if ((r = get_string(m, "server", &server, ret_error, "%s: %s:", f->display, what)) < 0) return r;
-        if (!server) return fail(ret_error, -EINVAL, "%s: %s has no \"server\"", f->display, what);
+        if (!server) return errorf(ret_error, -EINVAL, "%s: %s has no \"server\"", f->display, what);
         c->server = strstr(server, "://") ? TAKE_PTR(server) : xasprintf("https://%s", server);
         if (!startswith(c->server, "https://") && !startswith(c->server, "http://"))
-                return fail(ret_error, -EINVAL, "%s: %s: server \"%s\" is not an https:// URL", f->display, what, c->server);
+                return errorf(ret_error, -EINVAL, "%s: %s: server \"%s\" is not an https:// URL", f->display, what, c->server);
         /* the URL is handed to curl, which must see no whitespace or control characters */
         for (const char *p = c->server; *p; p++)
                 if ((unsigned char)*p <= ' ' || *p == 0x7f)
-                        return fail(ret_error, -EINVAL, "%s: %s: server contains a space or control character",
+                        return errorf(ret_error, -EINVAL, "%s: %s: server contains a space or control character",
                                     f->display, what);
         while (strlen(c->server) > strlen("https://") && c->server[strlen(c->server) - 1] == '/')
                 c->server[strlen(c->server) - 1] = 0;
@@ -836,14 +822,14 @@ static int resolve_cluster(struct kc_set *s, const struct kc_file *f, const char
         _cleanup_free_ char *where = xasprintf("%s: %s:", f->display, what);
         if ((r = get_bool(m, "insecure-skip-tls-verify", &c->insecure, ret_error, where)) < 0) return r;
         if (c->insecure && c->ca_pem)
-                return fail(ret_error, -EINVAL,
+                return errorf(ret_error, -EINVAL,
                             "%s: %s: a certificate authority together with insecure-skip-tls-verify is not allowed",
                             f->display, what);
         if ((r = get_string(m, "tls-server-name", &c->tls_server_name, ret_error, "%s", where)) < 0) return r;
         if ((r = get_string(m, "proxy-url", &c->proxy_url, ret_error, "%s", where)) < 0) return r;
         for (const char *p = c->tls_server_name; p && *p; p++)
                 if ((unsigned char)*p <= ' ' || *p == ':' || *p == '/' || *p == 0x7f)
-                        return fail(ret_error, -EINVAL, "%s \"tls-server-name\" is not a host name", where);
+                        return errorf(ret_error, -EINVAL, "%s \"tls-server-name\" is not a host name", where);
         return 0;
 }
 
@@ -867,16 +853,16 @@ static int resolve_user(struct kc_set *s, const struct kc_file *f, const char *n
                 c->token = t;
                 strstrip_right(c->token);
                 if (!c->token[0] || strpbrk(c->token, "\r\n"))
-                        return fail(ret_error, -EINVAL, "%s tokenFile %s holds no single-line token", where, path);
+                        return errorf(ret_error, -EINVAL, "%s tokenFile %s holds no single-line token", where, path);
         }
         if ((r = get_string(m, "username", &c->username, ret_error, "%s", where)) < 0) return r;
         if ((r = get_string(m, "password", &c->password, ret_error, "%s", where)) < 0) return r;
         if (c->token && (c->username || c->password))
-                return fail(ret_error, -EINVAL, "%s both a token and a username/password are set; only one is allowed", where);
+                return errorf(ret_error, -EINVAL, "%s both a token and a username/password are set; only one is allowed", where);
         if (c->token)
                 for (const char *p = c->token; *p; p++)
                         if ((unsigned char)*p < ' ' || *p == 0x7f)
-                                return fail(ret_error, -EINVAL, "%s the token contains a control character", where);
+                                return errorf(ret_error, -EINVAL, "%s the token contains a control character", where);
 
         if ((r = get_pem(s, f, m, what, "client-certificate", "client-certificate-data", &c->cert_pem,
                          &c->cert_pem_len, NULL, ret_error)) < 0)
@@ -885,7 +871,7 @@ static int resolve_user(struct kc_set *s, const struct kc_file *f, const char *n
                          ret_error)) < 0)
                 return r;
         if (!!c->cert_pem != !!c->key_pem)
-                return fail(ret_error, -EINVAL, "%s a client %s is set without a client %s", where,
+                return errorf(ret_error, -EINVAL, "%s a client %s is set without a client %s", where,
                             c->cert_pem ? "certificate" : "key", c->cert_pem ? "key" : "certificate");
 
         json_t *ap = map_get(m, "auth-provider");
@@ -898,11 +884,11 @@ static int resolve_user(struct kc_set *s, const struct kc_file *f, const char *n
                         if ((r = get_string(map_get(ap, "config"), "id-token", &idt, ret_error,
                                             "%s auth-provider config:", where)) < 0)
                                 return r;
-                        if (!idt) return fail(ret_error, -EINVAL, "%s auth-provider oidc has no id-token; run kubectl once to log in", where);
+                        if (!idt) return errorf(ret_error, -EINVAL, "%s auth-provider oidc has no id-token; run kubectl once to log in", where);
                         if (!c->token) c->token = TAKE_PTR(idt);
                         else explicit_bzero(idt, strlen(idt));
                 } else
-                        return fail(ret_error, -EINVAL,
+                        return errorf(ret_error, -EINVAL,
                                     "%s auth-provider \"%s\" is not supported (removed from kubectl); use an exec plugin such as gke-gcloud-auth-plugin or kubelogin",
                                     where, apname ? apname : "");
         }
@@ -932,8 +918,8 @@ static int kc_set_resolve(struct kc_set *s, const char *ctxname, struct kube_con
                                             s->files[i].display)) < 0)
                                 return r;
                 if (!current) {
-                        if (set_is_empty(s)) return fail(ret_error, -ENOENT, "%s: the kubeconfig is empty", all);
-                        return fail(ret_error, -EINVAL, "%s: \"current-context\" is not set", all);
+                        if (set_is_empty(s)) return errorf(ret_error, -ENOENT, "%s: the kubeconfig is empty", all);
+                        return errorf(ret_error, -EINVAL, "%s: \"current-context\" is not set", all);
                 }
                 ctxname = current;
         }
@@ -942,24 +928,24 @@ static int kc_set_resolve(struct kc_set *s, const char *ctxname, struct kube_con
         struct kc_file *cf = NULL, *clf = NULL, *uf = NULL;
         r = find_named(s, "contexts", "context", ctxname, &ctx, &cf, ret_error);
         if (r < 0) return r;
-        if (r == 0) return fail(ret_error, -EINVAL, "%s: context \"%s\" is not defined", all, ctxname);
+        if (r == 0) return errorf(ret_error, -EINVAL, "%s: context \"%s\" is not defined", all, ctxname);
         _cleanup_free_ char *where = xasprintf("%s: context \"%s\":", cf->display, ctxname);
         _cleanup_free_ char *clname = NULL, *uname = NULL, *ns = NULL;
         if ((r = get_string(ctx, "cluster", &clname, ret_error, "%s", where)) < 0) return r;
         if ((r = get_string(ctx, "user", &uname, ret_error, "%s", where)) < 0) return r;
         if ((r = get_string(ctx, "namespace", &ns, ret_error, "%s", where)) < 0) return r;
-        if (!clname) return fail(ret_error, -EINVAL, "%s: context \"%s\" names no cluster", cf->display, ctxname);
+        if (!clname) return errorf(ret_error, -EINVAL, "%s: context \"%s\" names no cluster", cf->display, ctxname);
 
         r = find_named(s, "clusters", "cluster", clname, &cluster, &clf, ret_error);
         if (r < 0) return r;
         if (r == 0)
-                return fail(ret_error, -EINVAL, "%s: context \"%s\" names cluster \"%s\" that is not defined",
+                return errorf(ret_error, -EINVAL, "%s: context \"%s\" names cluster \"%s\" that is not defined",
                             cf->display, ctxname, clname);
         if (uname) {
                 r = find_named(s, "users", "user", uname, &user, &uf, ret_error);
                 if (r < 0) return r;
                 if (r == 0)
-                        return fail(ret_error, -EINVAL, "%s: context \"%s\" names user \"%s\" that is not defined",
+                        return errorf(ret_error, -EINVAL, "%s: context \"%s\" names user \"%s\" that is not defined",
                                     cf->display, ctxname, uname);
         }
 
@@ -967,7 +953,7 @@ static int kc_set_resolve(struct kc_set *s, const char *ctxname, struct kube_con
         c->context = xstrdup(ctxname);
         c->namespace = ns ? TAKE_PTR(ns) : xstrdup("default");
         c->source = xstrdup(all);
-        if (!cluster) return fail(ret_error, -EINVAL, "%s: cluster \"%s\" has no \"server\"", clf->display, clname);
+        if (!cluster) return errorf(ret_error, -EINVAL, "%s: cluster \"%s\" has no \"server\"", clf->display, clname);
         if ((r = resolve_cluster(s, clf, clname, cluster, c, ret_error)) < 0) return r;
         if (uname && (r = resolve_user(s, uf, uname, user, c, ret_error)) < 0) return r;
 
@@ -998,7 +984,7 @@ static int kc_set_add_file(struct kc_set *s, const char *path, bool missing_ok, 
         size_t len;
         int r = read_file_all(path, KUBECONFIG_MAX_SIZE, &text, &len);
         if (r == -ENOENT && missing_ok) return -ENOENT;
-        if (r < 0) return fail(ret_error, r == -ENOENT ? -EINVAL : r, "%s: cannot read: %s", display, strerror(-r));
+        if (r < 0) return errorf(ret_error, r == -ENOENT ? -EINVAL : r, "%s: cannot read: %s", display, strerror(-r));
         _cleanup_free_ char *dir = dir_of(path);
         s->files = xrealloc(s->files, (s->n + 1) * sizeof(struct kc_file));
         r = kc_file_parse(text, len, display, dir, &s->files[s->n], ret_error);
@@ -1011,26 +997,26 @@ int kube_config_in_cluster(const char *sa_dir, struct kube_config **ret, char **
         const char *port = getenv("KUBERNETES_SERVICE_PORT");
         if (!sa_dir) sa_dir = KUBE_SERVICE_ACCOUNT_DIR;
         if (!host || !*host || !port || !*port)
-                return fail(ret_error, -ENOENT, "not in a pod: KUBERNETES_SERVICE_HOST/PORT are not set");
+                return errorf(ret_error, -ENOENT, "not in a pod: KUBERNETES_SERVICE_HOST/PORT are not set");
         for (const char *p = host; *p; p++)
                 if ((unsigned char)*p <= ' ' || *p == '/' || *p == '@')
-                        return fail(ret_error, -EINVAL, "KUBERNETES_SERVICE_HOST is not a host name or address");
+                        return errorf(ret_error, -EINVAL, "KUBERNETES_SERVICE_HOST is not a host name or address");
         uint64_t portnum;
         if (parse_u64(port, 10, &portnum) < 0 || portnum == 0 || portnum > 65535)
-                return fail(ret_error, -EINVAL, "KUBERNETES_SERVICE_PORT \"%s\" is not a port number", port);
+                return errorf(ret_error, -EINVAL, "KUBERNETES_SERVICE_PORT \"%s\" is not a port number", port);
 
         _cleanup_free_ char *tpath = xasprintf("%s/token", sa_dir);
         char *token;
         size_t len;
         int r = read_file_all(tpath, KUBECONFIG_MAX_SIZE, &token, &len);
-        if (r == -ENOENT) return fail(ret_error, -ENOENT, "in a pod, but %s does not exist (automountServiceAccountToken: false?)", tpath);
-        if (r < 0) return fail(ret_error, r, "%s: cannot read: %s", tpath, strerror(-r));
+        if (r == -ENOENT) return errorf(ret_error, -ENOENT, "in a pod, but %s does not exist (automountServiceAccountToken: false?)", tpath);
+        if (r < 0) return errorf(ret_error, r, "%s: cannot read: %s", tpath, strerror(-r));
 
         _cleanup_kube_config_ struct kube_config *c = xcalloc(1, sizeof *c);
         c->token = token;
         strstrip_right(c->token);
         if (!c->token[0] || strpbrk(c->token, "\r\n"))
-                return fail(ret_error, -EINVAL, "%s holds no single-line token", tpath);
+                return errorf(ret_error, -EINVAL, "%s holds no single-line token", tpath);
         /* an IPv6 address goes in brackets, as Go's net.JoinHostPort does */
         c->server = strchr(host, ':') ? xasprintf("https://[%s]:%s", host, port) : xasprintf("https://%s:%s", host, port);
 
@@ -1041,7 +1027,7 @@ int kube_config_in_cluster(const char *sa_dir, struct kube_config **ret, char **
                 c->ca_pem = ca;
                 c->ca_file = TAKE_PTR(capath);
         } else if (r != -ENOENT)
-                return fail(ret_error, r, "%s: cannot read: %s", capath, strerror(-r));
+                return errorf(ret_error, r, "%s: cannot read: %s", capath, strerror(-r));
 
         _cleanup_free_ char *nspath = xasprintf("%s/namespace", sa_dir);
         char *ns;
@@ -1112,7 +1098,7 @@ int kube_config_load_context(const char *kubeconfig_path, const char *context, u
                         free(*ret_error);
                         *ret_error = NULL;
                 }
-                r = fail(ret_error, -ENOENT, "no kubeconfig (--kubeconfig, $KUBECONFIG, ~/.kube/config) and not in a pod");
+                r = errorf(ret_error, -ENOENT, "no kubeconfig (--kubeconfig, $KUBECONFIG, ~/.kube/config) and not in a pod");
         }
 done:
         kc_set_done(&s);

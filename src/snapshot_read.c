@@ -20,19 +20,6 @@ struct snapshot_limits snapshot_default_limits(void) {
                 .member_max = SNAPSHOT_MEMBER_MAX, .total_max = SNAPSHOT_TOTAL_MAX, .members_max = SNAPSHOT_MEMBERS_MAX};
 }
 
-/* Sets *ret_error (when given) to the formatted sentence. Returns r. */
-_printf_(3, 4) static int fail(char **ret_error, int r, const char *fmt, ...) {
-        if (ret_error) {
-                va_list ap;
-                va_start(ap, fmt);
-                char *s = NULL;
-                if (vasprintf(&s, fmt, ap) < 0) s = NULL;
-                va_end(ap);
-                *ret_error = s ? s : xstrdup("snapshot error");
-        }
-        return r;
-}
-
 /* Checks a member name (leading "./" already dropped). Returns NULL when it is acceptable, else a
  * constant reason. */
 static const char *name_problem(const char *name, unsigned type) {
@@ -63,17 +50,17 @@ static int copy_data(struct archive *in, struct archive *out, const char *name, 
                 int r = archive_read_data_block(in, &buf, &size, &off);
                 if (r == ARCHIVE_EOF) return 0;
                 if (r < ARCHIVE_WARN)
-                        return fail(ret_error, -EINVAL, "snapshot member %s: corrupt or truncated archive: %s", name,
+                        return errorf(ret_error, -EINVAL, "snapshot member %s: corrupt or truncated archive: %s", name,
                                     archive_error_string(in) ?: "read error");
                 if (off < 0 || (uint64_t)off + size > lim->member_max)
-                        return fail(ret_error, -EFBIG, "snapshot member %s: larger than %llu bytes", name,
+                        return errorf(ret_error, -EFBIG, "snapshot member %s: larger than %llu bytes", name,
                                     (unsigned long long)lim->member_max);
                 *total += size;
                 if (*total > lim->total_max)
-                        return fail(ret_error, -EFBIG, "snapshot member %s: the archive holds more than %llu bytes in all",
+                        return errorf(ret_error, -EFBIG, "snapshot member %s: the archive holds more than %llu bytes in all",
                                     name, (unsigned long long)lim->total_max);
                 if (archive_write_data_block(out, buf, size, off) < ARCHIVE_WARN)
-                        return fail(ret_error, -EIO, "snapshot member %s: cannot write: %s", name,
+                        return errorf(ret_error, -EIO, "snapshot member %s: cannot write: %s", name,
                                     archive_error_string(out) ?: "write error");
         }
 }
@@ -91,18 +78,18 @@ static int extract_here(struct archive *in, const struct snapshot_limits *lim, c
                 int ar = archive_read_next_header(in, &e);
                 if (ar == ARCHIVE_EOF) break;
                 if (ar < ARCHIVE_WARN) {
-                        r = fail(ret_error, -EINVAL, "snapshot: corrupt or truncated archive after %zu members: %s", count,
+                        r = errorf(ret_error, -EINVAL, "snapshot: corrupt or truncated archive after %zu members: %s", count,
                                  archive_error_string(in) ?: "read error");
                         break;
                 }
                 if (++count > lim->members_max) {
-                        r = fail(ret_error, -E2BIG, "snapshot: more than %zu members (member %zu: %s)", lim->members_max,
+                        r = errorf(ret_error, -E2BIG, "snapshot: more than %zu members (member %zu: %s)", lim->members_max,
                                  count, archive_entry_pathname(e) ?: "?");
                         break;
                 }
                 const char *raw = archive_entry_pathname(e);
                 if (!raw) {
-                        r = fail(ret_error, -EINVAL, "snapshot member %zu: a name that cannot be read", count);
+                        r = errorf(ret_error, -EINVAL, "snapshot member %zu: a name that cannot be read", count);
                         break;
                 }
                 const char *name = raw;
@@ -117,29 +104,29 @@ static int extract_here(struct archive *in, const struct snapshot_limits *lim, c
                 while (cl > 1 && clean[cl - 1] == '/') clean[--cl] = 0;
                 unsigned type = archive_entry_filetype(e);
                 if (archive_entry_hardlink(e)) {
-                        r = fail(ret_error, -EINVAL, "snapshot member %s: a hard link, refused", clean);
+                        r = errorf(ret_error, -EINVAL, "snapshot member %s: a hard link, refused", clean);
                         break;
                 }
                 if (type != AE_IFREG && type != AE_IFDIR && type != AE_IFLNK) {
-                        r = fail(ret_error, -EINVAL, "snapshot member %s: a %s, refused", clean,
+                        r = errorf(ret_error, -EINVAL, "snapshot member %s: a %s, refused", clean,
                                  type == AE_IFCHR ? "character device" : type == AE_IFBLK ? "block device"
                                  : type == AE_IFIFO ? "FIFO" : type == AE_IFSOCK ? "socket" : "special file");
                         break;
                 }
                 const char *problem = name_problem(clean, type);
                 if (problem) {
-                        r = fail(ret_error, -EINVAL, "snapshot member %s: %s, refused", raw, problem);
+                        r = errorf(ret_error, -EINVAL, "snapshot member %s: %s, refused", raw, problem);
                         break;
                 }
                 la_int64_t size = archive_entry_size_is_set(e) ? archive_entry_size(e) : 0;
                 if (size < 0 || (uint64_t)size > lim->member_max) {
-                        r = fail(ret_error, -EFBIG, "snapshot member %s: declares %lld bytes, more than the %llu allowed",
+                        r = errorf(ret_error, -EFBIG, "snapshot member %s: declares %lld bytes, more than the %llu allowed",
                                  clean, (long long)size, (unsigned long long)lim->member_max);
                         break;
                 }
                 declared += (uint64_t)size;
                 if (declared > lim->total_max) {
-                        r = fail(ret_error, -EFBIG, "snapshot member %s: the members declare more than %llu bytes in all",
+                        r = errorf(ret_error, -EFBIG, "snapshot member %s: the members declare more than %llu bytes in all",
                                  clean, (unsigned long long)lim->total_max);
                         break;
                 }
@@ -152,7 +139,7 @@ static int extract_here(struct archive *in, const struct snapshot_limits *lim, c
                 archive_entry_set_gid(e, 0);
                 ar = archive_write_header(out, e);
                 if (ar < ARCHIVE_WARN) {
-                        r = fail(ret_error, -EINVAL, "snapshot member %s: refused: %s", clean,
+                        r = errorf(ret_error, -EINVAL, "snapshot member %s: refused: %s", clean,
                                  archive_error_string(out) ?: "cannot extract");
                         break;
                 }
@@ -161,13 +148,13 @@ static int extract_here(struct archive *in, const struct snapshot_limits *lim, c
                         if (r < 0) break;
                 }
                 if (archive_write_finish_entry(out) < ARCHIVE_WARN) {
-                        r = fail(ret_error, -EIO, "snapshot member %s: cannot write: %s", clean,
+                        r = errorf(ret_error, -EIO, "snapshot member %s: cannot write: %s", clean,
                                  archive_error_string(out) ?: "write error");
                         break;
                 }
         }
         if (archive_write_close(out) < ARCHIVE_WARN && r == 0)
-                r = fail(ret_error, -EIO, "snapshot: cannot finish extraction: %s", archive_error_string(out) ?: "error");
+                r = errorf(ret_error, -EIO, "snapshot: cannot finish extraction: %s", archive_error_string(out) ?: "error");
         archive_write_free(out);
         return r;
 }
@@ -179,17 +166,17 @@ static int extract_into(struct archive *in, const char *dir, const struct snapsh
         int cwd = open(".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
         if (cwd < 0) {
                 archive_read_free(in);
-                return fail(ret_error, -errno, "cannot open the working directory: %m");
+                return errorf(ret_error, -errno, "cannot open the working directory: %m");
         }
         if (chdir(dir) < 0) {
                 int e = -errno;
                 close(cwd);
                 archive_read_free(in);
-                return fail(ret_error, e, "cannot enter %s: %s", dir, strerror(-e));
+                return errorf(ret_error, e, "cannot enter %s: %s", dir, strerror(-e));
         }
         int r = extract_here(in, lim, ret_error);
         archive_read_free(in);
-        if (fchdir(cwd) < 0 && r == 0) r = fail(ret_error, -errno, "cannot return to the working directory: %m");
+        if (fchdir(cwd) < 0 && r == 0) r = errorf(ret_error, -errno, "cannot return to the working directory: %m");
         close(cwd);
         return r;
 }
@@ -209,7 +196,7 @@ int snapshot_extract_memory(const void *data, size_t len, const char *dir, const
         if (lr < 0) return lr;
         struct archive *in = new_reader();
         if (archive_read_open_memory(in, data, len) != ARCHIVE_OK) {
-                int r = fail(ret_error, -EINVAL, "snapshot: not a gzip tar archive: %s", archive_error_string(in) ?: "?");
+                int r = errorf(ret_error, -EINVAL, "snapshot: not a gzip tar archive: %s", archive_error_string(in) ?: "?");
                 archive_read_free(in);
                 return r;
         }
@@ -222,7 +209,7 @@ int snapshot_extract_file(const char *path, const char *dir, const struct snapsh
         struct archive *in = new_reader();
         if (archive_read_open_filename(in, path, 65536) != ARCHIVE_OK) {
                 int e = archive_errno(in);
-                int r = fail(ret_error, e > 0 ? -e : -EINVAL, "snapshot %s: cannot read: %s", path,
+                int r = errorf(ret_error, e > 0 ? -e : -EINVAL, "snapshot %s: cannot read: %s", path,
                              archive_error_string(in) ?: "not a gzip tar archive");
                 archive_read_free(in);
                 return r;
@@ -293,7 +280,7 @@ static void apply_nvml_manifest(struct snapshot *s, const json_t *nv) {
 int snapshot_open(const char *path, struct snapshot **ret, char **ret_error) {
         const char *tmp = getenv("TMPDIR");
         _cleanup_free_ char *dir = xasprintf("%s/gpunode-snapshot-XXXXXX", tmp && *tmp ? tmp : "/tmp");
-        if (!mkdtemp(dir)) return fail(ret_error, -errno, "cannot create a temporary folder %s: %m", dir);
+        if (!mkdtemp(dir)) return errorf(ret_error, -errno, "cannot create a temporary folder %s: %m", dir);
         struct snapshot *s = xcalloc(1, sizeof *s);
         s->dir = TAKE_PTR(dir);
         int r = snapshot_extract_file(path, s->dir, NULL, ret_error);
@@ -305,7 +292,7 @@ int snapshot_open(const char *path, struct snapshot **ret, char **ret_error) {
         struct stat st;
         if (lstat(s->root_dir, &st) < 0 || !S_ISDIR(st.st_mode)) {
                 snapshot_close(s);
-                return fail(ret_error, -EINVAL, "%s: not a gpunode snapshot: no root/ folder", path);
+                return errorf(ret_error, -EINVAL, "%s: not a gpunode snapshot: no root/ folder", path);
         }
         s->kmsg_path = xasprintf("%s/kmsg", s->dir);
 
@@ -320,11 +307,11 @@ int snapshot_open(const char *path, struct snapshot **ret, char **ret_error) {
                 if (!json_is_object(manifest) || !schema || !startswith(schema, "gpunode.snapshot/")) {
                         json_decref(manifest);
                         snapshot_close(s);
-                        return fail(ret_error, -EINVAL, "%s: MANIFEST.json is not a gpunode snapshot manifest", path);
+                        return errorf(ret_error, -EINVAL, "%s: MANIFEST.json is not a gpunode snapshot manifest", path);
                 }
         } else if (r != -ENOENT) {
                 snapshot_close(s);
-                return fail(ret_error, r, "%s: cannot read MANIFEST.json: %s", path, strerror(-r));
+                return errorf(ret_error, r, "%s: cannot read MANIFEST.json: %s", path, strerror(-r));
         }
 
         _cleanup_free_ char *ntext = NULL;
@@ -336,12 +323,12 @@ int snapshot_open(const char *path, struct snapshot **ret, char **ret_error) {
                 if (r < 0) {
                         json_decref(manifest);
                         snapshot_close(s);
-                        return fail(ret_error, r, "%s: nvml.json: %s", path, err ? err : strerror(-r));
+                        return errorf(ret_error, r, "%s: nvml.json: %s", path, err ? err : strerror(-r));
                 }
         } else if (r != -ENOENT) {
                 json_decref(manifest);
                 snapshot_close(s);
-                return fail(ret_error, r, "%s: cannot read nvml.json: %s", path, strerror(-r));
+                return errorf(ret_error, r, "%s: cannot read nvml.json: %s", path, strerror(-r));
         }
 
         _cleanup_free_ char *itext = NULL;
@@ -353,7 +340,7 @@ int snapshot_open(const char *path, struct snapshot **ret, char **ret_error) {
                 if (r < 0) {
                         json_decref(manifest);
                         snapshot_close(s);
-                        return fail(ret_error, r, "%s: %s", path, err ? err : strerror(-r));
+                        return errorf(ret_error, r, "%s: %s", path, err ? err : strerror(-r));
                 }
                 s->net->dir = xstrdup(s->dir);
         } else if (r == -ENOENT) {
@@ -361,7 +348,7 @@ int snapshot_open(const char *path, struct snapshot **ret, char **ret_error) {
         } else {
                 json_decref(manifest);
                 snapshot_close(s);
-                return fail(ret_error, r, "%s: cannot read api/INDEX.json: %s", path,
+                return errorf(ret_error, r, "%s: cannot read api/INDEX.json: %s", path,
                             r == -EFBIG ? "larger than a gpunode API index may be" : strerror(-r));
         }
 

@@ -29,6 +29,16 @@ char *xasprintf(const char *fmt, ...) {
         return s;
 }
 
+int errorf(char **ret_error, int r, const char *fmt, ...) {
+        if (ret_error) {
+                va_list ap;
+                va_start(ap, fmt);
+                if (vasprintf(ret_error, fmt, ap) < 0) oom_check(NULL);
+                va_end(ap);
+        }
+        return r;
+}
+
 char *strstrip_right(char *s) {
         size_t n = strlen(s);
         while (n > 0 && isspace((unsigned char)s[n - 1])) s[--n] = 0;

@@ -41,6 +41,10 @@ static inline const char *startswith(const char *s, const char *prefix) {
 /* Returns s with trailing whitespace removed in place. */
 char *strstrip_right(char *s);
 
+/* Sets *ret_error (when ret_error is not NULL) to the malloc'd printf of fmt and returns r: the
+ * one line for "fail with this errno and this sentence". */
+int errorf(char **ret_error, int r, const char *fmt, ...) _printf_(3, 4);
+
 /* Returns a malloc'd printf result; aborts on out-of-memory (as all allocation helpers here do). */
 char *xasprintf(const char *fmt, ...) _printf_(1, 2);
 void *xmalloc(size_t n) __attribute__((malloc, alloc_size(1), returns_nonnull));
