@@ -94,6 +94,30 @@ static size_t judge_spec(const struct cdi_spec *s, const struct nvml_facts *n, c
         return problems;
 }
 
+/* Returns a malloc'd sentence when the device plugin hands out CDI devices (its own spec, kind
+ * k8s.device-plugin.nvidia.com/gpu, which it writes only with a CDI device-list strategy) but containerd's CRI
+ * plugin does not inject CDI devices (enable_cdi false, or unset before containerd 2.x); NULL otherwise. The key to
+ * set is in *ret_remedy. Never fails. */
+static char *enable_cdi_problem(const struct runtime_facts *r, char **ret_remedy) {
+        const struct containerd_facts *c = &r->containerd;
+        *ret_remedy = NULL;
+        if (!c->present || c->cri_disabled || c->rc < 0) return NULL;
+        bool on = c->enable_cdi == 1 || (c->enable_cdi < 0 && c->version >= 3);
+        if (on) return NULL;
+        const char *dp = NULL;
+        for (size_t i = 0; i < r->cdi.n_specs && !dp; i++)
+                if (r->cdi.specs[i].rc == 0 && streq(r->cdi.specs[i].kind, "k8s.device-plugin.nvidia.com/gpu")) dp = r->cdi.specs[i].path;
+        if (!dp) return NULL;
+        const char *p = c->cri_plugin ? c->cri_plugin : "io.containerd.grpc.v1.cri";
+        _cleanup_free_ char *key = streq(p, "cri") ? xstrdup("plugins.cri.enable_cdi") : xasprintf("plugins.\"%s\".enable_cdi", p);
+        const char *file = c->enable_cdi == 0 ? c->enable_cdi_file : c->config_path;
+        *ret_remedy = xasprintf("set %s = true in %s (`nvidia-ctk runtime configure --runtime=containerd --cdi.enabled`), then "
+                                "`systemctl restart containerd`", key, file);
+        return xasprintf("the device plugin hands out CDI devices (%s) but containerd does not inject them: %s is %s in %s; GPU "
+                         "pods get no GPU unless the nvidia runtime injects them", dp, key,
+                         c->enable_cdi == 0 ? "false" : "unset (containerd 1.x: false)", file);
+}
+
 /* Judges container-toolkit.cdi-specs (the nvidia.com/gpu CDI specs match the GPUs NVML found and the
  * driver loaded) from the facts into f; never fails: what it cannot read, it says. */
 static void run_cdi_specs(const struct node_facts *facts, struct finding *f) {
@@ -112,7 +136,10 @@ static void run_cdi_specs(const struct node_facts *facts, struct finding *f) {
         bool cdi_mode = (r->toolkit.mode && streq(r->toolkit.mode, "cdi")) ||
                         (r->containerd.default_runtime && streq(r->containerd.default_runtime, "nvidia-cdi"));
         if (r->containerd.present && r->containerd.enable_cdi >= 0)
-                finding_evidence(f, "containerd enable_cdi = %s", r->containerd.enable_cdi ? "true" : "false");
+                finding_evidence(f, "containerd enable_cdi = %s (%s)", r->containerd.enable_cdi ? "true" : "false",
+                                 r->containerd.enable_cdi_file);
+        _cleanup_free_ char *cdi_remedy = NULL;
+        _cleanup_free_ char *cdi_problem = enable_cdi_problem(r, &cdi_remedy);
         size_t nvidia = 0, broken = 0;
         for (size_t i = 0; i < c->n_specs; i++) {
                 const struct cdi_spec *s = &c->specs[i];
@@ -139,6 +166,9 @@ static void run_cdi_specs(const struct node_facts *facts, struct finding *f) {
                                                                    : "default runtime nvidia-cdi");
                         finding_remedy(f, "`nvidia-ctk cdi generate --output=/etc/cdi/nvidia.yaml` (or enable nvidia-cdi-refresh: "
                                           "`systemctl enable --now nvidia-cdi-refresh.path`)");
+                } else if (cdi_problem) {
+                        finding_warn(f, "%s", cdi_problem);
+                        finding_remedy(f, "%s", cdi_remedy);
                 } else {
                         finding_skip(f, "no nvidia.com/gpu CDI spec: containers get GPUs through the runtime's legacy injection");
                 }
@@ -173,6 +203,11 @@ static void run_cdi_specs(const struct node_facts *facts, struct finding *f) {
                                   "nvidia-cdi-refresh` for /var/run/cdi), after the driver and every GPU are up");
                 return;
         }
+        if (cdi_problem) {
+                finding_warn(f, "%s", cdi_problem);
+                finding_remedy(f, "%s", cdi_remedy);
+                return;
+        }
         finding_pass(f, "%zu nvidia.com/gpu CDI spec(s) list all %u GPU(s) by index and UUID; every host path exists", nvidia,
                      n->device_count);
 }
@@ -182,7 +217,8 @@ const struct check_def check_cdi_specs = {
         .title = "the nvidia.com/gpu CDI specs match the GPUs NVML found and the driver loaded",
         .reads = "/etc/cdi/*.{yaml,yml,json}, /var/run/cdi/*: kind, devices[].name, deviceNodes, mounts hostPath, hooks; NVML "
                  "GPU indices and UUIDs; /proc/driver/nvidia/version; nvidia-container-runtime.mode",
-        .outcomes = "pass: every GPU listed by index and UUID, every host path present; fail: a spec that does not parse, a "
+        .outcomes = "pass: every GPU listed by index and UUID, every host path present; warn: the device plugin's own CDI spec "
+                    "(k8s.device-plugin.nvidia.com/gpu) exists but containerd's enable_cdi is off; fail: a spec that does not parse, a "
                     "stale spec (libraries of another driver version), GPUs missing or extra, host paths missing, CDI mode "
                     "without a spec; skip: no spec and the runtime injects GPUs the legacy way",
         .depends = {"container-toolkit.runtime-config", "driver.version", "driver.nvml-init", "driver.gpu-count"},

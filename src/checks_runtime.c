@@ -2,6 +2,7 @@
 #include <time.h>
 
 #include "checks.h"
+#include "facts_kube.h"
 #include "facts_runtime.h"
 
 /* An outcome of one runtime's part of a check; the worst part becomes the finding. */
@@ -48,6 +49,9 @@ static char *cri_key(const struct containerd_facts *c, const char *rest) {
         const char *p = c->cri_plugin ? c->cri_plugin : "io.containerd.grpc.v1.cri";
         return streq(p, "cri") ? xasprintf("plugins.cri.%s", rest) : xasprintf("plugins.\"%s\".%s", p, rest);
 }
+
+/* Where `nvidia-ctk runtime configure --runtime=crio` writes the nvidia runtime. */
+#define CRIO_NVIDIA_DROPIN "/etc/crio/crio.conf.d/99-nvidia.conf"
 
 /* Returns the command that restarts a runtime so it reads its configuration again. */
 static const char *restart_cmd(const char *runtime) {
@@ -183,8 +187,129 @@ static void run_toolkit_installed(const struct node_facts *facts, struct finding
         finding_pass(f, "NVIDIA Container Toolkit installed in %s%s", dir, cdi_mode ? " (CDI mode)" : "");
 }
 
-/* Judges containerd's nvidia runtime. */
-static void nvidia_runtime_containerd(const struct containerd_facts *c, struct finding *f, struct part *acc) {
+/* Returns the path of the first CDI spec that parsed and injects NVIDIA GPUs (nvidia-ctk's nvidia.com/gpu, or the
+ * device plugin's own k8s.device-plugin.nvidia.com/gpu), or NULL when there is none. */
+static const char *nvidia_cdi_spec(const struct runtime_facts *r) {
+        for (size_t i = 0; i < r->cdi.n_specs; i++) {
+                const struct cdi_spec *s = &r->cdi.specs[i];
+                if (s->rc == 0 && s->kind && (streq(s->kind, "nvidia.com/gpu") || streq(s->kind, "k8s.device-plugin.nvidia.com/gpu")))
+                        return s->path;
+        }
+        return NULL;
+}
+
+/* What the cluster's answers show about pods selecting the nvidia runtime by RuntimeClass. */
+enum runtime_class_use {
+        RC_UNKNOWN,     /* no cluster answers: cannot be told */
+        RC_SELECTED,    /* a pod on this node sets runtimeClassName nvidia*, and no GPU pod goes without it */
+        RC_NOT_SELECTED,
+};
+
+#define RC_EVIDENCE_MAX 4
+
+/* Reads the pods on this node (from the API) for runtimeClassName. Returns RC_UNKNOWN with a malloc'd reason in
+ * *ret_why when the cluster's answers are not available; RC_NOT_SELECTED with a malloc'd sentence in *ret_why when a
+ * pod requesting an nvidia.com/ resource sets no nvidia RuntimeClass, or no pod sets one; else RC_SELECTED. Adds the
+ * pods it saw as evidence; never fails. */
+static enum runtime_class_use runtime_class_use(const struct node_facts *facts, struct finding *f, char **ret_why) {
+        const struct kube_api_facts *a = facts->kube ? &facts->kube->api : NULL;
+        *ret_why = NULL;
+        if (!a || a->rc < 0 || a->node_rc < 0 || a->pods_rc < 0) {
+                *ret_why = xstrdup(!a || a->rc == -ENOENT ? "no cluster access"
+                                   : a->rc < 0            ? "the Kubernetes API did not answer"
+                                                          : "the pods on this node could not be listed");
+                return RC_UNKNOWN;
+        }
+        size_t selected = 0, gpu_without = 0;
+        const struct kube_pod_info *first_without = NULL;
+        for (size_t i = 0; i < a->n_pods; i++) {
+                const struct kube_pod_info *p = &a->pods[i];
+                bool nv = p->runtime_class && startswith(p->runtime_class, "nvidia");
+                if (nv && selected++ < RC_EVIDENCE_MAX)
+                        finding_evidence(f, "pod %s/%s: runtimeClassName %s", p->namespace, p->name, p->runtime_class);
+                if (p->requests_gpu && !nv) {
+                        if (gpu_without++ < RC_EVIDENCE_MAX)
+                                finding_evidence(f, "pod %s/%s requests an nvidia.com/ resource with runtimeClassName %s", p->namespace,
+                                                 p->name, p->runtime_class ? p->runtime_class : "unset");
+                        if (!first_without) first_without = p;
+                }
+        }
+        if (selected > RC_EVIDENCE_MAX) finding_evidence(f, "%zu more pods with an nvidia runtimeClassName", selected - RC_EVIDENCE_MAX);
+        if (gpu_without) {
+                *ret_why = xasprintf("%zu GPU pod(s) on this node (%s/%s%s) set no nvidia runtimeClassName", gpu_without,
+                                     first_without->namespace, first_without->name, gpu_without > 1 ? ", ..." : "");
+                return RC_NOT_SELECTED;
+        }
+        if (selected) return RC_SELECTED;
+        finding_evidence(f, "none of the %zu pods on this node sets an nvidia runtimeClassName", a->n_pods);
+        *ret_why = xasprintf("none of the %zu pods on this node sets runtimeClassName: nvidia", a->n_pods);
+        return RC_NOT_SELECTED;
+}
+
+/* One runtime's default-runtime setting, for default_runtime_judge. */
+struct default_setting {
+        const char *runtime;    /* "containerd", "CRI-O", "Docker" */
+        const char *value;      /* the default runtime's name as configured; NULL when unset */
+        const char *builtin;    /* what the runtime uses when unset */
+        const char *key;        /* the key to set, spelled as in its file */
+        const char *file;       /* the file that sets it, or the one to set it in */
+        const char *configure;  /* the nvidia-ctk command that sets it */
+        bool cdi_on;            /* the runtime injects CDI devices itself */
+        const char *cdi_how;    /* why cdi_on, for evidence */
+};
+
+/* Judges whether the setup needs nvidia as this runtime's default runtime and adds the outcome to acc: pass when
+ * it is the default, when CDI injects GPUs without it (CDI on and a spec present), when pods select nvidia by
+ * RuntimeClass, or when that cannot be told (no cluster answers: said in the summary); warn when nothing shows GPU
+ * pods select nvidia. `have` opens the summary ("containerd has the nvidia runtime (...)"). Never fails. */
+static void default_runtime_judge(const struct node_facts *facts, const struct default_setting *d, const char *have,
+                                  struct finding *f, struct part *acc) {
+        const char *def = d->value ? d->value : d->builtin;
+        if (d->value && startswith(d->value, "nvidia")) {
+                part_add(acc, CHECK_PASS, xasprintf("%s, the default runtime", have), NULL);
+                return;
+        }
+        finding_evidence(f, "%s's default runtime: %s = \"%s\"%s%s", d->runtime, d->key, def,
+                         d->value ? " in " : " (unset: the built-in default)", d->value ? d->file : "");
+        if (streq(d->runtime, "containerd") && facts->runtime->toolkit.operator_dir)
+                finding_evidence(f, "the GPU Operator's toolkit (/usr/local/nvidia/toolkit) sets nvidia as the default runtime "
+                                    "unless told otherwise (CDI enabled, or set-as-default turned off): here it was");
+        const char *spec = nvidia_cdi_spec(facts->runtime);
+        if (d->cdi_on && spec) {
+                finding_evidence(f, "%s injects CDI devices (%s) and %s exists", d->runtime, d->cdi_how, spec);
+                part_add(acc, CHECK_PASS, xasprintf("%s; not the default (%s), and it need not be: CDI devices from %s are "
+                                                    "injected by %s itself", have, def, spec, d->runtime), NULL);
+                return;
+        }
+        if (d->cdi_on)
+                finding_evidence(f, "%s injects CDI devices (%s) but no NVIDIA CDI spec exists in /etc/cdi or /var/run/cdi",
+                                 d->runtime, d->cdi_how);
+        else if (spec)
+                finding_evidence(f, "%s exists, but %s does not inject CDI devices itself (%s)", spec, d->runtime, d->cdi_how);
+        _cleanup_free_ char *why = NULL;
+        switch (runtime_class_use(facts, f, &why)) {
+        case RC_SELECTED:
+                part_add(acc, CHECK_PASS, xasprintf("%s; not the default (%s): pods select it by runtimeClassName: nvidia", have, def),
+                         NULL);
+                return;
+        case RC_UNKNOWN:
+                finding_evidence(f, "whether GPU pods select nvidia by RuntimeClass cannot be told: %s", why);
+                part_add(acc, CHECK_PASS, xasprintf("%s; not the default (%s): GPU pods need runtimeClassName: nvidia (whether "
+                                                    "they set it cannot be told without the cluster's answers)", have, def), NULL);
+                return;
+        case RC_NOT_SELECTED: break;
+        }
+        part_add(acc, CHECK_WARN,
+                 xasprintf("%s's default runtime is %s (%s%s%s), not nvidia, and nothing shows GPU pods select nvidia: %s, and "
+                           "CDI is not in use; such pods start without GPUs", d->runtime, def, d->key, d->value ? " in " : " unset in ",
+                           d->file, why),
+                 xasprintf("set %s = \"nvidia\" in %s (`%s`), then `%s`; or give GPU pods runtimeClassName: nvidia (a RuntimeClass "
+                           "with handler nvidia)", d->key, d->file, d->configure, restart_cmd(d->runtime)));
+}
+
+/* Judges containerd's nvidia runtime, and whether it is the default where the setup needs it, into acc. */
+static void nvidia_runtime_containerd(const struct node_facts *facts, const struct containerd_facts *c, struct finding *f,
+                                      struct part *acc) {
         if (c->rc < 0 && c->rc != -ENOENT) {
                 part_add(acc, CHECK_SKIP, xasprintf("containerd's config could not be loaded (see container-toolkit.runtime-config)"), NULL);
                 return;
@@ -270,11 +395,20 @@ static void nvidia_runtime_containerd(const struct containerd_facts *c, struct f
                                    nv->runtime_type_file));
                 return;
         }
-        bool is_default = c->default_runtime && startswith(c->default_runtime, "nvidia");
-        part_add(acc, CHECK_PASS,
-                 xasprintf("containerd has the nvidia runtime (%s)%s", nv->binary_file,
-                           is_default ? ", the default runtime" : "; not the default: pods need runtimeClassName: nvidia"),
-                 NULL);
+        _cleanup_free_ char *key = cri_key(c, "containerd.default_runtime_name");
+        _cleanup_free_ char *cdi_key = cri_key(c, "enable_cdi");
+        _cleanup_free_ char *cdi_how = c->enable_cdi >= 0 ? xasprintf("%s = %s in %s", cdi_key, c->enable_cdi ? "true" : "false",
+                                                                      c->enable_cdi_file)
+                                       : xasprintf("%s unset: containerd %s", cdi_key,
+                                                   c->version >= 3 ? "2.x turns it on" : "1.x leaves it off");
+        _cleanup_free_ char *have = xasprintf("containerd has the nvidia runtime (%s)", nv->binary_file);
+        struct default_setting d = {
+                .runtime = "containerd", .value = c->default_runtime, .builtin = "runc", .key = key,
+                .file = c->default_runtime ? c->default_runtime_file : nv->binary_file ? nv->binary_file : c->config_path,
+                .configure = "nvidia-ctk runtime configure --runtime=containerd --set-as-default",
+                .cdi_on = c->enable_cdi == 1 || (c->enable_cdi < 0 && c->version >= 3), .cdi_how = cdi_how,
+        };
+        default_runtime_judge(facts, &d, have, f, acc);
 }
 
 /* Judges container-toolkit.nvidia-runtime (the runtime in use defines the nvidia runtime (containerd
@@ -284,25 +418,46 @@ static void run_nvidia_runtime(const struct node_facts *facts, struct finding *f
         if (skip_no_runtime(facts, f)) return;
         const struct runtime_facts *r = facts->runtime;
         struct part acc = {0};
-        if (containerd_active(r)) nvidia_runtime_containerd(&r->containerd, f, &acc);
+        if (containerd_active(r)) nvidia_runtime_containerd(facts, &r->containerd, f, &acc);
         if (r->crio.present) {
                 const struct crio_facts *o = &r->crio;
-                if (o->default_runtime) finding_evidence(f, "CRI-O default_runtime = \"%s\" (%s)", o->default_runtime, o->default_runtime_file);
+                if (o->default_runtime)
+                        finding_evidence(f, "CRI-O [crio.runtime] default_runtime = \"%s\" (%s)", o->default_runtime,
+                                         o->default_runtime_file);
                 if (o->rc < 0)
                         part_add(&acc, CHECK_SKIP, xasprintf("CRI-O's config could not be loaded"), NULL);
                 else if (!o->has_nvidia)
                         part_add(&acc, CHECK_FAIL, xasprintf("CRI-O was never patched: no [crio.runtime.runtimes.nvidia] in "
-                                                             "/etc/crio/crio.conf or /etc/crio/crio.conf.d/"),
-                                 xasprintf("run `nvidia-ctk runtime configure --runtime=crio`, then `systemctl restart crio`"));
+                                                             "/etc/crio/crio.conf or /etc/crio/crio.conf.d/ (no %s)",
+                                                             CRIO_NVIDIA_DROPIN),
+                                 xasprintf("add %s with [crio.runtime.runtimes.nvidia] runtime_path = \"%s\" and runtime_type = "
+                                           "\"oci\" (what `nvidia-ctk runtime configure --runtime=crio` writes), then `systemctl "
+                                           "restart crio`", CRIO_NVIDIA_DROPIN,
+                                           r->toolkit.paths[TOOLKIT_RUNTIME] ? r->toolkit.paths[TOOLKIT_RUNTIME]
+                                                                             : "/usr/bin/nvidia-container-runtime"));
+                else if (!o->nvidia_path)
+                        part_add(&acc, CHECK_FAIL,
+                                 xasprintf("CRI-O's [crio.runtime.runtimes.nvidia] (%s) has no runtime_path: CRI-O cannot run it",
+                                           o->nvidia_file),
+                                 xasprintf("set runtime_path = \"/usr/bin/nvidia-container-runtime\" in [crio.runtime.runtimes.nvidia] "
+                                           "of %s, then `systemctl restart crio`", o->nvidia_file));
                 else {
-                        finding_evidence(f, "CRI-O runtime nvidia: runtime_path %s (%s)", o->nvidia_path ? o->nvidia_path : "unset",
-                                         o->nvidia_file);
-                        part_add(&acc, CHECK_PASS, xasprintf("CRI-O has the nvidia runtime (%s)", o->nvidia_file), NULL);
+                        finding_evidence(f, "CRI-O runtime nvidia: runtime_path %s (%s)", o->nvidia_path, o->nvidia_file);
+                        _cleanup_free_ char *have = xasprintf("CRI-O has the nvidia runtime (%s)", o->nvidia_file);
+                        struct default_setting d = {
+                                .runtime = "CRI-O", .value = o->default_runtime, .builtin = "crun or runc",
+                                .key = "[crio.runtime] default_runtime",
+                                .file = o->default_runtime ? o->default_runtime_file : o->nvidia_file,
+                                .configure = "nvidia-ctk runtime configure --runtime=crio --set-as-default",
+                                .cdi_on = true, .cdi_how = "CRI-O always does",
+                        };
+                        default_runtime_judge(facts, &d, have, f, &acc);
                 }
         }
         if (r->docker.present) {
                 const struct docker_facts *d = &r->docker;
-                if (d->default_runtime) finding_evidence(f, "Docker default-runtime = \"%s\"", d->default_runtime);
+                if (d->default_runtime)
+                        finding_evidence(f, "Docker \"default-runtime\": \"%s\" in %s", d->default_runtime, d->file.path);
                 if (d->file.rc < 0 && d->file.rc != -ENOENT)
                         part_add(&acc, CHECK_SKIP, xasprintf("daemon.json could not be loaded"), NULL);
                 else if (!d->has_nvidia) {
@@ -318,9 +473,27 @@ static void run_nvidia_runtime(const struct node_facts *facts, struct finding *f
                 } else {
                         finding_evidence(f, "Docker runtimes.nvidia.path = \"%s\" (%s)", d->nvidia_path ? d->nvidia_path : "",
                                          d->file.path);
-                        part_add(&acc, CHECK_PASS, xasprintf("Docker has the nvidia runtime (%s)%s", d->file.path,
-                                                             d->default_runtime && streq(d->default_runtime, "nvidia")
-                                                                     ? ", the default runtime" : ""), NULL);
+                        _cleanup_free_ char *have = xasprintf("Docker has the nvidia runtime (%s)", d->file.path);
+                        const struct kube_facts *k = facts->kube;
+                        bool kube_node = k && (k->kubelet.dp_rc != -ENOENT || k->api.rc == 0);
+                        if (kube_node && !containerd_active(r) && !r->crio.present) {
+                                /* the kubelet runs pods through Docker (cri-dockerd): the same question as for containerd */
+                                struct default_setting ds = {
+                                        .runtime = "Docker", .value = d->default_runtime, .builtin = "runc",
+                                        .key = "\"default-runtime\"", .file = d->file.path,
+                                        .configure = "nvidia-ctk runtime configure --runtime=docker --set-as-default",
+                                        .cdi_on = d->cdi_feature,
+                                        .cdi_how = d->cdi_feature ? "\"features\": {\"cdi\": true} in daemon.json"
+                                                                  : "no \"features\": {\"cdi\": true} in daemon.json",
+                                };
+                                default_runtime_judge(facts, &ds, have, f, &acc);
+                        } else {
+                                bool is_default = d->default_runtime && streq(d->default_runtime, "nvidia");
+                                if (!is_default)
+                                        finding_evidence(f, "not a Kubernetes node through Docker: containers choose the nvidia "
+                                                            "runtime themselves (--runtime=nvidia, --gpus)");
+                                part_add(&acc, CHECK_PASS, xasprintf("%s%s", have, is_default ? ", the default runtime" : ""), NULL);
+                        }
                 }
         }
         if (!acc.summary) part_add(&acc, CHECK_SKIP, xasprintf("containerd serves Docker only (CRI plugin disabled)"), NULL);
@@ -536,10 +709,15 @@ const struct check_def check_nvidia_runtime = {
         .id = "container-toolkit.nvidia-runtime", .layer = 2, .component = "container-toolkit",
         .title = "the runtime in use defines the nvidia runtime (containerd CRI table, CRI-O drop-in, Docker daemon.json)",
         .reads = "the merged containerd config: <CRI plugin>.containerd.runtimes.nvidia* (runtime_type, options.BinaryName), "
-                 "default_runtime_name, enable_cdi; [crio.runtime.runtimes.nvidia]; daemon.json runtimes.nvidia, default-runtime",
+                 "default_runtime_name, enable_cdi; [crio.runtime.runtimes.nvidia], [crio.runtime] default_runtime; daemon.json "
+                 "runtimes.nvidia, \"default-runtime\"; CDI specs; the pods on this node (runtimeClassName, nvidia.com/ requests) "
+                 "from the API",
         .outcomes = "pass: defined; fail: never patched, patched in a drop-in containerd does not import, patched in a file "
                     "whose CRI table a later import replaces (containerd 1.x), no BinaryName, a runtime_type other than "
-                    "io.containerd.runc.v2, a default_runtime_name naming no runtime; warn: Docker without the runtime",
+                    "io.containerd.runc.v2, a default_runtime_name naming no runtime; warn: Docker without the runtime, or nvidia "
+                    "not the default runtime while nothing shows GPU pods select it (no pod on the node sets runtimeClassName: "
+                    "nvidia, or a GPU pod does not, and CDI is off or has no spec); without the cluster's answers that cannot "
+                    "be told and it passes, saying so",
         .depends = {"container-toolkit.runtime-config"},
         .remedy = "`nvidia-ctk runtime configure --runtime=containerd|crio|docker`; make sure the main config imports the drop-in it wrote; restart the runtime",
         .run = run_nvidia_runtime,

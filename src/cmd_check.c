@@ -53,11 +53,7 @@ int cmd_check(int argc, char **argv) {
                 {"record-paths", required_argument, NULL, 'R'},
                 {"save-nvml", required_argument, NULL, 'S'},
                 {"snapshot", required_argument, NULL, 'P'},
-                {"kubeconfig", required_argument, NULL, 'K'},
-                {"timeout", required_argument, NULL, 'T'},
-                {"operator-namespace", required_argument, NULL, 'O'},
-                {"dcgm-url", required_argument, NULL, 'D'},
-                {"node-exporter-url", required_argument, NULL, 'E'},
+                KUBE_PROBE_LONGOPTS,
                 {0},
         };
         const char *root = getenv("GPUNODE_ROOT");
@@ -98,18 +94,18 @@ int cmd_check(int argc, char **argv) {
                 case 'R': record_file = optarg; break;
                 case 'S': nvml_file = optarg; break;
                 case 'P': snapshot_file = optarg; break;
-                case 'K': kopts.kubeconfig = optarg; break;
-                case 'T':
-                        timeout_flag = true;
-                        if (kube_timeout_parse(optarg, &kopts.timeout_ms) < 0) {
-                                fprintf(stderr, "gpunode check: --timeout must be 1..600 s (\"5\", \"5s\" or \"500ms\"), not '%s'\n", optarg);
+                default: {
+                        /* --kubeconfig, --timeout, --operator-namespace, --dcgm-url, --node-exporter-url */
+                        _cleanup_free_ char *error = NULL;
+                        int k = kube_probe_option(c, optarg, &kopts, &error);
+                        if (k < 0) {
+                                fprintf(stderr, "gpunode check: %s\n", error);
                                 return EXIT_USAGE;
                         }
+                        if (k == 0) return EXIT_USAGE;
+                        if (c == 'T') timeout_flag = true;
                         break;
-                case 'O': kopts.operator_namespace = optarg; break;
-                case 'D': kopts.dcgm_url = optarg; break;
-                case 'E': kopts.node_exporter_url = optarg; break;
-                default: return EXIT_USAGE;
+                }
                 }
         }
         if (optind < argc) {

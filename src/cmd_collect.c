@@ -98,11 +98,7 @@ int cmd_collect(int argc, char **argv) {
                 {"nvml-library", required_argument, NULL, 'l'},
                 {"nvml-timeout", required_argument, NULL, 't'},
                 {"node", required_argument, NULL, 'n'},
-                {"kubeconfig", required_argument, NULL, 'K'},
-                {"timeout", required_argument, NULL, 'T'},
-                {"operator-namespace", required_argument, NULL, 'O'},
-                {"dcgm-url", required_argument, NULL, 'D'},
-                {"node-exporter-url", required_argument, NULL, 'E'},
+                KUBE_PROBE_LONGOPTS,
                 {0},
         };
         const char *root = getenv("GPUNODE_ROOT"), *output = NULL, *node = NULL;
@@ -127,17 +123,17 @@ int cmd_collect(int argc, char **argv) {
                         break;
                 }
                 case 'n': node = optarg; break;
-                case 'K': kopts.kubeconfig = optarg; break;
-                case 'T':
-                        if (kube_timeout_parse(optarg, &kopts.timeout_ms) < 0) {
-                                fprintf(stderr, "gpunode collect: --timeout must be 1..600 s (\"5\", \"5s\" or \"500ms\"), not '%s'\n", optarg);
+                default: {
+                        /* --kubeconfig, --timeout, --operator-namespace, --dcgm-url, --node-exporter-url */
+                        _cleanup_free_ char *error = NULL;
+                        int k = kube_probe_option(c, optarg, &kopts, &error);
+                        if (k < 0) {
+                                fprintf(stderr, "gpunode collect: %s\n", error);
                                 return EXIT_USAGE;
                         }
+                        if (k == 0) return EXIT_USAGE;
                         break;
-                case 'O': kopts.operator_namespace = optarg; break;
-                case 'D': kopts.dcgm_url = optarg; break;
-                case 'E': kopts.node_exporter_url = optarg; break;
-                default: return EXIT_USAGE;
+                }
                 }
         }
         if (optind < argc) {

@@ -70,6 +70,14 @@ enum exp_call {
         CALL_EVENT_SET_CREATE,
         CALL_REGISTER_EVENTS,
         CALL_EVENT_SET_WAIT,
+        CALL_MIG_MODE,
+        CALL_MIG_MAX_COUNT,
+        CALL_MIG_HANDLE,
+        CALL_GPU_INSTANCE_ID,
+        CALL_ATTRIBUTES,
+        CALL_GPU_INSTANCE_BY_ID,
+        CALL_GPU_INSTANCE_INFO,
+        CALL_GPU_INSTANCE_PROFILE_INFO,
         EXP_N_CALLS,
 };
 
@@ -77,6 +85,21 @@ enum exp_call {
 const char *exp_call_name(enum exp_call c);
 
 /* ---- one sample ---- */
+
+/* The most GPU instances kept per GPU (NVML allows 7 on A100/H100/B200, 8 slices at most). */
+#define EXP_MAX_GPU_INSTANCES 16
+
+/*
+ * One MIG GPU instance, as dcgm-exporter reports it (one entity per GPU instance, whatever its compute
+ * instances): its series carry the parent GPU's labels plus GPU_I_PROFILE and GPU_I_ID, the
+ * framebuffer of the instance, and the parent GPU's other values.
+ */
+struct exp_gpu_instance {
+        unsigned id;      /* nvmlDeviceGetGpuInstanceId: GPU_I_ID */
+        char profile[32]; /* GPU_I_PROFILE, go-nvlib's name ("3g.40gb", "1g.10gb+me"); "" unknown */
+        bool has_fb, has_fb_reserved;
+        double fb_free, fb_used, fb_reserved; /* MiB, from the MIG device's nvmlDeviceGetMemoryInfo */
+};
 
 struct exp_gpu {
         unsigned index;
@@ -88,6 +111,10 @@ struct exp_gpu {
         char problem[128]; /* empty when sampled; else what is missing and why */
         bool has[EXP_N_METRICS];
         double value[EXP_N_METRICS]; /* integers are exact below 2^53 */
+        /* MIG mode enabled and GPU instances found: the GPU's series are rendered once per instance
+         * (as dcgm-exporter's default "flex" device mode does), none for the GPU itself. */
+        unsigned n_instances;
+        struct exp_gpu_instance instances[EXP_MAX_GPU_INSTANCES];
 };
 
 struct exp_sample {
@@ -118,8 +145,17 @@ void exp_escape_label(struct buf *b, const char *s);
 void exp_format_value(struct buf *b, double v, bool is_double);
 
 /* Appends the DCGM-compatible series of every sampled GPU to b, metric by metric (HELP, TYPE, one
- * line per GPU); a metric with no value on any GPU is left out. Returns nothing; never fails. */
+ * line per GPU, or per GPU instance on a GPU in MIG mode: see exp_gpu_value); a metric with no value on
+ * any GPU is left out. Returns nothing; never fails. */
 void exp_render_gpus(struct buf *b, const struct exp_sample *s, const struct exp_render_options *o);
+
+/*
+ * The value of metric m for GPU g, or for its GPU instance inst (inst < g->n_instances; -1: the GPU):
+ * an instance has its own framebuffer (FB_FREE, FB_USED, FB_RESERVED), no utilization series (DCGM
+ * does not support them in MIG mode), and the GPU's value of everything else. Returns true and *ret,
+ * or false when there is no such series.
+ */
+bool exp_gpu_value(const struct exp_gpu *g, int inst, enum exp_metric m, double *ret);
 
 /* Counters and state kept across samples, rendered with each sample. */
 struct exp_stats {

@@ -57,6 +57,14 @@ static const char *const call_names[EXP_N_CALLS] = {
         [CALL_EVENT_SET_CREATE] = "nvmlEventSetCreate",
         [CALL_REGISTER_EVENTS] = "nvmlDeviceRegisterEvents",
         [CALL_EVENT_SET_WAIT] = "nvmlEventSetWait",
+        [CALL_MIG_MODE] = "nvmlDeviceGetMigMode",
+        [CALL_MIG_MAX_COUNT] = "nvmlDeviceGetMaxMigDeviceCount",
+        [CALL_MIG_HANDLE] = "nvmlDeviceGetMigDeviceHandleByIndex",
+        [CALL_GPU_INSTANCE_ID] = "nvmlDeviceGetGpuInstanceId",
+        [CALL_ATTRIBUTES] = "nvmlDeviceGetAttributes",
+        [CALL_GPU_INSTANCE_BY_ID] = "nvmlDeviceGetGpuInstanceById",
+        [CALL_GPU_INSTANCE_INFO] = "nvmlGpuInstanceGetInfo",
+        [CALL_GPU_INSTANCE_PROFILE_INFO] = "nvmlDeviceGetGpuInstanceProfileInfo",
 };
 
 const struct exp_metric_def *exp_metric_def(enum exp_metric m) { return &metric_defs[m]; }
@@ -97,9 +105,8 @@ void exp_format_value(struct buf *b, double v, bool is_double) {
         }
 }
 
-/* Appends GPU g's label set (without braces) in dcgm-exporter's order. Returns nothing. */
-static void gpu_labels(struct buf *b, const struct exp_gpu *g, const char *driver,
-                       const struct exp_render_options *o) {
+/* Appends GPU g's labels up to modelName (without braces), in dcgm-exporter's order. Returns nothing. */
+static void gpu_labels_head(struct buf *b, const struct exp_gpu *g) {
         buf_printf(b, "gpu=\"%u\",UUID=\"", g->index);
         exp_escape_label(b, g->uuid);
         buf_puts(b, "\",pci_bus_id=\"");
@@ -107,6 +114,10 @@ static void gpu_labels(struct buf *b, const struct exp_gpu *g, const char *drive
         buf_printf(b, "\",device=\"nvidia%u\",modelName=\"", g->index);
         exp_escape_label(b, g->name);
         buf_puts(b, "\"");
+}
+
+/* Appends the labels that follow modelName and the MIG labels: Hostname, DCGM_FI_DRIVER_VERSION. Returns nothing. */
+static void gpu_labels_tail(struct buf *b, const char *driver, const struct exp_render_options *o) {
         if (o->hostname) {
                 buf_printf(b, ",%s=\"", o->hostname_label ? o->hostname_label : "Hostname");
                 exp_escape_label(b, o->hostname);
@@ -117,31 +128,82 @@ static void gpu_labels(struct buf *b, const struct exp_gpu *g, const char *drive
         buf_puts(b, "\"");
 }
 
+bool exp_gpu_value(const struct exp_gpu *g, int inst, enum exp_metric m, double *ret) {
+        if (!g->sampled) return false;
+        if (inst < 0 || (unsigned)inst >= g->n_instances) {
+                if (g->n_instances > 0 || !g->has[m]) return false; /* MIG mode: instances only */
+                *ret = g->value[m];
+                return true;
+        }
+        const struct exp_gpu_instance *gi = &g->instances[inst];
+        switch (m) {
+        case EXP_FB_FREE:
+                *ret = gi->fb_free;
+                return gi->has_fb;
+        case EXP_FB_USED:
+                *ret = gi->fb_used;
+                return gi->has_fb;
+        case EXP_FB_RESERVED:
+                *ret = gi->fb_reserved;
+                return gi->has_fb_reserved;
+        case EXP_GPU_UTIL:
+        case EXP_MEM_COPY_UTIL:
+        case EXP_ENC_UTIL:
+        case EXP_DEC_UTIL:
+                return false; /* "not supported for MIG configurations" (dcgm-exporter #430, #105) */
+        default:
+                *ret = g->value[m];
+                return g->has[m];
+        }
+}
+
+/* Appends one series line of metric d for GPU g (instance inst, -1: the GPU) with value v. Returns nothing. */
+static void series_line(struct buf *b, const struct exp_metric_def *d, const struct exp_gpu *g, int inst,
+                        const struct buf *head, const struct buf *tail, double v) {
+        buf_puts(b, d->name);
+        buf_puts(b, "{");
+        buf_append(b, head->data, head->len);
+        if (inst >= 0) {
+                const struct exp_gpu_instance *gi = &g->instances[inst];
+                buf_puts(b, ",GPU_I_PROFILE=\"");
+                exp_escape_label(b, gi->profile);
+                buf_printf(b, "\",GPU_I_ID=\"%u\"", gi->id);
+        }
+        buf_append(b, tail->data, tail->len);
+        buf_puts(b, "} ");
+        exp_format_value(b, v, d->is_double);
+        buf_puts(b, "\n");
+}
+
 void exp_render_gpus(struct buf *b, const struct exp_sample *s, const struct exp_render_options *o) {
         if (s->n_gpus == 0) return;
-        /* Label sets once per GPU, then metric by metric. */
-        struct buf *labels = xcalloc(s->n_gpus, sizeof *labels);
+        /* Label sets once per GPU (the MIG labels go between head and tail), then metric by metric. */
+        struct buf *head = xcalloc(s->n_gpus, sizeof *head);
+        struct buf tail = { 0 };
+        gpu_labels_tail(&tail, s->driver_version, o);
         for (unsigned i = 0; i < s->n_gpus; i++)
-                if (s->gpus[i].sampled) gpu_labels(&labels[i], &s->gpus[i], s->driver_version, o);
+                if (s->gpus[i].sampled) gpu_labels_head(&head[i], &s->gpus[i]);
         for (unsigned m = 0; m < EXP_N_METRICS; m++) {
                 const struct exp_metric_def *d = &metric_defs[m];
                 bool any = false;
-                for (unsigned i = 0; i < s->n_gpus && !any; i++) any = s->gpus[i].sampled && s->gpus[i].has[m];
+                double v;
+                for (unsigned i = 0; i < s->n_gpus && !any; i++) {
+                        const struct exp_gpu *g = &s->gpus[i];
+                        any = exp_gpu_value(g, -1, m, &v);
+                        for (unsigned k = 0; k < g->n_instances && !any; k++) any = exp_gpu_value(g, (int)k, m, &v);
+                }
                 if (!any) continue;
                 buf_printf(b, "# HELP %s %s\n# TYPE %s %s\n", d->name, d->help, d->name, d->type);
                 for (unsigned i = 0; i < s->n_gpus; i++) {
                         const struct exp_gpu *g = &s->gpus[i];
-                        if (!g->sampled || !g->has[m]) continue;
-                        buf_puts(b, d->name);
-                        buf_puts(b, "{");
-                        buf_append(b, labels[i].data, labels[i].len);
-                        buf_puts(b, "} ");
-                        exp_format_value(b, g->value[m], d->is_double);
-                        buf_puts(b, "\n");
+                        if (exp_gpu_value(g, -1, m, &v)) series_line(b, d, g, -1, &head[i], &tail, v);
+                        for (unsigned k = 0; k < g->n_instances; k++)
+                                if (exp_gpu_value(g, (int)k, m, &v)) series_line(b, d, g, (int)k, &head[i], &tail, v);
                 }
         }
-        for (unsigned i = 0; i < s->n_gpus; i++) buf_free(&labels[i]);
-        free(labels);
+        for (unsigned i = 0; i < s->n_gpus; i++) buf_free(&head[i]);
+        buf_free(&tail);
+        free(head);
 }
 
 void exp_render_self(struct buf *b, const struct exp_sample *s, const struct exp_stats *st,

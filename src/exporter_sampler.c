@@ -10,6 +10,7 @@
 #include <sys/eventfd.h>
 #include <sys/wait.h>
 
+#include "nvml_probe.h"
 #include "promtext.h"
 
 /*
@@ -31,11 +32,21 @@
 #define MAX_GPUS 1024
 #define EVENT_WAIT_MS 500
 
+/* A GPU instance's profile name, resolved once per MIG device (its UUID changes when MIG is reconfigured). */
+struct known_profile {
+        char mig_uuid[NVML_DEVICE_UUID_V2_BUFFER_SIZE];
+        unsigned gi_id;
+        char profile[32];
+};
+
 struct known_gpu {
         bool identified;
         char uuid[NVML_DEVICE_UUID_V2_BUFFER_SIZE];
         char name[NVML_DEVICE_NAME_V2_BUFFER_SIZE];
         char pci_bus_id[NVML_DEVICE_PCI_BUS_ID_BUFFER_SIZE];
+        unsigned n_profiles; /* known_profile entries in use (a ring) */
+        unsigned next_profile;
+        struct known_profile profiles[EXP_MAX_GPU_INSTANCES];
 };
 
 struct exporter {
@@ -236,6 +247,165 @@ static void set_value(struct exp_gpu *g, enum exp_metric m, double v) {
         g->value[m] = v;
 }
 
+/* GPU slices of each NVML_GPU_INSTANCE_PROFILE_* index (the compute instance spanning the whole GPU
+ * instance names it: "3g.40gb", not "1c.3g.40gb"). */
+static const unsigned gi_profile_slices[NVML_GPU_INSTANCE_PROFILE_COUNT] = {
+        1, 2, 3, 4, 7, 8, 6, 1, 2, 1, 1, 2, 4, 1, 2, 1, 2, 3,
+};
+
+/* Returns the NVML_COMPUTE_INSTANCE_PROFILE_* index of a compute instance of `slices` slices, or -1. */
+static int ci_profile_for_slices(unsigned slices) {
+        switch (slices) {
+        case 1: return NVML_COMPUTE_INSTANCE_PROFILE_1_SLICE;
+        case 2: return NVML_COMPUTE_INSTANCE_PROFILE_2_SLICE;
+        case 3: return NVML_COMPUTE_INSTANCE_PROFILE_3_SLICE;
+        case 4: return NVML_COMPUTE_INSTANCE_PROFILE_4_SLICE;
+        case 6: return NVML_COMPUTE_INSTANCE_PROFILE_6_SLICE;
+        case 7: return NVML_COMPUTE_INSTANCE_PROFILE_7_SLICE;
+        case 8: return NVML_COMPUTE_INSTANCE_PROFILE_8_SLICE;
+        default: return -1;
+        }
+}
+
+/*
+ * Names GPU instance gi_id of GPU dev (MIG device mdev belongs to it) as go-nvlib names profiles: the
+ * profile found through nvmlDeviceGetGpuInstanceById, nvmlGpuInstanceGetInfo and the profile table;
+ * when that lookup is refused (it needs privileges), from the MIG device's attributes alone (without a
+ * +me/-me suffix). Returns 0 with the name in buf ("" when neither worked), or -ECANCELED when the
+ * worker was abandoned.
+ */
+static int gpu_instance_profile(struct worker_arg *w, struct nvml_lib *lib, unsigned i, nvmlDevice_t dev,
+                                nvmlDevice_t mdev, unsigned gi_id, uint64_t mig_memory_mb, uint64_t gpu_memory,
+                                char *buf, size_t size) {
+        const nvmlReturn_t NS = NVML_ERROR_NOT_SUPPORTED;
+        nvmlReturn_t rc;
+        buf[0] = 0;
+        nvmlDeviceAttributes_t a;
+        memset(&a, 0, sizeof a);
+        NVCALL(w, CALL_ATTRIBUTES, (int)i, rc, lib->nvmlDeviceGetAttributes ? lib->nvmlDeviceGetAttributes(mdev, &a) : NS);
+        bool have_attributes = rc == NVML_SUCCESS;
+        if (have_attributes && a.memorySizeMB) mig_memory_mb = a.memorySizeMB;
+
+        nvmlGpuInstance_t gi = NULL;
+        NVCALL(w, CALL_GPU_INSTANCE_BY_ID, (int)i, rc,
+               lib->nvmlDeviceGetGpuInstanceById ? lib->nvmlDeviceGetGpuInstanceById(dev, gi_id, &gi) : NS);
+        nvmlGpuInstanceInfo_t gii;
+        memset(&gii, 0, sizeof gii);
+        if (rc == NVML_SUCCESS)
+                NVCALL(w, CALL_GPU_INSTANCE_INFO, (int)i, rc, lib->nvmlGpuInstanceGetInfo ? lib->nvmlGpuInstanceGetInfo(gi, &gii) : NS);
+        for (unsigned p = 0; rc == NVML_SUCCESS && p < NVML_GPU_INSTANCE_PROFILE_COUNT; p++) {
+                nvmlGpuInstanceProfileInfo_t pi;
+                memset(&pi, 0, sizeof pi);
+                nvmlReturn_t prc;
+                NVCALL(w, CALL_GPU_INSTANCE_PROFILE_INFO, (int)i, prc,
+                       lib->nvmlDeviceGetGpuInstanceProfileInfo ? lib->nvmlDeviceGetGpuInstanceProfileInfo(dev, p, &pi) : NS);
+                if (prc != NVML_SUCCESS || pi.id != gii.profileId) continue;
+                int ci = ci_profile_for_slices(gi_profile_slices[p]);
+                if (ci >= 0 && nvml_mig_profile_name(p, (unsigned)ci, mig_memory_mb, gpu_memory, buf, size) == 0) return 0;
+                break;
+        }
+        if (have_attributes) {
+                struct nvml_mig_attributes ma = { .gi_slices = a.gpuInstanceSliceCount, .ci_slices = a.gpuInstanceSliceCount,
+                                                  .memory_mb = mig_memory_mb };
+                if (nvml_mig_name_from_attributes(&ma, gpu_memory, buf, size) < 0) buf[0] = 0;
+        }
+        return 0;
+}
+
+/*
+ * On a GPU in MIG mode, reads its GPU instances into g->instances: each instance's id, profile name and
+ * framebuffer (from the first MIG device of the instance: its compute instances share the memory).
+ * Nothing when MIG mode is off or the MIG devices cannot be listed (the GPU is then reported as a
+ * whole, as dcgm-exporter does with no GPU instance). Returns 0, or -ECANCELED when the worker was abandoned.
+ */
+static int sample_gpu_instances(struct worker_arg *w, struct nvml_lib *lib, struct exp_gpu *g, nvmlDevice_t dev,
+                                uint64_t gpu_memory) {
+        struct exporter *e = w->e;
+        const nvmlReturn_t NS = NVML_ERROR_NOT_SUPPORTED;
+        unsigned i = g->index;
+        nvmlReturn_t rc;
+        unsigned cur = 0, pend = 0, max = 0;
+        NVCALL(w, CALL_MIG_MODE, (int)i, rc, lib->nvmlDeviceGetMigMode ? lib->nvmlDeviceGetMigMode(dev, &cur, &pend) : NS);
+        if (rc != NVML_SUCCESS || cur != NVML_DEVICE_MIG_ENABLE) return 0;
+        NVCALL(w, CALL_MIG_MAX_COUNT, (int)i, rc,
+               lib->nvmlDeviceGetMaxMigDeviceCount ? lib->nvmlDeviceGetMaxMigDeviceCount(dev, &max) : NS);
+        if (rc != NVML_SUCCESS) return 0;
+        unsigned n = 0;
+        for (unsigned k = 0; k < max && k < 64; k++) {
+                nvmlDevice_t mdev = NULL;
+                NVCALL(w, CALL_MIG_HANDLE, (int)i, rc,
+                       lib->nvmlDeviceGetMigDeviceHandleByIndex ? lib->nvmlDeviceGetMigDeviceHandleByIndex(dev, k, &mdev) : NS);
+                if (rc == NVML_ERROR_NOT_FOUND) continue;
+                if (rc != NVML_SUCCESS) {
+                        n = 0; /* a partial list would hide instances: report the GPU whole */
+                        break;
+                }
+                unsigned gi_id = 0;
+                NVCALL(w, CALL_GPU_INSTANCE_ID, (int)i, rc,
+                       lib->nvmlDeviceGetGpuInstanceId ? lib->nvmlDeviceGetGpuInstanceId(mdev, &gi_id) : NS);
+                if (rc != NVML_SUCCESS) continue;
+                bool seen = false;
+                for (unsigned j = 0; j < n && !seen; j++) seen = g->instances[j].id == gi_id;
+                if (seen || n == EXP_MAX_GPU_INSTANCES) continue; /* another compute instance of the same GPU instance */
+                struct exp_gpu_instance *gi = &g->instances[n++];
+                memset(gi, 0, sizeof *gi);
+                gi->id = gi_id;
+
+                uint64_t mig_total = 0;
+                rc = NVML_ERROR_FUNCTION_NOT_FOUND;
+                if (lib->nvmlDeviceGetMemoryInfo_v2) {
+                        nvmlMemory_v2_t m = { .version = nvmlMemory_v2 };
+                        NVCALL(w, CALL_MEMORY_INFO, (int)i, rc, lib->nvmlDeviceGetMemoryInfo_v2(mdev, &m));
+                        if (rc == NVML_SUCCESS) {
+                                mig_total = m.total;
+                                gi->has_fb = gi->has_fb_reserved = true;
+                                gi->fb_free = (double)(m.free >> 20);
+                                gi->fb_used = (double)(m.used >> 20);
+                                gi->fb_reserved = (double)(m.reserved >> 20);
+                        }
+                }
+                if ((rc == NVML_ERROR_FUNCTION_NOT_FOUND || rc == NVML_ERROR_ARGUMENT_VERSION_MISMATCH) && lib->nvmlDeviceGetMemoryInfo) {
+                        nvmlMemory_t m = { 0 };
+                        NVCALL(w, CALL_MEMORY_INFO, (int)i, rc, lib->nvmlDeviceGetMemoryInfo(mdev, &m));
+                        if (rc == NVML_SUCCESS) {
+                                mig_total = m.total;
+                                gi->has_fb = true;
+                                gi->fb_free = (double)(m.free >> 20);
+                                gi->fb_used = (double)(m.used >> 20);
+                        }
+                }
+
+                /* The profile name: known from an earlier sample by the MIG device's UUID, else looked up. */
+                char mig_uuid[NVML_DEVICE_UUID_V2_BUFFER_SIZE] = "";
+                NVCALL(w, CALL_UUID, (int)i, rc, lib->nvmlDeviceGetUUID ? lib->nvmlDeviceGetUUID(mdev, mig_uuid, sizeof mig_uuid) : NS);
+                if (rc != NVML_SUCCESS) mig_uuid[0] = 0;
+                bool known = false;
+                pthread_mutex_lock(&e->lock);
+                struct known_gpu *kg = &e->known[i];
+                for (unsigned j = 0; mig_uuid[0] && j < kg->n_profiles && !known; j++)
+                        if (kg->profiles[j].gi_id == gi_id && strcmp(kg->profiles[j].mig_uuid, mig_uuid) == 0) {
+                                memcpy(gi->profile, kg->profiles[j].profile, sizeof gi->profile);
+                                known = true;
+                        }
+                pthread_mutex_unlock(&e->lock);
+                if (known) continue;
+                int r = gpu_instance_profile(w, lib, i, dev, mdev, gi_id, mig_total >> 20, gpu_memory, gi->profile,
+                                             sizeof gi->profile);
+                if (r < 0) return r;
+                if (!mig_uuid[0] || !gi->profile[0]) continue; /* not kept: asked again next sample */
+                pthread_mutex_lock(&e->lock);
+                struct known_profile *kp = &kg->profiles[kg->next_profile];
+                kg->next_profile = (kg->next_profile + 1) % EXP_MAX_GPU_INSTANCES;
+                if (kg->n_profiles < EXP_MAX_GPU_INSTANCES) kg->n_profiles++;
+                memcpy(kp->mig_uuid, mig_uuid, sizeof kp->mig_uuid);
+                kp->gi_id = gi_id;
+                memcpy(kp->profile, gi->profile, sizeof kp->profile);
+                pthread_mutex_unlock(&e->lock);
+        }
+        g->n_instances = n;
+        return 0;
+}
+
 /*
  * Reads every series of GPU g->index. Returns 0 (also when the GPU failed: g says why), -ECANCELED
  * when the worker was abandoned, or -ENODEV when the driver went away (NVML must be initialised again).
@@ -330,11 +500,13 @@ static int sample_gpu(struct worker_arg *w, struct nvml_lib *lib, struct exp_gpu
         if (rc == NVML_SUCCESS) set_value(g, EXP_DEC_UTIL, u);
 
         /* Framebuffer in MiB as DCGM reports it; reserved only from the v2 struct. */
+        uint64_t memory_total = 0;
         rc = NVML_ERROR_FUNCTION_NOT_FOUND;
         if (lib->nvmlDeviceGetMemoryInfo_v2) {
                 nvmlMemory_v2_t m = { .version = nvmlMemory_v2 };
                 NVCALL(w, CALL_MEMORY_INFO, (int)i, rc, lib->nvmlDeviceGetMemoryInfo_v2(dev, &m));
                 if (rc == NVML_SUCCESS) {
+                        memory_total = m.total;
                         set_value(g, EXP_FB_FREE, (double)(m.free >> 20));
                         set_value(g, EXP_FB_USED, (double)(m.used >> 20));
                         set_value(g, EXP_FB_RESERVED, (double)(m.reserved >> 20));
@@ -344,6 +516,7 @@ static int sample_gpu(struct worker_arg *w, struct nvml_lib *lib, struct exp_gpu
                 nvmlMemory_t m = { 0 };
                 NVCALL(w, CALL_MEMORY_INFO, (int)i, rc, lib->nvmlDeviceGetMemoryInfo(dev, &m));
                 if (rc == NVML_SUCCESS) {
+                        memory_total = m.total;
                         set_value(g, EXP_FB_FREE, (double)(m.free >> 20));
                         set_value(g, EXP_FB_USED, (double)(m.used >> 20));
                 }
@@ -357,6 +530,9 @@ static int sample_gpu(struct worker_arg *w, struct nvml_lib *lib, struct exp_gpu
                 set_value(g, EXP_ROW_REMAP_FAILURE, failure ? 1 : 0);
         }
         if (xid_on) set_value(g, EXP_XID_ERRORS, xid > 0 ? (double)xid : 0);
+
+        int r = sample_gpu_instances(w, lib, g, dev, memory_total);
+        if (r < 0) return r;
         return 0;
 
 lost:

@@ -134,6 +134,23 @@ static void add_containers(struct kube_pod_info *p, const json_t *arr, bool init
         }
 }
 
+/* Returns true when a container of the array asks for an nvidia.com/ resource in its limits or requests. */
+static bool requests_nvidia(const json_t *containers) {
+        size_t i;
+        const json_t *c;
+        json_array_foreach(containers, i, c) {
+                const json_t *res = json_object_get(c, "resources");
+                const char *const parts[] = {"limits", "requests"};
+                for (size_t k = 0; k < 2; k++) {
+                        const char *key;
+                        const json_t *v;
+                        json_object_foreach((json_t *)json_object_get(res, parts[k]), key, v)
+                                if (startswith(key, "nvidia.com/")) return true;
+                }
+        }
+        return false;
+}
+
 int kube_pod_list_parse(const json_t *list, struct kube_pod_info **ret, size_t *ret_n) {
         const json_t *items = json_object_get(list, "items");
         *ret = NULL;
@@ -157,7 +174,11 @@ int kube_pod_list_parse(const json_t *list, struct kube_pod_info **ret, size_t *
                 p.message = str_member(st, "message");
                 const json_t *c;
                 p.ready = condition(json_object_get(st, "conditions"), "Ready", &c);
-                p.n_init_spec = json_array_size(json_object_get(json_object_get(it, "spec"), "initContainers"));
+                const json_t *spec = json_object_get(it, "spec");
+                p.n_init_spec = json_array_size(json_object_get(spec, "initContainers"));
+                p.runtime_class = str_member(spec, "runtimeClassName");
+                p.requests_gpu = requests_nvidia(json_object_get(spec, "containers")) ||
+                                 requests_nvidia(json_object_get(spec, "initContainers"));
                 add_containers(&p, json_object_get(st, "initContainerStatuses"), true);
                 add_containers(&p, json_object_get(st, "containerStatuses"), false);
                 pods = xrealloc(pods, (n + 1) * sizeof *pods);
@@ -175,6 +196,7 @@ void kube_pod_info_free(struct kube_pod_info *pods, size_t n) {
                 free(p->name);
                 free(p->phase);
                 free(p->pod_ip);
+                free(p->runtime_class);
                 free(p->reason);
                 free(p->message);
                 kv_free(p->labels, p->n_labels);

@@ -46,6 +46,8 @@ struct kube_pod_info {
         struct kube_container *containers; /* init containers first, then the others */
         size_t n_containers;
         size_t n_init_spec;           /* init containers in spec (statuses may be missing) */
+        char *runtime_class;          /* spec.runtimeClassName, NULL when unset */
+        bool requests_gpu;            /* a container's limits or requests name an nvidia.com/ resource */
 };
 
 /* Fills *ret from a Node object. Returns 0, or -EBADMSG when node is not a JSON object with

@@ -255,6 +255,22 @@ static void probe_endpoint(const char *flag, const char *flag_name, enum kube_po
         free(body);
 }
 
+int kube_probe_option(int c, const char *arg, struct kube_probe_options *opts, char **ret_error) {
+        switch (c) {
+        case 'K': opts->kubeconfig = arg; return 1;
+        case 'T':
+                if (kube_timeout_parse(arg, &opts->timeout_ms) < 0) {
+                        *ret_error = xasprintf("--timeout must be 1..600 s (\"5\", \"5s\" or \"500ms\"), not '%s'", arg);
+                        return -EINVAL;
+                }
+                return 1;
+        case 'O': opts->operator_namespace = arg; return 1;
+        case 'D': opts->dcgm_url = arg; return 1;
+        case 'E': opts->node_exporter_url = arg; return 1;
+        default: return 0;
+        }
+}
+
 struct kube_facts *probe_kube(const struct kube_probe_options *opts, const char *hostname) {
         struct kube_facts *k = xcalloc(1, sizeof *k);
         probe_kubelet(&k->kubelet);

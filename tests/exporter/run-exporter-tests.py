@@ -51,6 +51,24 @@ def description(n, lost=(), block=None, errors=None):
     return d
 
 
+def mig_description():
+    """The fake's MIG description (GPU 0: four GPU instances, one with two compute instances, one whose
+    attributes fail, one whose profile lookup is refused; GPU 1: one 7g; GPU 2: the MIG walk fails; GPU 3:
+    MIG on with no devices; GPU 4: MIG off), with a temperature on every GPU."""
+    here = os.path.dirname(os.path.abspath(__file__))
+    with open(os.path.join(here, "..", "fake-nvml", "testdata", "mig.json")) as f:
+        d = json.load(f)
+    for i, g in enumerate(d["gpus"]):
+        g["temperature"] = 40 + i
+        g["utilization"] = {"gpu": 7, "memory": 1}
+    return d
+
+
+# (gpu, GPU_I_ID, GPU_I_PROFILE) of every GPU instance in mig_description(), as dcgm-exporter labels them.
+MIG_INSTANCES = {("0", "2", "3g.40gb"), ("0", "3", "2g.20gb"), ("0", "9", "1g.10gb"), ("0", "10", "1g.10gb"),
+                 ("1", "0", "7g.80gb")}
+
+
 def write_desc(path, d):
     tmp = path + ".new"
     with open(tmp, "w") as f:
@@ -163,14 +181,40 @@ def test_promtool_and_http():
     check(stop(p) == 0, "SIGTERM: clean exit 0")
 
 
+def test_mig():
+    p, base, _ = start_exporter("mig", mig_description(), "--check-interval", "0")
+    text = wait_for(lambda: (lambda t: t if "GPU_I_ID" in t else None)(metrics(base)), 10) or metrics(base)
+    check("DCGM_FI_DEV_FB_USED{gpu=\"0\",UUID=\"GPU-10000000-1111-2222-3333-444455556666\",pci_bus_id=\"00000000:07:00.0\","
+          "device=\"nvidia0\",modelName=\"NVIDIA A100-SXM4-80GB\",GPU_I_PROFILE=\"3g.40gb\",GPU_I_ID=\"2\","
+          "Hostname=\"test-node\",DCGM_FI_DRIVER_VERSION=\"550.90.07\"} 13" in text, "MIG line layout and label order")
+    temp = [l for l in text.splitlines() if l.startswith("DCGM_FI_DEV_GPU_TEMP{")]
+    got = {(l.split('gpu="')[1].split('"')[0], l.split('GPU_I_ID="')[1].split('"')[0],
+            l.split('GPU_I_PROFILE="')[1].split('"')[0]) for l in temp if "GPU_I_ID" in l}
+    check(got == MIG_INSTANCES, "one series per GPU instance (two compute instances of GI 2 count once): %s" % sorted(got))
+    check(not any(l.startswith('DCGM_FI_DEV_GPU_TEMP{gpu="0"') and "GPU_I_ID" not in l for l in temp),
+          "no series for a MIG GPU as a whole")
+    check({l.split('gpu="')[1].split('"')[0] for l in temp if "GPU_I_ID" not in l} == {"2", "3", "4"},
+          "whole-GPU series where MIG is off, has no devices, or cannot be listed")
+    check(value(text, 'DCGM_FI_DEV_FB_FREE{gpu="1"') == 81139 and value(text, 'DCGM_FI_DEV_GPU_TEMP{gpu="1"') == 41,
+          "framebuffer from the GPU instance, temperature from its GPU")
+    check(not any(l.startswith("DCGM_FI_DEV_GPU_UTIL{") and "GPU_I_ID" in l for l in text.splitlines()),
+          "no utilization series on GPU instances")
+    r = subprocess.run(["promtool", "check", "metrics"], input=text.encode(), capture_output=True, timeout=30)
+    out = (r.stdout + r.stderr).decode()
+    bad = [l for l in out.splitlines() if l.strip() and not (l.startswith("DCGM_FI_") and any(k in l for k in DCGM_LINT))]
+    check(r.returncode in (0, 3) and not bad, "promtool check metrics with MIG series: %s" % bad[:3])
+    check(stop(p) == 0, "SIGTERM: clean exit 0")
+
+
 def test_prometheus():
     exps = {n: start_exporter("prom%d" % n, description(n), "--check-interval", "0") for n in (8, 64)}
+    exps["mig"] = start_exporter("prommig", mig_description(), "--check-interval", "0")
     port = free_port()
     cfg = os.path.join(TMP, "prometheus.yml")
     with open(cfg, "w") as f:
         f.write("global:\n  scrape_interval: 1s\n  scrape_timeout: 1s\nscrape_configs:\n")
         for n, (_, base, _) in exps.items():
-            f.write("  - job_name: e%d\n    static_configs:\n      - targets: ['%s']\n" % (n, base[len("http://"):]))
+            f.write("  - job_name: e%s\n    static_configs:\n      - targets: ['%s']\n" % (n, base[len("http://"):]))
     log = open(os.path.join(TMP, "prometheus.log"), "w")
     prom = subprocess.Popen(["/usr/bin/prometheus", "--config.file", cfg, "--storage.tsdb.path", os.path.join(TMP, "tsdb"),
                              "--web.listen-address", "127.0.0.1:%d" % port], stdout=log, stderr=log)
@@ -187,9 +231,21 @@ def test_prometheus():
         want = {uuid(i) for i in range(n)}
         got = wait_for(lambda: uuids("e%d" % n) == want, 40)
         check(got, "Prometheus has a series for each of %d GPU UUIDs (%d found)" % (n, len(uuids("e%d" % n))))
+
+    def instances():
+        q = urllib.parse.quote('DCGM_FI_DEV_FB_USED{job="emig",GPU_I_ID!=""}')
+        try:
+            body = get("http://127.0.0.1:%d/api/v1/query?query=%s" % (port, q), timeout=2)[2]
+            return {(r["metric"]["gpu"], r["metric"]["GPU_I_ID"], r["metric"]["GPU_I_PROFILE"])
+                    for r in json.loads(body)["data"]["result"]}
+        except Exception:
+            return set()
+    check(wait_for(lambda: instances() == MIG_INSTANCES, 40), "Prometheus has the MIG series of every GPU instance (%s)"
+          % sorted(instances()))
     q = urllib.parse.quote('up{job=~"e.*"}')
     body = get("http://127.0.0.1:%d/api/v1/query?query=%s" % (port, q))[2]
-    check(all(r["value"][1] == "1" for r in json.loads(body)["data"]["result"]), "both targets up")
+    res = json.loads(body)["data"]["result"]
+    check(len(res) == 3 and all(r["value"][1] == "1" for r in res), "all three targets up")
     stop(prom)
     for p, _, _ in exps.values():
         stop(p)
@@ -394,7 +450,7 @@ def main():
     signal.signal(signal.SIGALRM, lambda *_: (_ for _ in ()).throw(TimeoutError("suite took too long")))
     signal.alarm(240)
     try:
-        for t in (test_promtool_and_http, test_prometheus, test_lost_and_driver, test_blocking, test_absent, test_hostile,
+        for t in (test_promtool_and_http, test_mig, test_prometheus, test_lost_and_driver, test_blocking, test_absent, test_hostile,
                   test_check_child, test_http_protocol):
             print("# " + t.__name__, flush=True)
             try:

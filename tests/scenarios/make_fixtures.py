@@ -37,8 +37,17 @@ class Node:
         self.name = name
         self.dir = os.path.join(HERE, name)
         self.root = os.path.join(self.dir, "root")
+        # Everything of the scenario is written anew but its expected reports, which
+        # tests/run-scenarios.sh --update writes (and a person reviews).
         if os.path.exists(self.dir):
-            shutil.rmtree(self.dir)
+            for entry in os.listdir(self.dir):
+                if entry.startswith("expected."):
+                    continue
+                path = os.path.join(self.dir, entry)
+                if os.path.isdir(path) and not os.path.islink(path):
+                    shutil.rmtree(path)
+                else:
+                    os.remove(path)
         os.makedirs(self.root)
         self.modules = []
         self.kmsg = []
@@ -266,6 +275,33 @@ class Node:
                        self.cri_runtimes(version, binary, default, cdi=cdi))
         self.write("etc/containerd/config.toml", head + body)
         self.daemon(pid, "containerd", ["/usr/bin/containerd"], btime=btime)
+
+    def crio(self, patched=True, default=None, btime=BTIME_AFTER, pid=905, binary="/usr/bin/nvidia-container-runtime"):
+        """CRI-O as packaged since 1.29 (its settings in crio.conf.d/10-crio.conf, crun the default runtime) and, when
+        patched, the drop-in `nvidia-ctk runtime configure --runtime=crio` writes (pkg/config/engine/crio): the low-level
+        runtime's options copied, runtime_path and runtime_type = "oci", default_runtime only with --set-as-default."""
+        self.executable("usr/bin/crio")
+        self.executable("usr/bin/crun")
+        self.executable("usr/libexec/crio/conmon")
+        self.write("etc/crio/crio.conf.d/10-crio.conf",
+                   '[crio.image]\nsignature_policy = "/etc/crio/policy.json"\n\n[crio.runtime]\ndefault_runtime = "crun"\n\n'
+                   '[crio.runtime.runtimes.crun]\nruntime_path = "/usr/libexec/crio/crun"\nruntime_root = "/run/crun"\n'
+                   'monitor_path = "/usr/libexec/crio/conmon"\nallowed_annotations = [\n    "io.containers.trace-syscall",\n]\n\n'
+                   '[crio.runtime.runtimes.runc]\nruntime_path = "/usr/libexec/crio/runc"\nruntime_root = "/run/runc"\n'
+                   'monitor_path = "/usr/libexec/crio/conmon"\n')
+        self.executable("usr/libexec/crio/crun")
+        self.executable("usr/libexec/crio/runc")
+        if patched:
+            t = ""
+            if default:
+                t += '\n[crio]\n\n  [crio.runtime]\n    default_runtime = "%s"\n\n    [crio.runtime.runtimes]\n' % default
+            else:
+                t += '\n[crio]\n\n  [crio.runtime]\n\n    [crio.runtime.runtimes]\n'
+            t += ('\n      [crio.runtime.runtimes.nvidia]\n        allowed_annotations = ["io.containers.trace-syscall"]\n'
+                  '        monitor_path = "/usr/libexec/crio/conmon"\n        runtime_path = "%s"\n'
+                  '        runtime_root = "/run/crun"\n        runtime_type = "oci"\n' % binary)
+            self.write("etc/crio/crio.conf.d/99-nvidia.conf", t)
+        self.daemon(pid, "crio", ["/usr/bin/crio"], btime=btime)
 
     def cdi_spec(self, path="var/run/cdi/nvidia.yaml", version=DRIVER, host_version=DRIVER):
         """A spec as `nvidia-ctk cdi generate` writes it for the node's GPUs and driver `version`; the host
@@ -501,6 +537,53 @@ def main():
 
     layer2_scenarios()
     k8s_fixtures.scenarios(hgx, Node, l4_node)
+    default_runtime_scenarios()
+
+
+def runtime_class_node(name):
+    """An HGX node in a cluster whose containerd was patched without --set-as-default: nvidia defined, runc the default."""
+    n = hgx(name, runtime=False)
+    n.toolkit()
+    n.containerd(version=2, default="runc")
+    n.cdi_spec()
+    n.validations(".driver-ctr-ready", "driver-ready", "toolkit-ready", "cuda-ready", "plugin-ready")
+    k8s_fixtures.kubelet_files(n)
+    n.nvml_doc()
+    return n
+
+
+def gpu_workload(n, runtime_class=None):
+    """A training pod that asks for all eight GPUs, with or without runtimeClassName."""
+    p = k8s_fixtures.pod(n, "trainer-0", "ml", {"app": "trainer"},
+                         [k8s_fixtures.running("trainer", "nvcr.io/nvidia/pytorch:24.10-py3")], owner="StatefulSet")
+    p["spec"]["containers"][0]["resources"] = {"limits": {"nvidia.com/gpu": "8"}, "requests": {"nvidia.com/gpu": "8"}}
+    if runtime_class:
+        p["spec"]["runtimeClassName"] = runtime_class
+    return p
+
+
+def default_runtime_scenarios():
+    kf = k8s_fixtures
+    # runc is containerd's default, CDI is off, and the GPU pod on the node sets no runtimeClassName: it gets no GPU.
+    n = runtime_class_node("k8s-default-runtime-runc")
+    pods = kf.operator_pods(n) + kf.other_pods(n) + [gpu_workload(n)]
+    n.finish(kf.serve(n, kf.api_docs(n, kf.node_object(n), pods), kf.healthy_metrics(n), args=kf.urls()))
+
+    # runc is the default but the GPU Operator's pods and the GPU pod select nvidia by RuntimeClass (fine); the device
+    # plugin hands out CDI devices (its own spec in /var/run/cdi) while containerd 1.7's enable_cdi is false.
+    n = runtime_class_node("k8s-runtimeclass-cdi-off")
+    n.containerd(version=2, default="runc", cdi=False)
+    pods = kf.operator_pods(n) + kf.other_pods(n) + [gpu_workload(n, "nvidia")]
+    for p in pods:
+        if p["metadata"]["namespace"] == kf.OP:
+            p["spec"]["runtimeClassName"] = "nvidia"
+    spec = {"cdiVersion": "0.5.0", "kind": "k8s.device-plugin.nvidia.com/gpu",
+            "devices": [{"name": g["uuid"], "containerEdits": {"deviceNodes": [{"path": "/dev/nvidia%d" % g["index"]}]}}
+                        for g in n.gpus],
+            "containerEdits": {"env": ["NVIDIA_VISIBLE_DEVICES=void"],
+                               "deviceNodes": [{"path": "/dev/nvidiactl"}, {"path": "/dev/nvidia-uvm"}]}}
+    n.write("var/run/cdi/k8s.device-plugin.nvidia.com-gpu.json", json.dumps(spec) + "\n")
+    n.finish(kf.serve(n, kf.api_docs(n, kf.node_object(n), pods), kf.healthy_metrics(n), args=kf.urls()))
 
 
 def l4_node(name, driver=True):
@@ -593,6 +676,20 @@ def layer2_scenarios():
     n.containerd(version=2)
     n.cdi_spec()
     n.validations(".driver-ctr-ready")
+    n.finish()
+
+    # CRI-O 1.31 patched by `nvidia-ctk runtime configure --runtime=crio` (no --set-as-default): the drop-in
+    # 99-nvidia.conf defines nvidia; crun stays the default, and without the cluster's answers gpunode cannot tell
+    # whether GPU pods select nvidia by RuntimeClass (it passes, saying so).
+    n = l4_node("crio-dropin-patched")
+    n.toolkit()
+    n.crio()
+    n.finish()
+
+    # CRI-O installed and running, the toolkit installed, but the drop-in was never written.
+    n = l4_node("crio-not-patched")
+    n.toolkit()
+    n.crio(patched=False)
     n.finish()
 
     # Bad input: a TOML error in the drop-in; the check names file, line and column.

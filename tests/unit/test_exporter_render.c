@@ -104,6 +104,85 @@ static void test_gpu_lines(void **state) {
         buf_free(&b);
 }
 
+/* A GPU in MIG mode: one line per GPU instance, GPU_I_PROFILE and GPU_I_ID between modelName and Hostname. */
+static void test_mig_lines(void **state) {
+        (void)state;
+        struct exp_gpu g[2];
+        memset(g, 0, sizeof g);
+        for (unsigned i = 0; i < 2; i++) {
+                g[i].index = i;
+                g[i].identified = g[i].sampled = true;
+                snprintf(g[i].uuid, sizeof g[i].uuid, "GPU-%u", i);
+                snprintf(g[i].pci_bus_id, sizeof g[i].pci_bus_id, "00000000:1%u:00.0", i);
+                snprintf(g[i].name, sizeof g[i].name, "NVIDIA A100-SXM4-80GB");
+                g[i].has[EXP_GPU_TEMP] = g[i].has[EXP_FB_FREE] = g[i].has[EXP_FB_USED] = g[i].has[EXP_GPU_UTIL] = true;
+                g[i].value[EXP_GPU_TEMP] = 30 + i;
+                g[i].value[EXP_FB_FREE] = 81000;
+                g[i].value[EXP_FB_USED] = 3;
+                g[i].value[EXP_GPU_UTIL] = 50;
+        }
+        /* GPU 0: two GPU instances, the second without a known profile or memory. GPU 1: MIG off. */
+        g[0].n_instances = 2;
+        g[0].instances[0] = (struct exp_gpu_instance){ .id = 2, .profile = "3g.40gb", .has_fb = true, .fb_free = 40179, .fb_used = 13 };
+        g[0].instances[1] = (struct exp_gpu_instance){ .id = 9, .profile = "" };
+        struct exp_sample s = { .nvml_up = true, .n_gpus = 2, .gpus = g };
+        snprintf(s.driver_version, sizeof s.driver_version, "550.90.07");
+        struct exp_render_options o = { .hostname = "node-1", .hostname_label = "Hostname" };
+        struct buf b = { 0 };
+        exp_render_gpus(&b, &s, &o);
+        const char *head0 = "{gpu=\"0\",UUID=\"GPU-0\",pci_bus_id=\"00000000:10:00.0\",device=\"nvidia0\","
+                            "modelName=\"NVIDIA A100-SXM4-80GB\",";
+        char want[512];
+        /* GPU-wide values repeat on each instance, labels in dcgm-exporter's order. */
+        snprintf(want, sizeof want, "DCGM_FI_DEV_GPU_TEMP%sGPU_I_PROFILE=\"3g.40gb\",GPU_I_ID=\"2\",Hostname=\"node-1\","
+                 "DCGM_FI_DRIVER_VERSION=\"550.90.07\"} 30\n", head0);
+        assert_non_null(strstr(b.data, want));
+        snprintf(want, sizeof want, "DCGM_FI_DEV_GPU_TEMP%sGPU_I_PROFILE=\"\",GPU_I_ID=\"9\",Hostname=\"node-1\","
+                 "DCGM_FI_DRIVER_VERSION=\"550.90.07\"} 30\n", head0);
+        assert_non_null(strstr(b.data, want));
+        /* The framebuffer is the instance's own; an instance without memory has none. */
+        snprintf(want, sizeof want, "DCGM_FI_DEV_FB_FREE%sGPU_I_PROFILE=\"3g.40gb\",GPU_I_ID=\"2\",Hostname=\"node-1\","
+                 "DCGM_FI_DRIVER_VERSION=\"550.90.07\"} 40179\n", head0);
+        assert_non_null(strstr(b.data, want));
+        assert_null(strstr(b.data, "GPU_I_ID=\"9\",Hostname=\"node-1\",DCGM_FI_DRIVER_VERSION=\"550.90.07\"} 81000"));
+        assert_null(strstr(b.data, "GPU_I_ID=\"2\",Hostname=\"node-1\",DCGM_FI_DRIVER_VERSION=\"550.90.07\"} 81000"));
+        /* No series for the MIG GPU as a whole, and no utilization on instances; GPU 1 keeps both. */
+        snprintf(want, sizeof want, "DCGM_FI_DEV_GPU_TEMP%sHostname=", head0);
+        assert_null(strstr(b.data, want));
+        assert_null(strstr(b.data, "DCGM_FI_DEV_GPU_UTIL{gpu=\"0\""));
+        assert_non_null(strstr(b.data,
+                "DCGM_FI_DEV_GPU_UTIL{gpu=\"1\",UUID=\"GPU-1\",pci_bus_id=\"00000000:11:00.0\",device=\"nvidia1\","
+                "modelName=\"NVIDIA A100-SXM4-80GB\",Hostname=\"node-1\",DCGM_FI_DRIVER_VERSION=\"550.90.07\"} 50\n"));
+        /* One HELP per metric, whatever the mix. */
+        const char *p = strstr(b.data, "# HELP DCGM_FI_DEV_GPU_TEMP ");
+        assert_non_null(p);
+        assert_null(strstr(p + 1, "# HELP DCGM_FI_DEV_GPU_TEMP "));
+        struct promtext_gpu_summary sum = { 0 };
+        struct promtext_error err;
+        assert_int_equal(promtext_gpu_summary_parse(b.data, b.len, &sum, &err), 0);
+        assert_int_equal(sum.n_gpus, 2);
+        promtext_gpu_summary_free(&sum);
+        buf_free(&b);
+
+        /* The value accessor: instances take the GPU's values except framebuffer and utilization. */
+        double v = 0;
+        assert_false(exp_gpu_value(&g[0], -1, EXP_GPU_TEMP, &v));
+        assert_true(exp_gpu_value(&g[0], 0, EXP_GPU_TEMP, &v));
+        assert_true(v == 30);
+        assert_true(exp_gpu_value(&g[0], 0, EXP_FB_USED, &v));
+        assert_true(v == 13);
+        assert_false(exp_gpu_value(&g[0], 0, EXP_FB_RESERVED, &v));
+        assert_false(exp_gpu_value(&g[0], 1, EXP_FB_FREE, &v));
+        assert_false(exp_gpu_value(&g[0], 0, EXP_GPU_UTIL, &v));
+        assert_true(exp_gpu_value(&g[1], -1, EXP_GPU_UTIL, &v));
+        assert_true(v == 50);
+        /* A lowercase hostname label (dcgm-exporter >= 4.8) keeps its place after the MIG labels. */
+        o.hostname_label = "hostname";
+        exp_render_gpus(&b, &s, &o);
+        assert_non_null(strstr(b.data, "GPU_I_PROFILE=\"3g.40gb\",GPU_I_ID=\"2\",hostname=\"node-1\",DCGM_FI_DRIVER_VERSION="));
+        buf_free(&b);
+}
+
 static void test_gzip_framing(void **state) {
         (void)state;
         const char page[] = "# TYPE a gauge\na 1\n", tail[] = "b 2\n";
@@ -136,6 +215,7 @@ int main(void) {
                 cmocka_unit_test(test_escape),
                 cmocka_unit_test(test_format),
                 cmocka_unit_test(test_gpu_lines),
+                cmocka_unit_test(test_mig_lines),
                 cmocka_unit_test(test_gzip_framing),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);

@@ -207,6 +207,21 @@ static void test_pods(void **state) {
         free(text);
         kube_pod_info_free(p, n);
 
+        /* spec.runtimeClassName and nvidia.com/ requests (a GPU pod selecting the nvidia runtime) */
+        j = json_loads("{\"items\":[{\"metadata\":{\"name\":\"trainer-0\",\"namespace\":\"ml\"},\"spec\":{"
+                       "\"runtimeClassName\":\"nvidia\",\"containers\":[{\"name\":\"t\",\"resources\":{\"limits\":"
+                       "{\"cpu\":\"4\",\"nvidia.com/gpu\":\"8\"}}}]}},{\"metadata\":{\"name\":\"web\"},\"spec\":{"
+                       "\"containers\":[{\"name\":\"w\",\"resources\":{\"requests\":{\"cpu\":\"1\"}}}]}}]}", 0, NULL);
+        assert_non_null(j);
+        assert_int_equal(kube_pod_list_parse(j, &p, &n), 0);
+        json_decref(j);
+        assert_int_equal(n, 2);
+        assert_string_equal(p[0].runtime_class, "nvidia");
+        assert_true(p[0].requests_gpu);
+        assert_null(p[1].runtime_class);
+        assert_false(p[1].requests_gpu);
+        kube_pod_info_free(p, n);
+
         j = json_loads("{\"kind\":\"Status\"}", 0, NULL);
         assert_int_equal(kube_pod_list_parse(j, &p, &n), -EBADMSG);
         json_decref(j);
