@@ -1,6 +1,8 @@
 /* nvml_facts_json.h: NVML facts from the fake NVML's JSON description (the inverse of nvml_facts_to_json). */
 #pragma once
 
+#include "nvml_errors.h"
+
 #include <stddef.h>
 
 #include "nvml_probe.h"
@@ -20,6 +22,3 @@
  */
 int nvml_facts_from_json(const char *json, size_t len, struct nvml_facts **ret, char **ret_error);
 
-/* Returns the real NVML's nvmlErrorString text for rc ("Driver/library version mismatch"), or
- * "Unknown Error". Never fails. */
-const char *nvml_error_string(int rc);

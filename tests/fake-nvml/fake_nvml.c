@@ -65,6 +65,7 @@
 #include <time.h>
 
 #include "../../src/nvml.h"
+#include "../../src/nvml_errors.h"
 
 #define FAKE_MAX_GPUS 64
 #define EXPORT __attribute__((visibility("default")))
@@ -293,35 +294,9 @@ EXPORT nvmlReturn_t nvmlShutdown(void) {
         return NVML_SUCCESS;
 }
 
-/* The strings the real library returns (as mirrored by NVIDIA DCGM's nvml_error_strings.h). */
+/* The strings the real library returns (src/nvml_errors.c, shared with gpunode). */
 EXPORT const char *nvmlErrorString(nvmlReturn_t result) {
-        switch (result) {
-        case NVML_SUCCESS: return "Success";
-        case NVML_ERROR_UNINITIALIZED: return "Uninitialized";
-        case NVML_ERROR_INVALID_ARGUMENT: return "Invalid Argument";
-        case NVML_ERROR_NOT_SUPPORTED: return "Not Supported";
-        case NVML_ERROR_NO_PERMISSION: return "Insufficient Permissions";
-        case NVML_ERROR_ALREADY_INITIALIZED: return "Already Initialized";
-        case NVML_ERROR_NOT_FOUND: return "Not Found";
-        case NVML_ERROR_INSUFFICIENT_SIZE: return "Insufficient Size";
-        case NVML_ERROR_INSUFFICIENT_POWER: return "Insufficient External Power";
-        case NVML_ERROR_DRIVER_NOT_LOADED: return "Driver Not Loaded";
-        case NVML_ERROR_TIMEOUT: return "Timeout";
-        case NVML_ERROR_IRQ_ISSUE: return "Interrupt Request Issue";
-        case NVML_ERROR_LIBRARY_NOT_FOUND: return "NVML Shared Library Not Found";
-        case NVML_ERROR_FUNCTION_NOT_FOUND: return "Function Not Found";
-        case NVML_ERROR_CORRUPTED_INFOROM: return "Corrupted infoROM";
-        case NVML_ERROR_GPU_IS_LOST: return "GPU is lost";
-        case NVML_ERROR_RESET_REQUIRED: return "GPU requires reset";
-        case NVML_ERROR_OPERATING_SYSTEM: return "GPU access blocked by the operating system";
-        case NVML_ERROR_LIB_RM_VERSION_MISMATCH: return "Driver/library version mismatch";
-        case NVML_ERROR_IN_USE: return "In use by another client";
-        case NVML_ERROR_MEMORY: return "Insufficient Memory";
-        case NVML_ERROR_NO_DATA: return "No data";
-        case NVML_ERROR_INSUFFICIENT_RESOURCES: return "Insufficient Resources";
-        case NVML_ERROR_ARGUMENT_VERSION_MISMATCH: return "Argument version mismatch";
-        default: return "Unknown Error";
-        }
+        return nvml_error_string(result);
 }
 
 /* ---- system queries ---- */
