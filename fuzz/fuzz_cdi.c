@@ -4,8 +4,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../src/facts.h"
-#include "../src/facts_runtime.h"
+#include "facts/node.h"
+#include "facts/layer2_container.h"
 
 char *cdi_path_driver_version(const char *path);
 

@@ -4,7 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../src/kube_checkpoint.h"
+#include "kube/kube_checkpoint.h"
 
 /* Returns 0 always: libFuzzer's contract; crashes and sanitizer reports are the findings. */
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {

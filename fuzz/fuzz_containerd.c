@@ -6,10 +6,10 @@
 #include <stdlib.h>
 #include <sys/stat.h>
 
-#include "../src/facts.h"
-#include "../src/facts_runtime.h"
-#include "../src/hostfs.h"
-#include "../src/toml.h"
+#include "facts/node.h"
+#include "facts/layer2_container.h"
+#include "basic/hostfs.h"
+#include "basic/toml.h"
 
 static char root[64];
 static char main_path[128];

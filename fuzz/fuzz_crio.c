@@ -3,9 +3,9 @@
 #include <stdint.h>
 #include <stdlib.h>
 
-#include "../src/facts.h"
-#include "../src/facts_runtime.h"
-#include "../src/util.h"
+#include "facts/node.h"
+#include "facts/layer2_container.h"
+#include "basic/util.h"
 
 /* Returns 0 always: libFuzzer's contract; crashes and sanitizer reports are the findings. */
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {

@@ -3,8 +3,8 @@
 #include <stdint.h>
 #include <stdlib.h>
 
-#include "../src/facts.h"
-#include "../src/facts_runtime.h"
+#include "facts/node.h"
+#include "facts/layer2_container.h"
 
 /* Returns 0 always: libFuzzer's contract; crashes and sanitizer reports are the findings. */
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {

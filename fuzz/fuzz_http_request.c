@@ -1,6 +1,6 @@
 /* fuzz_http_request.c: libFuzzer target for the exporter's HTTP request parser: every request in the input, pipelined. */
-#include "../src/http_server.h"
-#include "../src/util.h"
+#include "basic/http_server.h"
+#include "basic/util.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

@@ -3,8 +3,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "hostfs.h"
-#include "kfmt.h"
+#include "basic/hostfs.h"
+#include "basic/kfmt.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         char *s = malloc(size + 1);

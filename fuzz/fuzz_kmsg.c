@@ -5,8 +5,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "kmsg.h"
-#include "xid.h"
+#include "layer1_hardware/kmsg.h"
+#include "layer1_hardware/xid.h"
 
 /* Aborts (a finding for the fuzzer) when cond is false. */
 static void check(int cond) {

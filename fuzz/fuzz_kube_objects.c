@@ -4,7 +4,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 
-#include "../src/kube_objects.h"
+#include "kube/kube_objects.h"
 
 /* Returns 0 always: libFuzzer's contract; crashes and sanitizer reports are the findings. The
  * input is JSON (as the API server sends it); each document is read both as a Node and as a

@@ -3,7 +3,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 
-#include "../src/kubeconfig.h"
+#include "kube/kubeconfig.h"
 
 /* Returns LeakSanitizer's built-in suppressions: libfyaml 0.7.12 (Debian 12) leaks the text
  * buffer of a single-quoted scalar with four or more consecutive '' escapes (e.g. 'x''y')

@@ -3,7 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "net_replay.h"
+#include "kube/net_replay.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         struct net_log *log = NULL;

@@ -3,7 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "nvml_facts_json.h"
+#include "nvml/nvml_facts_json.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         struct nvml_facts *f = NULL;

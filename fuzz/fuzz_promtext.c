@@ -1,8 +1,8 @@
 /* fuzz_promtext.c: libFuzzer target for promtext: parses input, checks each sample round-trips. */
 #include <math.h>
 
-#include "../src/promtext.h"
-#include "../src/util.h"
+#include "basic/promtext.h"
+#include "basic/util.h"
 
 /* Writes s to b as a label value with \\, \" and \n escaped. Never fails. */
 static void put_escaped(struct buf *b, const char *s) {

@@ -3,7 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "toml.h"
+#include "basic/toml.h"
 
 /* Reads every value under v through the public API, so the sanitizers see each accessor.
  * Returns a number derived from what it read (to keep the reads from being optimized out). */

@@ -1,6 +1,6 @@
 /* main.c: gpunode's entry: the command table, --help generated from it, --version. */
-#include "commands.h"
-#include "util.h"
+#include "cmd/commands.h"
+#include "basic/util.h"
 
 #include <stdio.h>
 

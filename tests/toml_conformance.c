@@ -1,10 +1,10 @@
-/* toml_conformance.c: runs src/toml.c against the toml-test corpus (toml_conformance DIR). */
+/* toml_conformance.c: runs src/basic/toml.c against the toml-test corpus (toml_conformance DIR). */
 #include <inttypes.h>
 #include <jansson.h>
 #include <math.h>
 
-#include "toml.h"
-#include "util.h"
+#include "basic/toml.h"
+#include "basic/util.h"
 
 /* Reads a whole file. Returns 0 with a malloc'd buffer (NUL-terminated) and its length, or
  * negative errno. */

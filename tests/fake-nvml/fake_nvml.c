@@ -2,7 +2,7 @@
 
 /*
  * Built as libnvidia-ml.so.1 (never installed). It exports the real library's symbol names, versioned
- * and unversioned, with the real signatures, structs and return codes (declared in src/nvml.h, which
+ * and unversioned, with the real signatures, structs and return codes (declared in src/nvml/nvml.h, which
  * was checked against NVIDIA's nvml.h), so a program that dlopens NVML cannot tell it from the real one.
  *
  * The description is the JSON file named by the environment variable GPUNODE_FAKE_NVML:
@@ -64,8 +64,8 @@
 #include <sys/stat.h>
 #include <time.h>
 
-#include "../../src/nvml.h"
-#include "../../src/nvml_errors.h"
+#include "nvml/nvml.h"
+#include "nvml/nvml_errors.h"
 
 #define FAKE_MAX_GPUS 64
 #define EXPORT __attribute__((visibility("default")))
@@ -294,7 +294,7 @@ EXPORT nvmlReturn_t nvmlShutdown(void) {
         return NVML_SUCCESS;
 }
 
-/* The strings the real library returns (src/nvml_errors.c, shared with gpunode). */
+/* The strings the real library returns (src/nvml/nvml_errors.c, shared with gpunode). */
 EXPORT const char *nvmlErrorString(nvmlReturn_t result) {
         return nvml_error_string(result);
 }

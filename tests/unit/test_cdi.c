@@ -4,9 +4,9 @@
 #include <stddef.h>
 #include <cmocka.h>
 
-#include "facts.h"
-#include "facts_runtime.h"
-#include "util.h"
+#include "facts/node.h"
+#include "facts/layer2_container.h"
+#include "basic/util.h"
 
 char *cdi_path_driver_version(const char *path);
 

@@ -6,11 +6,11 @@
 
 #include <sys/stat.h>
 
-#include "facts.h"
-#include "facts_runtime.h"
-#include "hostfs.h"
-#include "toml.h"
-#include "util.h"
+#include "facts/node.h"
+#include "facts/layer2_container.h"
+#include "basic/hostfs.h"
+#include "basic/toml.h"
+#include "basic/util.h"
 
 static char *root;
 

@@ -6,8 +6,8 @@
 #include <math.h>
 #include <zlib.h>
 
-#include "exporter.h"
-#include "promtext.h"
+#include "exporter/exporter.h"
+#include "basic/promtext.h"
 
 /* Returns the escaped form of s (static buffer). */
 static const char *esc(const char *s) {

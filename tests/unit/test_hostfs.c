@@ -7,8 +7,8 @@
 #include <fcntl.h>
 #include <sys/stat.h>
 
-#include "hostfs.h"
-#include "util.h"
+#include "basic/hostfs.h"
+#include "basic/util.h"
 
 static char tmpl[] = "/tmp/gpunode-hostfs-XXXXXX";
 static char *root;

@@ -6,8 +6,8 @@
 
 #include <cmocka.h>
 
-#include "../../src/http_server.h"
-#include "../../src/util.h"
+#include "basic/http_server.h"
+#include "basic/util.h"
 
 /* Parses s (NUL-terminated) into *req. Returns http_parse_request's result. */
 static int parse(const char *s, struct http_request *req) {

@@ -4,9 +4,9 @@
 #include <stddef.h>
 #include <cmocka.h>
 
-#include "hostfs.h"
-#include "kfmt.h"
-#include "util.h"
+#include "basic/hostfs.h"
+#include "basic/kfmt.h"
+#include "basic/util.h"
 
 static void test_numbered_state(void **state) {
         char *text;

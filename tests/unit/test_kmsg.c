@@ -9,8 +9,8 @@
 #include <inttypes.h>
 #include <sys/socket.h>
 
-#include "kmsg.h"
-#include "util.h"
+#include "layer1_hardware/kmsg.h"
+#include "basic/util.h"
 
 /* ---- the reference lines (kernel-log-lines.txt, every non-comment line, verbatim) ---- */
 

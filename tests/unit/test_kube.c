@@ -12,9 +12,9 @@
 
 #include <cmocka.h>
 
-#include "../../src/kube_client.h"
-#include "../../src/kubeconfig.h"
-#include "../../src/util.h"
+#include "kube/kube_client.h"
+#include "kube/kubeconfig.h"
+#include "basic/util.h"
 
 /* Where the server script and make-certs.sh live: $GPUNODE_SOURCE_ROOT/tests/kube-server (meson's
  * test() sets it to the source root; GPUNODE_SOURCE_DIR is accepted too), else found next to this

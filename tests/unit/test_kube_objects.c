@@ -4,10 +4,10 @@
 #include <stddef.h>
 #include <cmocka.h>
 
-#include "../../src/facts_kube.h"
-#include "../../src/kube_checkpoint.h"
-#include "../../src/kube_objects.h"
-#include "../../src/util.h"
+#include "facts/layer3_kubernetes.h"
+#include "kube/kube_checkpoint.h"
+#include "kube/kube_objects.h"
+#include "basic/util.h"
 
 /* The real pre-1.20 checkpoint from kubernetes#75880 (reference/layer3-kubernetes.md). */
 static const char pre120[] =

@@ -4,8 +4,8 @@
 #include <stddef.h>
 #include <cmocka.h>
 
-#include "labels.h"
-#include "nvml_probe.h"
+#include "layer3_kubernetes/gfd_labels.h"
+#include "nvml/nvml_probe.h"
 
 /* Asserts that gfd_sanitise(in) is want. */
 static void check(const char *in, const char *want) {

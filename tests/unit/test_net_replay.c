@@ -6,12 +6,12 @@
 
 #include <sys/stat.h>
 
-#include "hostfs.h"
-#include "http_fetch.h"
-#include "kube_client.h"
-#include "net_replay.h"
-#include "snapshot.h"
-#include "util.h"
+#include "basic/hostfs.h"
+#include "kube/http_fetch.h"
+#include "kube/kube_client.h"
+#include "kube/net_replay.h"
+#include "snapshot/snapshot.h"
+#include "basic/util.h"
 
 /* Records what a collect run against a cluster would: setup, node, pods (twice, second refused),
  * a hanging csinode GET, a metrics page and a refused exporter. Returns the log. */

@@ -8,9 +8,9 @@
 #include <jansson.h>
 #include <time.h>
 
-#include "nvml_lib.h"
-#include "nvml_probe.h"
-#include "util.h"
+#include "nvml/nvml_lib.h"
+#include "nvml/nvml_probe.h"
+#include "basic/util.h"
 
 #ifndef FAKE_NVML_LIBRARY
 #define FAKE_NVML_LIBRARY "./libnvidia-ml.so.1"

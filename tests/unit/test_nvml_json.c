@@ -6,10 +6,10 @@
 
 #include <dirent.h>
 
-#include "nvml_facts_json.h"
-#include "nvml_lib.h"
-#include "nvml_probe.h"
-#include "util.h"
+#include "nvml/nvml_facts_json.h"
+#include "nvml/nvml_lib.h"
+#include "nvml/nvml_probe.h"
+#include "basic/util.h"
 
 #ifndef FAKE_NVML_LIBRARY
 #define FAKE_NVML_LIBRARY "./libnvidia-ml.so.1"

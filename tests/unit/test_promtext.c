@@ -7,8 +7,8 @@
 #include <cmocka.h>
 #include <math.h>
 
-#include "../../src/promtext.h"
-#include "../../src/util.h"
+#include "basic/promtext.h"
+#include "basic/util.h"
 
 static const char *testdata_dir;
 

@@ -6,8 +6,8 @@
 
 #include <ctype.h>
 
-#include "checks.h"
-#include "symptoms.h"
+#include "diagnose/checks.h"
+#include "diagnose/symptoms.h"
 
 static const char *const components[] = {
         "driver", "fabric-manager", "rdma", "sriov", "container-toolkit", "rdma-device-plugin", "device-plugin", "gfd",

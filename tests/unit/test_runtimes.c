@@ -4,9 +4,9 @@
 #include <stddef.h>
 #include <cmocka.h>
 
-#include "facts.h"
-#include "facts_runtime.h"
-#include "util.h"
+#include "facts/node.h"
+#include "facts/layer2_container.h"
+#include "basic/util.h"
 
 static void test_daemon_json(void **state) {
         /* `nvidia-ctk runtime configure --runtime=docker --set-as-default` on an existing file */

@@ -10,9 +10,9 @@
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
 
-#include "hostfs.h"
-#include "snapshot.h"
-#include "util.h"
+#include "basic/hostfs.h"
+#include "snapshot/snapshot.h"
+#include "basic/util.h"
 
 /* ---- helpers ---- */
 

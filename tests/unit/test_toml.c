@@ -7,8 +7,8 @@
 
 #include <math.h>
 
-#include "toml.h"
-#include "util.h"
+#include "basic/toml.h"
+#include "basic/util.h"
 
 /* What nvidia-ctk writes into a containerd v2 config (reference/container-toolkit.md),
  * embedded in the settings a kubeadm node usually has. */

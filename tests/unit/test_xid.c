@@ -6,8 +6,8 @@
 
 #include <cmocka.h>
 
-#include "util.h"
-#include "xid.h"
+#include "basic/util.h"
+#include "layer1_hardware/xid.h"
 
 /* The classifications the brief and reference/xid-catalog.md name. */
 static void test_known(void **state) {

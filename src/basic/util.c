@@ -1,0 +1,162 @@
+/* util.c: allocation, string, number and buffer helpers declared in util.h. */
+#include "basic/util.h"
+
+#include <ctype.h>
+#include <stdarg.h>
+
+/* Allocation failure is not a condition gpunode can diagnose around: abort loudly. */
+static void *oom_check(void *p) {
+        if (!p) {
+                fputs("gpunode: out of memory\n", stderr);
+                abort();
+        }
+        return p;
+}
+
+void *xmalloc(size_t n) { return oom_check(malloc(n ? n : 1)); }
+void *xcalloc(size_t n, size_t size) { return oom_check(calloc(n ? n : 1, size ? size : 1)); }
+void *xrealloc(void *p, size_t n) { return oom_check(realloc(p, n ? n : 1)); }
+char *xstrdup(const char *s) { return oom_check(strdup(s)); }
+char *xstrndup(const char *s, size_t n) { return oom_check(strndup(s, n)); }
+
+char *xasprintf(const char *fmt, ...) {
+        va_list ap;
+        char *s;
+        va_start(ap, fmt);
+        int r = vasprintf(&s, fmt, ap);
+        va_end(ap);
+        if (r < 0) oom_check(NULL);
+        return s;
+}
+
+int errorf(char **ret_error, int r, const char *fmt, ...) {
+        if (ret_error) {
+                va_list ap;
+                va_start(ap, fmt);
+                if (vasprintf(ret_error, fmt, ap) < 0) oom_check(NULL);
+                va_end(ap);
+        }
+        return r;
+}
+
+char *strstrip_right(char *s) {
+        size_t n = strlen(s);
+        while (n > 0 && isspace((unsigned char)s[n - 1])) s[--n] = 0;
+        return s;
+}
+
+int parse_u64(const char *s, int base, uint64_t *ret) {
+        char *end;
+        if (!s || !*s || *s == '-' || isspace((unsigned char)*s)) return -EINVAL;
+        errno = 0;
+        unsigned long long v = strtoull(s, &end, base);
+        if (errno == ERANGE) return -ERANGE;
+        if (end == s || *end) return -EINVAL;
+        *ret = v;
+        return 0;
+}
+
+int parse_i64(const char *s, int64_t *ret) {
+        char *end;
+        if (!s || !*s || isspace((unsigned char)*s)) return -EINVAL;
+        errno = 0;
+        long long v = strtoll(s, &end, 10);
+        if (errno == ERANGE) return -ERANGE;
+        if (end == s || *end) return -EINVAL;
+        *ret = v;
+        return 0;
+}
+
+void buf_append(struct buf *b, const char *s, size_t n) {
+        if (b->len + n + 1 > b->cap) {
+                size_t cap = b->cap ? b->cap : 256;
+                while (cap < b->len + n + 1) cap *= 2;
+                b->data = xrealloc(b->data, cap);
+                b->cap = cap;
+        }
+        memcpy(b->data + b->len, s, n);
+        b->len += n;
+        b->data[b->len] = 0;
+}
+
+void buf_puts(struct buf *b, const char *s) { buf_append(b, s, strlen(s)); }
+
+void buf_printf(struct buf *b, const char *fmt, ...) {
+        va_list ap;
+        va_start(ap, fmt);
+        int n = vsnprintf(NULL, 0, fmt, ap);
+        va_end(ap);
+        if (n < 0) return;
+        if (b->len + (size_t)n + 1 > b->cap) {
+                size_t cap = b->cap ? b->cap : 256;
+                while (cap < b->len + (size_t)n + 1) cap *= 2;
+                b->data = xrealloc(b->data, cap);
+                b->cap = cap;
+        }
+        va_start(ap, fmt);
+        vsnprintf(b->data + b->len, (size_t)n + 1, fmt, ap);
+        va_end(ap);
+        b->len += (size_t)n;
+}
+
+void buf_free(struct buf *b) {
+        free(b->data);
+        *b = (struct buf){0};
+}
+
+/* Returns the length of the valid UTF-8 sequence at s (1..4), or 0 when it is not one. */
+static size_t utf8_sequence_length(const unsigned char *s) {
+        if (s[0] < 0x80) return 1;
+        size_t n;
+        uint32_t cp;
+        if ((s[0] & 0xE0) == 0xC0) n = 2, cp = s[0] & 0x1F;
+        else if ((s[0] & 0xF0) == 0xE0) n = 3, cp = s[0] & 0x0F;
+        else if ((s[0] & 0xF8) == 0xF0) n = 4, cp = s[0] & 0x07;
+        else return 0;
+        for (size_t i = 1; i < n; i++) {
+                if ((s[i] & 0xC0) != 0x80) return 0;
+                cp = (cp << 6) | (s[i] & 0x3F);
+        }
+        /* Overlong forms, surrogates and code points past U+10FFFF are invalid. */
+        if ((n == 2 && cp < 0x80) || (n == 3 && cp < 0x800) || (n == 4 && cp < 0x10000) || cp > 0x10FFFF ||
+            (cp >= 0xD800 && cp <= 0xDFFF))
+                return 0;
+        return n;
+}
+
+char *utf8_sanitize(const char *s) {
+        size_t len = strlen(s);
+        char *out = xmalloc(len + 1);
+        size_t o = 0;
+        for (size_t i = 0; i < len;) {
+                const unsigned char *p = (const unsigned char *)s + i;
+                size_t n = utf8_sequence_length(p);
+                if (n == 0 || (n == 1 && p[0] < 0x20 && p[0] != '\t') || p[0] == 0x7F) {
+                        out[o++] = '?';
+                        i++;
+                        continue;
+                }
+                memcpy(out + o, p, n);
+                o += n;
+                i += n;
+        }
+        out[o] = 0;
+        return out;
+}
+
+size_t utf8_valid_prefix(const char *s, size_t len) {
+        size_t i = 0;
+        while (i < len) {
+                const unsigned char *p = (const unsigned char *)s + i;
+                if (p[0] < 0x80) {
+                        i++;
+                        continue;
+                }
+                size_t need = (p[0] & 0xE0) == 0xC0 ? 2 : (p[0] & 0xF0) == 0xE0 ? 3 : (p[0] & 0xF8) == 0xF0 ? 4 : 0;
+                if (need == 0 || i + need > len) return i;
+                size_t n = utf8_sequence_length(p);
+                if (n != need) return i;
+                i += n;
+        }
+        return len;
+}

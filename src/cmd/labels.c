@@ -1,0 +1,279 @@
+/* labels.c: `gpunode labels`: GFD-compatible labels written atomically to the NFD feature file, once or every interval. */
+#include "cmd/commands.h"
+#include "facts/node.h"
+#include "basic/hostfs.h"
+#include "layer3_kubernetes/gfd_labels.h"
+#include "nvml/nvml_probe.h"
+#include "basic/yaml.h"
+
+#include <fcntl.h>
+#include <getopt.h>
+#include <math.h>
+#include <signal.h>
+#include <sys/stat.h>
+#include <time.h>
+
+#define DEFAULT_OUTPUT "/etc/kubernetes/node-feature-discovery/features.d/gfd"
+#define DEFAULT_MACHINE_TYPE_FILE "/sys/class/dmi/id/product_name"
+
+/* Parses a duration: "60s", "500ms", "1.5m", "2h" or plain seconds. Returns 0 and milliseconds
+ * in *ret, or -EINVAL. */
+static int parse_duration_ms(const char *s, uint64_t *ret) {
+        char *end;
+        errno = 0;
+        double v = strtod(s, &end);
+        if (end == s || errno || !(v > 0) || !isfinite(v)) return -EINVAL;
+        double mult = streq(end, "") || streq(end, "s") ? 1000 : streq(end, "ms") ? 1 : streq(end, "m") ? 60000
+                      : streq(end, "h") ? 3600000 : -1;
+        if (mult < 0 || v * mult > 86400000.0 * 365 || v * mult < 1) return -EINVAL;
+        *ret = (uint64_t)(v * mult);
+        return 0;
+}
+
+/* Reads GFD's (the device plugin's) config file: sharing.timeSlicing or sharing.mps, the resource
+ * named nvidia.com/gpu. Returns 0, or -errno with *ret_error. */
+static int read_sharing_config(const char *file, struct label_options *o, char **ret_error) {
+        /* A file the user named: read as it is, not under the root. */
+        _cleanup_free_ char *text = NULL;
+        size_t len = 0;
+        _cleanup_fclose_ FILE *f = fopen(file, "re");
+        if (!f) {
+                *ret_error = xasprintf("cannot read %s: %m", file);
+                return -errno;
+        }
+        text = xmalloc(1 << 20);
+        len = fread(text, 1, 1 << 20, f);
+        if (ferror(f) || len == 1 << 20) {
+                *ret_error = xasprintf("%s: unreadable or larger than 1 MiB", file);
+                return -EINVAL;
+        }
+        json_t *doc;
+        char *error = NULL;
+        int r = yaml_to_json(text, len, &doc, &error);
+        if (r < 0) {
+                *ret_error = xasprintf("%s: %s", file, error);
+                free(error);
+                return r;
+        }
+        static const struct {
+                const char *key;
+                enum sharing_strategy strategy;
+        } kinds[] = {{"timeSlicing", SHARING_TIME_SLICING}, {"mps", SHARING_MPS}};
+        for (size_t k = 0; k < ELEMENTSOF(kinds); k++) {
+                json_t *res = json_object_get(json_object_get(json_object_get(doc, "sharing"), kinds[k].key), "resources");
+                size_t i;
+                json_t *item;
+                json_array_foreach(res, i, item) {
+                        const char *nm = json_string_value(json_object_get(item, "name"));
+                        const char *rp = json_string_value(json_object_get(item, "replicas"));
+                        if (!nm || !streq(nm, "nvidia.com/gpu")) continue;
+                        uint64_t n;
+                        if (!rp || parse_u64(rp, 10, &n) < 0 || n > 100000) {
+                                *ret_error = xasprintf("%s: replicas of nvidia.com/gpu is not a number", file);
+                                json_decref(doc);
+                                return -EINVAL;
+                        }
+                        o->sharing = kinds[k].strategy;
+                        o->replicas = (unsigned)n;
+                        const char *rn = json_string_value(json_object_get(item, "rename"));
+                        o->renamed = rn && *rn;
+                }
+        }
+        json_decref(doc);
+        return 0;
+}
+
+/* Writes text to path atomically: a temporary file in the same folder (mode 0644), then rename.
+ * Creates the folder when missing. Returns 0 or -errno. */
+static int write_atomically(const char *path, const char *text) {
+        _cleanup_free_ char *dir = xstrdup(path);
+        char *slash = strrchr(dir, '/');
+        if (slash && slash != dir) {
+                *slash = 0;
+                /* mkdir -p of the parent */
+                for (char *p = dir + 1; *p; p++)
+                        if (*p == '/') {
+                                *p = 0;
+                                if (mkdir(dir, 0755) < 0 && errno != EEXIST) return -errno;
+                                *p = '/';
+                        }
+                if (mkdir(dir, 0755) < 0 && errno != EEXIST) return -errno;
+        }
+        _cleanup_free_ char *tmp = xasprintf("%s.tmp-XXXXXX", path);
+        int fd = mkostemp(tmp, O_CLOEXEC);
+        if (fd < 0) return -errno;
+        size_t len = strlen(text), off = 0;
+        int r = 0;
+        if (fchmod(fd, 0644) < 0) r = -errno;
+        while (r == 0 && off < len) {
+                ssize_t n = write(fd, text + off, len - off);
+                if (n < 0) {
+                        if (errno == EINTR) continue;
+                        r = -errno;
+                } else {
+                        off += (size_t)n;
+                }
+        }
+        if (r == 0 && fsync(fd) < 0) r = -errno;
+        if (close(fd) < 0 && r == 0) r = -errno;
+        if (r == 0 && rename(tmp, path) < 0) r = -errno;
+        if (r < 0) unlink(tmp);
+        return r;
+}
+
+/* Probes NVML and PCI and computes the labels. Returns 0 and the text in *ret, or -errno with *ret_error. */
+static int label_once(const char *library, unsigned timeout_ms, const char *machine_file, struct label_options *o,
+                      char **ret, char **ret_error) {
+        struct node_facts f = {0};
+        probe_pci(&f.pci);
+        probe_nvml(library, timeout_ms, &f.nvml);
+        free(o->machine_type);
+        o->machine_type = NULL;
+        if (*machine_file && hostfs_read(machine_file, 64 * 1024, &o->machine_type, NULL) < 0) o->machine_type = NULL;
+        o->now = time(NULL);
+        struct label_set s;
+        int r = gfd_labels(&f, o, &s, ret_error);
+        if (r == 0) {
+                *ret = label_set_format(&s);
+                label_set_free(&s);
+        }
+        pci_facts_free(&f.pci);
+        nvml_state_free(&f.nvml);
+        return r;
+}
+
+int cmd_labels(int argc, char **argv) {
+        static const struct option longopts[] = {
+                {"output", required_argument, NULL, 'o'},
+                {"interval", required_argument, NULL, 'i'},
+                {"once", no_argument, NULL, '1'},
+                {"mig-strategy", required_argument, NULL, 'm'},
+                {"no-timestamp", no_argument, NULL, 'T'},
+                {"machine-type-file", required_argument, NULL, 'M'},
+                {"sharing", required_argument, NULL, 's'},
+                {"replicas", required_argument, NULL, 'n'},
+                {"config-file", required_argument, NULL, 'c'},
+                {"root", required_argument, NULL, 'r'},
+                {"nvml-library", required_argument, NULL, 'l'},
+                {"nvml-timeout", required_argument, NULL, 't'},
+                {0},
+        };
+        const char *output = DEFAULT_OUTPUT, *machine_file = DEFAULT_MACHINE_TYPE_FILE, *config = NULL;
+        const char *root = getenv("GPUNODE_ROOT"), *library = NULL;
+        uint64_t interval_ms = 60000, timeout_ms = 10000, n;
+        bool once = false;
+        struct label_options o = {.timestamp = true};
+        int c;
+        optind = 1;
+        while ((c = getopt_long(argc, argv, "o:", longopts, NULL)) != -1) {
+                switch (c) {
+                case 'o': output = optarg; break;
+                case 'i':
+                        if (parse_duration_ms(optarg, &interval_ms) < 0) {
+                                fprintf(stderr, "gpunode labels: --interval must be a duration (60s, 500ms, 5m), not '%s'\n", optarg);
+                                return EXIT_USAGE;
+                        }
+                        break;
+                case '1': once = true; break;
+                case 'm':
+                        if (streq(optarg, "none")) o.mig_strategy = MIG_STRATEGY_NONE;
+                        else if (streq(optarg, "single")) o.mig_strategy = MIG_STRATEGY_SINGLE;
+                        else if (streq(optarg, "mixed")) o.mig_strategy = MIG_STRATEGY_MIXED;
+                        else {
+                                fprintf(stderr, "gpunode labels: --mig-strategy must be none, single or mixed, not '%s'\n", optarg);
+                                return EXIT_USAGE;
+                        }
+                        break;
+                case 'T': o.timestamp = false; break;
+                case 'M': machine_file = optarg; break;
+                case 's':
+                        if (streq(optarg, "none")) o.sharing = SHARING_NONE;
+                        else if (streq(optarg, "time-slicing")) o.sharing = SHARING_TIME_SLICING;
+                        else if (streq(optarg, "mps")) o.sharing = SHARING_MPS;
+                        else {
+                                fprintf(stderr, "gpunode labels: --sharing must be none, time-slicing or mps, not '%s'\n", optarg);
+                                return EXIT_USAGE;
+                        }
+                        break;
+                case 'n':
+                        if (parse_u64(optarg, 10, &n) < 0 || n < 1 || n > 100000) {
+                                fprintf(stderr, "gpunode labels: --replicas must be 1..100000, not '%s'\n", optarg);
+                                return EXIT_USAGE;
+                        }
+                        o.replicas = (unsigned)n;
+                        break;
+                case 'c': config = optarg; break;
+                case 'r': root = optarg; break;
+                case 'l': library = optarg; break;
+                case 't':
+                        if (parse_u64(optarg, 10, &timeout_ms) < 0 || timeout_ms == 0 || timeout_ms > 600000) {
+                                fprintf(stderr, "gpunode labels: --nvml-timeout must be 1..600000 ms, not '%s'\n", optarg);
+                                return EXIT_USAGE;
+                        }
+                        break;
+                default: return EXIT_USAGE;
+                }
+        }
+        if (optind < argc) {
+                fprintf(stderr, "gpunode labels: unexpected argument '%s'\n", argv[optind]);
+                return EXIT_USAGE;
+        }
+        if (config) {
+                _cleanup_free_ char *err = NULL;
+                if (read_sharing_config(config, &o, &err) < 0) {
+                        fprintf(stderr, "gpunode labels: %s\n", err);
+                        return EXIT_USAGE;
+                }
+        }
+        if (o.sharing != SHARING_NONE && o.replicas == 0) o.replicas = 1;
+        if (!root || !*root) root = "/";
+        int r = hostfs_init(root);
+        if (r < 0) {
+                fprintf(stderr, "gpunode labels: cannot open root %s: %s\n", root, strerror(-r));
+                return EXIT_USAGE;
+        }
+        bool to_stdout = streq(output, "-");
+
+        /* Termination is waited for with sigtimedwait between rounds; a loop removes its file then. */
+        sigset_t term, saved;
+        sigemptyset(&term);
+        sigaddset(&term, SIGINT);
+        sigaddset(&term, SIGTERM);
+        sigprocmask(SIG_BLOCK, &term, &saved);
+        int code = 0;
+        for (;;) {
+                _cleanup_free_ char *text = NULL, *err = NULL;
+                r = label_once(library, (unsigned)timeout_ms, machine_file, &o, &text, &err);
+                if (r < 0) {
+                        /* As GFD: a failed round writes nothing; a loop then removes its labels (stale
+                         * labels would steer pods to GPUs that no longer answer) and exits non-zero. */
+                        fprintf(stderr, "gpunode labels: %s\n", err ? err : strerror(-r));
+                        if (!once && !to_stdout && unlink(output) < 0 && errno != ENOENT)
+                                fprintf(stderr, "gpunode labels: cannot remove %s: %m\n", output);
+                        code = 1;
+                        break;
+                }
+                if (to_stdout) {
+                        if (fputs(text, stdout) == EOF || fflush(stdout) != 0) {
+                                code = EXIT_INTERNAL;
+                                break;
+                        }
+                } else if ((r = write_atomically(output, text)) < 0) {
+                        fprintf(stderr, "gpunode labels: cannot write %s: %s\n", output, strerror(-r));
+                        code = EXIT_INTERNAL;
+                        break;
+                }
+                if (once) break;
+                struct timespec ts = {.tv_sec = (time_t)(interval_ms / 1000), .tv_nsec = (long)(interval_ms % 1000) * 1000000L};
+                int sig = sigtimedwait(&term, NULL, &ts);
+                if (sig == SIGINT || sig == SIGTERM) {
+                        if (!to_stdout && unlink(output) < 0 && errno != ENOENT)
+                                fprintf(stderr, "gpunode labels: cannot remove %s: %m\n", output);
+                        break;
+                }
+        }
+        sigprocmask(SIG_SETMASK, &saved, NULL);
+        free(o.machine_type);
+        hostfs_done();
+        return code;
+}

@@ -1,0 +1,95 @@
+/* check.h: the check engine: check definitions, findings, bottom-up attribution. */
+#pragma once
+
+#include "basic/util.h"
+
+struct node_facts;
+
+enum check_status {
+        CHECK_PASS,
+        CHECK_SKIP,
+        CHECK_WARN,
+        CHECK_BLOCKED,
+        CHECK_FAIL,
+};
+
+enum verdict {
+        VERDICT_HEALTHY,
+        VERDICT_DEGRADED,
+        VERDICT_FAILED,
+};
+
+#define LAYER_MIN 1
+#define LAYER_MAX 4
+#define CHECK_MAX_DEPS 4
+
+struct finding;
+
+/* One check, defined once: the engine, `gpunode explain` and the docs all read this table. */
+struct check_def {
+        const char *id;                       /* stable, e.g. "driver.module-loaded" */
+        int layer;                            /* 1..4 */
+        const char *component;                /* "driver", "fabric-manager", ... */
+        const char *title;                    /* what it verifies, one line */
+        const char *reads;                    /* what it reads, for explain */
+        const char *outcomes;                 /* what pass/warn/fail mean, for explain */
+        const char *remedy;                   /* what to do when it fails, in general, for explain */
+        const char *depends[CHECK_MAX_DEPS];  /* ids it rests on; NULL-terminated if shorter */
+        /* Fills the finding from the facts; never prints, never fails itself. */
+        void (*run)(const struct node_facts *facts, struct finding *f);
+};
+
+struct finding {
+        const struct check_def *def;
+        enum check_status status;
+        char *summary;
+        char **evidence;
+        size_t n_evidence;
+        char *remedy;
+        const char *blocked_by; /* id of the failed check this one rests on */
+};
+
+/* Setters a check's run() uses. The status setters replace the summary. */
+void finding_set(struct finding *f, enum check_status status, const char *fmt, ...) _printf_(3, 4);
+void finding_evidence(struct finding *f, const char *fmt, ...) _printf_(2, 3);
+void finding_remedy(struct finding *f, const char *fmt, ...) _printf_(2, 3);
+#define finding_pass(f, ...) finding_set(f, CHECK_PASS, __VA_ARGS__)
+#define finding_warn(f, ...) finding_set(f, CHECK_WARN, __VA_ARGS__)
+#define finding_fail(f, ...) finding_set(f, CHECK_FAIL, __VA_ARGS__)
+#define finding_skip(f, ...) finding_set(f, CHECK_SKIP, __VA_ARGS__)
+
+/* The registry: every check, bottom-up (layer order, then dependency order). */
+const struct check_def *const *check_registry(size_t *ret_n);
+/* Returns the definition with this id, or NULL. */
+const struct check_def *check_find(const char *id);
+
+/* Ranks a status for "worst of": fail 4 > blocked 3 > warn 2 > pass 1 > skip 0. */
+int check_status_rank(enum check_status s);
+/* Lowercase name of a status ("pass", "fail", ...). */
+const char *check_status_name(enum check_status s);
+const char *verdict_name(enum verdict v);
+/* Human name of a layer ("hardware enablement"), NULL outside 1..4. */
+const char *layer_name(int layer);
+
+struct report {
+        char *node;
+        char *root;
+        struct finding *findings;
+        size_t n_findings;
+        enum verdict verdict;
+        const struct finding *root_cause; /* NULL when healthy */
+};
+
+/* Runs every check in registry order over the facts, marks checks resting on a failed one as
+ * blocked, and attributes the root cause. Returns 0; the report owns its findings. */
+int report_build(const struct node_facts *facts, const char *node, const char *root, struct report *ret);
+void report_free(struct report *r);
+
+/* Returns the status of a layer or of one component in it: the worst finding status,
+ * or CHECK_SKIP when it has no findings that ran. */
+enum check_status report_layer_status(const struct report *r, int layer);
+enum check_status report_component_status(const struct report *r, int layer, const char *component);
+/* Returns the finding for a check id, or NULL. */
+const struct finding *report_find(const struct report *r, const char *id);
+/* Returns the process exit code for a verdict: 0 healthy, 1 degraded, 2 failed. */
+int verdict_exit_code(enum verdict v);

@@ -1,0 +1,288 @@
+/* exporter.h: `gpunode exporter`: the sample model, the renderer, the sampler and the HTTP server. */
+#pragma once
+
+#include <pthread.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <time.h>
+
+#include "nvml/nvml_lib.h"
+#include "basic/util.h"
+
+/* ---- the metrics: DCGM-exporter's default counters that NVML can supply ---- */
+
+enum exp_metric {
+        EXP_SM_CLOCK,
+        EXP_MEM_CLOCK,
+        EXP_MEMORY_TEMP,
+        EXP_GPU_TEMP,
+        EXP_POWER_USAGE,
+        EXP_TOTAL_ENERGY,
+        EXP_PCIE_REPLAY,
+        EXP_GPU_UTIL,
+        EXP_MEM_COPY_UTIL,
+        EXP_ENC_UTIL,
+        EXP_DEC_UTIL,
+        EXP_XID_ERRORS,
+        EXP_FB_FREE,
+        EXP_FB_USED,
+        EXP_FB_RESERVED,
+        EXP_NVLINK_BANDWIDTH_TOTAL,
+        EXP_UNCORRECTABLE_REMAPPED_ROWS,
+        EXP_CORRECTABLE_REMAPPED_ROWS,
+        EXP_ROW_REMAP_FAILURE,
+        EXP_N_METRICS,
+};
+
+struct exp_metric_def {
+        const char *name; /* DCGM field name, e.g. "DCGM_FI_DEV_SM_CLOCK" */
+        const char *type; /* "gauge" or "counter", as in dcgm-exporter's default-counters.csv */
+        const char *help; /* the csv's help text, verbatim */
+        bool is_double;   /* DCGM_FT_DOUBLE: rendered "%f"; else DCGM_FT_INT64: "%d" */
+};
+
+/* Returns the definition of metric m (m < EXP_N_METRICS). Never fails. */
+const struct exp_metric_def *exp_metric_def(enum exp_metric m);
+
+/* NVML calls the sampler makes, for the error counter's `call` label. */
+enum exp_call {
+        CALL_LIBRARY_OPEN, /* dlopen of libnvidia-ml.so.1 (not an NVML call, counted alike) */
+        CALL_INIT,
+        CALL_SHUTDOWN,
+        CALL_DRIVER_VERSION,
+        CALL_DEVICE_COUNT,
+        CALL_HANDLE,
+        CALL_NAME,
+        CALL_UUID,
+        CALL_PCI_INFO,
+        CALL_CLOCK_INFO,
+        CALL_FIELD_VALUES,
+        CALL_TEMPERATURE,
+        CALL_POWER_USAGE,
+        CALL_ENERGY,
+        CALL_PCIE_REPLAY,
+        CALL_UTILIZATION,
+        CALL_ENCODER_UTIL,
+        CALL_DECODER_UTIL,
+        CALL_MEMORY_INFO,
+        CALL_REMAPPED_ROWS,
+        CALL_EVENT_SET_CREATE,
+        CALL_REGISTER_EVENTS,
+        CALL_EVENT_SET_WAIT,
+        CALL_MIG_MODE,
+        CALL_MIG_MAX_COUNT,
+        CALL_MIG_HANDLE,
+        CALL_GPU_INSTANCE_ID,
+        CALL_ATTRIBUTES,
+        CALL_GPU_INSTANCE_BY_ID,
+        CALL_GPU_INSTANCE_INFO,
+        CALL_GPU_INSTANCE_PROFILE_INFO,
+        EXP_N_CALLS,
+};
+
+/* Returns the NVML name of call c ("nvmlDeviceGetPowerUsage"). Never fails. */
+const char *exp_call_name(enum exp_call c);
+
+/* ---- one sample ---- */
+
+/* The most GPU instances kept per GPU (NVML allows 7 on A100/H100/B200, 8 slices at most). */
+#define EXP_MAX_GPU_INSTANCES 16
+
+/*
+ * One MIG GPU instance, as dcgm-exporter reports it (one entity per GPU instance, whatever its compute
+ * instances): its series carry the parent GPU's labels plus GPU_I_PROFILE and GPU_I_ID, the
+ * framebuffer of the instance, and the parent GPU's other values.
+ */
+struct exp_gpu_instance {
+        unsigned id;      /* nvmlDeviceGetGpuInstanceId: GPU_I_ID */
+        char profile[32]; /* GPU_I_PROFILE, go-nvlib's name ("3g.40gb", "1g.10gb+me"); "" unknown */
+        bool has_fb, has_fb_reserved;
+        double fb_free, fb_used, fb_reserved; /* MiB, from the MIG device's nvmlDeviceGetMemoryInfo */
+};
+
+struct exp_gpu {
+        unsigned index;
+        bool identified; /* uuid, name and pci_bus_id known (this sample or an earlier one) */
+        bool sampled;    /* values below were read in this sample */
+        char uuid[NVML_DEVICE_UUID_V2_BUFFER_SIZE];
+        char name[NVML_DEVICE_NAME_V2_BUFFER_SIZE];
+        char pci_bus_id[NVML_DEVICE_PCI_BUS_ID_BUFFER_SIZE];
+        char problem[128]; /* empty when sampled; else what is missing and why */
+        bool has[EXP_N_METRICS];
+        double value[EXP_N_METRICS]; /* integers are exact below 2^53 */
+        /* MIG mode enabled and GPU instances found: the GPU's series are rendered once per instance
+         * (as dcgm-exporter's default "flex" device mode does), none for the GPU itself. */
+        unsigned n_instances;
+        struct exp_gpu_instance instances[EXP_MAX_GPU_INSTANCES];
+};
+
+struct exp_sample {
+        bool nvml_up; /* the library loaded, nvmlInit and nvmlDeviceGetCount succeeded */
+        char nvml_problem[192]; /* when !nvml_up: what failed */
+        char driver_version[NVML_SYSTEM_DRIVER_VERSION_BUFFER_SIZE];
+        unsigned n_gpus;
+        struct exp_gpu *gpus;
+        double duration_seconds; /* how long the sample took */
+        bool partial;            /* some GPUs were skipped because a call on them is stuck */
+};
+
+/* Frees what s holds (not s). Returns nothing. */
+void exp_sample_clear(struct exp_sample *s);
+
+/* ---- rendering (pure: no NVML, no clock) ---- */
+
+struct exp_render_options {
+        const char *hostname;       /* NULL: no hostname label */
+        const char *hostname_label; /* "Hostname" (dcgm-exporter <= 4.8) or "hostname" */
+};
+
+/* Appends s to b with Prometheus label-value escaping (\\, \", \n). Returns nothing; never fails. */
+void exp_escape_label(struct buf *b, const char *s);
+
+/* Appends a metric value: "%d" style for integers, "%f" for doubles (dcgm-exporter's formatting).
+ * Returns nothing; never fails. */
+void exp_format_value(struct buf *b, double v, bool is_double);
+
+/* Appends the DCGM-compatible series of every sampled GPU to b, metric by metric (HELP, TYPE, one
+ * line per GPU, or per GPU instance on a GPU in MIG mode: see exp_gpu_value); a metric with no value on
+ * any GPU is left out. Returns nothing; never fails. */
+void exp_render_gpus(struct buf *b, const struct exp_sample *s, const struct exp_render_options *o);
+
+/*
+ * The value of metric m for GPU g, or for its GPU instance inst (inst < g->n_instances; -1: the GPU):
+ * an instance has its own framebuffer (FB_FREE, FB_USED, FB_RESERVED), no utilization series (DCGM
+ * does not support them in MIG mode), and the GPU's value of everything else. Returns true and *ret,
+ * or false when there is no such series.
+ */
+bool exp_gpu_value(const struct exp_gpu *g, int inst, enum exp_metric m, double *ret);
+
+/* Counters and state kept across samples, rendered with each sample. */
+struct exp_stats {
+        uint64_t samples_total;
+        uint64_t nvml_errors[EXP_N_CALLS];
+        unsigned stuck_workers;
+        uint64_t stuck_total;
+        uint64_t xid_events_total;
+};
+
+/* Appends gpunode's own series about the sampler (gpunode_exporter_*) to b. Returns nothing. */
+void exp_render_self(struct buf *b, const struct exp_sample *s, const struct exp_stats *st,
+                     const struct exp_render_options *o);
+
+/* Appends the series that change between samples (ages), computed at scrape time. sample_age < 0:
+ * no sample yet. Returns nothing; never fails. */
+void exp_render_ages(struct buf *b, double sample_age, double check_age);
+
+/* How the runs of the layer diagnosis (a `gpunode check` child) went. */
+enum exp_check_result {
+        EXP_CHECK_OK,      /* it finished and its output was valid */
+        EXP_CHECK_TIMEOUT, /* it ran past the check timeout and was killed */
+        EXP_CHECK_FAILED,  /* it could not start, or exited with a usage or internal error, or by a signal */
+        EXP_CHECK_INVALID, /* its output was not the diagnosis's exposition text, or too large */
+        EXP_CHECK_BUSY,    /* not started: an earlier, killed child has not been reaped yet */
+        EXP_CHECK_N_RESULTS,
+        EXP_CHECK_NONE = EXP_CHECK_N_RESULTS, /* no run yet */
+};
+
+struct exp_check_status {
+        enum exp_check_result last;
+        double duration_seconds; /* of the last run */
+        uint64_t runs_total[EXP_CHECK_N_RESULTS];
+};
+
+/* Appends the series about the layer diagnosis runs (gpunode_exporter_check_*) to b. Returns nothing. */
+void exp_render_check_status(struct buf *b, const struct exp_check_status *cs);
+
+/* ---- the published page ---- */
+
+struct exp_page {
+        int refs; /* atomic */
+        char *text;
+        size_t len;
+        unsigned char *gz; /* an open gzip stream of text (exp_gzip_open), NULL when compression failed */
+        size_t gz_len;
+        uint32_t gz_crc;
+        bool have_sample;
+        struct timespec sample_time; /* CLOCK_MONOTONIC, when the sample finished */
+        bool have_check;
+        struct timespec check_time;
+        bool nvml_up;
+        char problem[256]; /* NVML's state when not up, or partial-sample notes */
+};
+
+/* Returns p with one more reference. Thread-safe. */
+struct exp_page *exp_page_ref(struct exp_page *p);
+/* Drops a reference; the last frees the page. Returns NULL. Thread-safe. */
+struct exp_page *exp_page_unref(struct exp_page *p);
+
+/*
+ * Starts a gzip stream holding in[0..n): the header and deflate blocks ending in a sync flush, without
+ * the final block and trailer, so that each response can close it with exp_gzip_close around its own
+ * small tail: the page is compressed once per sample, every response is still one gzip member.
+ * Returns 0, a malloc'd *ret / *ret_len and the CRC-32 of in in *ret_crc; -ENOMEM or -EIO when zlib fails.
+ */
+int exp_gzip_open(const void *in, size_t n, unsigned char **ret, size_t *ret_len, uint32_t *ret_crc);
+
+/*
+ * Writes what ends a stream from exp_gzip_open: tail[0..n) (n <= 65535) as a final stored deflate
+ * block, then the trailer (CRC-32 and length of the whole text). out must hold n + 13 bytes. Returns
+ * the bytes written, or -EINVAL when n is too large.
+ */
+int exp_gzip_close(const void *tail, size_t n, uint32_t open_crc, size_t open_len, unsigned char *out);
+
+/* ---- the sampler ---- */
+
+struct exp_options {
+        const char *nvml_library; /* NULL: libnvidia-ml.so.1 */
+        unsigned interval_ms;
+        unsigned sample_timeout_ms; /* a call running longer makes its worker "stuck" */
+        unsigned check_interval_ms; /* 0: no layer diagnosis */
+        unsigned check_timeout_ms;  /* a `gpunode check` child running longer is killed; 0: 60 s */
+        const char *kubeconfig;     /* passed to the check child; NULL: its own defaults */
+        const char *root;
+        const char *hostname; /* NULL: no label */
+        const char *hostname_label;
+        bool xid_events;
+};
+
+struct exporter;
+
+/* Starts the sampler, Xid and check threads (the check thread runs `gpunode check` children through
+ * /proc/self/exe, so the calling program must be gpunode). Returns 0 and *ret, or -errno when a thread cannot be
+ * started. NVML failing or absent is not an error: the page says so and the sampler retries. */
+int exporter_start(const struct exp_options *o, struct exporter **ret);
+
+/* Runs the stuck-sampler watchdog once; call it about every 250 ms. Returns nothing. */
+void exporter_watchdog(struct exporter *e);
+
+/* Returns the latest page with a reference (never NULL). Thread-safe; never calls NVML. */
+struct exp_page *exporter_page(struct exporter *e);
+
+/*
+ * Fills reason with why the exporter is unhealthy (no sample yet, stale, NVML failing). Returns true
+ * when healthy. Thread-safe; never calls NVML.
+ */
+bool exporter_health(struct exporter *e, char *reason, size_t reason_size);
+
+/* Stops every thread (waiting a bounded time for one stuck in NVML) and frees e. Returns NULL. */
+struct exporter *exporter_stop(struct exporter *e);
+
+/* Returns seconds from a to b. */
+static inline double exp_seconds_between(const struct timespec *a, const struct timespec *b) {
+        return (double)(b->tv_sec - a->tv_sec) + (double)(b->tv_nsec - a->tv_nsec) / 1e9;
+}
+
+/* ---- HTTP ---- */
+
+struct exp_http;
+
+/*
+ * Listens on listen ("[HOST]:PORT", "[::1]:PORT"; ":PORT" is every address) and serves /metrics,
+ * /health and an index page from e. Returns 0 and *ret, -EINVAL for a bad address, or -errno when
+ * the socket cannot be bound.
+ */
+int exp_http_start(const char *listen, struct exporter *e, struct exp_http **ret);
+
+/* Stops the server. Returns NULL. */
+struct exp_http *exp_http_stop(struct exp_http *h);

@@ -1,0 +1,347 @@
+/* render.c: the exporter's page as Prometheus text: DCGM-compatible GPU series, its own health, gzip. */
+#include "exporter/exporter.h"
+
+#include <inttypes.h>
+#include <math.h>
+#include <zlib.h>
+
+/* Names, types and help texts copied from NVIDIA/dcgm-exporter etc/default-counters.csv (4.x). */
+static const struct exp_metric_def metric_defs[EXP_N_METRICS] = {
+        [EXP_SM_CLOCK] = { "DCGM_FI_DEV_SM_CLOCK", "gauge", "SM clock frequency (in MHz).", false },
+        [EXP_MEM_CLOCK] = { "DCGM_FI_DEV_MEM_CLOCK", "gauge", "Memory clock frequency (in MHz).", false },
+        [EXP_MEMORY_TEMP] = { "DCGM_FI_DEV_MEMORY_TEMP", "gauge", "Memory temperature (in C).", false },
+        [EXP_GPU_TEMP] = { "DCGM_FI_DEV_GPU_TEMP", "gauge", "GPU temperature (in C).", false },
+        [EXP_POWER_USAGE] = { "DCGM_FI_DEV_POWER_USAGE", "gauge", "Power draw (in W).", true },
+        [EXP_TOTAL_ENERGY] = { "DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION", "counter",
+                               "Total energy consumption since boot (in mJ).", false },
+        [EXP_PCIE_REPLAY] = { "DCGM_FI_DEV_PCIE_REPLAY_COUNTER", "counter", "Total number of PCIe retries.", false },
+        [EXP_GPU_UTIL] = { "DCGM_FI_DEV_GPU_UTIL", "gauge", "GPU utilization (in %).", false },
+        [EXP_MEM_COPY_UTIL] = { "DCGM_FI_DEV_MEM_COPY_UTIL", "gauge", "Memory utilization (in %).", false },
+        [EXP_ENC_UTIL] = { "DCGM_FI_DEV_ENC_UTIL", "gauge", "Encoder utilization (in %).", false },
+        [EXP_DEC_UTIL] = { "DCGM_FI_DEV_DEC_UTIL", "gauge", "Decoder utilization (in %).", false },
+        [EXP_XID_ERRORS] = { "DCGM_FI_DEV_XID_ERRORS", "gauge", "Value of the last XID error encountered.", false },
+        [EXP_FB_FREE] = { "DCGM_FI_DEV_FB_FREE", "gauge", "Framebuffer memory free (in MiB).", false },
+        [EXP_FB_USED] = { "DCGM_FI_DEV_FB_USED", "gauge", "Framebuffer memory used (in MiB).", false },
+        [EXP_FB_RESERVED] = { "DCGM_FI_DEV_FB_RESERVED", "gauge", "Framebuffer memory reserved (in MiB).", false },
+        [EXP_NVLINK_BANDWIDTH_TOTAL] = { "DCGM_FI_DEV_NVLINK_BANDWIDTH_TOTAL", "counter",
+                                         "Total number of NVLink bandwidth counters for all lanes.", false },
+        [EXP_UNCORRECTABLE_REMAPPED_ROWS] = { "DCGM_FI_DEV_UNCORRECTABLE_REMAPPED_ROWS", "counter",
+                                              "Number of remapped rows for uncorrectable errors", false },
+        [EXP_CORRECTABLE_REMAPPED_ROWS] = { "DCGM_FI_DEV_CORRECTABLE_REMAPPED_ROWS", "counter",
+                                            "Number of remapped rows for correctable errors", false },
+        [EXP_ROW_REMAP_FAILURE] = { "DCGM_FI_DEV_ROW_REMAP_FAILURE", "gauge", "Whether remapping of rows has failed",
+                                    false },
+};
+
+static const char *const call_names[EXP_N_CALLS] = {
+        [CALL_LIBRARY_OPEN] = "dlopen",
+        [CALL_INIT] = "nvmlInit",
+        [CALL_SHUTDOWN] = "nvmlShutdown",
+        [CALL_DRIVER_VERSION] = "nvmlSystemGetDriverVersion",
+        [CALL_DEVICE_COUNT] = "nvmlDeviceGetCount",
+        [CALL_HANDLE] = "nvmlDeviceGetHandleByIndex",
+        [CALL_NAME] = "nvmlDeviceGetName",
+        [CALL_UUID] = "nvmlDeviceGetUUID",
+        [CALL_PCI_INFO] = "nvmlDeviceGetPciInfo",
+        [CALL_CLOCK_INFO] = "nvmlDeviceGetClockInfo",
+        [CALL_FIELD_VALUES] = "nvmlDeviceGetFieldValues",
+        [CALL_TEMPERATURE] = "nvmlDeviceGetTemperature",
+        [CALL_POWER_USAGE] = "nvmlDeviceGetPowerUsage",
+        [CALL_ENERGY] = "nvmlDeviceGetTotalEnergyConsumption",
+        [CALL_PCIE_REPLAY] = "nvmlDeviceGetPcieReplayCounter",
+        [CALL_UTILIZATION] = "nvmlDeviceGetUtilizationRates",
+        [CALL_ENCODER_UTIL] = "nvmlDeviceGetEncoderUtilization",
+        [CALL_DECODER_UTIL] = "nvmlDeviceGetDecoderUtilization",
+        [CALL_MEMORY_INFO] = "nvmlDeviceGetMemoryInfo",
+        [CALL_REMAPPED_ROWS] = "nvmlDeviceGetRemappedRows",
+        [CALL_EVENT_SET_CREATE] = "nvmlEventSetCreate",
+        [CALL_REGISTER_EVENTS] = "nvmlDeviceRegisterEvents",
+        [CALL_EVENT_SET_WAIT] = "nvmlEventSetWait",
+        [CALL_MIG_MODE] = "nvmlDeviceGetMigMode",
+        [CALL_MIG_MAX_COUNT] = "nvmlDeviceGetMaxMigDeviceCount",
+        [CALL_MIG_HANDLE] = "nvmlDeviceGetMigDeviceHandleByIndex",
+        [CALL_GPU_INSTANCE_ID] = "nvmlDeviceGetGpuInstanceId",
+        [CALL_ATTRIBUTES] = "nvmlDeviceGetAttributes",
+        [CALL_GPU_INSTANCE_BY_ID] = "nvmlDeviceGetGpuInstanceById",
+        [CALL_GPU_INSTANCE_INFO] = "nvmlGpuInstanceGetInfo",
+        [CALL_GPU_INSTANCE_PROFILE_INFO] = "nvmlDeviceGetGpuInstanceProfileInfo",
+};
+
+const struct exp_metric_def *exp_metric_def(enum exp_metric m) { return &metric_defs[m]; }
+
+const char *exp_call_name(enum exp_call c) { return (unsigned)c < EXP_N_CALLS ? call_names[c] : "unknown"; }
+
+void exp_sample_clear(struct exp_sample *s) {
+        free(s->gpus);
+        s->gpus = NULL;
+        s->n_gpus = 0;
+}
+
+void exp_escape_label(struct buf *b, const char *s) {
+        const char *run = s;
+        for (; *s; s++) {
+                const char *esc = *s == '\\' ? "\\\\" : *s == '"' ? "\\\"" : *s == '\n' ? "\\n" : NULL;
+                if (!esc) continue;
+                buf_append(b, run, (size_t)(s - run));
+                buf_puts(b, esc);
+                run = s + 1;
+        }
+        buf_append(b, run, (size_t)(s - run));
+}
+
+void exp_format_value(struct buf *b, double v, bool is_double) {
+        if (isnan(v)) {
+                buf_puts(b, "NaN");
+        } else if (isinf(v)) {
+                buf_puts(b, v > 0 ? "+Inf" : "-Inf");
+        } else if (is_double) {
+                buf_printf(b, "%f", v);
+        } else if (v >= 0 && v < 18446744073709551616.0) {
+                buf_printf(b, "%" PRIu64, (uint64_t)v);
+        } else if (v < 0 && v >= -9223372036854775808.0) {
+                buf_printf(b, "%" PRId64, (int64_t)v);
+        } else {
+                buf_printf(b, "%.17g", v);
+        }
+}
+
+/* Appends GPU g's labels up to modelName (without braces), in dcgm-exporter's order. Returns nothing. */
+static void gpu_labels_head(struct buf *b, const struct exp_gpu *g) {
+        buf_printf(b, "gpu=\"%u\",UUID=\"", g->index);
+        exp_escape_label(b, g->uuid);
+        buf_puts(b, "\",pci_bus_id=\"");
+        exp_escape_label(b, g->pci_bus_id);
+        buf_printf(b, "\",device=\"nvidia%u\",modelName=\"", g->index);
+        exp_escape_label(b, g->name);
+        buf_puts(b, "\"");
+}
+
+/* Appends the labels that follow modelName and the MIG labels: Hostname, DCGM_FI_DRIVER_VERSION. Returns nothing. */
+static void gpu_labels_tail(struct buf *b, const char *driver, const struct exp_render_options *o) {
+        if (o->hostname) {
+                buf_printf(b, ",%s=\"", o->hostname_label ? o->hostname_label : "Hostname");
+                exp_escape_label(b, o->hostname);
+                buf_puts(b, "\"");
+        }
+        buf_puts(b, ",DCGM_FI_DRIVER_VERSION=\"");
+        exp_escape_label(b, driver);
+        buf_puts(b, "\"");
+}
+
+bool exp_gpu_value(const struct exp_gpu *g, int inst, enum exp_metric m, double *ret) {
+        if (!g->sampled) return false;
+        if (inst < 0 || (unsigned)inst >= g->n_instances) {
+                if (g->n_instances > 0 || !g->has[m]) return false; /* MIG mode: instances only */
+                *ret = g->value[m];
+                return true;
+        }
+        const struct exp_gpu_instance *gi = &g->instances[inst];
+        switch (m) {
+        case EXP_FB_FREE:
+                *ret = gi->fb_free;
+                return gi->has_fb;
+        case EXP_FB_USED:
+                *ret = gi->fb_used;
+                return gi->has_fb;
+        case EXP_FB_RESERVED:
+                *ret = gi->fb_reserved;
+                return gi->has_fb_reserved;
+        case EXP_GPU_UTIL:
+        case EXP_MEM_COPY_UTIL:
+        case EXP_ENC_UTIL:
+        case EXP_DEC_UTIL:
+                return false; /* "not supported for MIG configurations" (dcgm-exporter #430, #105) */
+        default:
+                *ret = g->value[m];
+                return g->has[m];
+        }
+}
+
+/* Appends one series line of metric d for GPU g (instance inst, -1: the GPU) with value v. Returns nothing. */
+static void series_line(struct buf *b, const struct exp_metric_def *d, const struct exp_gpu *g, int inst,
+                        const struct buf *head, const struct buf *tail, double v) {
+        buf_puts(b, d->name);
+        buf_puts(b, "{");
+        buf_append(b, head->data, head->len);
+        if (inst >= 0) {
+                const struct exp_gpu_instance *gi = &g->instances[inst];
+                buf_puts(b, ",GPU_I_PROFILE=\"");
+                exp_escape_label(b, gi->profile);
+                buf_printf(b, "\",GPU_I_ID=\"%u\"", gi->id);
+        }
+        buf_append(b, tail->data, tail->len);
+        buf_puts(b, "} ");
+        exp_format_value(b, v, d->is_double);
+        buf_puts(b, "\n");
+}
+
+void exp_render_gpus(struct buf *b, const struct exp_sample *s, const struct exp_render_options *o) {
+        if (s->n_gpus == 0) return;
+        /* Label sets once per GPU (the MIG labels go between head and tail), then metric by metric. */
+        struct buf *head = xcalloc(s->n_gpus, sizeof *head);
+        struct buf tail = { 0 };
+        gpu_labels_tail(&tail, s->driver_version, o);
+        for (unsigned i = 0; i < s->n_gpus; i++)
+                if (s->gpus[i].sampled) gpu_labels_head(&head[i], &s->gpus[i]);
+        for (unsigned m = 0; m < EXP_N_METRICS; m++) {
+                const struct exp_metric_def *d = &metric_defs[m];
+                bool any = false;
+                double v;
+                for (unsigned i = 0; i < s->n_gpus && !any; i++) {
+                        const struct exp_gpu *g = &s->gpus[i];
+                        any = exp_gpu_value(g, -1, m, &v);
+                        for (unsigned k = 0; k < g->n_instances && !any; k++) any = exp_gpu_value(g, (int)k, m, &v);
+                }
+                if (!any) continue;
+                buf_printf(b, "# HELP %s %s\n# TYPE %s %s\n", d->name, d->help, d->name, d->type);
+                for (unsigned i = 0; i < s->n_gpus; i++) {
+                        const struct exp_gpu *g = &s->gpus[i];
+                        if (exp_gpu_value(g, -1, m, &v)) series_line(b, d, g, -1, &head[i], &tail, v);
+                        for (unsigned k = 0; k < g->n_instances; k++)
+                                if (exp_gpu_value(g, (int)k, m, &v)) series_line(b, d, g, (int)k, &head[i], &tail, v);
+                }
+        }
+        for (unsigned i = 0; i < s->n_gpus; i++) buf_free(&head[i]);
+        buf_free(&tail);
+        free(head);
+}
+
+void exp_render_self(struct buf *b, const struct exp_sample *s, const struct exp_stats *st,
+                     const struct exp_render_options *o) {
+        buf_puts(b, "# HELP gpunode_exporter_nvml_up 1 when NVML loaded, initialised and listed the GPUs in the last sample.\n"
+                    "# TYPE gpunode_exporter_nvml_up gauge\n");
+        buf_printf(b, "gpunode_exporter_nvml_up %d\n", s->nvml_up);
+        buf_puts(b, "# HELP gpunode_exporter_gpus GPUs NVML listed in the last sample.\n"
+                    "# TYPE gpunode_exporter_gpus gauge\n");
+        buf_printf(b, "gpunode_exporter_gpus %u\n", s->n_gpus);
+        if (s->n_gpus > 0) {
+                buf_puts(b, "# HELP gpunode_exporter_gpu_up 1 when every series of the GPU was read in the last sample; 0 with the reason when it was not.\n"
+                            "# TYPE gpunode_exporter_gpu_up gauge\n");
+                for (unsigned i = 0; i < s->n_gpus; i++) {
+                        const struct exp_gpu *g = &s->gpus[i];
+                        buf_printf(b, "gpunode_exporter_gpu_up{gpu=\"%u\",uuid=\"", g->index);
+                        exp_escape_label(b, g->uuid);
+                        buf_puts(b, "\",pci_bus_id=\"");
+                        exp_escape_label(b, g->pci_bus_id);
+                        buf_puts(b, "\",reason=\"");
+                        exp_escape_label(b, g->problem);
+                        buf_printf(b, "\"} %d\n", g->sampled);
+                }
+        }
+        buf_puts(b, "# HELP gpunode_exporter_sample_duration_seconds How long the last sample of every GPU took.\n"
+                    "# TYPE gpunode_exporter_sample_duration_seconds gauge\n");
+        buf_printf(b, "gpunode_exporter_sample_duration_seconds %.6f\n", s->duration_seconds);
+        buf_puts(b, "# HELP gpunode_exporter_samples_total Samples taken since start.\n"
+                    "# TYPE gpunode_exporter_samples_total counter\n");
+        buf_printf(b, "gpunode_exporter_samples_total %" PRIu64 "\n", st->samples_total);
+        buf_puts(b, "# HELP gpunode_exporter_nvml_errors_total NVML calls that failed (not counting \"not supported\"), by call.\n"
+                    "# TYPE gpunode_exporter_nvml_errors_total counter\n");
+        for (unsigned c = 0; c < EXP_N_CALLS; c++)
+                buf_printf(b, "gpunode_exporter_nvml_errors_total{call=\"%s\"} %" PRIu64 "\n", call_names[c],
+                           st->nvml_errors[c]);
+        buf_puts(b, "# HELP gpunode_exporter_stuck_workers Sampler threads abandoned inside an NVML call that has not returned.\n"
+                    "# TYPE gpunode_exporter_stuck_workers gauge\n");
+        buf_printf(b, "gpunode_exporter_stuck_workers %u\n", st->stuck_workers);
+        buf_puts(b, "# HELP gpunode_exporter_stuck_samples_total Samples abandoned because an NVML call did not return in time.\n"
+                    "# TYPE gpunode_exporter_stuck_samples_total counter\n");
+        buf_printf(b, "gpunode_exporter_stuck_samples_total %" PRIu64 "\n", st->stuck_total);
+        buf_puts(b, "# HELP gpunode_exporter_xid_events_total Xid events NVML delivered since start.\n"
+                    "# TYPE gpunode_exporter_xid_events_total counter\n");
+        buf_printf(b, "gpunode_exporter_xid_events_total %" PRIu64 "\n", st->xid_events_total);
+        (void)o;
+}
+
+void exp_render_ages(struct buf *b, double sample_age, double check_age) {
+        buf_puts(b, "# HELP gpunode_exporter_sample_age_seconds Seconds since the last complete sample of every GPU (-1: none yet).\n"
+                    "# TYPE gpunode_exporter_sample_age_seconds gauge\n");
+        buf_printf(b, "gpunode_exporter_sample_age_seconds %.3f\n", sample_age);
+        buf_puts(b, "# HELP gpunode_exporter_check_age_seconds Seconds since the last layer diagnosis (-1: none yet).\n"
+                    "# TYPE gpunode_exporter_check_age_seconds gauge\n");
+        buf_printf(b, "gpunode_exporter_check_age_seconds %.3f\n", check_age);
+}
+
+void exp_render_check_status(struct buf *b, const struct exp_check_status *cs) {
+        static const char *const names[EXP_CHECK_N_RESULTS] = { "ok", "timeout", "failed", "invalid", "busy" };
+        buf_puts(b, "# HELP gpunode_exporter_check_timed_out 1 when the last layer diagnosis ran past the check timeout and was killed.\n"
+                    "# TYPE gpunode_exporter_check_timed_out gauge\n");
+        buf_printf(b, "gpunode_exporter_check_timed_out %d\n", cs->last == EXP_CHECK_TIMEOUT);
+        buf_puts(b, "# HELP gpunode_exporter_check_up 1 when the last layer diagnosis finished with valid output.\n"
+                    "# TYPE gpunode_exporter_check_up gauge\n");
+        buf_printf(b, "gpunode_exporter_check_up %d\n", cs->last == EXP_CHECK_OK);
+        buf_puts(b, "# HELP gpunode_exporter_check_duration_seconds How long the last layer diagnosis (a gpunode check child) took.\n"
+                    "# TYPE gpunode_exporter_check_duration_seconds gauge\n");
+        buf_printf(b, "gpunode_exporter_check_duration_seconds %.6f\n", cs->duration_seconds);
+        buf_puts(b, "# HELP gpunode_exporter_check_runs_total Layer diagnosis runs since start, by result.\n"
+                    "# TYPE gpunode_exporter_check_runs_total counter\n");
+        for (unsigned i = 0; i < EXP_CHECK_N_RESULTS; i++)
+                buf_printf(b, "gpunode_exporter_check_runs_total{result=\"%s\"} %" PRIu64 "\n", names[i], cs->runs_total[i]);
+}
+
+struct exp_page *exp_page_ref(struct exp_page *p) {
+        if (p) __atomic_add_fetch(&p->refs, 1, __ATOMIC_RELAXED);
+        return p;
+}
+
+struct exp_page *exp_page_unref(struct exp_page *p) {
+        if (!p || __atomic_sub_fetch(&p->refs, 1, __ATOMIC_ACQ_REL) > 0) return NULL;
+        free(p->text);
+        free(p->gz);
+        free(p);
+        return NULL;
+}
+
+int exp_gzip_open(const void *in, size_t n, unsigned char **ret, size_t *ret_len, uint32_t *ret_crc) {
+        z_stream z = { 0 };
+        /* Raw deflate (windowBits -15): the gzip header is written here, the trailer per response. */
+        if (deflateInit2(&z, 6, Z_DEFLATED, -15, 8, Z_DEFAULT_STRATEGY) != Z_OK) return -ENOMEM;
+        static const unsigned char header[10] = { 0x1f, 0x8b, 8, 0, 0, 0, 0, 0, 0, 3 };
+        size_t cap = sizeof header + deflateBound(&z, (uLong)n) + 64;
+        unsigned char *out = malloc(cap);
+        if (!out) {
+                deflateEnd(&z);
+                return -ENOMEM;
+        }
+        memcpy(out, header, sizeof header);
+        z.next_in = (Bytef *)in;
+        z.avail_in = (uInt)n;
+        z.next_out = out + sizeof header;
+        z.avail_out = (uInt)(cap - sizeof header);
+        /* A sync flush ends on a byte boundary without a final block, so more blocks may follow. */
+        int r = deflate(&z, Z_SYNC_FLUSH);
+        size_t len = cap - z.avail_out;
+        bool all_in = z.avail_in == 0;
+        deflateEnd(&z);
+        if (r != Z_OK || !all_in) {
+                free(out);
+                return -EIO;
+        }
+        *ret = out;
+        *ret_len = len;
+        *ret_crc = (uint32_t)crc32(crc32(0, Z_NULL, 0), in, (uInt)n);
+        return 0;
+}
+
+/* Stores v little-endian in 4 bytes at p. Returns nothing. */
+static void put_le32(unsigned char *p, uint32_t v) {
+        p[0] = v & 0xff;
+        p[1] = (v >> 8) & 0xff;
+        p[2] = (v >> 16) & 0xff;
+        p[3] = (v >> 24) & 0xff;
+}
+
+int exp_gzip_close(const void *tail, size_t n, uint32_t open_crc, size_t open_len, unsigned char *out) {
+        if (n > 65535) return -EINVAL;
+        unsigned char *p = out;
+        *p++ = 1; /* BFINAL, BTYPE 00 (stored) */
+        *p++ = n & 0xff;
+        *p++ = (n >> 8) & 0xff;
+        *p++ = ~n & 0xff;
+        *p++ = (~n >> 8) & 0xff;
+        memcpy(p, tail, n);
+        p += n;
+        uint32_t tail_crc = (uint32_t)crc32(crc32(0, Z_NULL, 0), tail, (uInt)n);
+        put_le32(p, (uint32_t)crc32_combine(open_crc, tail_crc, (z_off_t)n));
+        put_le32(p + 4, (uint32_t)(open_len + n));
+        p += 8;
+        return (int)(p - out);
+}

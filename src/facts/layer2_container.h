@@ -1,0 +1,192 @@
+/* layer2_container.h: layer 2 facts: containerd, CRI-O, Docker, the NVIDIA Container Toolkit, CDI specs, RDMA device nodes. */
+#pragma once
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/* Which binary a runtime points at, and what the host has there. */
+#define BINARY_UNSET 1 /* binary_rc when the config names no binary */
+
+/* A daemon found in /proc by its comm. */
+struct runtime_process {
+        int pid;                /* 0: not seen (or /proc not visible) */
+        int64_t started;        /* unix seconds, -1 unknown */
+        char *started_from;     /* how the start time was found, for evidence */
+        char *config_arg;       /* --config / -c from its cmdline, NULL when none */
+};
+
+/* One configuration file as read: a containerd import, a CRI-O drop-in, daemon.json. */
+struct runtime_config_file {
+        char *path;
+        int rc;                 /* 0 read and parsed, else -errno (-EINVAL: a syntax error) */
+        char *error;            /* a sentence naming the file, and line and column for syntax errors */
+        int64_t mtime;          /* unix seconds, -1 unknown */
+        int version;            /* containerd: its `version` key, 0 when absent */
+        bool mentions_nvidia;   /* defines a runtime whose name starts with "nvidia" */
+        char *imported_by;      /* containerd: the file whose imports named it; NULL for the main file */
+};
+
+/* A runtime under the CRI plugin's containerd.runtimes, after imports are merged. */
+struct ctd_runtime {
+        char *name;
+        char *runtime_type, *runtime_type_file;   /* value and the file that set it */
+        char *binary_name, *binary_file;          /* options.BinaryName */
+        int binary_rc;          /* 0 executable; -ENOENT; -EACCES not executable; BINARY_UNSET */
+};
+
+struct containerd_facts {
+        bool present;                   /* a config, a binary or a process */
+        char *binary;                   /* /usr/bin/containerd, ...; NULL when none found */
+        struct runtime_process process;
+        char *config_path;              /* the main config read */
+        char *config_path_from;         /* "default", or "--config of pid 812" */
+        int rc;                         /* 0, or the first error that stops containerd loading its config */
+        char *error;
+        struct runtime_config_file *files;  /* in the order containerd loads them */
+        size_t n_files;
+        struct runtime_config_file *stray;  /* drop-ins in conf.d directories that containerd does not load */
+        size_t n_stray;
+        char *misplaced_imports;        /* a table holding an `imports` key that is not at the top level */
+        int version;                    /* of the main file: 1, 2 or 3 (1 when absent) */
+        const char *cri_plugin;         /* CRI runtime plugin id for that version */
+        bool deep_merge;                /* imports merged key by key (containerd 2.x), else plugin by plugin */
+        char *cri_owner;                /* plugin-by-plugin merge: the file whose CRI table wins; NULL none */
+        bool cri_disabled;              /* disabled_plugins names the CRI plugin (e.g. Docker's containerd) */
+        struct ctd_runtime *runtimes;
+        size_t n_runtimes;
+        char *default_runtime, *default_runtime_file;
+        int enable_cdi;                 /* -1 not set, 0 false, 1 true */
+        char *enable_cdi_file;
+};
+
+struct crio_facts {
+        bool present;
+        char *binary;
+        struct runtime_process process;
+        int rc;                         /* first read or TOML error */
+        char *error;
+        struct runtime_config_file *files;  /* crio.conf, then crio.conf.d/ in name order */
+        size_t n_files;
+        char *nvidia_path, *nvidia_file;    /* [crio.runtime.runtimes.nvidia] runtime_path */
+        bool has_nvidia;
+        int nvidia_path_rc;
+        char *default_runtime, *default_runtime_file;
+};
+
+struct docker_facts {
+        bool present;
+        char *binary;
+        struct runtime_process process;
+        struct runtime_config_file file;    /* /etc/docker/daemon.json; rc -ENOENT when absent */
+        bool has_nvidia;
+        char *nvidia_path;              /* runtimes.nvidia.path as written */
+        char *nvidia_resolved;          /* found on the daemon's PATH, NULL when not */
+        int nvidia_path_rc;
+        char *default_runtime;
+        bool cdi_feature;               /* features.cdi */
+};
+
+enum { TOOLKIT_RUNTIME, TOOLKIT_CLI, TOOLKIT_CTK, TOOLKIT_CDI_HOOK, TOOLKIT_N_BINARIES };
+
+struct toolkit_facts {
+        const char *names[TOOLKIT_N_BINARIES];
+        char *paths[TOOLKIT_N_BINARIES];    /* where found (executable), NULL when not */
+        bool operator_dir;              /* /usr/local/nvidia/toolkit exists */
+        struct runtime_config_file config;  /* nvidia-container-runtime config.toml; rc -ENOENT when absent */
+        char *mode;                     /* nvidia-container-runtime.mode */
+        char **validations;             /* /run/nvidia/validations/ entries */
+        size_t n_validations;
+};
+
+struct cdi_spec {
+        char *path;
+        int rc;
+        char *error;
+        char *cdi_version, *kind;
+        char **devices;                 /* device names: "0", "GPU-...", "all" */
+        size_t n_devices;
+        char **device_nodes;            /* host paths (hostPath, else path) */
+        size_t n_device_nodes;
+        char **mounts;                  /* hostPath of every mount */
+        size_t n_mounts;
+        char **hooks;                   /* hook paths */
+        size_t n_hooks;
+        char **missing;                 /* device nodes, mounts and hooks absent below the root */
+        size_t n_missing;
+};
+
+struct cdi_facts {
+        struct cdi_spec *specs;         /* every *.yaml, *.yml, *.json in /etc/cdi and /var/run/cdi */
+        size_t n_specs;
+};
+
+struct runtime_facts {
+        struct containerd_facts containerd;
+        struct crio_facts crio;
+        struct docker_facts docker;
+        struct toolkit_facts toolkit;
+        struct cdi_facts cdi;
+        bool proc_visible;              /* /proc below the root lists processes */
+        int infiniband_rc;              /* listing /dev/infiniband */
+        size_t n_uverbs;
+        bool have_rdma_cm;
+};
+
+/* Runs the layer 2 probes below the root. Returns a new runtime_facts; never fails (errors are facts). */
+struct runtime_facts *probe_runtime(void);
+/* Frees f and everything in it; NULL is fine. */
+void runtime_facts_free(struct runtime_facts *f);
+
+/* Individual probes (one file each). */
+void probe_containerd(struct containerd_facts *ret);
+void probe_crio(struct crio_facts *ret);
+void probe_docker(struct docker_facts *ret);
+void probe_toolkit(struct toolkit_facts *ret);
+void probe_cdi(struct cdi_facts *ret);
+
+void containerd_facts_free(struct containerd_facts *f);
+void crio_facts_free(struct crio_facts *f);
+void docker_facts_free(struct docker_facts *f);
+void toolkit_facts_free(struct toolkit_facts *f);
+void cdi_facts_free(struct cdi_facts *f);
+void runtime_config_file_free(struct runtime_config_file *f);
+void runtime_process_free(struct runtime_process *p);
+
+/* Finds a daemon by comm in /proc below the root (the lowest pid), with its start time and its
+ * --config/-c argument. Returns true when found; never fails otherwise. */
+bool runtime_find_process(const char *comm, struct runtime_process *ret);
+/* Returns 0 when path (a host path) is an executable regular file below the root, -ENOENT when
+ * missing, -EACCES when not executable, -EISDIR/-EINVAL when not a regular file. */
+int runtime_binary_check(const char *path);
+/* Returns the first of dirs (NULL-terminated) holding an executable `name`, malloc'd; NULL when none. */
+char *runtime_find_binary(const char *name, const char *const *dirs);
+
+/* Parsers of one file's text, used by the probes; pure (no host reads), unit-tested and fuzzed. */
+
+/* Parses a containerd config file. Returns 0 and fills ret (version, imports, nvidia runtimes
+ * named; free with runtime_config_file_free, path is copied) or -EINVAL with ret->error naming
+ * path, line and column. The parsed document is handed back in *ret_doc when ret_doc is not NULL
+ * (free with toml_free). */
+struct toml_value;
+int containerd_parse_file(const char *path, const char *text, size_t len, struct runtime_config_file *ret,
+                          struct toml_value **ret_doc);
+
+/* Resolves a containerd configuration from a main file: imports (globs, relative paths, cycles)
+ * in containerd's load order, the per-version CRI table and merge rules, the runtimes. Reads
+ * through hostfs. Fills the config part of ret (ret->config_path must be set); never fails: errors
+ * land in ret->rc and ret->error. */
+void containerd_resolve(struct containerd_facts *ret);
+
+/* Parses Docker's daemon.json. Returns 0 and fills the daemon.json part of ret, or -EINVAL with a
+ * malloc'd message (line and column) in *ret_error. */
+int docker_parse_daemon_json(const char *text, size_t len, struct docker_facts *ret, char **ret_error);
+
+/* Applies one CRI-O TOML file (crio.conf or a drop-in) on top of what earlier files set.
+ * Returns 0, or -EINVAL with file->error set (path, line and column). */
+int crio_apply_file(struct crio_facts *c, struct runtime_config_file *file, const char *text, size_t len);
+
+/* Parses one CDI spec (YAML, or JSON when json is set) into ret (path copied). Returns 0, or
+ * -EINVAL with ret->error naming path, line and column. */
+int cdi_parse_spec(const char *path, const char *text, size_t len, bool json, struct cdi_spec *ret);
+void cdi_spec_free(struct cdi_spec *s);

@@ -1,0 +1,128 @@
+/* layer3_kubernetes.h: layer 3 and 4 facts: the kubelet's files, the node and its pods from the API, the metrics endpoints. */
+#pragma once
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "kube/kube_checkpoint.h"
+#include "kube/kube_objects.h"
+#include "basic/promtext.h"
+
+struct probe_options;
+
+#define KUBELET_PLUGINS_REGISTRY_DIR "/var/lib/kubelet/plugins_registry"
+#define NVIDIA_VALIDATIONS_DIR "/run/nvidia/validations"
+#define KUBE_DEFAULT_TIMEOUT_MS 5000u
+#define DCGM_EXPORTER_PORT 9400
+#define NODE_EXPORTER_PORT 9100
+
+/* What the kubelet keeps on the node (read through hostfs). */
+struct kubelet_facts {
+        int dp_rc;                     /* device-plugins folder: 0, -ENOENT not a kubelet node, -errno */
+        char *dp_error;
+        bool kubelet_sock;             /* kubelet.sock: the registration socket */
+        char **plugin_sockets;         /* other *.sock names in the folder ("nvidia-gpu.sock") */
+        size_t n_plugin_sockets;
+        int checkpoint_rc;             /* 0 parsed; -ENOENT (no allocation yet); -EBADMSG; -errno */
+        char *checkpoint_error;
+        struct kube_checkpoint *checkpoint;
+        int registry_rc;               /* plugins_registry folder */
+        char **registry;               /* socket names there ("csi.tigera.io-reg.sock") */
+        size_t n_registry;
+        int validations_rc;            /* /run/nvidia/validations: 0 or -errno (-ENOENT: no GPU Operator) */
+        char **validations;            /* file names there ("driver-ready", ...) */
+        size_t n_validations;
+};
+
+/* Why a pod on the node matters to gpunode. */
+enum kube_pod_role {
+        POD_OTHER,
+        POD_OPERATOR,                  /* a GPU Operator component without a check of its own */
+        POD_DEVICE_PLUGIN,
+        POD_GFD,
+        POD_MIG_MANAGER,
+        POD_DCGM_EXPORTER,
+        POD_NETWORK_OPERATOR,
+        POD_NODE_EXPORTER,
+        POD_LOGGING_AGENT,
+        POD_OTEL_AGENT,
+};
+
+/* The Kubernetes API's view of this node. */
+struct kube_api_facts {
+        int rc;                        /* 0 answered; -ENOENT no configuration; else why it did not */
+        char *error;                   /* the sentence for rc, naming the server */
+        bool timed_out;                /* a request ran into --timeout; later ones were not made */
+        unsigned timeout_ms;
+        char *server, *source;         /* API server URL, where the configuration came from */
+        char *node_name;
+        int node_rc;                   /* GET nodes/<name>: 0, -ENOENT not registered, ... */
+        char *node_error;
+        struct kube_node_info node;    /* valid when node_rc == 0 */
+        int pods_rc;                   /* pods on this node */
+        char *pods_error;
+        struct kube_pod_info *pods;
+        enum kube_pod_role *roles;     /* parallel to pods */
+        size_t n_pods;
+        char *operator_namespace;      /* --operator-namespace, or where operator pods were found; NULL */
+        bool operator_namespace_given;
+        int csinode_rc;                /* GET csinodes/<name>: 0, -ENOENT none, ... */
+        char **csi_drivers;            /* spec.drivers[].name */
+        size_t n_csi_drivers;
+};
+
+/* One metrics endpoint as fetched. */
+struct metrics_endpoint {
+        char *url;                     /* NULL: not attempted (see skip_reason) */
+        char *found_by;                /* "--dcgm-url", "pod gpu-operator/nvidia-dcgm-exporter-x", "default port" */
+        char *skip_reason;
+        int rc;                        /* http_fetch's result */
+        char *error;
+        long http_code;
+        int parse_rc;                  /* promtext result when rc == 0 */
+        struct promtext_error parse_error;
+        struct promtext_gpu_summary summary;
+};
+
+struct kube_facts {
+        struct kubelet_facts kubelet;
+        struct kube_api_facts api;
+        struct metrics_endpoint dcgm, node_exporter;
+};
+
+/* Kubernetes and metrics options of `gpunode check`. */
+struct kube_probe_options {
+        const char *kubeconfig;        /* --kubeconfig; NULL: as kubectl finds it */
+        const char *node_name;         /* --node; NULL: $NODE_NAME, else the host name */
+        unsigned timeout_ms;           /* --timeout, per API request and per metrics GET */
+        const char *operator_namespace;
+        const char *dcgm_url, *node_exporter_url;
+        bool no_api;                   /* do not talk to the API server (offline analysis) */
+};
+
+/* The getopt_long entries of the Kubernetes and metrics options that `gpunode check` and `gpunode collect` share
+ * (--kubeconfig, --timeout, --operator-namespace, --dcgm-url, --node-exporter-url), with the codes that
+ * kube_probe_option() takes. Needs <getopt.h>. */
+#define KUBE_PROBE_LONGOPTS                                                                                        \
+        {"kubeconfig", required_argument, NULL, 'K'}, {"timeout", required_argument, NULL, 'T'},                   \
+                {"operator-namespace", required_argument, NULL, 'O'}, {"dcgm-url", required_argument, NULL, 'D'}, \
+                {"node-exporter-url", required_argument, NULL, 'E'}
+
+/* Applies one option of KUBE_PROBE_LONGOPTS (getopt code c, its argument arg) to opts. Returns 1 when c is one of
+ * them and was applied; 0 when c is not one of them (opts untouched); -EINVAL with a malloc'd sentence in *ret_error
+ * ("--timeout must be ...", without the command's name) when the argument is not valid. */
+int kube_probe_option(int c, const char *arg, struct kube_probe_options *opts, char **ret_error);
+
+/* Runs the kubelet, API and metrics probes; hostname is the node's host name (from the root). Never
+ * fails: each part records its own errors. Returns the facts (free with kube_facts_free). */
+struct kube_facts *probe_kube(const struct kube_probe_options *opts, const char *hostname);
+/* Reads the kubelet's folders and the GPU Operator's validation files. Never fails. */
+void probe_kubelet(struct kubelet_facts *ret);
+void kube_facts_free(struct kube_facts *k);
+
+/* Returns the role of a pod from its labels and name. */
+enum kube_pod_role kube_pod_role_of(const struct kube_pod_info *p);
+/* Returns the GPU Operator component name of a pod (its app label) or NULL. */
+const char *gpu_operator_app(const struct kube_pod_info *p);
+/* Returns the DCGM/node-exporter URL for a pod ("http://10.0.0.5:9400/metrics", malloc'd), or NULL without a pod IP. */
+char *metrics_url_for_pod(const struct kube_pod_info *p, int port);

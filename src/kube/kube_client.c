@@ -1,0 +1,450 @@
+/* kube_client.c: GETs Kubernetes API paths over TLS with libcurl and parses the answers with jansson. */
+#include "kube/kube_client.h"
+#include "kube/net_replay.h"
+#include "basic/util.h"
+
+#include <ctype.h>
+#include "basic/dl_curl.h"
+#include <stdarg.h>
+#include <sys/utsname.h>
+
+struct kube_client {
+        CURL *curl;
+        char *server;                   /* base URL as configured, no trailing '/' */
+        char *url_base;                 /* base URL requests go to (tls-server-name as host when set) */
+        struct curl_slist *headers;     /* Accept, Authorization (a secret), Host */
+        struct curl_slist *connect_to;  /* tls-server-name: connect to the real host */
+        char *username, *password;
+        unsigned timeout_ms;
+        size_t max_body;
+        bool curl_user;                 /* counted in curl_users (an offline client is not) */
+        char errbuf[CURL_ERROR_SIZE];
+};
+
+/* The body being received, bounded by max. */
+struct body {
+        struct buf b;
+        size_t max;
+        bool too_big;
+};
+
+/* libcurl is initialised with the first client and cleaned up with the last (no threads here). */
+static unsigned curl_users;
+
+/* Wipes the strings of a curl list (they may hold the token) and frees it. */
+static void slist_free_wiped(struct curl_slist *l) {
+        if (!l) return; /* an offline client never loaded libcurl */
+        for (struct curl_slist *p = l; p; p = p->next)
+                if (p->data) explicit_bzero(p->data, strlen(p->data));
+        curl_slist_free_all(l);
+}
+
+void kube_client_free(struct kube_client *c) {
+        if (!c) return;
+        if (c->curl) curl_easy_cleanup(c->curl);
+        slist_free_wiped(c->headers);
+        if (c->connect_to) curl_slist_free_all(c->connect_to);
+        free(c->server);
+        free(c->url_base);
+        free(c->username);
+        if (c->password) {
+                explicit_bzero(c->password, strlen(c->password));
+                free(c->password);
+        }
+        bool counted = c->curl_user;
+        free(c);
+        if (counted && curl_users > 0 && --curl_users == 0) curl_global_cleanup();
+}
+
+/* Appends s to list l; returns the new list, or NULL on out-of-memory (l then unchanged). */
+static struct curl_slist *slist_add(struct curl_slist *l, const char *s) {
+        struct curl_slist *n = curl_slist_append(l, s);
+        if (!n) {
+                fputs("gpunode: out of memory\n", stderr);
+                abort();
+        }
+        return n;
+}
+
+/* Sets up tls-server-name: requests go to https://<name>:<port>/..., connect to the real host,
+ * and carry a Host header naming it, as client-go does. Returns 0 or -EINVAL with *ret_error. */
+static int setup_server_name(struct kube_client *c, const char *name, char **ret_error) {
+        CURLU *u = curl_url();
+        char *scheme = NULL, *host = NULL, *port = NULL, *path = NULL;
+        _cleanup_free_ char *ct = NULL, *hh = NULL;
+        int r = 0;
+        if (!u) return errorf(ret_error, -ENOMEM, "out of memory");
+        if (curl_url_set(u, CURLUPART_URL, c->server, 0) != CURLUE_OK ||
+            curl_url_get(u, CURLUPART_SCHEME, &scheme, 0) != CURLUE_OK ||
+            curl_url_get(u, CURLUPART_HOST, &host, 0) != CURLUE_OK ||
+            curl_url_get(u, CURLUPART_PORT, &port, CURLU_DEFAULT_PORT) != CURLUE_OK ||
+            curl_url_get(u, CURLUPART_PATH, &path, 0) != CURLUE_OK) {
+                r = errorf(ret_error, -EINVAL, "server URL %s cannot be parsed", c->server);
+                goto out;
+        }
+        free(c->url_base);
+        c->url_base = xasprintf("%s://%s:%s%s", scheme, name, port, streq(path, "/") ? "" : path);
+        while (c->url_base[strlen(c->url_base) - 1] == '/') c->url_base[strlen(c->url_base) - 1] = 0;
+        ct = xasprintf("%s:%s:%s:%s", name, port, host, port);
+        c->connect_to = slist_add(c->connect_to, ct);
+        hh = xasprintf("Host: %s:%s", host, port);
+        c->headers = slist_add(c->headers, hh);
+out:
+        curl_free(scheme);
+        curl_free(host);
+        curl_free(port);
+        curl_free(path);
+        curl_url_cleanup(u);
+        return r;
+}
+
+int kube_client_new(const struct kube_config *cfg, unsigned timeout_ms, struct kube_client **ret, char **ret_error) {
+        int r = dl_curl_open(ret_error);
+        if (r < 0) return r;
+        struct kube_client *c = xcalloc(1, sizeof *c);
+
+        if (curl_users++ == 0 && curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK) {
+                curl_users = 0;
+                free(c);
+                return errorf(ret_error, -EIO, "cannot initialise libcurl");
+        }
+        c->curl_user = true;
+        c->timeout_ms = timeout_ms ? timeout_ms : 1;
+        c->max_body = KUBE_MAX_BODY_DEFAULT;
+        c->server = xstrdup(cfg->server);
+        while (strlen(c->server) > 1 && c->server[strlen(c->server) - 1] == '/') c->server[strlen(c->server) - 1] = 0;
+        c->url_base = xstrdup(c->server);
+        c->curl = curl_easy_init();
+        if (!c->curl) {
+                r = errorf(ret_error, -ENOMEM, "cannot create a libcurl handle");
+                goto fail;
+        }
+
+        c->headers = slist_add(c->headers, "Accept: application/json");
+        for (const char *p = cfg->token; p && *p; p++)
+                if ((unsigned char)*p < ' ' || *p == 0x7f) {
+                        /* it would end the header line: refuse rather than send something else */
+                        r = errorf(ret_error, -EINVAL, "the bearer token from %s contains a control character",
+                                 cfg->source ? cfg->source : "the configuration");
+                        goto fail;
+                }
+        if (cfg->token) {
+                _cleanup_free_ char *h = xasprintf("Authorization: Bearer %s", cfg->token);
+                c->headers = slist_add(c->headers, h);
+                explicit_bzero(h, strlen(h));
+        }
+        if (cfg->tls_server_name && (r = setup_server_name(c, cfg->tls_server_name, ret_error)) < 0) goto fail;
+
+        CURL *h = c->curl;
+        CURLcode e = CURLE_OK;
+#define SET(opt, val) do { if (e == CURLE_OK) e = curl_easy_setopt(h, opt, val); } while (0)
+        SET(CURLOPT_NOSIGNAL, 1L);
+        SET(CURLOPT_ERRORBUFFER, c->errbuf);
+#if LIBCURL_VERSION_NUM >= 0x075500
+        SET(CURLOPT_PROTOCOLS_STR, "https,http");
+#else
+        SET(CURLOPT_PROTOCOLS, (long)(CURLPROTO_HTTPS | CURLPROTO_HTTP));
+#endif
+        SET(CURLOPT_FOLLOWLOCATION, 0L);
+        SET(CURLOPT_USERAGENT, "gpunode");
+        SET(CURLOPT_HTTPHEADER, c->headers);
+        SET(CURLOPT_TIMEOUT_MS, (long)c->timeout_ms);
+        SET(CURLOPT_CONNECTTIMEOUT_MS,
+            (long)(c->timeout_ms < KUBE_CONNECT_TIMEOUT_MAX_MS ? c->timeout_ms : KUBE_CONNECT_TIMEOUT_MAX_MS));
+        SET(CURLOPT_ACCEPT_ENCODING, ""); /* whatever curl can decode: gzip from the API server */
+        if (c->connect_to) SET(CURLOPT_CONNECT_TO, c->connect_to);
+        if (cfg->proxy_url) SET(CURLOPT_PROXY, cfg->proxy_url);
+        if (e != CURLE_OK) {
+                r = errorf(ret_error, -ENOTSUP, "libcurl: %s", curl_easy_strerror(e));
+                goto fail;
+        }
+
+        if (cfg->insecure) {
+                SET(CURLOPT_SSL_VERIFYPEER, 0L);
+                SET(CURLOPT_SSL_VERIFYHOST, 0L);
+        } else {
+                SET(CURLOPT_SSL_VERIFYPEER, 1L);
+                SET(CURLOPT_SSL_VERIFYHOST, 2L);
+                if (cfg->ca_pem) {
+                        struct curl_blob blob = {.data = cfg->ca_pem, .len = cfg->ca_pem_len, .flags = CURL_BLOB_COPY};
+                        SET(CURLOPT_CAINFO_BLOB, &blob);
+                }
+        }
+        if (e != CURLE_OK) {
+                r = errorf(ret_error, -ENOTSUP, "libcurl cannot take the cluster's certificate authority: %s",
+                         curl_easy_strerror(e));
+                goto fail;
+        }
+        if (cfg->cert_pem && cfg->key_pem) {
+                struct curl_blob cert = {.data = cfg->cert_pem, .len = cfg->cert_pem_len, .flags = CURL_BLOB_COPY};
+                struct curl_blob key = {.data = cfg->key_pem, .len = cfg->key_pem_len, .flags = CURL_BLOB_COPY};
+                SET(CURLOPT_SSLCERTTYPE, "PEM");
+                SET(CURLOPT_SSLCERT_BLOB, &cert);
+                SET(CURLOPT_SSLKEYTYPE, "PEM");
+                SET(CURLOPT_SSLKEY_BLOB, &key);
+                if (e != CURLE_OK) {
+                        r = errorf(ret_error, -ENOTSUP, "libcurl cannot take the client certificate: %s",
+                                 curl_easy_strerror(e));
+                        goto fail;
+                }
+        }
+        if (cfg->username || cfg->password) {
+                c->username = xstrdup(cfg->username ? cfg->username : "");
+                c->password = xstrdup(cfg->password ? cfg->password : "");
+                SET(CURLOPT_HTTPAUTH, (long)CURLAUTH_BASIC);
+                SET(CURLOPT_USERNAME, c->username);
+                SET(CURLOPT_PASSWORD, c->password);
+        }
+#undef SET
+        if (e != CURLE_OK) {
+                r = errorf(ret_error, -ENOTSUP, "libcurl: %s", curl_easy_strerror(e));
+                goto fail;
+        }
+        *ret = c;
+        return 0;
+fail:
+        kube_client_free(c);
+        return r;
+}
+
+int kube_client_new_offline(const char *server, unsigned timeout_ms, struct kube_client **ret) {
+        if (!server || !*server) return -EINVAL;
+        struct kube_client *c = xcalloc(1, sizeof *c);
+        c->timeout_ms = timeout_ms ? timeout_ms : 1;
+        c->max_body = KUBE_MAX_BODY_DEFAULT;
+        c->server = xstrdup(server);
+        while (strlen(c->server) > 1 && c->server[strlen(c->server) - 1] == '/') c->server[strlen(c->server) - 1] = 0;
+        c->url_base = xstrdup(c->server);
+        *ret = c;
+        return 0;
+}
+
+void kube_client_set_max_body(struct kube_client *c, size_t max_body) { c->max_body = max_body; }
+
+const char *kube_client_server(const struct kube_client *c) { return c->server; }
+
+/* curl write callback: appends to the body; returns 0 (abort) once the limit is passed. */
+static size_t write_body(char *ptr, size_t size, size_t nmemb, void *userdata) {
+        struct body *b = userdata;
+        size_t n = size * nmemb;
+        if (b->b.len + n > b->max) {
+                b->too_big = true;
+                return 0;
+        }
+        buf_append(&b->b, ptr, n);
+        return n;
+}
+
+/* Returns the API's Status message in body (malloc'd, control characters replaced), or NULL. */
+static char *status_message(const struct buf *body) {
+        if (!body->data) return NULL;
+        json_t *j = json_loadb(body->data, body->len, 0, NULL);
+        const char *m = json_string_value(json_object_get(j, "message"));
+        char *s = m && *m ? xstrndup(m, 512) : NULL;
+        json_decref(j);
+        if (!s && body->len > 0 && body->len < 200) s = xstrndup(body->data, body->len);
+        for (char *p = s; p && *p; p++)
+                if ((unsigned char)*p < ' ') *p = ' ';
+        if (s) strstrip_right(s);
+        return s;
+}
+
+/* Maps a libcurl transport error to a negative errno. */
+static int curl_errno(CURLcode e) {
+        switch (e) {
+        case CURLE_OPERATION_TIMEDOUT: return -ETIMEDOUT;
+        case CURLE_COULDNT_CONNECT: return -ECONNREFUSED;
+        case CURLE_COULDNT_RESOLVE_HOST:
+        case CURLE_COULDNT_RESOLVE_PROXY: return -EHOSTUNREACH;
+        case CURLE_PEER_FAILED_VERIFICATION:
+        case CURLE_SSL_CONNECT_ERROR:
+        case CURLE_SSL_CERTPROBLEM:
+        case CURLE_SSL_CIPHER:
+        case CURLE_SSL_CACERT_BADFILE:
+        case CURLE_SSL_ISSUER_ERROR:
+        case CURLE_SSL_CLIENTCERT:
+        case CURLE_SSL_ENGINE_NOTFOUND:
+        case CURLE_SSL_ENGINE_SETFAILED:
+        case CURLE_USE_SSL_FAILED: return -EPROTO;
+        case CURLE_FILESIZE_EXCEEDED: return -EFBIG;
+        case CURLE_URL_MALFORMAT:
+        case CURLE_UNSUPPORTED_PROTOCOL: return -EINVAL;
+        case CURLE_OUT_OF_MEMORY: return -ENOMEM;
+        default: return -EIO;
+        }
+}
+
+/* Parses a 2xx answer's body (len bytes, data may be NULL) as kube_get() does. Returns 0 with *ret,
+ * or -EBADMSG with *ret_error naming shown. */
+static int parse_answer(const char *data, size_t len, const char *shown, json_t **ret, char **ret_error) {
+        json_error_t jerr;
+        json_t *j = data ? json_loadb(data, len, 0, &jerr) : NULL;
+        if (!j) return errorf(ret_error, -EBADMSG, "GET %s: the answer is not JSON", shown);
+        if (!json_is_object(j) && !json_is_array(j)) {
+                json_decref(j);
+                return errorf(ret_error, -EBADMSG, "GET %s: the answer is not a JSON object", shown);
+        }
+        *ret = j;
+        return 0;
+}
+
+int kube_get(struct kube_client *c, const char *path, json_t **ret, char **ret_error) {
+        if (!path || path[0] != '/') return errorf(ret_error, -EINVAL, "API path \"%s\" does not start with /", path ? path : "");
+        for (const char *p = path; *p; p++)
+                if ((unsigned char)*p <= ' ' || *p == 0x7f)
+                        return errorf(ret_error, -EINVAL, "API path contains a space or control character");
+
+        _cleanup_free_ char *shown = xasprintf("%s%s", c->server, path);
+        if (net_replaying() || !c->curl) {
+                /* check --snapshot: the answer the node got, error class and sentence included */
+                const char *data = NULL;
+                size_t len = 0;
+                long status;
+                char *err = NULL;
+                int r = net_replay(NET_API, path, shown, &data, &len, &status, &err);
+                if (r < 0) {
+                        if (ret_error) *ret_error = err;
+                        else free(err);
+                        return r;
+                }
+                return parse_answer(data, len, shown, ret, ret_error);
+        }
+        _cleanup_free_ char *url = xasprintf("%s%s", c->url_base, path);
+        struct body body = {.max = c->max_body};
+        CURL *h = c->curl;
+        c->errbuf[0] = 0;
+        curl_easy_setopt(h, CURLOPT_URL, url);
+        curl_easy_setopt(h, CURLOPT_HTTPGET, 1L);
+        curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, write_body);
+        curl_easy_setopt(h, CURLOPT_WRITEDATA, &body);
+        curl_easy_setopt(h, CURLOPT_MAXFILESIZE_LARGE, (curl_off_t)c->max_body);
+        CURLcode e = curl_easy_perform(h);
+        curl_easy_setopt(h, CURLOPT_WRITEDATA, NULL);
+
+        int r = 0;
+        long code = 0;
+        char *err = NULL; /* the sentence, kept for the recorder before it goes to the caller */
+        if (e != CURLE_OK) {
+                if (body.too_big || e == CURLE_FILESIZE_EXCEEDED)
+                        r = errorf(&err, -EFBIG, "GET %s: the response is larger than %zu bytes", shown, c->max_body);
+                else if (e == CURLE_OPERATION_TIMEDOUT)
+                        r = errorf(&err, -ETIMEDOUT, "GET %s: no answer within %u ms", shown, c->timeout_ms);
+                else
+                        r = errorf(&err, curl_errno(e), "GET %s: %s", shown, c->errbuf[0] ? c->errbuf : curl_easy_strerror(e));
+                buf_free(&body.b); /* a part, at best */
+        } else {
+                curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &code);
+        }
+        if (r == 0 && (code < 200 || code > 299)) {
+                _cleanup_free_ char *msg = status_message(&body.b);
+                const char *sep = msg ? ": " : "";
+                const char *m = msg ? msg : "";
+                switch (code) {
+                case 401:
+                        r = errorf(&err, -EACCES, "GET %s: 401 Unauthorized (the credentials were rejected)%s%s", shown, sep, m);
+                        break;
+                case 403:
+                        r = errorf(&err, -EPERM, "GET %s: 403 Forbidden%s%s", shown, sep, m);
+                        break;
+                case 404:
+                        r = errorf(&err, -ENOENT, "GET %s: 404 Not Found%s%s", shown, sep, m);
+                        break;
+                default:
+                        r = errorf(&err, -EIO, "GET %s: HTTP %ld%s%s", shown, code, sep, m);
+                }
+        }
+        if (r == 0) r = parse_answer(body.b.data, body.b.len, shown, ret, &err);
+        net_record(NET_API, path, r, code, body.b.data, body.b.len, err);
+        buf_free(&body.b);
+        if (ret_error) *ret_error = err;
+        else free(err);
+        return r;
+}
+
+/* Returns s escaped for a URL path segment or query value (malloc'd): every byte but ALPHA, DIGIT
+ * and "-._~" as %XX, as curl_easy_escape() does, written here so that a snapshot replays without
+ * libcurl. Never fails (aborts on out-of-memory). */
+static char *escape(struct kube_client *c, const char *s) {
+        (void)c;
+        static const char hex[] = "0123456789ABCDEF";
+        struct buf b = {0};
+        for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
+                if (isalnum(*p) || *p == '-' || *p == '.' || *p == '_' || *p == '~') {
+                        buf_append(&b, (const char *)p, 1);
+                } else {
+                        char e[3] = {'%', hex[*p >> 4], hex[*p & 15]};
+                        buf_append(&b, e, 3);
+                }
+        }
+        return b.data ? b.data : xstrdup("");
+}
+
+int kube_get_node(struct kube_client *c, const char *name, json_t **ret, char **ret_error) {
+        if (!name || !*name) return errorf(ret_error, -EINVAL, "no node name");
+        _cleanup_free_ char *n = escape(c, name);
+        _cleanup_free_ char *path = xasprintf("/api/v1/nodes/%s", n);
+        return kube_get(c, path, ret, ret_error);
+}
+
+int kube_list_pods(struct kube_client *c, const char *node, const char *namespace, const char *label_selector,
+                   json_t **ret, char **ret_error) {
+        if (!node || !*node) return errorf(ret_error, -EINVAL, "no node name");
+        _cleanup_free_ char *sel = xasprintf("spec.nodeName=%s", node);
+        _cleanup_free_ char *fs = escape(c, sel);
+        struct buf p = {0};
+        if (namespace && *namespace) {
+                _cleanup_free_ char *ns = escape(c, namespace);
+                buf_printf(&p, "/api/v1/namespaces/%s/pods", ns);
+        } else
+                buf_puts(&p, "/api/v1/pods");
+        buf_printf(&p, "?fieldSelector=%s", fs);
+        if (label_selector && *label_selector) {
+                _cleanup_free_ char *ls = escape(c, label_selector);
+                buf_printf(&p, "&labelSelector=%s", ls);
+        }
+        int r = kube_get(c, p.data, ret, ret_error);
+        buf_free(&p);
+        return r;
+}
+
+int kube_list_namespaces(struct kube_client *c, json_t **ret, char **ret_error) {
+        return kube_get(c, "/api/v1/namespaces", ret, ret_error);
+}
+
+int kube_timeout_parse(const char *s, unsigned *ret) {
+        _cleanup_free_ char *num = xstrdup(s);
+        uint64_t v, mult = 1000;
+        size_t n = strlen(num);
+        if (n > 2 && streq(num + n - 2, "ms")) {
+                num[n - 2] = 0;
+                mult = 1;
+        } else if (n > 1 && num[n - 1] == 's') {
+                num[n - 1] = 0;
+        }
+        if (parse_u64(num, 10, &v) < 0 || v == 0 || v > 600000 / mult) return -EINVAL;
+        *ret = (unsigned)(v * mult);
+        return 0;
+}
+
+int kube_node_name(const char *flag, char **ret) {
+        if (flag && *flag) {
+                *ret = xstrdup(flag);
+                return 0;
+        }
+        const char *env = getenv("NODE_NAME");
+        if (env && *env) {
+                *ret = xstrdup(env);
+                return 0;
+        }
+        struct utsname u;
+        if (uname(&u) < 0) return -errno;
+        char *s = xstrdup(u.nodename);
+        strstrip_right(s);
+        if (!*s) {
+                free(s);
+                return -ENXIO;
+        }
+        for (char *p = s; *p; p++) *p = (char)tolower((unsigned char)*p);
+        *ret = s;
+        return 0;
+}

@@ -1,0 +1,170 @@
+/* check_driver_kmsg.c: layer 1, driver: what the kernel log says about the GPUs: Xid errors, lost GPUs. */
+#include "diagnose/checks.h"
+#include "layer1_hardware/kmsg.h"
+#include "nvml/nvml_lib.h"
+#include "nvml/nvml_probe.h"
+
+#include <strings.h>
+
+size_t kmsg_evidence(const struct kmsg_facts *k, int kind, struct finding *f) {
+        if (!k->scan || kind < 0 || kind >= _KMSG_EV_MAX) return 0;
+        const struct kmsg_event_stat *st = &kmsg_scan_summary(k->scan)->ev[kind];
+        if (st->count == 0) return 0;
+        if (st->count == 1)
+                finding_evidence(f, "%s line %llu: %s", k->source, (unsigned long long)st->last.lineno, st->last.text);
+        else
+                finding_evidence(f, "%s: %llu lines, last (line %llu): %s", k->source, (unsigned long long)st->count,
+                                 (unsigned long long)st->last.lineno, st->last.text);
+        return st->count;
+}
+
+void kmsg_api_mismatch_evidence(const struct kmsg_facts *k, struct finding *f) {
+        if (!k->scan) return;
+        const struct kmsg_event_stat *st = &kmsg_scan_summary(k->scan)->ev[KMSG_EV_API_MISMATCH];
+        if (st->count && st->value[0])
+                finding_evidence(f, "kernel log: client version %s, kernel module version %s", st->value,
+                                 st->value2[0] ? st->value2 : "?");
+        kmsg_evidence(k, KMSG_EV_API_MISMATCH, f);
+}
+
+/* Returns the NVML record of the GPU at a kernel-log PCI address ("0000:07:00"), or NULL. */
+static const struct nvml_gpu_facts *nvml_gpu_at(const struct node_facts *facts, const char *pci) {
+        const struct nvml_facts *n = facts->nvml.facts;
+        if (!n) return NULL;
+        size_t len = strlen(pci);
+        for (unsigned i = 0; i < n->n_gpus; i++)
+                if (n->gpus[i].pci_rc == NVML_SUCCESS && strncasecmp(n->gpus[i].pci_bus_id_legacy, pci, len) == 0)
+                        return &n->gpus[i];
+        return NULL;
+}
+
+/* Returns "0000:07:00 (GPU 3, GPU-...)" for a kernel-log GPU. */
+static char *kmsg_gpu_label(const struct node_facts *facts, const struct kmsg_gpu *g) {
+        const struct nvml_gpu_facts *n = nvml_gpu_at(facts, g->pci);
+        if (n) return xasprintf("%s (GPU %u%s%s)", g->pci, n->index, n->uuid_rc == NVML_SUCCESS ? ", " : "",
+                                n->uuid_rc == NVML_SUCCESS ? n->uuid : "");
+        if (g->uuid[0]) return xasprintf("%s (%s)", g->pci, g->uuid);
+        return xstrdup(g->pci);
+}
+
+/* Returns true, after warning in f that it cannot tell, when the kernel log could not be read;
+ * false (noting a partial read as evidence) when there is a scan to judge. */
+static bool kmsg_unreadable(const struct node_facts *facts, struct finding *f) {
+        if (facts->kmsg.scan) {
+                if (facts->kmsg.rc < 0) finding_evidence(f, "kernel log read stopped early: %s", facts->kmsg.error);
+                return false;
+        }
+        finding_warn(f, "cannot read the kernel log, so cannot tell: %s", facts->kmsg.error);
+        finding_remedy(f, "run as root (dmesg_restrict) with the host's /dev visible, or pass a saved log with --kmsg FILE");
+        return true;
+}
+
+/* Judges driver.gpu-fallen-off-bus (no GPU has fallen off the bus) from the facts into f; never fails:
+ * what it cannot read, it says. */
+static void run_fallen_off_bus(const struct node_facts *facts, struct finding *f) {
+        size_t lost = 0;
+        const struct nvml_facts *n = facts->nvml.facts;
+        if (n && n->init_rc == NVML_SUCCESS)
+                for (unsigned i = 0; i < n->n_gpus; i++) {
+                        const struct nvml_gpu_facts *g = &n->gpus[i];
+                        if (g->handle_rc == NVML_ERROR_GPU_IS_LOST || g->name_rc == NVML_ERROR_GPU_IS_LOST ||
+                            g->uuid_rc == NVML_ERROR_GPU_IS_LOST) {
+                                lost++;
+                                finding_evidence(f, "NVML: GPU %u %s: %s", g->index, g->pci_rc == NVML_SUCCESS ? g->pci_bus_id_legacy : "",
+                                                 nvml_return_message(NVML_ERROR_GPU_IS_LOST));
+                        }
+                }
+        size_t fallen = 0;
+        if (facts->kmsg.scan) {
+                const struct kmsg_summary *sum = kmsg_scan_summary(facts->kmsg.scan);
+                for (size_t i = 0; i < sum->n_gpus; i++) {
+                        const struct kmsg_gpu *g = sum->gpus[i];
+                        if (!g->fallen_off_bus) continue;
+                        fallen++;
+                        _cleanup_free_ char *label = kmsg_gpu_label(facts, g);
+                        finding_evidence(f, "kernel log: %s has fallen off the bus (%llu line(s))", label,
+                                         (unsigned long long)g->fallen_off_bus);
+                }
+                if (fallen == 0) kmsg_evidence(&facts->kmsg, KMSG_EV_FALLEN_OFF_BUS, f);
+        } else if (lost == 0 && kmsg_unreadable(facts, f)) {
+                return;
+        }
+        if (fallen || lost) {
+                finding_fail(f, "%zu GPU(s) have fallen off the bus and no longer answer", fallen > lost ? fallen : lost);
+                finding_remedy(f, "cordon and drain the node, then reboot it (a GPU reset is not enough); if it happens again, "
+                                  "check PCIe seating, power and cooling and open an RMA");
+                return;
+        }
+        finding_pass(f, "no GPU has fallen off the bus");
+}
+
+/* Judges driver.xid-errors (no critical Xid errors in the kernel log) from the facts into f; never
+ * fails: what it cannot read, it says. */
+static void run_xid_errors(const struct node_facts *facts, struct finding *f) {
+        if (kmsg_unreadable(facts, f)) return;
+        const struct kmsg_summary *sum = kmsg_scan_summary(facts->kmsg.scan);
+        enum xid_severity worst = XID_INFO;
+        const struct kmsg_gpu *worst_gpu = NULL;
+        int worst_xid = 0;
+        size_t gpus_with_xids = 0;
+        for (size_t i = 0; i < sum->n_gpus; i++) {
+                const struct kmsg_gpu *g = sum->gpus[i];
+                if (!g->xid_count) continue;
+                gpus_with_xids++;
+                _cleanup_free_ char *label = kmsg_gpu_label(facts, g);
+                for (size_t x = 0; x < g->n_xids; x++) {
+                        const struct kmsg_xid_stat *st = &g->xids[x];
+                        const struct xid_info *info = xid_lookup(st->xid);
+                        finding_evidence(f, "%s: Xid %d x%llu (%s, %s): %s", label, st->xid, (unsigned long long)st->count,
+                                         xid_severity_name(st->worst), info->meaning, st->last.text);
+                        if (st->worst > worst || (st->worst == worst && worst_gpu == NULL)) {
+                                worst = st->worst;
+                                worst_gpu = g;
+                                worst_xid = st->xid;
+                        }
+                }
+        }
+        finding_evidence(f, "%s: %llu lines scanned", facts->kmsg.source, (unsigned long long)sum->lines);
+        if (gpus_with_xids == 0) {
+                finding_pass(f, "no Xid errors in the kernel log");
+                return;
+        }
+        _cleanup_free_ char *label = kmsg_gpu_label(facts, worst_gpu);
+        const struct xid_info *info = xid_lookup(worst_xid);
+        if (worst == XID_CRITICAL) {
+                if (kmsg_gpu_xid_before(worst_gpu, 48, 64) || kmsg_gpu_xid_before(worst_gpu, 48, 63)) {
+                        finding_fail(f, "double-bit ECC error (Xid 48) followed by a page retirement/row remap event on %s", label);
+                        finding_remedy(f, "cordon and drain the node, then reset the GPU (`nvidia-smi -r`) or reboot; if Xid 64 "
+                                          "(remap failure) repeats, the GPU is an RMA candidate");
+                        return;
+                }
+                finding_fail(f, "critical Xid %d (%s) on %s", worst_xid, info->name ? info->name : "?", label);
+                finding_remedy(f, "%s", info->remedy_text);
+        } else if (worst >= XID_APPLICATION) {
+                finding_warn(f, "Xid %d (%s) on %s: %s", worst_xid, xid_severity_name(worst), label, info->meaning);
+                finding_remedy(f, "%s", info->remedy_text);
+        } else {
+                finding_pass(f, "only informational Xids in the kernel log (%zu GPU(s))", gpus_with_xids);
+        }
+}
+
+const struct check_def check_fallen_off_bus = {
+        .id = "driver.gpu-fallen-off-bus", .layer = 1, .component = "driver",
+        .title = "no GPU has fallen off the bus",
+        .reads = "kernel log (Xid 79 and the 3-line \"fallen off the bus\" message), NVML GPU_IS_LOST answers",
+        .outcomes = "pass: none; fail: a GPU is lost (drain and reboot); warn: the kernel log cannot be read",
+        .remedy = "cordon, drain and reboot the node; repeated falls mean PCIe, power or cooling trouble: open an RMA",
+        .depends = {"driver.module-loaded"},
+        .run = run_fallen_off_bus,
+};
+
+const struct check_def check_xid_errors = {
+        .id = "driver.xid-errors", .layer = 1, .component = "driver",
+        .title = "no critical Xid errors in the kernel log",
+        .reads = "kernel log (/dev/kmsg or --kmsg FILE): NVRM Xid lines per GPU, classified by the Xid catalog",
+        .outcomes = "pass: none or informational; warn: application Xids (13, 31, 43, 45, 68, ...) or an unreadable log; "
+                    "fail: critical Xids (48, 64, 79, 95, 109, 119, ...) with NVIDIA's action",
+        .remedy = "follow NVIDIA's action for the Xid: restart the application, reset the GPU, or drain and reboot the node",
+        .depends = {"driver.module-loaded"},
+        .run = run_xid_errors,
+};

@@ -1,0 +1,371 @@
+/* check_driver_nvml.c: layer 1, driver: what NVML answers: init, versions, GPU count, per-GPU health. */
+#include "diagnose/checks.h"
+#include "nvml/nvml_lib.h"
+#include "nvml/nvml_probe.h"
+
+/* Returns NVML's facts when it initialised, else NULL. */
+static const struct nvml_facts *nvml_ok(const struct node_facts *facts) {
+        const struct nvml_facts *n = facts->nvml.facts;
+        return n && n->init_rc == NVML_SUCCESS ? n : NULL;
+}
+
+/* Returns a label for a GPU in evidence: "GPU 3 (0000:18:00.0, GPU-...)". */
+static char *gpu_label(const struct nvml_gpu_facts *g) {
+        return xasprintf("GPU %u (%s%s%s)", g->index, g->pci_rc == NVML_SUCCESS ? g->pci_bus_id_legacy : "?",
+                         g->uuid_rc == NVML_SUCCESS ? ", " : "", g->uuid_rc == NVML_SUCCESS ? g->uuid : "");
+}
+
+/* Adds, as evidence, the NVML call the probe stopped waiting for, if any. */
+static void note_timeout(const struct nvml_facts *n, struct finding *f) {
+        if (n && n->timed_out) finding_evidence(f, "NVML probe stopped: %s", n->timeout_message);
+}
+
+/* Judges driver.version-match (NVML in user space and the kernel module are the same driver version)
+ * from the facts into f; never fails: what it cannot read, it says. */
+static void run_version_match(const struct node_facts *facts, struct finding *f) {
+        const struct nvml_facts *n = facts->nvml.facts;
+        const char *kver = facts->driver.version;
+        if (!n) {
+                finding_skip(f, "NVML not loaded, nothing to compare (see driver.nvml-init)");
+                return;
+        }
+        if (n->init_rc == NVML_ERROR_LIB_RM_VERSION_MISMATCH) {
+                finding_fail(f, "driver/library version mismatch: NVML in user space does not match kernel module %s", kver ? kver : "?");
+                finding_evidence(f, "nvmlInit: %s", nvml_return_name(n->init_rc));
+                if (n->library_path) finding_evidence(f, "library: %s", n->library_path);
+                kmsg_api_mismatch_evidence(&facts->kmsg, f);
+                finding_remedy(f, "the driver was upgraded but the old kernel module is still loaded: drain the node and "
+                                  "reboot it (or stop every GPU process and reload nvidia, nvidia_uvm, nvidia_modeset)");
+                return;
+        }
+        if (n->init_rc != NVML_SUCCESS || n->driver_version_rc != NVML_SUCCESS) {
+                finding_skip(f, "NVML did not report a driver version (see driver.nvml-init)");
+                return;
+        }
+        if (kver && !streq(kver, n->driver_version)) {
+                finding_fail(f, "NVML reports driver %s but the kernel module is %s", n->driver_version, kver);
+                finding_remedy(f, "reinstall one driver version everywhere (kernel module and user-space libraries), then reboot");
+                return;
+        }
+        kmsg_api_mismatch_evidence(&facts->kmsg, f);
+        finding_pass(f, "NVML and the kernel module agree on driver %s", n->driver_version);
+}
+
+/* Judges driver.nvml-init (NVML loads and initialises) from the facts into f; never fails: what it
+ * cannot read, it says. */
+static void run_nvml_init(const struct node_facts *facts, struct finding *f) {
+        const struct nvml_state *st = &facts->nvml;
+        const struct nvml_facts *n = st->facts;
+        if (!n) {
+                finding_fail(f, "NVML cannot be loaded: %s", st->load_error ? st->load_error : "unknown error");
+                finding_remedy(f, "the driver's user-space libraries are missing or unreadable: install the driver package matching "
+                                  "the kernel module (libnvidia-ml.so.1), or with the GPU Operator check the driver pod and "
+                                  "/run/nvidia/driver");
+                return;
+        }
+        if (n->library_path) finding_evidence(f, "library: %s", n->library_path);
+        if (n->timed_out) {
+                finding_fail(f, "NVML hung: %s", n->timeout_message);
+                finding_remedy(f, "a GPU or the driver is stuck: look for Xid errors in the kernel log, enable persistence mode, "
+                                  "and reset the GPU or reboot the node if nvidia-smi hangs too");
+                return;
+        }
+        if (n->init_rc != NVML_SUCCESS) {
+                finding_fail(f, "NVML failed to initialise: %s (%s)", nvml_return_message(n->init_rc), nvml_return_name(n->init_rc));
+                if (n->init_error[0]) finding_evidence(f, "nvmlErrorString: %s", n->init_error);
+                finding_remedy(f, "run nvidia-smi on the host: it fails the same way; check the kernel log for NVRM errors");
+                return;
+        }
+        if (n->device_count_rc != NVML_SUCCESS) {
+                finding_fail(f, "NVML initialised but cannot count GPUs: %s", nvml_return_message(n->device_count_rc));
+                finding_remedy(f, "check the kernel log for NVRM errors and run nvidia-smi");
+                return;
+        }
+        note_timeout(n, f);
+        unsigned cuda = n->cuda_driver_version.rc == NVML_SUCCESS ? (unsigned)n->cuda_driver_version.value : 0;
+        finding_pass(f, "NVML %s initialised: driver %s, CUDA %u.%u, %u GPU(s)", n->nvml_version_rc == NVML_SUCCESS ? n->nvml_version : "?",
+                     n->driver_version_rc == NVML_SUCCESS ? n->driver_version : "?", cuda / 1000, (cuda % 1000) / 10, n->device_count);
+}
+
+/* Judges driver.gpu-count (NVML sees every GPU the PCI bus has) from the facts into f; never fails:
+ * what it cannot read, it says. */
+static void run_gpu_count(const struct node_facts *facts, struct finding *f) {
+        const struct nvml_facts *n = nvml_ok(facts);
+        if (!n) {
+                finding_skip(f, "NVML did not initialise");
+                return;
+        }
+        size_t bound = 0;
+        for (size_t i = 0; i < facts->pci.n_gpus; i++)
+                if (facts->pci.gpus[i].driver && streq(facts->pci.gpus[i].driver, "nvidia")) bound++;
+        size_t answering = 0;
+        for (unsigned i = 0; i < n->n_gpus; i++) {
+                const struct nvml_gpu_facts *g = &n->gpus[i];
+                if (g->handle_rc == NVML_SUCCESS && g->name_rc != NVML_ERROR_GPU_IS_LOST) {
+                        answering++;
+                        continue;
+                }
+                _cleanup_free_ char *label = gpu_label(g);
+                finding_evidence(f, "%s: %s", label, nvml_return_message(g->handle_rc != NVML_SUCCESS ? g->handle_rc : g->name_rc));
+        }
+        note_timeout(n, f);
+        finding_evidence(f, "PCI: %zu GPU(s) bound to nvidia; NVML: %u counted, %zu answering", bound, n->device_count, answering);
+        if (n->device_count < bound) {
+                finding_fail(f, "NVML sees %u GPU(s) but %zu are bound to nvidia on the PCI bus", n->device_count, bound);
+                finding_remedy(f, "a GPU the driver could not initialise: check the kernel log for NVRM errors on the missing "
+                                  "PCI address and `nvidia-smi -q`; reset or reboot, then RMA if it persists");
+        } else if (answering < n->device_count && !n->timed_out) {
+                finding_fail(f, "%zu of %u GPU(s) do not answer NVML", n->device_count - answering, n->device_count);
+                finding_remedy(f, "drain the node and reboot it; a GPU that stays lost is a hardware fault");
+        } else {
+                finding_pass(f, "NVML sees all %u GPU(s) found on the PCI bus", n->device_count);
+        }
+}
+
+/* Judges driver.persistence (persistence mode is on) from the facts into f; never fails: what it
+ * cannot read, it says. */
+static void run_persistence(const struct node_facts *facts, struct finding *f) {
+        const struct nvml_facts *n = nvml_ok(facts);
+        if (!n) {
+                finding_skip(f, "NVML did not initialise");
+                return;
+        }
+        unsigned off = 0, known = 0;
+        for (unsigned i = 0; i < n->n_gpus; i++) {
+                const struct nvml_gpu_facts *g = &n->gpus[i];
+                if (g->persistence_mode.rc != NVML_SUCCESS) continue;
+                known++;
+                if (g->persistence_mode.value != 1) {
+                        off++;
+                        _cleanup_free_ char *label = gpu_label(g);
+                        finding_evidence(f, "%s: persistence mode disabled", label);
+                }
+        }
+        finding_evidence(f, "nvidia-persistenced %s", facts->processes.persistenced_running ? "running" : "not running");
+        if (known == 0) {
+                finding_skip(f, "NVML does not report persistence mode here");
+        } else if (off) {
+                finding_warn(f, "persistence mode is off on %u of %u GPU(s): every client start re-initialises them (seconds)", off, known);
+                finding_remedy(f, "enable nvidia-persistenced (`systemctl enable --now nvidia-persistenced`); the GPU Operator's "
+                                  "driver container runs it itself");
+        } else {
+                finding_pass(f, "persistence mode on for all %u GPU(s)", known);
+        }
+}
+
+/* Judges driver.memory-errors (no failed or pending row remaps, no fresh uncorrectable ECC errors)
+ * from the facts into f; never fails: what it cannot read, it says. */
+static void run_memory_errors(const struct node_facts *facts, struct finding *f) {
+        const struct nvml_facts *n = nvml_ok(facts);
+        if (!n) {
+                finding_skip(f, "NVML did not initialise");
+                return;
+        }
+        unsigned failed = 0, pending = 0, dbe = 0;
+        for (unsigned i = 0; i < n->n_gpus; i++) {
+                const struct nvml_gpu_facts *g = &n->gpus[i];
+                _cleanup_free_ char *label = gpu_label(g);
+                if (g->remapped_rows_rc == NVML_SUCCESS) {
+                        if (g->remapped_failure) failed++, finding_evidence(f, "%s: row remapping failed", label);
+                        if (g->remapped_pending) pending++, finding_evidence(f, "%s: row remapping pending (needs a GPU reset)", label);
+                        if (g->remapped_uncorrectable || g->remapped_correctable)
+                                finding_evidence(f, "%s: remapped rows: %u uncorrectable, %u correctable", label,
+                                                 g->remapped_uncorrectable, g->remapped_correctable);
+                }
+                if (g->ecc_volatile_uncorrected.rc == NVML_SUCCESS && g->ecc_volatile_uncorrected.value > 0) {
+                        dbe++;
+                        finding_evidence(f, "%s: %llu uncorrectable ECC error(s) since the driver loaded", label,
+                                         (unsigned long long)g->ecc_volatile_uncorrected.value);
+                }
+        }
+        if (failed) {
+                finding_fail(f, "row remapping failed on %u GPU(s): the memory cannot be repaired", failed);
+                finding_remedy(f, "cordon and drain the node; the GPU is an RMA candidate (run the field diagnostic and contact the vendor)");
+        } else if (pending) {
+                finding_warn(f, "row remapping pending on %u GPU(s): takes effect at the next GPU reset", pending);
+                finding_remedy(f, "when the GPU is idle: drain it and `nvidia-smi -r -i <index>`, or reboot the node");
+        } else if (dbe) {
+                finding_warn(f, "uncorrectable ECC errors on %u GPU(s) since the driver loaded", dbe);
+                finding_remedy(f, "watch for Xid 48/63/64/94/95 in the kernel log; reset the GPU when idle");
+        } else {
+                finding_pass(f, "no uncorrectable memory errors or pending row remaps");
+        }
+}
+
+/* Returns the words for an NVML GPU recovery action (field 230) value. */
+static const char *recovery_action_text(uint64_t v) {
+        switch (v) {
+        case 0: return "none";
+        case 1: return "GPU reset";
+        case 2: return "node reboot";
+        case 3: return "drain peer-to-peer traffic";
+        case 4: return "drain and reset";
+        }
+        return "unknown action";
+}
+
+/* Judges driver.recovery-action (the driver asks for no GPU recovery action) from the facts into f;
+ * never fails: what it cannot read, it says. */
+static void run_recovery_action(const struct node_facts *facts, struct finding *f) {
+        const struct nvml_facts *n = nvml_ok(facts);
+        if (!n) {
+                finding_skip(f, "NVML did not initialise");
+                return;
+        }
+        unsigned known = 0, needed = 0;
+        uint64_t worst = 0;
+        for (unsigned i = 0; i < n->n_gpus; i++) {
+                const struct nvml_gpu_facts *g = &n->gpus[i];
+                if (g->recovery_action.rc != NVML_SUCCESS) continue;
+                known++;
+                if (g->recovery_action.value == 0) continue;
+                needed++;
+                if (g->recovery_action.value == 2 || worst != 2) worst = g->recovery_action.value;
+                _cleanup_free_ char *label = gpu_label(g);
+                finding_evidence(f, "%s: recovery action %llu (%s)", label, (unsigned long long)g->recovery_action.value,
+                                 recovery_action_text(g->recovery_action.value));
+        }
+        if (known == 0) {
+                finding_skip(f, "this driver does not report a GPU recovery action (NVML field 230)");
+        } else if (needed) {
+                finding_fail(f, "the driver asks for %s on %u GPU(s)", recovery_action_text(worst), needed);
+                finding_remedy(f, "cordon and drain the node, then do what the driver asks (%s): `nvidia-smi -r` for a reset, a "
+                                  "reboot otherwise", recovery_action_text(worst));
+        } else {
+                finding_pass(f, "no GPU recovery action pending on %u GPU(s)", known);
+        }
+}
+
+/* Returns the words for an NVML fabric state (0 not supported .. 3 completed). */
+static const char *fabric_state_text(unsigned s) {
+        switch (s) {
+        case 0: return "not supported";
+        case 1: return "not started";
+        case 2: return "in progress";
+        case 3: return "completed";
+        }
+        return "unknown";
+}
+
+/* Judges fabric-manager.fabric-state (on NVSwitch systems every GPU is registered with the NVLink
+ * fabric) from the facts into f; never fails: what it cannot read, it says. */
+static void run_fabric_state(const struct node_facts *facts, struct finding *f) {
+        if (facts->pci.n_nvswitches == 0) {
+                finding_skip(f, "no NVSwitch on the PCI bus: fabric manager is not needed");
+                return;
+        }
+        const struct nvml_facts *n = nvml_ok(facts);
+        if (!n) {
+                finding_skip(f, "NVML did not initialise");
+                return;
+        }
+        finding_evidence(f, "%zu NVSwitch function(s); nv-fabricmanager %s", facts->pci.n_nvswitches,
+                         facts->processes.fabricmanager_running ? "running" : "not running");
+        unsigned done = 0, waiting = 0, failed = 0, unknown = 0;
+        for (unsigned i = 0; i < n->n_gpus; i++) {
+                const struct nvml_gpu_facts *g = &n->gpus[i];
+                _cleanup_free_ char *label = gpu_label(g);
+                if (g->fabric_rc == NVML_ERROR_GPU_IS_LOST || g->handle_rc == NVML_ERROR_GPU_IS_LOST) {
+                        finding_evidence(f, "%s: lost, fabric state not asked (see driver.gpu-fallen-off-bus)", label);
+                        continue;
+                }
+                if (g->fabric_rc != NVML_SUCCESS) {
+                        unknown++;
+                        finding_evidence(f, "%s: fabric state unknown: %s", label, nvml_return_message(g->fabric_rc));
+                        continue;
+                }
+                if (g->fabric_state == 3 && g->fabric_status == NVML_SUCCESS) {
+                        done++;
+                        continue;
+                }
+                if (g->fabric_state == 3) {
+                        failed++;
+                        finding_evidence(f, "%s: fabric registration failed: %s", label, nvml_return_message(g->fabric_status));
+                } else {
+                        waiting++;
+                        finding_evidence(f, "%s: fabric state %s", label, fabric_state_text(g->fabric_state));
+                }
+        }
+        if (failed || waiting) {
+                finding_fail(f, "%u of %u GPU(s) are not registered with the NVLink fabric: CUDA fails with error 802 "
+                                "(system not yet initialized)", failed + waiting, n->n_gpus);
+                finding_remedy(f, "start the fabric manager (`systemctl enable --now nvidia-fabricmanager`); its version must "
+                                  "equal the driver's (%s); read /var/log/fabricmanager.log",
+                               n->driver_version_rc == NVML_SUCCESS ? n->driver_version : "see driver.version");
+        } else if (unknown) {
+                finding_warn(f, "NVML does not report the fabric state of %u GPU(s) on an NVSwitch system", unknown);
+                finding_remedy(f, "update the driver; check `nvidia-smi -q | grep -A3 Fabric`");
+        } else {
+                finding_pass(f, "all %u GPU(s) registered with the NVLink fabric", done);
+        }
+}
+
+const struct check_def check_version_match = {
+        .id = "driver.version-match", .layer = 1, .component = "driver",
+        .title = "NVML in user space and the kernel module are the same driver version",
+        .reads = "nvmlInit's answer, nvmlSystemGetDriverVersion, /proc/driver/nvidia/version, API mismatch lines in the kernel log",
+        .outcomes = "pass: versions agree; fail: driver/library version mismatch (upgraded without reboot); skip: NVML absent",
+        .remedy = "the driver was upgraded without a reboot: drain and reboot the node",
+        .depends = {"driver.module-loaded", "driver.version"},
+        .run = run_version_match,
+};
+
+const struct check_def check_nvml_init = {
+        .id = "driver.nvml-init", .layer = 1, .component = "driver",
+        .title = "NVML loads and initialises",
+        .reads = "dlopen(libnvidia-ml.so.1), nvmlInit_v2, nvmlDeviceGetCount_v2, bounded by --nvml-timeout",
+        .outcomes = "pass: NVML answers; fail: library missing, init error (named), or NVML hung",
+        .remedy = "install the driver's user-space libraries matching the kernel module; if NVML hangs, reset the GPU or reboot",
+        .depends = {"driver.version-match"},
+        .run = run_nvml_init,
+};
+
+const struct check_def check_gpu_count = {
+        .id = "driver.gpu-count", .layer = 1, .component = "driver",
+        .title = "NVML sees every GPU the PCI bus has",
+        .reads = "nvmlDeviceGetCount and each device handle, against PCI GPUs bound to nvidia",
+        .outcomes = "pass: counts agree and every GPU answers; fail: a GPU missing or lost",
+        .remedy = "find the missing PCI address in the kernel log (NVRM lines); reset or reboot, then RMA if it persists",
+        .depends = {"driver.nvml-init", "driver.gpu-fallen-off-bus"},
+        .run = run_gpu_count,
+};
+
+const struct check_def check_persistence = {
+        .id = "driver.persistence", .layer = 1, .component = "driver",
+        .title = "persistence mode is on",
+        .reads = "nvmlDeviceGetPersistenceMode per GPU; nvidia-persistenced in /proc",
+        .outcomes = "pass: on everywhere; warn: off on some GPUs (slow starts, state lost between jobs)",
+        .remedy = "`systemctl enable --now nvidia-persistenced` (the GPU Operator's driver container runs it itself)",
+        .depends = {"driver.nvml-init"},
+        .run = run_persistence,
+};
+
+const struct check_def check_memory_errors = {
+        .id = "driver.memory-errors", .layer = 1, .component = "driver",
+        .title = "no failed or pending row remaps, no fresh uncorrectable ECC errors",
+        .reads = "nvmlDeviceGetRemappedRows, nvmlDeviceGetTotalEccErrors (volatile, uncorrected)",
+        .outcomes = "pass: clean; warn: remap pending (reset needed) or uncorrectable ECC since load; fail: remap failed (RMA)",
+        .remedy = "reset the GPU when idle to apply pending remaps; a failed remap makes the GPU an RMA candidate",
+        .depends = {"driver.nvml-init"},
+        .run = run_memory_errors,
+};
+
+const struct check_def check_recovery_action = {
+        .id = "driver.recovery-action", .layer = 1, .component = "driver",
+        .title = "the driver asks for no GPU recovery action",
+        .reads = "NVML field 230 (NVML_FI_DEV_GET_GPU_RECOVERY_ACTION) per GPU",
+        .outcomes = "pass: none; fail: GPU reset, node reboot or drain requested; skip: driver too old to say",
+        .remedy = "drain the node, then do what the driver asks: a GPU reset (`nvidia-smi -r`) or a reboot",
+        .depends = {"driver.nvml-init"},
+        .run = run_recovery_action,
+};
+
+const struct check_def check_fabric_state = {
+        .id = "fabric-manager.fabric-state", .layer = 1, .component = "fabric-manager",
+        .title = "on NVSwitch systems every GPU is registered with the NVLink fabric",
+        .reads = "NVSwitch PCI functions (class 0x0680), nvmlDeviceGetGpuFabricInfoV per GPU, nv-fabricmanager in /proc",
+        .outcomes = "pass: all completed; fail: not started/in progress/failed (CUDA error 802); skip: no NVSwitch",
+        .remedy = "`systemctl enable --now nvidia-fabricmanager` with the same version as the driver; read /var/log/fabricmanager.log",
+        .depends = {"driver.nvml-init"},
+        .run = run_fabric_state,
+};

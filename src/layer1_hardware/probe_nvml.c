@@ -1,0 +1,32 @@
+/* probe_nvml.c: loads NVML with dlopen and gathers its facts, bounded by a timeout. */
+#include "facts/node.h"
+#include "nvml/nvml_lib.h"
+#include "nvml/nvml_probe.h"
+
+#define NVML_SONAME "libnvidia-ml.so.1"
+
+void probe_nvml(const char *library, unsigned timeout_ms, struct nvml_state *ret) {
+        *ret = (struct nvml_state){.library = xstrdup(library ? library : NVML_SONAME)};
+        struct nvml_lib *lib = NULL;
+        char *error = NULL;
+        int r = nvml_lib_open(library, &lib, &error);
+        if (r < 0) {
+                ret->load_rc = r;
+                ret->load_error = error ? error : xasprintf("cannot load %s: %s", ret->library, strerror(-r));
+                return;
+        }
+        free(error);
+        r = nvml_probe_run(lib, timeout_ms, &ret->facts);
+        if (r < 0) {
+                ret->load_rc = r;
+                ret->load_error = xasprintf("cannot start the NVML probe thread: %s", strerror(-r));
+        }
+        nvml_lib_unref(lib);
+}
+
+void nvml_state_free(struct nvml_state *f) {
+        nvml_facts_free(f->facts);
+        free(f->load_error);
+        free(f->library);
+        *f = (struct nvml_state){0};
+}

@@ -1,0 +1,488 @@
+/* probe_containerd.c: containerd's configuration as containerd itself loads it (imports, versions, merge), and its process. */
+#include <fnmatch.h>
+#include <sys/stat.h>
+
+#include "facts/node.h"
+#include "facts/layer2_container.h"
+#include "basic/hostfs.h"
+#include "basic/toml.h"
+
+/*
+ * How containerd loads its configuration (containerd cmd/containerd/server/config/config.go,
+ * LoadConfigWithPlugins, resolveImports, mergeConfig), which this file reproduces:
+ * - A queue starts with the main file (/etc/containerd/config.toml, or --config). Each file is
+ *   loaded once (a path already loaded is skipped, so import cycles end), merged into the result,
+ *   then its `imports` are appended to the queue: breadth first, in the order written.
+ * - An import is cleaned (filepath.Clean); a relative one is joined to the directory of the file
+ *   that imports it; one containing '*' is a glob (filepath.Glob: sorted, no match is no error),
+ *   any other is opened as is, and a missing one stops containerd from loading its config.
+ * - A drop-in may not have a higher `version` than the main file (containerd 2.x refuses); an older
+ *   one is migrated: v1 plugin "cri" is "io.containerd.grpc.v1.cri" in v2, whose runtime settings
+ *   (containerd.runtimes, default_runtime_name, enable_cdi) are "io.containerd.cri.v1.runtime" in v3.
+ * - `imports` and `version` are top-level keys: written after a [table] header they belong to that
+ *   table and containerd ignores them (reported as misplaced).
+ * - Merging: containerd 1.x (configs v1 and v2) merges the `plugins` map key by key but replaces
+ *   each plugin's table wholesale (containerd issue #5837), so the last file that has a CRI table
+ *   owns all of it. containerd 2.x (v3 configs) merges plugin tables recursively (containerd PR
+ *   #9982), so for every setting the last file that sets it wins. disabled_plugins lists append.
+ */
+
+#define CTD_MAX_FILES 128
+#define CTD_READ_MAX (1u << 20)
+
+static const char *const PLUGIN_V1 = "cri";
+static const char *const PLUGIN_V2 = "io.containerd.grpc.v1.cri";
+static const char *const PLUGIN_V3 = "io.containerd.cri.v1.runtime";
+
+/* Returns a malloc'd cleaned absolute path (Go's filepath.Clean on an absolute path). Never fails. */
+static char *path_clean(const char *path) {
+        _cleanup_free_ char *copy = xstrdup(path);
+        const char *parts[256];
+        size_t n = 0;
+        char *save = NULL;
+        for (char *t = strtok_r(copy, "/", &save); t; t = strtok_r(NULL, "/", &save)) {
+                if (streq(t, ".")) continue;
+                if (streq(t, "..")) {
+                        if (n) n--;
+                        continue;
+                }
+                if (n < ELEMENTSOF(parts)) parts[n++] = t;
+        }
+        struct buf b = {0};
+        for (size_t i = 0; i < n; i++) buf_printf(&b, "/%s", parts[i]);
+        if (!b.data) buf_puts(&b, "/");
+        return b.data;
+}
+
+/* Returns a malloc'd directory part of an absolute path ("/" for "/x"). Never fails. */
+static char *path_dir(const char *path) {
+        const char *slash = strrchr(path, '/');
+        if (!slash || slash == path) return xstrdup("/");
+        return xstrndup(path, (size_t)(slash - path));
+}
+
+static bool has_meta(const char *s) { return strpbrk(s, "*?[\\") != NULL; }
+
+/* Appends to *out the host paths matching the glob components comps[i..] below dir. */
+static void glob_expand(const char *dir, char **comps, size_t i, size_t n, char ***out, size_t *n_out) {
+        if (*n_out >= CTD_MAX_FILES) return;
+        if (i == n) {
+                struct stat st;
+                if (hostfs_stat(dir, &st) < 0) return;
+                *out = xrealloc(*out, (*n_out + 2) * sizeof(char *));
+                (*out)[(*n_out)++] = xstrdup(dir);
+                (*out)[*n_out] = NULL;
+                return;
+        }
+        const char *sep = streq(dir, "/") ? "" : "/";
+        if (!has_meta(comps[i])) {
+                _cleanup_free_ char *next = xasprintf("%s%s%s", dir, sep, comps[i]);
+                glob_expand(next, comps, i + 1, n, out, n_out);
+                return;
+        }
+        _cleanup_strv_free_ char **names = NULL;
+        int k = hostfs_list(dir, true, &names);
+        for (int j = 0; j < k; j++) {
+                if (fnmatch(comps[i], names[j], 0) != 0) continue;
+                _cleanup_free_ char *next = xasprintf("%s%s%s", dir, sep, names[j]);
+                glob_expand(next, comps, i + 1, n, out, n_out);
+        }
+}
+
+/* Returns the sorted host paths matching an absolute glob pattern (NULL-terminated, maybe NULL);
+ * a pattern matching nothing is not an error, as with Go's filepath.Glob. */
+static char **host_glob(const char *pattern) {
+        _cleanup_free_ char *copy = xstrdup(pattern);
+        char *comps[128];
+        size_t n = 0;
+        char *save = NULL;
+        for (char *t = strtok_r(copy, "/", &save); t && n < ELEMENTSOF(comps); t = strtok_r(NULL, "/", &save)) comps[n++] = t;
+        char **out = NULL;
+        size_t n_out = 0;
+        glob_expand("/", comps, 0, n, &out, &n_out);
+        return out;
+}
+
+/* Returns the value of key in a CRI-shaped table of doc below plugins.<plugin>, or NULL. */
+static const struct toml_value *plugin_table(const struct toml_value *doc, const char *plugin) {
+        return toml_get_path(doc, "plugins", plugin, NULL);
+}
+
+/* Returns true when a CRI table defines a runtime whose name starts with "nvidia". */
+static bool table_has_nvidia(const struct toml_value *cri) {
+        const struct toml_value *rt = toml_get_path(cri, "containerd", "runtimes", NULL);
+        for (size_t i = 0; i < toml_table_size(rt); i++)
+                if (startswith(toml_table_key_at(rt, i), "nvidia")) return true;
+        return false;
+}
+
+int containerd_parse_file(const char *path, const char *text, size_t len, struct runtime_config_file *ret,
+                          struct toml_value **ret_doc) {
+        *ret = (struct runtime_config_file){.path = xstrdup(path), .mtime = -1};
+        if (ret_doc) *ret_doc = NULL;
+        struct toml_value *doc = NULL;
+        struct toml_error err;
+        if (toml_parse(text, len, &doc, &err) < 0) {
+                ret->rc = -EINVAL;
+                ret->error = xasprintf("%s: line %d, column %d: %s", path, err.line, err.column, err.message);
+                return -EINVAL;
+        }
+        int64_t v = 0;
+        const struct toml_value *ver = toml_table_get(doc, "version");
+        if (ver && (!toml_int(ver, &v) || v < 1 || v > 3)) {
+                ret->rc = -EINVAL;
+                ret->error = xasprintf("%s: `version` must be 1, 2 or 3", path);
+                toml_free(doc);
+                return -EINVAL;
+        }
+        ret->version = (int)v;
+        const char *const names[] = {PLUGIN_V1, PLUGIN_V2, PLUGIN_V3};
+        for (size_t i = 0; i < ELEMENTSOF(names); i++)
+                if (table_has_nvidia(plugin_table(doc, names[i]))) ret->mentions_nvidia = true;
+        if (ret_doc) *ret_doc = doc;
+        else toml_free(doc);
+        return 0;
+}
+
+/* Returns the CRI tables of one file, as containerd reads them under a main file of version
+ * main_version (older drop-ins migrated), legacy spellings first; their count. */
+static size_t cri_tables(const struct toml_value *doc, int file_version, int main_version, const struct toml_value **out) {
+        int fv = file_version ? file_version : 1;
+        size_t n = 0;
+        const char *names[3];
+        size_t k = 0;
+        if (main_version <= 1) {
+                names[k++] = PLUGIN_V1;
+                names[k++] = PLUGIN_V2;
+        } else if (main_version == 2) {
+                if (fv < 2) names[k++] = PLUGIN_V1;
+                names[k++] = PLUGIN_V2;
+        } else {
+                if (fv < 2) names[k++] = PLUGIN_V1;
+                if (fv < 3) names[k++] = PLUGIN_V2;
+                names[k++] = PLUGIN_V3;
+        }
+        for (size_t i = 0; i < k; i++) {
+                const struct toml_value *t = plugin_table(doc, names[i]);
+                if (toml_type_of(t) == TOML_TABLE) out[n++] = t;
+        }
+        return n;
+}
+
+struct ctd_loaded {
+        struct toml_value **docs;       /* parallel to facts->files; NULL for a file that failed */
+        size_t first, last;             /* files contributing CRI settings: [first, last] */
+};
+
+/* Returns the last value at keys (NULL-terminated) over the contributing CRI tables, with the
+ * file that set it in *ret_file; NULL when no file sets it. */
+static const struct toml_value *cri_lookup(const struct containerd_facts *c, const struct ctd_loaded *l,
+                                           const char *const *keys, const char **ret_file) {
+        for (size_t i = l->last + 1; i-- > l->first;) {
+                if (!l->docs[i]) continue;
+                const struct toml_value *t[3];
+                size_t n = cri_tables(l->docs[i], c->files[i].version, c->version, t);
+                for (size_t j = n; j-- > 0;) {
+                        const struct toml_value *v = toml_get_pathv(t[j], keys);
+                        if (v) {
+                                *ret_file = c->files[i].path;
+                                return v;
+                        }
+                }
+        }
+        return NULL;
+}
+
+/* Returns a malloc'd copy of a string value, NULL when v is not a string. */
+static char *string_dup(const struct toml_value *v) {
+        const char *s = toml_string(v);
+        return s ? utf8_sanitize(s) : NULL;
+}
+
+/* Records the first table (as a dotted path) below doc that holds an `imports` key, depth <= 4. */
+static char *find_misplaced_imports(const struct toml_value *t, const char *prefix, int depth) {
+        if (depth > 4) return NULL;
+        for (size_t i = 0; i < toml_table_size(t); i++) {
+                const struct toml_value *v = toml_table_value_at(t, i);
+                if (toml_type_of(v) != TOML_TABLE) continue;
+                const char *k = toml_table_key_at(t, i);
+                _cleanup_free_ char *safe = utf8_sanitize(k);
+                _cleanup_free_ char *name = strpbrk(safe, ". \"") ? xasprintf("%s%s\"%s\"", prefix, *prefix ? "." : "", safe)
+                                                                  : xasprintf("%s%s%s", prefix, *prefix ? "." : "", safe);
+                if (toml_table_get(v, "imports")) return TAKE_PTR(name);
+                char *deeper = find_misplaced_imports(v, name, depth + 1);
+                if (deeper) return deeper;
+        }
+        return NULL;
+}
+
+/* Records the first error of the containerd probe (takes msg); later ones are dropped. */
+static void set_error(struct containerd_facts *c, int rc, char *msg) {
+        if (c->rc == 0) {
+                c->rc = rc;
+                c->error = msg;
+        } else {
+                free(msg);
+        }
+}
+
+/* Loads one file into c->files (and its doc into l). Returns the index, or -1 when the file could
+ * not be read or parsed (recorded in c). */
+static ssize_t load_one(struct containerd_facts *c, struct ctd_loaded *l, const char *path, const char *imported_by) {
+        c->files = xrealloc(c->files, (c->n_files + 1) * sizeof *c->files);
+        l->docs = xrealloc(l->docs, (c->n_files + 1) * sizeof *l->docs);
+        size_t idx = c->n_files++;
+        struct runtime_config_file *f = &c->files[idx];
+        l->docs[idx] = NULL;
+        _cleanup_free_ char *text = NULL;
+        size_t len = 0;
+        int r = hostfs_read(path, CTD_READ_MAX, &text, &len);
+        if (r < 0) {
+                *f = (struct runtime_config_file){.path = xstrdup(path), .rc = r, .mtime = -1};
+                f->error = imported_by ? xasprintf("%s (imported by %s): %s", path, imported_by, strerror(-r))
+                                       : read_error(path, r);
+                f->imported_by = imported_by ? xstrdup(imported_by) : NULL;
+                set_error(c, r, xstrdup(f->error));
+                return -1;
+        }
+        r = containerd_parse_file(path, text, len, f, &l->docs[idx]);
+        f->imported_by = imported_by ? xstrdup(imported_by) : NULL;
+        struct stat st;
+        if (hostfs_stat(path, &st) == 0) f->mtime = st.st_mtime;
+        if (r < 0) {
+                set_error(c, r, xstrdup(f->error));
+                return -1;
+        }
+        return (ssize_t)idx;
+}
+
+/* Computes the merged view: CRI owner, runtimes, default runtime, enable_cdi, disabled plugins. */
+static void merge_view(struct containerd_facts *c, struct ctd_loaded *l) {
+        if (c->n_files == 0) return;
+        l->first = 0;
+        l->last = c->n_files - 1;
+        if (!c->deep_merge) {
+                /* containerd 1.x: the last file with a CRI table replaces all earlier ones */
+                bool found = false;
+                for (size_t i = c->n_files; i-- > 0;) {
+                        const struct toml_value *t[3];
+                        if (l->docs[i] && cri_tables(l->docs[i], c->files[i].version, c->version, t) > 0) {
+                                l->first = l->last = i;
+                                c->cri_owner = xstrdup(c->files[i].path);
+                                found = true;
+                                break;
+                        }
+                }
+                if (!found) return;
+        }
+        /* runtimes: union of names in load order */
+        for (size_t i = l->first; i <= l->last; i++) {
+                if (!l->docs[i]) continue;
+                const struct toml_value *t[3];
+                size_t n = cri_tables(l->docs[i], c->files[i].version, c->version, t);
+                for (size_t j = 0; j < n; j++) {
+                        const struct toml_value *rts = toml_get_path(t[j], "containerd", "runtimes", NULL);
+                        for (size_t k = 0; k < toml_table_size(rts); k++) {
+                                const char *name = toml_table_key_at(rts, k);
+                                if (strlen(name) != toml_table_key_len_at(rts, k)) continue;
+                                bool seen = false;
+                                for (size_t m = 0; m < c->n_runtimes; m++) seen |= streq(c->runtimes[m].name, name);
+                                if (seen || c->n_runtimes >= 64) continue;
+                                c->runtimes = xrealloc(c->runtimes, (c->n_runtimes + 1) * sizeof *c->runtimes);
+                                c->runtimes[c->n_runtimes++] = (struct ctd_runtime){.name = utf8_sanitize(name), .binary_rc = BINARY_UNSET};
+                        }
+                }
+        }
+        for (size_t m = 0; m < c->n_runtimes; m++) {
+                struct ctd_runtime *rt = &c->runtimes[m];
+                const char *file = NULL;
+                const char *k1[] = {"containerd", "runtimes", rt->name, "runtime_type", NULL};
+                const struct toml_value *v = cri_lookup(c, l, k1, &file);
+                if ((rt->runtime_type = string_dup(v))) rt->runtime_type_file = xstrdup(file);
+                const char *k2[] = {"containerd", "runtimes", rt->name, "options", "BinaryName", NULL};
+                v = cri_lookup(c, l, k2, &file);
+                if ((rt->binary_name = string_dup(v))) {
+                        rt->binary_file = xstrdup(file);
+                        rt->binary_rc = rt->binary_name[0] == '/' ? runtime_binary_check(rt->binary_name) : -ENOENT;
+                        if (rt->binary_name[0] != '/') {
+                                /* a bare name is looked up on containerd's PATH */
+                                static const char *const dirs[] = {"/usr/local/sbin", "/usr/local/bin", "/usr/sbin",
+                                                                   "/usr/bin", "/sbin", "/bin", NULL};
+                                _cleanup_free_ char *found = runtime_find_binary(rt->binary_name, dirs);
+                                rt->binary_rc = found ? 0 : -ENOENT;
+                        }
+                }
+        }
+        const char *file = NULL;
+        const char *kd[] = {"containerd", "default_runtime_name", NULL};
+        const struct toml_value *v = cri_lookup(c, l, kd, &file);
+        if ((c->default_runtime = string_dup(v))) c->default_runtime_file = xstrdup(file);
+        const char *kc[] = {"enable_cdi", NULL};
+        v = cri_lookup(c, l, kc, &file);
+        bool b;
+        if (toml_bool(v, &b)) {
+                c->enable_cdi = b;
+                c->enable_cdi_file = xstrdup(file);
+        }
+}
+
+/* Adds the conf.d drop-ins that are not loaded to c->stray. */
+static void find_stray(struct containerd_facts *c) {
+        _cleanup_free_ char *main_dir = path_dir(c->config_path);
+        _cleanup_free_ char *d1 = xasprintf("%s/conf.d", main_dir);
+        const char *dirs[] = {"/etc/containerd/conf.d", "/etc/containerd/config.d", d1};
+        for (size_t d = 0; d < ELEMENTSOF(dirs); d++) {
+                bool dup = false;
+                for (size_t e = 0; e < d; e++) dup |= streq(dirs[e], dirs[d]);
+                if (dup) continue;
+                _cleanup_strv_free_ char **names = NULL;
+                int n = hostfs_list(dirs[d], false, &names);
+                for (int i = 0; i < n && c->n_stray < CTD_MAX_FILES; i++) {
+                        size_t len = strlen(names[i]);
+                        if (len < 6 || !streq(names[i] + len - 5, ".toml")) continue;
+                        _cleanup_free_ char *p = xasprintf("%s/%s", dirs[d], names[i]);
+                        bool loaded = false;
+                        for (size_t k = 0; k < c->n_files; k++) loaded |= streq(c->files[k].path, p);
+                        if (loaded) continue;
+                        _cleanup_free_ char *text = NULL;
+                        size_t tlen = 0;
+                        c->stray = xrealloc(c->stray, (c->n_stray + 1) * sizeof *c->stray);
+                        struct runtime_config_file *f = &c->stray[c->n_stray++];
+                        int r = hostfs_read(p, CTD_READ_MAX, &text, &tlen);
+                        if (r < 0) {
+                                *f = (struct runtime_config_file){.path = xstrdup(p), .rc = r, .error = read_error(p, r), .mtime = -1};
+                                continue;
+                        }
+                        containerd_parse_file(p, text, tlen, f, NULL);
+                }
+        }
+}
+
+void containerd_resolve(struct containerd_facts *c) {
+        struct ctd_loaded l = {0};
+        c->enable_cdi = -1;
+        char **pending = xcalloc(1, sizeof(char *));
+        char **pending_by = xcalloc(1, sizeof(char *));
+        size_t n_pending = 0, head = 0;
+        pending[n_pending] = path_clean(c->config_path);
+        pending_by[n_pending++] = NULL;
+        int root_version = 0;
+        while (head < n_pending && c->n_files < CTD_MAX_FILES) {
+                char *path = pending[head];
+                const char *by = pending_by[head];
+                head++;
+                bool loaded = false;
+                for (size_t k = 0; k < c->n_files; k++) loaded |= streq(c->files[k].path, path);
+                if (loaded) continue;
+                ssize_t idx = load_one(c, &l, path, by);
+                if (idx < 0) break; /* containerd stops at the first file it cannot load */
+                struct runtime_config_file *f = &c->files[idx];
+                if (idx == 0) root_version = f->version;
+                else if (root_version && f->version > root_version) {
+                        set_error(c, -EINVAL, xasprintf("%s: drop-in version %d is higher than the main file's version %d "
+                                                        "(%s): containerd 2.x refuses to start", f->path, f->version,
+                                                        root_version, c->files[0].path));
+                        break;
+                }
+                const struct toml_value *imports = toml_table_get(l.docs[idx], "imports");
+                _cleanup_free_ char *dir = path_dir(f->path);
+                for (size_t i = 0; i < toml_array_len(imports); i++) {
+                        const char *imp = toml_string(toml_array_at(imports, i));
+                        if (!imp || !*imp) continue;
+                        _cleanup_free_ char *joined = imp[0] == '/' ? xstrdup(imp) : xasprintf("%s/%s", dir, imp);
+                        _cleanup_free_ char *clean = path_clean(joined);
+                        char **add = NULL;
+                        if (strchr(clean, '*')) {
+                                add = host_glob(clean);
+                        } else {
+                                add = xcalloc(2, sizeof(char *));
+                                add[0] = TAKE_PTR(clean);
+                        }
+                        for (size_t a = 0; add && add[a]; a++) {
+                                if (n_pending >= 4 * CTD_MAX_FILES) {
+                                        free(add[a]);
+                                        continue;
+                                }
+                                pending = xrealloc(pending, (n_pending + 1) * sizeof(char *));
+                                pending_by = xrealloc(pending_by, (n_pending + 1) * sizeof(char *));
+                                pending[n_pending] = add[a];
+                                pending_by[n_pending++] = xstrdup(f->path);
+                        }
+                        free(add);
+                }
+        }
+        for (size_t i = 0; i < n_pending; i++) free(pending[i]), free(pending_by[i]);
+        free(pending);
+        free(pending_by);
+
+        c->version = c->n_files && c->files[0].version ? c->files[0].version : 1;
+        c->cri_plugin = c->version >= 3 ? PLUGIN_V3 : c->version == 2 ? PLUGIN_V2 : PLUGIN_V1;
+        c->deep_merge = c->version >= 3;
+        for (size_t i = 0; i < c->n_files && !c->misplaced_imports; i++)
+                if (l.docs[i]) c->misplaced_imports = find_misplaced_imports(l.docs[i], "", 0);
+        for (size_t i = 0; i < c->n_files; i++) {
+                const struct toml_value *dis = toml_table_get(l.docs[i], "disabled_plugins");
+                for (size_t k = 0; k < toml_array_len(dis); k++) {
+                        const char *s = toml_string(toml_array_at(dis, k));
+                        if (s && (streq(s, PLUGIN_V1) || streq(s, PLUGIN_V2) || streq(s, PLUGIN_V3))) c->cri_disabled = true;
+                }
+        }
+        if (c->rc == 0) merge_view(c, &l);
+        for (size_t i = 0; i < c->n_files; i++) toml_free(l.docs[i]);
+        free(l.docs);
+        find_stray(c);
+}
+
+void probe_containerd(struct containerd_facts *ret) {
+        *ret = (struct containerd_facts){.enable_cdi = -1};
+        static const char *const dirs[] = {"/usr/bin", "/usr/local/bin", "/bin", "/usr/sbin", "/usr/local/sbin", NULL};
+        ret->binary = runtime_find_binary("containerd", dirs);
+        runtime_find_process("containerd", &ret->process);
+        if (ret->process.config_arg && ret->process.config_arg[0] == '/') {
+                ret->config_path = path_clean(ret->process.config_arg);
+                ret->config_path_from = xasprintf("--config of containerd (pid %d)", ret->process.pid);
+        } else {
+                ret->config_path = xstrdup("/etc/containerd/config.toml");
+                ret->config_path_from = xstrdup("default path");
+        }
+        bool config = hostfs_exists(ret->config_path);
+        ret->present = ret->binary || ret->process.pid || config;
+        if (!ret->present) return;
+        if (!config && !ret->process.config_arg) {
+                /* containerd without a config file runs on built-in defaults: no nvidia runtime */
+                ret->version = 3;
+                ret->cri_plugin = PLUGIN_V3;
+                ret->rc = -ENOENT;
+                ret->error = xasprintf("%s does not exist: containerd runs with its built-in defaults", ret->config_path);
+                find_stray(ret);
+                return;
+        }
+        containerd_resolve(ret);
+}
+
+void containerd_facts_free(struct containerd_facts *f) {
+        free(f->binary);
+        runtime_process_free(&f->process);
+        free(f->config_path);
+        free(f->config_path_from);
+        free(f->error);
+        for (size_t i = 0; i < f->n_files; i++) runtime_config_file_free(&f->files[i]);
+        free(f->files);
+        for (size_t i = 0; i < f->n_stray; i++) runtime_config_file_free(&f->stray[i]);
+        free(f->stray);
+        free(f->misplaced_imports);
+        free(f->cri_owner);
+        for (size_t i = 0; i < f->n_runtimes; i++) {
+                struct ctd_runtime *r = &f->runtimes[i];
+                free(r->name);
+                free(r->runtime_type);
+                free(r->runtime_type_file);
+                free(r->binary_name);
+                free(r->binary_file);
+        }
+        free(f->runtimes);
+        free(f->default_runtime);
+        free(f->default_runtime_file);
+        free(f->enable_cdi_file);
+        *f = (struct containerd_facts){0};
+}

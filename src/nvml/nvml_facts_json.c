@@ -1,0 +1,489 @@
+/* nvml_facts_json.c: NVML facts from a fake-NVML JSON description, answering as the probe would through the fake. */
+#include "nvml/nvml_facts_json.h"
+
+#include <jansson.h>
+
+#include "basic/util.h"
+
+/* Upper bound on GPUs taken from a description (the probe's own bound). */
+#define MAX_GPUS 1024
+
+#define NS NVML_ERROR_NOT_SUPPORTED
+
+/* Reads obj[key] as an unsigned number (integer, boolean, or a whole "0x.."/decimal string), as the
+ * fake does. Returns true and *ret, or false when absent or not a number. */
+static bool get_u64(const json_t *obj, const char *key, uint64_t *ret) {
+        json_t *v = json_object_get(obj, key);
+        if (json_is_integer(v)) {
+                *ret = (uint64_t)json_integer_value(v);
+                return true;
+        }
+        if (json_is_boolean(v)) {
+                *ret = json_is_true(v);
+                return true;
+        }
+        if (json_is_string(v)) {
+                const char *s = json_string_value(v);
+                char *end;
+                errno = 0;
+                unsigned long long x = strtoull(s, &end, 0);
+                if (end == s || *end) return false;
+                *ret = x;
+                return true;
+        }
+        return false;
+}
+
+/* Returns the fact for an unsigned int answer obj[key]: NOT_SUPPORTED when absent. */
+static struct nvml_fact_u64 answer_uint(const json_t *obj, const char *key) {
+        uint64_t v;
+        if (!get_u64(obj, key, &v)) return (struct nvml_fact_u64){.rc = NS};
+        return (struct nvml_fact_u64){.rc = NVML_SUCCESS, .value = (unsigned)v};
+}
+
+/* Returns the fact for an unsigned long long answer obj[key]. */
+static struct nvml_fact_u64 answer_ull(const json_t *obj, const char *key) {
+        uint64_t v;
+        if (!get_u64(obj, key, &v)) return (struct nvml_fact_u64){.rc = NS};
+        return (struct nvml_fact_u64){.rc = NVML_SUCCESS, .value = v};
+}
+
+/* Returns the code errors[call] of obj injects, or NVML_SUCCESS. */
+static int injected(const json_t *obj, const char *call) {
+        json_t *e = json_object_get(json_object_get(obj, "errors"), call);
+        return json_is_integer(e) ? (int)json_integer_value(e) : NVML_SUCCESS;
+}
+
+/* Returns the code a call on this GPU's handle starts with: lost, injected, or success. */
+static int dev_rc(const json_t *g, const char *call) {
+        if (json_is_true(json_object_get(g, "lost"))) return NVML_ERROR_GPU_IS_LOST;
+        return injected(g, call);
+}
+
+/* Copies obj[key] into buf as the fake's put_string does. Returns an nvmlReturn_t. */
+static int put_string(const json_t *obj, const char *key, char *buf, size_t size) {
+        const char *s = json_string_value(json_object_get(obj, key));
+        if (!s) return NS;
+        if (strlen(s) + 1 > size) return NVML_ERROR_INSUFFICIENT_SIZE;
+        memcpy(buf, s, strlen(s) + 1);
+        return NVML_SUCCESS;
+}
+
+/* Returns a fact with the first rc unless it is success, then the answer. */
+static struct nvml_fact_u64 rc_or(int rc, struct nvml_fact_u64 answer) {
+        return rc != NVML_SUCCESS ? (struct nvml_fact_u64){.rc = rc} : answer;
+}
+
+/* Parses a UUID's 32 hex digits (other characters skipped) and writes it 8-4-4-4-12, as the fake
+ * and the probe together do. Returns nothing. */
+static void fabric_uuid(const char *s, char out[37]) {
+        unsigned char b[16] = {0};
+        unsigned n = 0;
+        for (; s && *s && n < 32; s++) {
+                int v;
+                if (*s >= '0' && *s <= '9') v = *s - '0';
+                else if (*s >= 'a' && *s <= 'f') v = *s - 'a' + 10;
+                else if (*s >= 'A' && *s <= 'F') v = *s - 'A' + 10;
+                else continue;
+                b[n / 2] |= (unsigned char)(n % 2 ? v : v << 4);
+                n++;
+        }
+        snprintf(out, 37, "%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x", b[0], b[1], b[2],
+                 b[3], b[4], b[5], b[6], b[7], b[8], b[9], b[10], b[11], b[12], b[13], b[14], b[15]);
+}
+
+/* Sets every fact of g to NVML_FACT_NOT_QUERIED (as the probe starts a GPU). Returns nothing. */
+static void gpu_not_queried(struct nvml_gpu_facts *g, unsigned index) {
+        memset(g, 0, sizeof *g);
+        g->index = index;
+        g->handle_rc = g->name_rc = g->uuid_rc = g->pci_rc = g->memory_rc = g->cc_rc = g->mig_rc = g->fabric_rc =
+                g->ecc_mode_rc = g->remapped_rows_rc = g->field_values_rc = g->utilization_rc = g->mig_max_rc =
+                        g->mig_devices_rc = NVML_FACT_NOT_QUERIED;
+        struct nvml_fact_u64 *u[] = {
+                &g->minor_number, &g->persistence_mode, &g->ecc_volatile_corrected, &g->ecc_volatile_uncorrected,
+                &g->ecc_aggregate_corrected, &g->ecc_aggregate_uncorrected, &g->recovery_action,
+                &g->memory_temperature, &g->temperature, &g->power_mw, &g->energy_mj, &g->clock_sm_mhz,
+                &g->clock_mem_mhz, &g->pcie_replay, &g->clocks_event_reasons,
+        };
+        for (size_t i = 0; i < ELEMENTSOF(u); i++) u[i]->rc = NVML_FACT_NOT_QUERIED;
+}
+
+/* Returns entry m of the GPU's "mig_devices" when it is an object, else NULL (the fake: NOT_FOUND). */
+static const json_t *mig_entry(const json_t *gj, size_t m) {
+        const json_t *e = json_array_get(json_object_get(gj, "mig_devices"), m);
+        return json_is_object(e) ? e : NULL;
+}
+
+/* Returns the first "mig_devices" entry of GPU instance gi (and compute instance ci unless ci < 0) that
+ * injects an error into `call` (when call) or carries `key` (when key); NULL when none does. The fake
+ * answers a call on a GPU or compute instance from the first MIG device of that instance that says
+ * something about it, so that facts written back per MIG device load again to the same facts. */
+static const json_t *mig_find(const json_t *gj, unsigned gi, long ci, const char *call, const char *key) {
+        for (size_t m = 0; m < NVML_MAX_MIG_DEVICES; m++) {
+                const json_t *e = mig_entry(gj, m);
+                uint64_t v;
+                if (!e || !get_u64(e, "gi", &v) || v != gi) continue;
+                if (ci >= 0 && (!get_u64(e, "ci", &v) || v != (uint64_t)ci)) continue;
+                if (call && json_object_get(json_object_get(e, "errors"), call)) return e;
+                if (key && json_object_get(e, key)) return e;
+        }
+        return NULL;
+}
+
+/* Returns the error a call on GPU instance gi (compute instance ci unless ci < 0) answers, or NVML_SUCCESS. */
+static int instance_rc(const json_t *gj, unsigned gi, long ci, const char *call) {
+        const json_t *e = mig_find(gj, gi, ci, call, NULL);
+        return e ? injected(e, call) : NVML_SUCCESS;
+}
+
+/* Resolves a MIG device's profile as the probe does through the fake. Returns the nvmlReturn_t for
+ * profile_rc and fills m's gi_profile, ci_profile and profile on success. */
+static int mig_profile_from_json(const json_t *gj, const json_t *e, const struct nvml_gpu_facts *g, struct nvml_mig_facts *m) {
+        int rc = injected(e, "nvmlDeviceGetDeviceHandleFromMigDeviceHandle");
+        if (rc == NVML_SUCCESS) rc = g->memory_rc;
+        if (rc == NVML_SUCCESS) rc = m->attributes_rc;
+        if (rc == NVML_SUCCESS) rc = m->gi_rc;
+        if (rc == NVML_SUCCESS) rc = m->ci_rc;
+        if (rc != NVML_SUCCESS) return rc;
+        if ((rc = instance_rc(gj, m->gi_id, -1, "nvmlDeviceGetGpuInstanceById")) != NVML_SUCCESS) return rc;
+        if ((rc = instance_rc(gj, m->gi_id, -1, "nvmlGpuInstanceGetComputeInstanceById")) != NVML_SUCCESS) return rc;
+        if ((rc = instance_rc(gj, m->gi_id, -1, "nvmlGpuInstanceGetInfo")) != NVML_SUCCESS) return rc;
+        uint64_t gp, cp;
+        const json_t *gie = mig_find(gj, m->gi_id, -1, NULL, "gi_profile");
+        if (!gie || !get_u64(gie, "gi_profile", &gp)) return NS;
+        if ((rc = instance_rc(gj, m->gi_id, m->ci_id, "nvmlComputeInstanceGetInfo")) != NVML_SUCCESS) return rc;
+        const json_t *cie = mig_find(gj, m->gi_id, m->ci_id, NULL, "ci_profile");
+        if (!cie || !get_u64(cie, "ci_profile", &cp)) return NS;
+        rc = dev_rc(gj, "nvmlDeviceGetGpuInstanceProfileInfo");
+        if (rc == NS || rc == NVML_ERROR_INVALID_ARGUMENT) return NVML_ERROR_NOT_FOUND;
+        if (rc != NVML_SUCCESS) return rc;
+        if (gp >= NVML_GPU_INSTANCE_PROFILE_COUNT) return NVML_ERROR_NOT_FOUND;
+        rc = instance_rc(gj, m->gi_id, -1, "nvmlGpuInstanceGetComputeInstanceProfileInfo");
+        if (rc == NS || rc == NVML_ERROR_INVALID_ARGUMENT) return NVML_ERROR_NOT_FOUND;
+        if (rc != NVML_SUCCESS) return rc;
+        if (cp >= NVML_COMPUTE_INSTANCE_PROFILE_COUNT) return NVML_ERROR_NOT_FOUND;
+        m->gi_profile = (unsigned)gp;
+        m->ci_profile = (unsigned)cp;
+        nvml_mig_profile_name(m->gi_profile, m->ci_profile, m->attributes.memory_mb, g->memory_total, m->profile,
+                              sizeof m->profile);
+        return NVML_SUCCESS;
+}
+
+/* Fills g's MIG devices from the description, as the probe enumerates them through the fake. Returns nothing. */
+static void mig_from_json(const json_t *gj, struct nvml_gpu_facts *g) {
+        int rc;
+        uint64_t max = 7, v;
+        g->mig_max_rc = dev_rc(gj, "nvmlDeviceGetMaxMigDeviceCount");
+        if (g->mig_max_rc != NVML_SUCCESS) return;
+        get_u64(gj, "mig_max_devices", &max);
+        g->mig_max = (unsigned)max;
+        g->mig_devices_rc = NVML_SUCCESS;
+        for (unsigned i = 0; i < g->mig_max && i < NVML_MAX_MIG_DEVICES; i++) {
+                rc = dev_rc(gj, "nvmlDeviceGetMigDeviceHandleByIndex");
+                if (rc != NVML_SUCCESS) {
+                        g->mig_devices_rc = rc;
+                        return;
+                }
+                const json_t *e = mig_entry(gj, i);
+                if (!e) continue;
+                struct nvml_mig_facts *m = &g->mig[g->n_mig++];
+                memset(m, 0, sizeof *m);
+                m->index = i;
+                rc = injected(e, "nvmlDeviceGetUUID");
+                m->uuid_rc = rc ? rc : put_string(e, "uuid", m->uuid, sizeof m->uuid);
+                if (m->uuid_rc != NVML_SUCCESS) memset(m->uuid, 0, sizeof m->uuid);
+                struct nvml_fact_u64 f = rc_or(injected(e, "nvmlDeviceGetGpuInstanceId"), answer_uint(e, "gi"));
+                m->gi_rc = f.rc;
+                m->gi_id = (unsigned)f.value;
+                f = rc_or(injected(e, "nvmlDeviceGetComputeInstanceId"), answer_uint(e, "ci"));
+                m->ci_rc = f.rc;
+                m->ci_id = (unsigned)f.value;
+                rc = injected(e, "nvmlDeviceGetAttributes");
+                const json_t *a = json_object_get(e, "attributes");
+                if (rc == NVML_SUCCESS && !json_is_object(a)) rc = NS;
+                if (rc == NVML_SUCCESS) {
+                        struct nvml_mig_attributes *t = &m->attributes;
+                        t->multiprocessors = (unsigned)answer_uint(a, "multiprocessor_count").value;
+                        t->copy_engines = (unsigned)answer_uint(a, "shared_copy_engine_count").value;
+                        t->decoders = (unsigned)answer_uint(a, "shared_decoder_count").value;
+                        t->encoders = (unsigned)answer_uint(a, "shared_encoder_count").value;
+                        t->jpegs = (unsigned)answer_uint(a, "shared_jpeg_count").value;
+                        t->ofas = (unsigned)answer_uint(a, "shared_ofa_count").value;
+                        t->gi_slices = (unsigned)answer_uint(a, "gpu_instance_slice_count").value;
+                        t->ci_slices = (unsigned)answer_uint(a, "compute_instance_slice_count").value;
+                        t->memory_mb = answer_ull(a, "memory_size_mb").value;
+                }
+                m->attributes_rc = rc;
+                rc = injected(e, "nvmlDeviceGetMemoryInfo");
+                const json_t *mem = json_object_get(e, "memory");
+                if (rc == NVML_SUCCESS && !json_is_object(mem)) rc = NS;
+                if (rc == NVML_SUCCESS) {
+                        if (get_u64(mem, "total", &v)) m->memory_total = v;
+                        if (get_u64(mem, "used", &v)) m->memory_used = v;
+                        if (get_u64(mem, "free", &v)) m->memory_free = v;
+                }
+                m->memory_rc = rc;
+                m->profile_rc = mig_profile_from_json(gj, e, g, m);
+        }
+}
+
+/* Fills g from the GPU description gj, call by call in the probe's order. Returns nothing. */
+static void gpu_from_json(const json_t *d, const json_t *gj, struct nvml_gpu_facts *g) {
+        int rc;
+        g->complete = true;
+        g->handle_rc = injected(gj, "nvmlDeviceGetHandleByIndex");
+        if (g->handle_rc != NVML_SUCCESS) return;
+
+        rc = dev_rc(gj, "nvmlDeviceGetName");
+        g->name_rc = rc ? rc : put_string(gj, "name", g->name, sizeof g->name);
+        if (g->name_rc != NVML_SUCCESS) memset(g->name, 0, sizeof g->name);
+        rc = dev_rc(gj, "nvmlDeviceGetUUID");
+        g->uuid_rc = rc ? rc : put_string(gj, "uuid", g->uuid, sizeof g->uuid);
+        if (g->uuid_rc != NVML_SUCCESS) memset(g->uuid, 0, sizeof g->uuid);
+        g->minor_number = rc_or(dev_rc(gj, "nvmlDeviceGetMinorNumber"), answer_uint(gj, "minor_number"));
+
+        rc = dev_rc(gj, "nvmlDeviceGetPciInfo");
+        if (rc == NVML_SUCCESS) {
+                const char *full = json_string_value(json_object_get(gj, "pci_bus_id"));
+                /* NVML's busId holds 31 characters: parse what fits, so that facts written back
+                 * with nvml_facts_to_json load to the same facts. */
+                char id[NVML_DEVICE_PCI_BUS_ID_BUFFER_SIZE];
+                unsigned dom, bus, dev, fn;
+                if (full) snprintf(id, sizeof id, "%s", full);
+                if (!full || sscanf(id, "%x:%x:%x.%x", &dom, &bus, &dev, &fn) != 4) {
+                        rc = NS;
+                } else {
+                        uint64_t did = 0, sid = 0;
+                        get_u64(gj, "pci_device_id", &did);
+                        get_u64(gj, "pci_subsystem_id", &sid);
+                        snprintf(g->pci_bus_id, sizeof g->pci_bus_id, "%s", id);
+                        snprintf(g->pci_bus_id_legacy, sizeof g->pci_bus_id_legacy, NVML_DEVICE_PCI_BUS_ID_LEGACY_FMT,
+                                 dom & 0xffff, bus, dev);
+                        g->pci_domain = dom;
+                        g->pci_bus = bus;
+                        g->pci_device = dev;
+                        g->pci_device_id = (uint32_t)did;
+                        g->pci_subsystem_id = (uint32_t)sid;
+                }
+        }
+        g->pci_rc = rc;
+
+        /* The probe asks nvmlDeviceGetMemoryInfo_v2 first; the fake answers it with "reserved". */
+        rc = dev_rc(gj, "nvmlDeviceGetMemoryInfo");
+        if (rc == NVML_SUCCESS) {
+                const json_t *m = json_object_get(gj, "memory");
+                if (!json_is_object(m)) {
+                        rc = NS;
+                } else {
+                        uint64_t v;
+                        g->memory_version = 2;
+                        if (get_u64(m, "total", &v)) g->memory_total = v;
+                        if (get_u64(m, "used", &v)) g->memory_used = v;
+                        if (get_u64(m, "free", &v)) g->memory_free = v;
+                        if (get_u64(m, "reserved", &v)) g->memory_reserved = v;
+                }
+        }
+        g->memory_rc = rc;
+
+        rc = dev_rc(gj, "nvmlDeviceGetCudaComputeCapability");
+        if (rc == NVML_SUCCESS) {
+                const json_t *cc = json_object_get(gj, "compute_capability");
+                if (json_array_size(cc) != 2) {
+                        rc = NS;
+                } else {
+                        g->cc_major = (int)json_integer_value(json_array_get(cc, 0));
+                        g->cc_minor = (int)json_integer_value(json_array_get(cc, 1));
+                }
+        }
+        g->cc_rc = rc;
+
+        rc = dev_rc(gj, "nvmlDeviceGetMigMode");
+        if (rc == NVML_SUCCESS) {
+                const json_t *m = json_object_get(gj, "mig_mode");
+                if (!json_is_object(m)) {
+                        rc = NS;
+                } else {
+                        struct nvml_fact_u64 c = answer_uint(m, "current"), p = answer_uint(m, "pending");
+                        g->mig_current = c.rc == NVML_SUCCESS ? (unsigned)c.value : 0;
+                        g->mig_pending = p.rc == NVML_SUCCESS ? (unsigned)p.value : g->mig_current;
+                }
+        }
+        g->mig_rc = rc;
+        if (g->mig_rc == NVML_SUCCESS && g->mig_current == NVML_DEVICE_MIG_ENABLE) mig_from_json(gj, g);
+
+        g->persistence_mode = rc_or(dev_rc(gj, "nvmlDeviceGetPersistenceMode"), answer_uint(gj, "persistence_mode"));
+        if (g->persistence_mode.rc == NVML_SUCCESS) g->persistence_mode.value = g->persistence_mode.value != 0;
+
+        rc = dev_rc(gj, "nvmlDeviceGetGpuFabricInfo");
+        if (rc == NVML_SUCCESS) {
+                const json_t *f = json_object_get(gj, "fabric");
+                uint64_t maxv = 3;
+                get_u64(d, "fabric_info_max_version", &maxv);
+                if (!json_is_object(f)) {
+                        rc = NS;
+                } else {
+                        struct nvml_fact_u64 st = answer_uint(f, "status"), cl = answer_uint(f, "clique_id"),
+                                             sa = answer_uint(f, "state"), he = answer_uint(f, "health_mask");
+                        g->fabric_version = maxv >= 3 ? 3 : 2;
+                        fabric_uuid(json_string_value(json_object_get(f, "cluster_uuid")), g->fabric_cluster_uuid);
+                        g->fabric_status = st.rc == NVML_SUCCESS ? (int)st.value : NVML_SUCCESS;
+                        g->fabric_clique_id = cl.rc == NVML_SUCCESS ? (unsigned)cl.value : 0;
+                        g->fabric_state = sa.rc == NVML_SUCCESS ? (unsigned)sa.value : 0;
+                        g->fabric_health_mask = he.rc == NVML_SUCCESS ? (unsigned)he.value : 0;
+                }
+        }
+        g->fabric_rc = rc;
+
+        const json_t *ecc = json_object_get(gj, "ecc");
+        rc = dev_rc(gj, "nvmlDeviceGetEccMode");
+        if (rc == NVML_SUCCESS) {
+                struct nvml_fact_u64 c = answer_uint(ecc, "mode_current"), p = answer_uint(ecc, "mode_pending");
+                if (c.rc != NVML_SUCCESS) {
+                        rc = NS;
+                } else {
+                        g->ecc_mode_current = c.value != 0;
+                        g->ecc_mode_pending = (p.rc == NVML_SUCCESS ? p.value : c.value) != 0;
+                }
+        }
+        g->ecc_mode_rc = rc;
+        rc = dev_rc(gj, "nvmlDeviceGetTotalEccErrors");
+        g->ecc_volatile_uncorrected = rc_or(rc, answer_ull(ecc, "volatile_uncorrected"));
+        g->ecc_aggregate_uncorrected = rc_or(rc, answer_ull(ecc, "aggregate_uncorrected"));
+        g->ecc_volatile_corrected = rc_or(rc, answer_ull(ecc, "volatile_corrected"));
+        g->ecc_aggregate_corrected = rc_or(rc, answer_ull(ecc, "aggregate_corrected"));
+
+        rc = dev_rc(gj, "nvmlDeviceGetRemappedRows");
+        if (rc == NVML_SUCCESS) {
+                const json_t *r = json_object_get(gj, "remapped_rows");
+                if (!json_is_object(r)) {
+                        rc = NS;
+                } else {
+                        struct nvml_fact_u64 c = answer_uint(r, "correctable"), u = answer_uint(r, "uncorrectable"),
+                                             p = answer_uint(r, "pending"), f = answer_uint(r, "failure");
+                        g->remapped_correctable = (unsigned)c.value;
+                        g->remapped_uncorrectable = (unsigned)u.value;
+                        g->remapped_pending = p.value != 0;
+                        g->remapped_failure = f.value != 0;
+                }
+        }
+        g->remapped_rows_rc = rc;
+
+        rc = dev_rc(gj, "nvmlDeviceGetFieldValues");
+        g->field_values_rc = rc;
+        if (rc != NVML_SUCCESS) {
+                g->recovery_action = g->memory_temperature = (struct nvml_fact_u64){.rc = rc};
+        } else {
+                const json_t *fields = json_object_get(gj, "fields");
+                /* The fake answers these keys as unsigned int; read them whole (as nvml_facts_to_json
+                 * writes them) so that a round trip keeps values beyond 32 bits. */
+                struct nvml_fact_u64 ra = answer_ull(gj, "recovery_action");
+                g->recovery_action = ra.rc == NVML_SUCCESS ? ra : answer_ull(fields, "230");
+                struct nvml_fact_u64 mt = answer_ull(gj, "memory_temperature");
+                g->memory_temperature = mt.rc == NVML_SUCCESS ? mt : answer_ull(fields, "82");
+        }
+
+        g->temperature = rc_or(dev_rc(gj, "nvmlDeviceGetTemperature"), answer_uint(gj, "temperature"));
+        if (g->temperature.rc == NVML_SUCCESS) {
+                /* nvmlTemperature_t holds an int; the probe keeps only positive values. */
+                int t = (int)(unsigned)g->temperature.value;
+                g->temperature.value = t > 0 ? (uint64_t)t : 0;
+        }
+        g->power_mw = rc_or(dev_rc(gj, "nvmlDeviceGetPowerUsage"), answer_uint(gj, "power_mw"));
+        g->energy_mj = rc_or(dev_rc(gj, "nvmlDeviceGetTotalEnergyConsumption"), answer_ull(gj, "energy_mj"));
+
+        rc = dev_rc(gj, "nvmlDeviceGetUtilizationRates");
+        if (rc == NVML_SUCCESS) {
+                const json_t *u = json_object_get(gj, "utilization");
+                if (!json_is_object(u)) {
+                        rc = NS;
+                } else {
+                        g->utilization_gpu = (unsigned)answer_uint(u, "gpu").value;
+                        g->utilization_memory = (unsigned)answer_uint(u, "memory").value;
+                }
+        }
+        g->utilization_rc = rc;
+
+        const json_t *clocks = json_object_get(gj, "clocks");
+        rc = dev_rc(gj, "nvmlDeviceGetClockInfo");
+        g->clock_sm_mhz = rc_or(rc, answer_uint(clocks, "sm"));
+        g->clock_mem_mhz = rc_or(rc, answer_uint(clocks, "mem"));
+        g->pcie_replay = rc_or(dev_rc(gj, "nvmlDeviceGetPcieReplayCounter"), answer_uint(gj, "pcie_replay"));
+        g->clocks_event_reasons =
+                rc_or(dev_rc(gj, "nvmlDeviceGetCurrentClocksEventReasons"), answer_ull(gj, "clocks_event_reasons"));
+}
+
+/* Sets *ret_error to a malloc'd sentence when ret_error is given. Returns -EINVAL. */
+static int invalid(char **ret_error, char *msg) {
+        if (ret_error)
+                *ret_error = msg;
+        else
+                free(msg);
+        return -EINVAL;
+}
+
+int nvml_facts_from_json(const char *json, size_t len, struct nvml_facts **ret, char **ret_error) {
+        if (ret_error) *ret_error = NULL;
+        if (len > NVML_FACTS_JSON_MAX_BYTES) {
+                if (ret_error) *ret_error = xasprintf("NVML description is %zu bytes, more than %u", len, NVML_FACTS_JSON_MAX_BYTES);
+                return -EFBIG;
+        }
+        json_error_t jerr;
+        json_t *d = json_loadb(json, len, JSON_REJECT_DUPLICATES, &jerr);
+        if (!d) return invalid(ret_error, xasprintf("NVML description: %s at line %d column %d", jerr.text, jerr.line, jerr.column));
+        if (!json_is_object(d)) {
+                json_decref(d);
+                return invalid(ret_error, xstrdup("NVML description: not a JSON object"));
+        }
+        const json_t *gpus = json_object_get(d, "gpus");
+        if (gpus && !json_is_array(gpus)) {
+                json_decref(d);
+                return invalid(ret_error, xstrdup("NVML description: \"gpus\" is not an array"));
+        }
+        for (size_t i = 0; i < json_array_size(gpus); i++)
+                if (!json_is_object(json_array_get(gpus, i))) {
+                        json_decref(d);
+                        return invalid(ret_error, xasprintf("NVML description: gpus[%zu] is not an object", i));
+                }
+        if (json_array_size(gpus) > MAX_GPUS) {
+                json_decref(d);
+                return invalid(ret_error, xasprintf("NVML description: %zu GPUs, more than %d", json_array_size(gpus), MAX_GPUS));
+        }
+
+        struct nvml_facts *f = xcalloc(1, sizeof *f);
+        f->driver_version_rc = f->nvml_version_rc = f->device_count_rc = NVML_FACT_NOT_QUERIED;
+        f->cuda_driver_version.rc = NVML_FACT_NOT_QUERIED;
+        f->blocked_gpu = -1;
+
+        const json_t *ie = json_object_get(d, "init_error");
+        f->init_rc = json_is_integer(ie) ? (int)json_integer_value(ie) : NVML_SUCCESS;
+        if (f->init_rc != NVML_SUCCESS) {
+                snprintf(f->init_error, sizeof f->init_error, "%s", nvml_error_string(f->init_rc));
+                goto out;
+        }
+        int rc = injected(d, "nvmlSystemGetDriverVersion");
+        f->driver_version_rc = rc ? rc : put_string(d, "driver_version", f->driver_version, sizeof f->driver_version);
+        if (f->driver_version_rc != NVML_SUCCESS) memset(f->driver_version, 0, sizeof f->driver_version);
+        rc = injected(d, "nvmlSystemGetNVMLVersion");
+        f->nvml_version_rc = rc ? rc : put_string(d, "nvml_version", f->nvml_version, sizeof f->nvml_version);
+        if (f->nvml_version_rc != NVML_SUCCESS) memset(f->nvml_version, 0, sizeof f->nvml_version);
+        f->cuda_driver_version = rc_or(injected(d, "nvmlSystemGetCudaDriverVersion"), answer_uint(d, "cuda_driver_version"));
+        if (f->cuda_driver_version.rc == NVML_SUCCESS) {
+                int v = (int)(unsigned)f->cuda_driver_version.value;
+                f->cuda_driver_version.value = v > 0 ? (uint64_t)v : 0;
+        }
+
+        f->device_count_rc = injected(d, "nvmlDeviceGetCount");
+        if (f->device_count_rc == NVML_SUCCESS) {
+                f->device_count = (unsigned)json_array_size(gpus);
+                if (f->device_count > 0) f->gpus = xcalloc(f->device_count, sizeof *f->gpus);
+                for (unsigned i = 0; i < f->device_count; i++) {
+                        gpu_not_queried(&f->gpus[i], i);
+                        gpu_from_json(d, json_array_get(gpus, i), &f->gpus[i]);
+                }
+                f->n_gpus = f->device_count;
+        }
+out:
+        json_decref(d);
+        *ret = f;
+        return 0;
+}

@@ -1,0 +1,184 @@
+/* nvml_probe.h: gather NVML facts about the node's GPUs in a worker thread, bounded by a timeout. */
+#pragma once
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "nvml/nvml_lib.h"
+
+/*
+ * Every fact carries the nvmlReturn_t of the call that produced it: NVML_SUCCESS (value valid),
+ * NVML_ERROR_NOT_SUPPORTED (also for an entry point the library lacks), another NVML error, or
+ * NVML_FACT_NOT_QUERIED (the probe never got there: timeout, init failure, missing handle).
+ */
+struct nvml_fact_u64 {
+        int rc;
+        uint64_t value;
+};
+
+/* The most MIG devices recorded per GPU (NVML allows 7 on A100/H100/B200; MIG devices are compute instances). */
+#define NVML_MAX_MIG_DEVICES 16
+
+/* nvmlDeviceAttributes_t of a MIG device. */
+struct nvml_mig_attributes {
+        unsigned multiprocessors, copy_engines, decoders, encoders, jpegs, ofas;
+        unsigned gi_slices, ci_slices;
+        uint64_t memory_mb; /* MiB */
+};
+
+/* One MIG device (a compute instance inside a GPU instance), as nvmlDeviceGetMigDeviceHandleByIndex found it. */
+struct nvml_mig_facts {
+        unsigned index; /* the MIG device index under its parent GPU */
+        int uuid_rc;
+        char uuid[NVML_DEVICE_UUID_V2_BUFFER_SIZE]; /* "MIG-..." */
+        int gi_rc;
+        unsigned gi_id; /* GPU instance id */
+        int ci_rc;
+        unsigned ci_id; /* compute instance id within the GPU instance */
+        int attributes_rc;
+        struct nvml_mig_attributes attributes;
+        int memory_rc;
+        uint64_t memory_total, memory_used, memory_free; /* bytes */
+        /* The profile as go-nvlib resolves it (GPU instance by id, compute instance by id, their infos,
+         * and the profile tables): the NVML_GPU_INSTANCE_PROFILE_* and NVML_COMPUTE_INSTANCE_PROFILE_*
+         * indices. NVML_ERROR_NOT_FOUND: no profile matched. */
+        int profile_rc;
+        unsigned gi_profile, ci_profile;
+        char profile[32]; /* go-nvlib's name ("1g.10gb", "1g.10gb+me", "1c.3g.40gb"); "" when it has none */
+};
+
+struct nvml_gpu_facts {
+        unsigned index;
+        bool complete; /* false: the probe timed out inside this GPU; later facts are NOT_QUERIED */
+
+        int handle_rc; /* nvmlDeviceGetHandleByIndex */
+
+        int name_rc;
+        char name[NVML_DEVICE_NAME_V2_BUFFER_SIZE];
+        int uuid_rc;
+        char uuid[NVML_DEVICE_UUID_V2_BUFFER_SIZE];
+        struct nvml_fact_u64 minor_number;
+
+        int pci_rc;
+        char pci_bus_id[NVML_DEVICE_PCI_BUS_ID_BUFFER_SIZE];           /* "00000000:18:00.0" */
+        char pci_bus_id_legacy[NVML_DEVICE_PCI_BUS_ID_BUFFER_V2_SIZE]; /* "0000:18:00.0" */
+        uint32_t pci_domain, pci_bus, pci_device;
+        uint32_t pci_device_id;    /* device << 16 | vendor, e.g. 0x233010DE */
+        uint32_t pci_subsystem_id; /* e.g. 0x16C110DE */
+
+        int memory_rc;
+        int memory_version; /* 2: nvmlDeviceGetMemoryInfo_v2 answered (reserved valid), 1: the v1 call */
+        uint64_t memory_total, memory_used, memory_free, memory_reserved; /* bytes */
+
+        int cc_rc;
+        int cc_major, cc_minor;
+
+        int mig_rc; /* NVML_ERROR_NOT_SUPPORTED: the GPU is not MIG capable */
+        unsigned mig_current, mig_pending;
+        /* MIG devices: asked only when MIG mode is currently enabled (else NOT_QUERIED). */
+        int mig_max_rc;     /* nvmlDeviceGetMaxMigDeviceCount */
+        unsigned mig_max;
+        int mig_devices_rc; /* nvmlDeviceGetMigDeviceHandleByIndex: success, or the error that ended the walk */
+        unsigned n_mig;     /* recorded in mig[] (handles answering NOT_FOUND are skipped, as go-nvlib does) */
+        struct nvml_mig_facts mig[NVML_MAX_MIG_DEVICES];
+
+        struct nvml_fact_u64 persistence_mode; /* 1 enabled */
+
+        int fabric_rc;
+        int fabric_version; /* 3, 2 (nvmlDeviceGetGpuFabricInfoV) or 1 (nvmlDeviceGetGpuFabricInfo) */
+        unsigned fabric_state; /* NVML_GPU_FABRIC_STATE_* */
+        int fabric_status;     /* an nvmlReturn_t; meaningful when state is COMPLETED */
+        char fabric_cluster_uuid[37];
+        unsigned fabric_clique_id;
+        unsigned fabric_health_mask; /* version >= 2 */
+
+        int ecc_mode_rc;
+        unsigned ecc_mode_current, ecc_mode_pending;
+        struct nvml_fact_u64 ecc_volatile_corrected, ecc_volatile_uncorrected;
+        struct nvml_fact_u64 ecc_aggregate_corrected, ecc_aggregate_uncorrected;
+
+        int remapped_rows_rc;
+        unsigned remapped_correctable, remapped_uncorrectable;
+        bool remapped_pending, remapped_failure;
+
+        int field_values_rc;                  /* the nvmlDeviceGetFieldValues call itself */
+        struct nvml_fact_u64 recovery_action; /* field 230; rc is the per-value nvmlReturn */
+        struct nvml_fact_u64 memory_temperature; /* field 82, degrees C */
+
+        struct nvml_fact_u64 temperature; /* GPU die, degrees C */
+        struct nvml_fact_u64 power_mw;
+        struct nvml_fact_u64 energy_mj;
+
+        int utilization_rc;
+        unsigned utilization_gpu, utilization_memory; /* percent */
+
+        struct nvml_fact_u64 clock_sm_mhz, clock_mem_mhz;
+        struct nvml_fact_u64 pcie_replay;
+        struct nvml_fact_u64 clocks_event_reasons;
+};
+
+struct nvml_facts {
+        char *library_path;
+
+        int init_rc;
+        char init_error[128]; /* nvmlErrorString(init_rc), when the library has it */
+
+        int driver_version_rc;
+        char driver_version[NVML_SYSTEM_DRIVER_VERSION_BUFFER_SIZE];
+        int nvml_version_rc;
+        char nvml_version[NVML_SYSTEM_NVML_VERSION_BUFFER_SIZE];
+        struct nvml_fact_u64 cuda_driver_version; /* 12040 = 12.4 */
+
+        int device_count_rc;
+        unsigned device_count;
+
+        unsigned n_gpus; /* records in gpus: all of them, or up to the one the timeout caught */
+        struct nvml_gpu_facts *gpus;
+
+        bool timed_out;
+        unsigned timeout_ms;
+        char blocked_call[64]; /* the call that had not returned, e.g. "nvmlDeviceGetPowerUsage" */
+        int blocked_gpu;       /* its GPU index, -1 for a system call (nvmlInit, ...) */
+        char timeout_message[192]; /* "nvmlDeviceGetPowerUsage on GPU 3 did not return within 5000 ms" */
+};
+
+/*
+ * Runs nvmlInit, gathers every fact, and nvmlShutdown, in a worker thread; waits at most timeout_ms
+ * in total. Returns 0 and *ret (free with nvml_facts_free) also when NVML failed or timed out: those
+ * are facts. Returns -errno only when the worker thread cannot be started. On timeout the worker is
+ * left running on its own (holding a reference on lib); it frees its state when it returns.
+ */
+int nvml_probe_run(struct nvml_lib *lib, unsigned timeout_ms, struct nvml_facts **ret);
+
+/* Returns how many probe workers that timed out are still running (stuck in NVML). Never fails. */
+unsigned nvml_probe_abandoned_workers(void);
+
+/* Frees facts (NULL is fine). Returns NULL. */
+struct nvml_facts *nvml_facts_free(struct nvml_facts *f);
+static inline void nvml_facts_freep(struct nvml_facts **p) { nvml_facts_free(*p); }
+#define _cleanup_nvml_facts_ __attribute__((cleanup(nvml_facts_freep)))
+
+/*
+ * Names a MIG profile as go-nvlib's MigProfileInfo.String() does (GFD's MIG resource names come from it,
+ * with '+' turned into '.'): "<g>g.<gb>gb" or "<c>c.<g>g.<gb>gb", then "+me", "+me.all", "+gfx" or "-me"
+ * from the GPU instance profile; gb is the MIG memory as a share of the GPU's memory rounded up to
+ * eighths, times the GPU's memory in whole GiB (rounded up), rounded. Returns 0 and the name in buf,
+ * or -EINVAL for a profile index go-nvlib does not know (or a zero GPU memory), with buf "".
+ */
+int nvml_mig_profile_name(unsigned gi_profile, unsigned ci_profile, uint64_t mig_memory_mb, uint64_t gpu_memory_bytes,
+                          char *buf, size_t size);
+
+/*
+ * Approximates a MIG device's profile name from its attributes alone ("<g>g.<gb>gb", "<c>c.<g>g.<gb>gb",
+ * without the +me/-me/+gfx suffix the GPU instance profile would add), for when the profile lookup
+ * was refused (it needs privileges). Returns 0 and the name in buf, or -EINVAL when the attributes
+ * or the GPU memory are unknown.
+ */
+int nvml_mig_name_from_attributes(const struct nvml_mig_attributes *a, uint64_t gpu_memory_bytes, char *buf, size_t size);
+
+/*
+ * Writes facts as the fake NVML's JSON description (tests/fake-nvml/README.md), so that a node's
+ * facts replay through the fake. Returns 0 and a malloc'd string in *ret, or -ENOMEM.
+ */
+int nvml_facts_to_json(const struct nvml_facts *f, char **ret);

@@ -1,0 +1,94 @@
+/* json.c: the gpunode.report/v1 JSON document (a contract: never rename or drop fields). */
+#include "output/output.h"
+
+#include <jansson.h>
+
+#define REPORT_SCHEMA "gpunode.report/v1"
+
+/* Returns a JSON string of s, made valid UTF-8 first: evidence quotes files as they are. */
+static json_t *json_text(const char *s) {
+        if (!s) return json_null();
+        _cleanup_free_ char *clean = utf8_sanitize(s);
+        return json_string(clean);
+}
+
+/* Returns the JSON word for a layer's or component's worst status ("failed", "healthy", ...). */
+static const char *layer_status_word(enum check_status s) {
+        switch (s) {
+        case CHECK_FAIL: return "failed";
+        case CHECK_BLOCKED: return "blocked";
+        case CHECK_WARN: return "degraded";
+        case CHECK_PASS: return "healthy";
+        case CHECK_SKIP: return "skipped";
+        }
+        return "unknown";
+}
+
+/* Returns one check of the report as a new JSON object (the v1 contract's fields). */
+static json_t *finding_to_json(const struct finding *f) {
+        json_t *ev = json_array();
+        for (size_t i = 0; i < f->n_evidence; i++) json_array_append_new(ev, json_text(f->evidence[i]));
+        json_t *deps = json_array();
+        for (size_t d = 0; d < CHECK_MAX_DEPS && f->def->depends[d]; d++)
+                json_array_append_new(deps, json_string(f->def->depends[d]));
+        return json_pack("{s:s, s:i, s:s, s:s, s:o, s:o, s:o, s:o, s:o}",
+                         "id", f->def->id,
+                         "layer", f->def->layer,
+                         "component", f->def->component,
+                         "status", check_status_name(f->status),
+                         "summary", json_text(f->summary ? f->summary : ""),
+                         "evidence", ev,
+                         "remedy", json_text(f->remedy),
+                         "blocked_by", f->blocked_by ? json_string(f->blocked_by) : json_null(),
+                         "depends_on", deps);
+}
+
+json_t *report_to_json(const struct report *r) {
+        json_t *checks = json_array();
+        for (size_t i = 0; i < r->n_findings; i++) json_array_append_new(checks, finding_to_json(&r->findings[i]));
+
+        json_t *layers = json_array();
+        for (int layer = LAYER_MIN; layer <= LAYER_MAX; layer++) {
+                json_t *components = json_array();
+                const char *seen[64];
+                size_t n_seen = 0;
+                for (size_t i = 0; i < r->n_findings; i++) {
+                        const struct check_def *d = r->findings[i].def;
+                        if (d->layer != layer) continue;
+                        bool dup = false;
+                        for (size_t s = 0; s < n_seen; s++) dup |= streq(seen[s], d->component);
+                        if (dup || n_seen == ELEMENTSOF(seen)) continue;
+                        seen[n_seen++] = d->component;
+                        json_array_append_new(components,
+                                json_pack("{s:s, s:s}", "id", d->component, "status",
+                                          layer_status_word(report_component_status(r, layer, d->component))));
+                }
+                json_array_append_new(layers, json_pack("{s:i, s:s, s:s, s:o}", "layer", layer, "name", layer_name(layer),
+                                                        "status", layer_status_word(report_layer_status(r, layer)),
+                                                        "components", components));
+        }
+
+        json_t *root_cause = json_null();
+        if (r->root_cause) {
+                const struct finding *f = r->root_cause;
+                root_cause = json_pack("{s:i, s:s, s:s, s:o, s:o}", "layer", f->def->layer, "component", f->def->component,
+                                       "check", f->def->id, "summary", json_text(f->summary), "remedy", json_text(f->remedy));
+        }
+        return json_pack("{s:s, s:o, s:o, s:s, s:o, s:o, s:o}",
+                         "schema", REPORT_SCHEMA,
+                         "node", json_text(r->node),
+                         "root", json_text(r->root),
+                         "verdict", verdict_name(r->verdict),
+                         "root_cause", root_cause,
+                         "layers", layers,
+                         "checks", checks);
+}
+
+int output_json(FILE *out, const struct report *r) {
+        json_t *doc = report_to_json(r);
+        if (!doc) return -EINVAL;
+        int rc = json_dumpf(doc, out, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
+        json_decref(doc);
+        if (rc < 0 || fputc('\n', out) == EOF) return -EIO;
+        return 0;
+}

@@ -1,0 +1,104 @@
+/* text.c: the terminal report: layers bottom-up, failures with evidence and remedy. */
+#include "output/output.h"
+
+#define C_RESET "\033[0m"
+#define C_RED "\033[31m"
+#define C_YELLOW "\033[33m"
+#define C_GREEN "\033[32m"
+#define C_DIM "\033[2m"
+#define C_BOLD "\033[1m"
+
+/* Returns the ANSI colour of a status. */
+static const char *status_color(enum check_status s) {
+        switch (s) {
+        case CHECK_FAIL: return C_RED;
+        case CHECK_WARN: return C_YELLOW;
+        case CHECK_PASS: return C_GREEN;
+        case CHECK_BLOCKED: return C_YELLOW;
+        case CHECK_SKIP: return C_DIM;
+        }
+        return "";
+}
+
+/* Returns the four-letter tag printed before a check. */
+static const char *status_tag(enum check_status s) {
+        switch (s) {
+        case CHECK_FAIL: return "FAIL";
+        case CHECK_WARN: return "WARN";
+        case CHECK_PASS: return " ok ";
+        case CHECK_BLOCKED: return "BLKD";
+        case CHECK_SKIP: return "skip";
+        }
+        return "????";
+}
+
+/* Returns the word printed after a layer's name. */
+static const char *layer_word(enum check_status s) {
+        switch (s) {
+        case CHECK_FAIL: return "FAILED";
+        case CHECK_BLOCKED: return "BLOCKED";
+        case CHECK_WARN: return "DEGRADED";
+        case CHECK_PASS: return "healthy";
+        case CHECK_SKIP: return "skipped";
+        }
+        return "?";
+}
+
+/* Prints s made safe for a terminal: invalid UTF-8 and control bytes (escape sequences from a
+ * hostile file) become '?'. */
+static void put_clean(FILE *out, const char *s) {
+        _cleanup_free_ char *clean = utf8_sanitize(s);
+        fputs(clean, out);
+}
+
+int output_text(FILE *out, const struct report *r, const struct text_options *opts) {
+        bool c = opts && opts->color;
+        bool verbose = opts && opts->verbose;
+#define COL(x) (c ? (x) : "")
+        fprintf(out, "%sgpunode check%s: node %s (root %s)\n", COL(C_BOLD), COL(C_RESET), r->node, r->root);
+        for (int layer = LAYER_MIN; layer <= LAYER_MAX; layer++) {
+                enum check_status ls = report_layer_status(r, layer);
+                fprintf(out, "\n%sLayer %d  %s%s  %s%s%s\n", COL(C_BOLD), layer, layer_name(layer), COL(C_RESET),
+                        COL(status_color(ls)), layer_word(ls), COL(C_RESET));
+                bool any = false;
+                for (size_t i = 0; i < r->n_findings; i++) {
+                        const struct finding *f = &r->findings[i];
+                        if (f->def->layer != layer) continue;
+                        any = true;
+                        fprintf(out, "  %s[%s]%s %-34s ", COL(status_color(f->status)), status_tag(f->status),
+                                COL(C_RESET), f->def->id);
+                        put_clean(out, f->summary);
+                        fputc('\n', out);
+                        bool detail = verbose || f->status == CHECK_FAIL || f->status == CHECK_WARN;
+                        if (!detail) continue;
+                        for (size_t e = 0; e < f->n_evidence; e++) {
+                                fprintf(out, "         %s", COL(C_DIM));
+                                put_clean(out, f->evidence[e]);
+                                fprintf(out, "%s\n", COL(C_RESET));
+                        }
+                        if (f->remedy) {
+                                fputs("         remedy: ", out);
+                                put_clean(out, f->remedy);
+                                fputc('\n', out);
+                        }
+                }
+                if (!any) fprintf(out, "  %s(no checks in this layer yet)%s\n", COL(C_DIM), COL(C_RESET));
+        }
+        const char *vc = r->verdict == VERDICT_FAILED ? C_RED : r->verdict == VERDICT_DEGRADED ? C_YELLOW : C_GREEN;
+        fprintf(out, "\n%sVerdict: %s%s", COL(vc), verdict_name(r->verdict), COL(C_RESET));
+        if (r->root_cause) {
+                const struct finding *f = r->root_cause;
+                fprintf(out, "; root cause: layer %d %s (%s): ", f->def->layer, f->def->component, f->def->id);
+                put_clean(out, f->summary);
+                fputc('\n', out);
+                if (f->remedy) {
+                        fputs("Remedy: ", out);
+                        put_clean(out, f->remedy);
+                        fputc('\n', out);
+                }
+        } else {
+                fputc('\n', out);
+        }
+#undef COL
+        return ferror(out) ? -EIO : 0;
+}
