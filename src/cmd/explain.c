@@ -1,5 +1,5 @@
 /* explain.c: `gpunode explain`: the symptom table and every check, from the check registry. */
-#include "diagnose/checks.h"
+#include "engine/check.h"
 #include "cmd/commands.h"
 #include "diagnose/symptoms.h"
 

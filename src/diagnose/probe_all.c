@@ -2,6 +2,7 @@
 #include "facts/node.h"
 #include "facts/layer2_container.h"
 #include "facts/layer3_kubernetes.h"
+#include "facts/layer4_observability.h"
 
 void probe_all(const struct probe_options *opts, struct node_facts *ret) {
         *ret = (struct node_facts){0};
@@ -34,7 +35,10 @@ void probe_all(const struct probe_options *opts, struct node_facts *ret) {
         probe_rdma(&ret->rdma);
         probe_sriov(&ret->sriov);
         ret->runtime = probe_runtime();
-        if (opts->kube) ret->kube = probe_kube(opts->kube, ret->hostname);
+        if (opts->kube) {
+                ret->kube = probe_kube(opts->kube, ret->hostname);
+                ret->metrics = probe_metrics(opts->kube, ret->kube);
+        }
 }
 
 void node_facts_free(struct node_facts *f) {
@@ -49,5 +53,6 @@ void node_facts_free(struct node_facts *f) {
         sriov_facts_free(&f->sriov);
         runtime_facts_free(f->runtime);
         kube_facts_free(f->kube);
+        metrics_facts_free(f->metrics);
         *f = (struct node_facts){0};
 }

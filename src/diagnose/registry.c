@@ -1,52 +1,65 @@
-/* registry.c: the one ordered table of checks: bottom-up by layer, foundations first. */
-#include "diagnose/checks.h"
+/* registry.c: the one ordered list of checks: bottom-up by layer, foundations first.
+ *
+ * A check `C.name` is the variable check_<C>_<name> (dots and dashes to underscores), defined in
+ * src/layerN_.../check_<C>....c. Adding a check is its file plus one line here; tests/layout.sh holds every
+ * entry to that rule. */
+#include "engine/check.h"
+
+#define GPUNODE_CHECKS(X)                                                                         \
+        /* Layer 1: hardware enablement */                                                        \
+        X(driver_pci_devices)                                                                     \
+        X(driver_pci_binding)                                                                     \
+        X(driver_module_signature)                                                                \
+        X(driver_kernel_headers)                                                                  \
+        X(driver_module_loaded)                                                                   \
+        X(driver_version)                                                                         \
+        X(driver_device_nodes)                                                                    \
+        X(driver_version_match)                                                                   \
+        X(driver_nvml_init)                                                                       \
+        X(driver_gpu_fallen_off_bus)                                                              \
+        X(driver_gpu_count)                                                                       \
+        X(driver_xid_errors)                                                                      \
+        X(driver_recovery_action)                                                                 \
+        X(driver_memory_errors)                                                                   \
+        X(driver_persistence)                                                                     \
+        X(fabric_manager_fabric_state)                                                            \
+        X(rdma_devices)                                                                           \
+        X(rdma_ports)                                                                             \
+        X(rdma_peermem)                                                                           \
+        X(sriov_vfs)                                                                              \
+        /* Layer 2: container integration */                                                     \
+        X(container_toolkit_runtime_config)                                                       \
+        X(container_toolkit_toolkit_installed)                                                    \
+        X(container_toolkit_nvidia_runtime)                                                       \
+        X(container_toolkit_runtime_binary)                                                       \
+        X(container_toolkit_config_applied)                                                       \
+        X(container_toolkit_cdi_specs)                                                            \
+        X(rdma_device_plugin_devices)                                                             \
+        /* Layer 3: Kubernetes resource exposure */                                               \
+        X(kubelet_api_access)                                                                     \
+        X(kubelet_node_ready)                                                                     \
+        X(gpu_operator_pods)                                                                      \
+        X(network_operator_pods)                                                                  \
+        X(device_plugin_pod)                                                                      \
+        X(device_plugin_registered)                                                               \
+        X(device_plugin_allocatable)                                                              \
+        X(gfd_labels)                                                                             \
+        X(mig_manager_state)                                                                      \
+        X(csi_plugins)                                                                            \
+        /* Layer 4: observability */                                                              \
+        X(dcgm_exporter_metrics)                                                                  \
+        X(node_exporter_metrics)                                                                  \
+        X(logging_agent_present)                                                                  \
+        X(otel_agent_present)
+
+#define DECLARE_CHECK(name) extern const struct check_def check_##name;
+GPUNODE_CHECKS(DECLARE_CHECK)
+#undef DECLARE_CHECK
 
 static const struct check_def *const registry[] = {
-        /* Layer 1: hardware enablement */
-        &check_pci_devices,
-        &check_pci_binding,
-        &check_module_signature,
-        &check_kernel_headers,
-        &check_module_loaded,
-        &check_driver_version,
-        &check_device_nodes,
-        &check_version_match,
-        &check_nvml_init,
-        &check_fallen_off_bus,
-        &check_gpu_count,
-        &check_xid_errors,
-        &check_recovery_action,
-        &check_memory_errors,
-        &check_persistence,
-        &check_fabric_state,
-        &check_rdma_devices,
-        &check_rdma_ports,
-        &check_rdma_peermem,
-        &check_sriov_vfs,
-        /* Layer 2: container integration */
-        &check_runtime_config,
-        &check_toolkit_installed,
-        &check_nvidia_runtime,
-        &check_runtime_binary,
-        &check_config_applied,
-        &check_cdi_specs,
-        &check_rdma_exposure,
-        /* Layer 3: Kubernetes resource exposure */
-        &check_kube_api_access,
-        &check_kube_node_ready,
-        &check_gpu_operator_pods,
-        &check_network_operator_pods,
-        &check_device_plugin_pod,
-        &check_dp_registered,
-        &check_dp_allocatable,
-        &check_gfd_labels,
-        &check_mig_manager_state,
-        &check_csi_plugins,
-        /* Layer 4: observability */
-        &check_dcgm_metrics,
-        &check_node_exporter_metrics,
-        &check_logging_agent,
-        &check_otel_agent,
+#define LIST_CHECK(name) &check_##name,
+        GPUNODE_CHECKS(LIST_CHECK)
+#undef LIST_CHECK
 };
 
 const struct check_def *const *check_registry(size_t *ret_n) {

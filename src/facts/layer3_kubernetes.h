@@ -1,4 +1,4 @@
-/* layer3_kubernetes.h: layer 3 and 4 facts: the kubelet's files, the node and its pods from the API, the metrics endpoints. */
+/* layer3_kubernetes.h: layer 3 facts: the kubelet's files, and the node and its pods from the API. */
 #pragma once
 
 #include <stdbool.h>
@@ -6,15 +6,12 @@
 
 #include "kube/kube_checkpoint.h"
 #include "kube/kube_objects.h"
-#include "basic/promtext.h"
 
 struct probe_options;
 
 #define KUBELET_PLUGINS_REGISTRY_DIR "/var/lib/kubelet/plugins_registry"
 #define NVIDIA_VALIDATIONS_DIR "/run/nvidia/validations"
 #define KUBE_DEFAULT_TIMEOUT_MS 5000u
-#define DCGM_EXPORTER_PORT 9400
-#define NODE_EXPORTER_PORT 9100
 
 /* What the kubelet keeps on the node (read through hostfs). */
 struct kubelet_facts {
@@ -71,23 +68,9 @@ struct kube_api_facts {
         size_t n_csi_drivers;
 };
 
-/* One metrics endpoint as fetched. */
-struct metrics_endpoint {
-        char *url;                     /* NULL: not attempted (see skip_reason) */
-        char *found_by;                /* "--dcgm-url", "pod gpu-operator/nvidia-dcgm-exporter-x", "default port" */
-        char *skip_reason;
-        int rc;                        /* http_fetch's result */
-        char *error;
-        long http_code;
-        int parse_rc;                  /* promtext result when rc == 0 */
-        struct promtext_error parse_error;
-        struct promtext_gpu_summary summary;
-};
-
 struct kube_facts {
         struct kubelet_facts kubelet;
         struct kube_api_facts api;
-        struct metrics_endpoint dcgm, node_exporter;
 };
 
 /* Kubernetes and metrics options of `gpunode check`. */
@@ -113,8 +96,8 @@ struct kube_probe_options {
  * ("--timeout must be ...", without the command's name) when the argument is not valid. */
 int kube_probe_option(int c, const char *arg, struct kube_probe_options *opts, char **ret_error);
 
-/* Runs the kubelet, API and metrics probes; hostname is the node's host name (from the root). Never
- * fails: each part records its own errors. Returns the facts (free with kube_facts_free). */
+/* Runs the kubelet and API probes; hostname is the node's host name (from the root). Never fails:
+ * each part records its own errors. Returns the facts (free with kube_facts_free). */
 struct kube_facts *probe_kube(const struct kube_probe_options *opts, const char *hostname);
 /* Reads the kubelet's folders and the GPU Operator's validation files. Never fails. */
 void probe_kubelet(struct kubelet_facts *ret);
@@ -124,5 +107,3 @@ void kube_facts_free(struct kube_facts *k);
 enum kube_pod_role kube_pod_role_of(const struct kube_pod_info *p);
 /* Returns the GPU Operator component name of a pod (its app label) or NULL. */
 const char *gpu_operator_app(const struct kube_pod_info *p);
-/* Returns the DCGM/node-exporter URL for a pod ("http://10.0.0.5:9400/metrics", malloc'd), or NULL without a pod IP. */
-char *metrics_url_for_pod(const struct kube_pod_info *p, int port);

@@ -1,128 +1,13 @@
-/* node.h: what the probes read from the host, NVML and the kernel log; checks judge these. */
+/* node.h: the probe -> check contract: every fact the probes read about one node, layer by layer,
+ * and the options that steer probing. Checks are pure functions of these. */
 #pragma once
 
-#include "basic/util.h"
+#include "facts/layer1_hardware.h"
 
-struct nvml_facts;
-struct kmsg_scan;
+struct runtime_facts;
 struct kube_facts;
 struct kube_probe_options;
-struct runtime_facts;
-
-/* A probe that could not read records why in `error` (a sentence naming the path) and a
- * negative errno in `rc`; checks then say they cannot answer instead of guessing. */
-
-struct pci_function {
-        char address[32];      /* "0000:18:00.0" */
-        uint32_t vendor, device, class_code, subsystem_vendor, subsystem_device;
-        char *driver;          /* bound driver name, NULL when none */
-        int numa_node;         /* -1 when unknown */
-};
-
-enum pci_kind { PCI_GPU, PCI_NVSWITCH, PCI_OTHER_NVIDIA };
-
-struct pci_facts {
-        int rc;
-        char *error;
-        struct pci_function *gpus;     /* NVIDIA display/3D controllers */
-        size_t n_gpus;
-        struct pci_function *nvswitches;
-        size_t n_nvswitches;
-        size_t n_unreadable;           /* functions whose files could not be read */
-        char **unreadable;             /* "0000:18:00.0: vendor: Permission denied" */
-};
-
-struct module_facts {
-        int rc;
-        char *error;
-        char **loaded;                 /* names from /proc/modules */
-        size_t n_loaded;
-};
-
-struct driver_gpu_info {
-        char address[32];              /* from /proc/driver/nvidia/gpus/<addr> */
-        int minor;                     /* Device Minor, -1 unknown */
-        char *model, *uuid;
-};
-
-struct driver_facts {
-        int version_rc;
-        char *version_error;
-        char *version_line;            /* first line of /proc/driver/nvidia/version */
-        char *version;                 /* "550.54.15" */
-        bool open_module;              /* "Open Kernel Module" */
-        struct driver_gpu_info *gpus;
-        size_t n_gpus;
-        char *taint;                   /* /sys/module/nvidia/taint */
-};
-
-struct secureboot_facts {
-        int efi_rc;                    /* -ENOENT: not an EFI system / efivars not mounted */
-        int secure_boot;               /* 1 on, 0 off, -1 unknown */
-        char *lockdown;                /* "none", "integrity", "confidentiality", NULL unknown */
-        char *kernel_release;          /* from /proc/sys/kernel/osrelease */
-        int headers_rc;                /* 0 when /lib/modules/<release>/build exists */
-};
-
-struct ib_port {
-        char *device;                  /* "mlx5_0" */
-        unsigned port;
-        int state;                     /* 4 ACTIVE; -1 unreadable */
-        char *state_text;
-        int phys_state;                /* 5 LinkUp */
-        char *phys_state_text;
-        char *rate, *link_layer;
-        uint64_t link_downed;          /* counters/link_downed, UINT64_MAX unknown */
-};
-
-struct ib_device {
-        char *name, *hca_type, *fw_ver, *board_id;
-};
-
-struct rdma_facts {
-        int rc;                        /* -ENOENT: no /sys/class/infiniband */
-        char *error;
-        struct ib_device *devices;
-        size_t n_devices;
-        struct ib_port *ports;
-        size_t n_ports;
-        bool have_uverbs, have_rdma_cm;
-};
-
-struct sriov_nic {
-        char *interface;               /* "ens1f0" */
-        char *pci_address;
-        uint64_t total_vfs, num_vfs;
-        size_t vfs_without_driver;
-};
-
-struct sriov_facts {
-        int rc;
-        char *error;
-        struct sriov_nic *nics;        /* only NICs that offer SR-IOV (total_vfs > 0) */
-        size_t n_nics;
-};
-
-enum kmsg_source_kind { KMSG_NONE, KMSG_DEVICE, KMSG_FILE };
-
-struct kmsg_facts {
-        int rc;
-        char *error;
-        char *source;                  /* path read */
-        struct kmsg_scan *scan;        /* NULL when unreadable */
-};
-
-struct nvml_state {
-        int load_rc;                   /* 0 loaded, -errno when dlopen failed */
-        char *load_error;
-        char *library;                 /* path or soname asked for */
-        struct nvml_facts *facts;      /* NULL when not loaded */
-};
-
-struct process_facts {
-        bool fabricmanager_running;    /* nv-fabricmanager in /proc */
-        bool persistenced_running;     /* nvidia-persistenced in /proc */
-};
+struct metrics_facts;
 
 struct node_facts {
         char *hostname;
@@ -135,8 +20,9 @@ struct node_facts {
         struct rdma_facts rdma;
         struct sriov_facts sriov;
         struct process_facts processes;
-        struct runtime_facts *runtime; /* layer 2 (facts_runtime.h) */
-        struct kube_facts *kube;       /* layers 3 and 4 (facts_kube.h); NULL when not probed */
+        struct runtime_facts *runtime; /* layer 2 (layer2_container.h) */
+        struct kube_facts *kube;       /* layer 3 (layer3_kubernetes.h); NULL when not probed */
+        struct metrics_facts *metrics; /* layer 4 (layer4_observability.h); NULL when not probed */
 };
 
 /* Options that steer probing. */
@@ -152,38 +38,10 @@ struct probe_options {
         int nvml_load_rc;
         const char *nvml_load_error;
         const char *kmsg_label;        /* shown as the kernel log's source instead of kmsg_file */
-        const struct kube_probe_options *kube; /* layers 3 and 4 (facts_kube.h); NULL: not probed */
+        const struct kube_probe_options *kube; /* layers 3 and 4 (layer3_kubernetes.h); NULL: not probed */
 };
 
 /* Runs every probe. Never fails: each probe records its own errors in its facts. */
 void probe_all(const struct probe_options *opts, struct node_facts *ret);
 void node_facts_free(struct node_facts *f);
 
-/* Individual probes (one file each). */
-void probe_pci(struct pci_facts *ret);
-void probe_modules(struct module_facts *ret);
-void probe_driver(struct driver_facts *ret);
-void probe_secureboot(struct secureboot_facts *ret);
-void probe_kmsg(const char *file, struct kmsg_facts *ret);
-void probe_nvml(const char *library, unsigned timeout_ms, struct nvml_state *ret);
-/* Fills ret from recorded facts (copied; NULL: load_rc/load_error) as if NVML had answered. */
-void probe_nvml_replay(const char *library, const struct nvml_facts *facts, int load_rc, const char *load_error,
-                       struct nvml_state *ret);
-void probe_rdma(struct rdma_facts *ret);
-void probe_sriov(struct sriov_facts *ret);
-void probe_processes(struct process_facts *ret);
-char *probe_hostname(void);
-
-void pci_facts_free(struct pci_facts *f);
-void module_facts_free(struct module_facts *f);
-void driver_facts_free(struct driver_facts *f);
-void secureboot_facts_free(struct secureboot_facts *f);
-void kmsg_facts_free(struct kmsg_facts *f);
-void nvml_state_free(struct nvml_state *f);
-void rdma_facts_free(struct rdma_facts *f);
-void sriov_facts_free(struct sriov_facts *f);
-
-/* Returns true when the module is in /proc/modules. */
-bool module_loaded(const struct module_facts *m, const char *name);
-/* Returns a sentence for a negative errno from a host read, naming the path. */
-char *read_error(const char *path, int rc);

@@ -1,31 +1,12 @@
 /* check_driver_kmsg.c: layer 1, driver: what the kernel log says about the GPUs: Xid errors, lost GPUs. */
-#include "diagnose/checks.h"
+#include "engine/check.h"
+#include "facts/node.h"
+#include "layer1_hardware/kmsg_evidence.h"
 #include "layer1_hardware/kmsg.h"
 #include "nvml/nvml_lib.h"
 #include "nvml/nvml_probe.h"
 
 #include <strings.h>
-
-size_t kmsg_evidence(const struct kmsg_facts *k, int kind, struct finding *f) {
-        if (!k->scan || kind < 0 || kind >= _KMSG_EV_MAX) return 0;
-        const struct kmsg_event_stat *st = &kmsg_scan_summary(k->scan)->ev[kind];
-        if (st->count == 0) return 0;
-        if (st->count == 1)
-                finding_evidence(f, "%s line %llu: %s", k->source, (unsigned long long)st->last.lineno, st->last.text);
-        else
-                finding_evidence(f, "%s: %llu lines, last (line %llu): %s", k->source, (unsigned long long)st->count,
-                                 (unsigned long long)st->last.lineno, st->last.text);
-        return st->count;
-}
-
-void kmsg_api_mismatch_evidence(const struct kmsg_facts *k, struct finding *f) {
-        if (!k->scan) return;
-        const struct kmsg_event_stat *st = &kmsg_scan_summary(k->scan)->ev[KMSG_EV_API_MISMATCH];
-        if (st->count && st->value[0])
-                finding_evidence(f, "kernel log: client version %s, kernel module version %s", st->value,
-                                 st->value2[0] ? st->value2 : "?");
-        kmsg_evidence(k, KMSG_EV_API_MISMATCH, f);
-}
 
 /* Returns the NVML record of the GPU at a kernel-log PCI address ("0000:07:00"), or NULL. */
 static const struct nvml_gpu_facts *nvml_gpu_at(const struct node_facts *facts, const char *pci) {
@@ -148,7 +129,7 @@ static void run_xid_errors(const struct node_facts *facts, struct finding *f) {
         }
 }
 
-const struct check_def check_fallen_off_bus = {
+const struct check_def check_driver_gpu_fallen_off_bus = {
         .id = "driver.gpu-fallen-off-bus", .layer = 1, .component = "driver",
         .title = "no GPU has fallen off the bus",
         .reads = "kernel log (Xid 79 and the 3-line \"fallen off the bus\" message), NVML GPU_IS_LOST answers",
@@ -158,7 +139,7 @@ const struct check_def check_fallen_off_bus = {
         .run = run_fallen_off_bus,
 };
 
-const struct check_def check_xid_errors = {
+const struct check_def check_driver_xid_errors = {
         .id = "driver.xid-errors", .layer = 1, .component = "driver",
         .title = "no critical Xid errors in the kernel log",
         .reads = "kernel log (/dev/kmsg or --kmsg FILE): NVRM Xid lines per GPU, classified by the Xid catalog",

@@ -1,5 +1,7 @@
 /* check_driver_module.c: layer 1, driver: the kernel module: signature, headers, loaded, version, device nodes. */
-#include "diagnose/checks.h"
+#include "engine/check.h"
+#include "facts/node.h"
+#include "layer1_hardware/kmsg_evidence.h"
 #include "basic/hostfs.h"
 #include "layer1_hardware/kmsg.h"
 
@@ -121,7 +123,7 @@ static void run_device_nodes(const struct node_facts *facts, struct finding *f) 
         finding_pass(f, "/dev/nvidiactl, /dev/nvidia-uvm and %zu per-GPU node(s) present", per_gpu);
 }
 
-const struct check_def check_module_signature = {
+const struct check_def check_driver_module_signature = {
         .id = "driver.module-signature", .layer = 1, .component = "driver",
         .title = "the kernel accepts the nvidia module's signature (Secure Boot, lockdown)",
         .reads = "SecureBoot efivar, /sys/kernel/security/lockdown, key rejection and lockdown lines in the kernel log",
@@ -132,7 +134,7 @@ const struct check_def check_module_signature = {
         .run = run_module_signature,
 };
 
-const struct check_def check_kernel_headers = {
+const struct check_def check_driver_kernel_headers = {
         .id = "driver.kernel-headers", .layer = 1, .component = "driver",
         .title = "kernel headers exist for the running kernel when the driver must be built",
         .reads = "/proc/sys/kernel/osrelease, /lib/modules/<release>/build, DKMS header errors in the kernel log",
@@ -142,7 +144,7 @@ const struct check_def check_kernel_headers = {
         .run = run_kernel_headers,
 };
 
-const struct check_def check_module_loaded = {
+const struct check_def check_driver_module_loaded = {
         .id = "driver.module-loaded", .layer = 1, .component = "driver",
         .title = "the nvidia and nvidia_uvm kernel modules are loaded",
         .reads = "/proc/modules",
@@ -162,7 +164,7 @@ const struct check_def check_driver_version = {
         .run = run_driver_version,
 };
 
-const struct check_def check_device_nodes = {
+const struct check_def check_driver_device_nodes = {
         .id = "driver.device-nodes", .layer = 1, .component = "driver",
         .title = "a device node exists for the control device, UVM and every GPU",
         .reads = "/dev/nvidiactl, /dev/nvidia-uvm, /dev/nvidia-uvm-tools, /dev/nvidia<minor> from /proc/driver/nvidia/gpus/*/information",

@@ -1,5 +1,7 @@
 /* check_driver_nvml.c: layer 1, driver: what NVML answers: init, versions, GPU count, per-GPU health. */
-#include "diagnose/checks.h"
+#include "engine/check.h"
+#include "facts/node.h"
+#include "layer1_hardware/kmsg_evidence.h"
 #include "nvml/nvml_lib.h"
 #include "nvml/nvml_probe.h"
 
@@ -300,7 +302,7 @@ static void run_fabric_state(const struct node_facts *facts, struct finding *f) 
         }
 }
 
-const struct check_def check_version_match = {
+const struct check_def check_driver_version_match = {
         .id = "driver.version-match", .layer = 1, .component = "driver",
         .title = "NVML in user space and the kernel module are the same driver version",
         .reads = "nvmlInit's answer, nvmlSystemGetDriverVersion, /proc/driver/nvidia/version, API mismatch lines in the kernel log",
@@ -310,7 +312,7 @@ const struct check_def check_version_match = {
         .run = run_version_match,
 };
 
-const struct check_def check_nvml_init = {
+const struct check_def check_driver_nvml_init = {
         .id = "driver.nvml-init", .layer = 1, .component = "driver",
         .title = "NVML loads and initialises",
         .reads = "dlopen(libnvidia-ml.so.1), nvmlInit_v2, nvmlDeviceGetCount_v2, bounded by --nvml-timeout",
@@ -320,7 +322,7 @@ const struct check_def check_nvml_init = {
         .run = run_nvml_init,
 };
 
-const struct check_def check_gpu_count = {
+const struct check_def check_driver_gpu_count = {
         .id = "driver.gpu-count", .layer = 1, .component = "driver",
         .title = "NVML sees every GPU the PCI bus has",
         .reads = "nvmlDeviceGetCount and each device handle, against PCI GPUs bound to nvidia",
@@ -330,7 +332,7 @@ const struct check_def check_gpu_count = {
         .run = run_gpu_count,
 };
 
-const struct check_def check_persistence = {
+const struct check_def check_driver_persistence = {
         .id = "driver.persistence", .layer = 1, .component = "driver",
         .title = "persistence mode is on",
         .reads = "nvmlDeviceGetPersistenceMode per GPU; nvidia-persistenced in /proc",
@@ -340,7 +342,7 @@ const struct check_def check_persistence = {
         .run = run_persistence,
 };
 
-const struct check_def check_memory_errors = {
+const struct check_def check_driver_memory_errors = {
         .id = "driver.memory-errors", .layer = 1, .component = "driver",
         .title = "no failed or pending row remaps, no fresh uncorrectable ECC errors",
         .reads = "nvmlDeviceGetRemappedRows, nvmlDeviceGetTotalEccErrors (volatile, uncorrected)",
@@ -350,7 +352,7 @@ const struct check_def check_memory_errors = {
         .run = run_memory_errors,
 };
 
-const struct check_def check_recovery_action = {
+const struct check_def check_driver_recovery_action = {
         .id = "driver.recovery-action", .layer = 1, .component = "driver",
         .title = "the driver asks for no GPU recovery action",
         .reads = "NVML field 230 (NVML_FI_DEV_GET_GPU_RECOVERY_ACTION) per GPU",
@@ -360,7 +362,7 @@ const struct check_def check_recovery_action = {
         .run = run_recovery_action,
 };
 
-const struct check_def check_fabric_state = {
+const struct check_def check_fabric_manager_fabric_state = {
         .id = "fabric-manager.fabric-state", .layer = 1, .component = "fabric-manager",
         .title = "on NVSwitch systems every GPU is registered with the NVLink fabric",
         .reads = "NVSwitch PCI functions (class 0x0680), nvmlDeviceGetGpuFabricInfoV per GPU, nv-fabricmanager in /proc",

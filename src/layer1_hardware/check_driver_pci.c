@@ -1,5 +1,6 @@
 /* check_driver_pci.c: layer 1, driver: NVIDIA GPUs on the PCI bus and the driver bound to each. */
-#include "diagnose/checks.h"
+#include "engine/check.h"
+#include "facts/node.h"
 
 /* Judges driver.pci-devices (NVIDIA GPUs are present on the PCI bus) from the facts into f; never
  * fails: what it cannot read, it says. */
@@ -70,7 +71,7 @@ static void run_pci_binding(const struct node_facts *facts, struct finding *f) {
         }
 }
 
-const struct check_def check_pci_devices = {
+const struct check_def check_driver_pci_devices = {
         .id = "driver.pci-devices", .layer = 1, .component = "driver",
         .title = "NVIDIA GPUs are present on the PCI bus",
         .reads = "/sys/bus/pci/devices/*/{vendor,class,device,driver}",
@@ -79,7 +80,7 @@ const struct check_def check_pci_devices = {
         .run = run_pci_devices,
 };
 
-const struct check_def check_pci_binding = {
+const struct check_def check_driver_pci_binding = {
         .id = "driver.pci-binding", .layer = 1, .component = "driver",
         .title = "every GPU is bound to the nvidia kernel driver",
         .reads = "the driver link of each NVIDIA PCI function",

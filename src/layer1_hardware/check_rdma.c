@@ -1,5 +1,7 @@
 /* check_rdma.c: layer 1, rdma and sriov: HCAs, their ports, GPUDirect peer memory, SR-IOV VFs. */
-#include "diagnose/checks.h"
+#include "engine/check.h"
+#include "facts/node.h"
+#include "layer1_hardware/kmsg_evidence.h"
 #include "layer1_hardware/kmsg.h"
 
 /* Judges rdma.devices (RDMA NICs have their driver modules and verbs device nodes) from the facts into

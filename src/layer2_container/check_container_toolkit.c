@@ -1,7 +1,8 @@
 /* check_container_toolkit.c: layer 2, container-toolkit: runtime configs (containerd, CRI-O, Docker), the toolkit, the nvidia runtime, restarts. */
 #include <time.h>
 
-#include "diagnose/checks.h"
+#include "engine/check.h"
+#include "facts/node.h"
 #include "facts/layer3_kubernetes.h"
 #include "facts/layer2_container.h"
 
@@ -682,7 +683,7 @@ static void run_rdma_exposure(const struct node_facts *facts, struct finding *f)
         finding_pass(f, "%zu uverbs node(s) and rdma_cm present for %zu RDMA device(s)", r->n_uverbs, n);
 }
 
-const struct check_def check_runtime_config = {
+const struct check_def check_container_toolkit_runtime_config = {
         .id = "container-toolkit.runtime-config", .layer = 2, .component = "container-toolkit",
         .title = "the container runtime's configuration loads as the runtime itself loads it",
         .reads = "/etc/containerd/config.toml (or containerd's --config) and its imports (globs, relative paths, in containerd's "
@@ -694,7 +695,7 @@ const struct check_def check_runtime_config = {
         .run = run_runtime_config,
 };
 
-const struct check_def check_toolkit_installed = {
+const struct check_def check_container_toolkit_toolkit_installed = {
         .id = "container-toolkit.toolkit-installed", .layer = 2, .component = "container-toolkit",
         .title = "the NVIDIA Container Toolkit is installed and its config parses",
         .reads = "nvidia-container-runtime, nvidia-container-cli, nvidia-ctk, nvidia-cdi-hook in /usr/bin, /usr/local/bin, "
@@ -705,7 +706,7 @@ const struct check_def check_toolkit_installed = {
         .run = run_toolkit_installed,
 };
 
-const struct check_def check_nvidia_runtime = {
+const struct check_def check_container_toolkit_nvidia_runtime = {
         .id = "container-toolkit.nvidia-runtime", .layer = 2, .component = "container-toolkit",
         .title = "the runtime in use defines the nvidia runtime (containerd CRI table, CRI-O drop-in, Docker daemon.json)",
         .reads = "the merged containerd config: <CRI plugin>.containerd.runtimes.nvidia* (runtime_type, options.BinaryName), "
@@ -723,7 +724,7 @@ const struct check_def check_nvidia_runtime = {
         .run = run_nvidia_runtime,
 };
 
-const struct check_def check_runtime_binary = {
+const struct check_def check_container_toolkit_runtime_binary = {
         .id = "container-toolkit.runtime-binary", .layer = 2, .component = "container-toolkit",
         .title = "the binary each nvidia runtime names exists under the root and is executable",
         .reads = "options.BinaryName of containerd's nvidia* runtimes, CRI-O runtime_path, Docker runtimes.nvidia.path (bare names "
@@ -735,7 +736,7 @@ const struct check_def check_runtime_binary = {
         .run = run_runtime_binary,
 };
 
-const struct check_def check_config_applied = {
+const struct check_def check_container_toolkit_config_applied = {
         .id = "container-toolkit.config-applied", .layer = 2, .component = "container-toolkit",
         .title = "the running runtime daemon started after its config files were last changed",
         .reads = "/proc/<pid>/comm, /proc/<pid>/stat starttime with /proc/stat btime (or the time of /proc/<pid>), the mtime of "
@@ -747,7 +748,7 @@ const struct check_def check_config_applied = {
         .run = run_config_applied,
 };
 
-const struct check_def check_rdma_exposure = {
+const struct check_def check_rdma_device_plugin_devices = {
         .id = "rdma-device-plugin.devices", .layer = 2, .component = "rdma-device-plugin",
         .title = "RDMA device nodes exist for the RDMA device plugin to expose to pods",
         .reads = "/dev/infiniband/uverbs*, /dev/infiniband/rdma_cm, RDMA devices in /sys/class/infiniband",

@@ -1,7 +1,8 @@
 /* check_container_toolkit_cdi.c: layer 2, container-toolkit: CDI specs against the GPUs NVML found and the driver version loaded. */
 #include <ctype.h>
 
-#include "diagnose/checks.h"
+#include "engine/check.h"
+#include "facts/node.h"
 #include "facts/layer2_container.h"
 #include "nvml/nvml_lib.h"
 #include "nvml/nvml_probe.h"
@@ -212,7 +213,7 @@ static void run_cdi_specs(const struct node_facts *facts, struct finding *f) {
                      n->device_count);
 }
 
-const struct check_def check_cdi_specs = {
+const struct check_def check_container_toolkit_cdi_specs = {
         .id = "container-toolkit.cdi-specs", .layer = 2, .component = "container-toolkit",
         .title = "the nvidia.com/gpu CDI specs match the GPUs NVML found and the driver loaded",
         .reads = "/etc/cdi/*.{yaml,yml,json}, /var/run/cdi/*: kind, devices[].name, deviceNodes, mounts hostPath, hooks; NVML "

@@ -354,7 +354,7 @@ static void run_csi_plugins(const struct node_facts *facts, struct finding *f) {
         }
 }
 
-const struct check_def check_dp_registered = {
+const struct check_def check_device_plugin_registered = {
         .id = "device-plugin.registered", .layer = 3, .component = "device-plugin",
         .title = "the NVIDIA device plugin is registered with the kubelet for every GPU",
         .reads = "/var/lib/kubelet/device-plugins: kubelet.sock, nvidia-*.sock, kubelet_internal_checkpoint "
@@ -366,7 +366,7 @@ const struct check_def check_dp_registered = {
         .run = run_dp_registered,
 };
 
-const struct check_def check_dp_allocatable = {
+const struct check_def check_device_plugin_allocatable = {
         .id = "device-plugin.allocatable", .layer = 3, .component = "device-plugin",
         .title = "nvidia.com/gpu allocatable matches the GPUs NVML sees",
         .reads = "the node's capacity and allocatable nvidia.com/gpu and nvidia.com/mig-*, labels nvidia.com/gpu.replicas, "

@@ -535,7 +535,7 @@ static void run_mig_state(const struct node_facts *facts, struct finding *f) {
         }
 }
 
-const struct check_def check_kube_api_access = {
+const struct check_def check_kubelet_api_access = {
         .id = "kubelet.api-access", .layer = 3, .component = "kubelet",
         .title = "the Kubernetes API answers and knows this node",
         .reads = "kubeconfig (--kubeconfig, $KUBECONFIG, ~/.kube/config) or the pod's service account; GET /api/v1/nodes/<node>, "
@@ -546,7 +546,7 @@ const struct check_def check_kube_api_access = {
         .run = run_api_access,
 };
 
-const struct check_def check_kube_node_ready = {
+const struct check_def check_kubelet_node_ready = {
         .id = "kubelet.node-ready", .layer = 3, .component = "kubelet",
         .title = "the node is Ready",
         .reads = "the node's Ready condition, spec.unschedulable, the kubelet version",

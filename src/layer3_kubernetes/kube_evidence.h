@@ -1,7 +1,8 @@
 /* kube_evidence.h: helpers shared by the layer 3 and 4 check files (API availability, pod evidence, NVML counts). */
 #pragma once
 
-#include "diagnose/checks.h"
+#include "engine/check.h"
+#include "facts/node.h"
 #include "facts/layer3_kubernetes.h"
 
 /* Returns the API facts when the API answered and the node object was read, else NULL after

@@ -1,7 +1,6 @@
-/* probe_kube.c: asks the Kubernetes API about this node and its pods, and fetches the DCGM and node exporter pages. */
+/* probe_kube.c: asks the Kubernetes API about this node, its pods and its CSINode. */
 #include "facts/node.h"
 #include "facts/layer3_kubernetes.h"
-#include "kube/http_fetch.h"
 #include "kube/kube_client.h"
 #include "kube/net_replay.h"
 
@@ -56,12 +55,6 @@ enum kube_pod_role kube_pod_role_of(const struct kube_pod_info *p) {
         if (contains_any(name, logging, 7) || contains_any(app, logging, 7) || contains_any(p->name, logging, 7))
                 return POD_LOGGING_AGENT;
         return POD_OTHER;
-}
-
-char *metrics_url_for_pod(const struct kube_pod_info *p, int port) {
-        if (!p->pod_ip || !*p->pod_ip) return NULL;
-        bool v6 = strchr(p->pod_ip, ':') != NULL;
-        return xasprintf("http://%s%s%s:%d/metrics", v6 ? "[" : "", p->pod_ip, v6 ? "]" : "", port);
 }
 
 /* Returns the node name: the flag, $NODE_NAME, else the host name lowercased (as the kubelet does). */
@@ -217,44 +210,6 @@ static void probe_api(const struct kube_probe_options *opts, const char *hostnam
         }
 }
 
-/* Returns the first pod of role on the node, or NULL. */
-static const struct kube_pod_info *pod_with_role(const struct kube_api_facts *a, enum kube_pod_role role) {
-        for (size_t i = 0; i < a->n_pods; i++)
-                if (a->roles[i] == role) return &a->pods[i];
-        return NULL;
-}
-
-/* Chooses the endpoint's URL (flag, the pod on this node, the default port) and fetches it. */
-static void probe_endpoint(const char *flag, const char *flag_name, enum kube_pod_role role, int port, bool k8s_node,
-                           const struct kube_api_facts *a, unsigned timeout_ms, struct metrics_endpoint *ep) {
-        const struct kube_pod_info *pod = pod_with_role(a, role);
-        if (flag && *flag) {
-                ep->url = xstrdup(flag);
-                ep->found_by = xstrdup(flag_name);
-        } else if (pod && (ep->url = metrics_url_for_pod(pod, port))) {
-                ep->found_by = xasprintf("pod %s/%s", pod->namespace, pod->name);
-        } else if (k8s_node) {
-                ep->url = xasprintf("http://localhost:%d/metrics", port);
-                ep->found_by = xstrdup("default port");
-        } else {
-                ep->skip_reason = xstrdup("not a Kubernetes node (no cluster access, no kubelet device-plugins folder)");
-                return;
-        }
-        char *body = NULL;
-        size_t len = 0;
-        ep->rc = http_fetch(ep->url, timeout_ms, HTTP_FETCH_MAX_BODY, &body, &len, &ep->http_code, &ep->error);
-        if (ep->rc == NET_NOT_RECORDED) {
-                /* check --snapshot: the node never fetched this page; nothing to judge */
-                ep->skip_reason = TAKE_PTR(ep->error);
-                free(ep->url);
-                ep->url = NULL;
-                return;
-        }
-        if (ep->rc < 0) return;
-        ep->parse_rc = promtext_gpu_summary_parse(body, len, &ep->summary, &ep->parse_error);
-        free(body);
-}
-
 int kube_probe_option(int c, const char *arg, struct kube_probe_options *opts, char **ret_error) {
         switch (c) {
         case 'K': opts->kubeconfig = arg; return 1;
@@ -275,10 +230,5 @@ struct kube_facts *probe_kube(const struct kube_probe_options *opts, const char 
         struct kube_facts *k = xcalloc(1, sizeof *k);
         probe_kubelet(&k->kubelet);
         probe_api(opts, hostname, &k->api);
-        bool k8s_node = k->api.rc == 0 || k->kubelet.dp_rc == 0;
-        unsigned t = opts->timeout_ms ? opts->timeout_ms : KUBE_DEFAULT_TIMEOUT_MS;
-        probe_endpoint(opts->dcgm_url, "--dcgm-url", POD_DCGM_EXPORTER, DCGM_EXPORTER_PORT, k8s_node, &k->api, t, &k->dcgm);
-        probe_endpoint(opts->node_exporter_url, "--node-exporter-url", POD_NODE_EXPORTER, NODE_EXPORTER_PORT, k8s_node,
-                       &k->api, t, &k->node_exporter);
         return k;
 }

@@ -90,13 +90,5 @@ void kube_facts_free(struct kube_facts *k) {
         free(a->roles);
         free(a->operator_namespace);
         names_free(a->csi_drivers, a->n_csi_drivers);
-        struct metrics_endpoint *eps[] = {&k->dcgm, &k->node_exporter};
-        for (size_t i = 0; i < ELEMENTSOF(eps); i++) {
-                free(eps[i]->url);
-                free(eps[i]->found_by);
-                free(eps[i]->skip_reason);
-                free(eps[i]->error);
-                promtext_gpu_summary_free(&eps[i]->summary);
-        }
         free(k);
 }

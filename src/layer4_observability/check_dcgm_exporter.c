@@ -1,5 +1,6 @@
 /* check_dcgm_exporter.c: layer 4: the DCGM exporter's and node exporter's /metrics, logging and telemetry agents on the node. */
 #include "layer3_kubernetes/kube_evidence.h"
+#include "facts/layer4_observability.h"
 #include "nvml/nvml_lib.h"
 #include "nvml/nvml_probe.h"
 
@@ -17,7 +18,7 @@ static const struct kube_api_facts *pods_known(const struct node_facts *facts) {
 /* Judges dcgm-exporter.metrics (the DCGM exporter serves a series for every GPU, not all zero) from
  * the facts into f; never fails: what it cannot read, it says. */
 static void run_dcgm_metrics(const struct node_facts *facts, struct finding *f) {
-        const struct metrics_endpoint *ep = facts->kube ? &facts->kube->dcgm : NULL;
+        const struct metrics_endpoint *ep = facts->metrics ? &facts->metrics->dcgm : NULL;
         if (!ep || !ep->url) {
                 finding_skip(f, "%s", ep && ep->skip_reason ? ep->skip_reason : "the Kubernetes probes did not run");
                 return;
@@ -106,7 +107,7 @@ static void run_dcgm_metrics(const struct node_facts *facts, struct finding *f) 
 /* Judges node-exporter.metrics (the node exporter serves host metrics) from the facts into f; never
  * fails: what it cannot read, it says. */
 static void run_node_exporter_metrics(const struct node_facts *facts, struct finding *f) {
-        const struct metrics_endpoint *ep = facts->kube ? &facts->kube->node_exporter : NULL;
+        const struct metrics_endpoint *ep = facts->metrics ? &facts->metrics->node_exporter : NULL;
         if (!ep || !ep->url) {
                 finding_skip(f, "%s", ep && ep->skip_reason ? ep->skip_reason : "the Kubernetes probes did not run");
                 return;
@@ -180,7 +181,7 @@ static void run_otel_agent(const struct node_facts *facts, struct finding *f) {
         agents(facts, f, POD_OTEL_AGENT, "OpenTelemetry collector", "opentelemetry-collector, otel-collector", false);
 }
 
-const struct check_def check_dcgm_metrics = {
+const struct check_def check_dcgm_exporter_metrics = {
         .id = "dcgm-exporter.metrics", .layer = 4, .component = "dcgm-exporter",
         .title = "the DCGM exporter serves a series for every GPU, not all zero",
         .reads = "the exporter's /metrics: --dcgm-url, else the app=nvidia-dcgm-exporter pod on this node (podIP:9400), else "
@@ -201,7 +202,7 @@ const struct check_def check_node_exporter_metrics = {
         .run = run_node_exporter_metrics,
 };
 
-const struct check_def check_logging_agent = {
+const struct check_def check_logging_agent_present = {
         .id = "logging-agent.present", .layer = 4, .component = "logging-agent",
         .title = "a log collector runs on the node",
         .reads = "pods on the node named or labelled fluent-bit, fluentd, promtail, vector, filebeat, alloy",
@@ -211,7 +212,7 @@ const struct check_def check_logging_agent = {
         .run = run_logging_agent,
 };
 
-const struct check_def check_otel_agent = {
+const struct check_def check_otel_agent_present = {
         .id = "otel-agent.present", .layer = 4, .component = "otel-agent",
         .title = "the OpenTelemetry collector on the node runs, where one is deployed",
         .reads = "pods on the node named or labelled opentelemetry-collector / otel-collector",

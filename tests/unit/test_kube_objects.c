@@ -5,6 +5,7 @@
 #include <cmocka.h>
 
 #include "facts/layer3_kubernetes.h"
+#include "facts/layer4_observability.h"
 #include "kube/kube_checkpoint.h"
 #include "kube/kube_objects.h"
 #include "basic/util.h"

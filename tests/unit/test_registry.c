@@ -6,7 +6,7 @@
 
 #include <ctype.h>
 
-#include "diagnose/checks.h"
+#include "engine/check.h"
 #include "diagnose/symptoms.h"
 
 static const char *const components[] = {
