@@ -1,9 +1,7 @@
 /* check_driver_kmsg.c: layer 1, driver: what the kernel log says about the GPUs: Xid errors, lost GPUs. */
-#include "engine/check.h"
 #include "facts/node.h"
 #include "layer1_hardware/kmsg_evidence.h"
 #include "layer1_hardware/kmsg.h"
-#include "nvml/nvml_lib.h"
 #include "nvml/nvml_probe.h"
 
 #include <strings.h>

@@ -1,5 +1,4 @@
 /* check_driver_module.c: layer 1, driver: the kernel module: signature, headers, loaded, version, device nodes. */
-#include "engine/check.h"
 #include "facts/node.h"
 #include "layer1_hardware/kmsg_evidence.h"
 #include "basic/hostfs.h"

@@ -1,21 +1,6 @@
 /* check_driver_nvml.c: layer 1, driver: what NVML answers: init, versions, GPU count, per-GPU health. */
-#include "engine/check.h"
-#include "facts/node.h"
 #include "layer1_hardware/kmsg_evidence.h"
-#include "nvml/nvml_lib.h"
-#include "nvml/nvml_probe.h"
-
-/* Returns NVML's facts when it initialised, else NULL. */
-static const struct nvml_facts *nvml_ok(const struct node_facts *facts) {
-        const struct nvml_facts *n = facts->nvml.facts;
-        return n && n->init_rc == NVML_SUCCESS ? n : NULL;
-}
-
-/* Returns a label for a GPU in evidence: "GPU 3 (0000:18:00.0, GPU-...)". */
-static char *gpu_label(const struct nvml_gpu_facts *g) {
-        return xasprintf("GPU %u (%s%s%s)", g->index, g->pci_rc == NVML_SUCCESS ? g->pci_bus_id_legacy : "?",
-                         g->uuid_rc == NVML_SUCCESS ? ", " : "", g->uuid_rc == NVML_SUCCESS ? g->uuid : "");
-}
+#include "layer1_hardware/nvml_evidence.h"
 
 /* Adds, as evidence, the NVML call the probe stopped waiting for, if any. */
 static void note_timeout(const struct nvml_facts *n, struct finding *f) {
@@ -92,7 +77,7 @@ static void run_nvml_init(const struct node_facts *facts, struct finding *f) {
 /* Judges driver.gpu-count (NVML sees every GPU the PCI bus has) from the facts into f; never fails:
  * what it cannot read, it says. */
 static void run_gpu_count(const struct node_facts *facts, struct finding *f) {
-        const struct nvml_facts *n = nvml_ok(facts);
+        const struct nvml_facts *n = nvml_initialised(facts);
         if (!n) {
                 finding_skip(f, "NVML did not initialise");
                 return;
@@ -107,7 +92,7 @@ static void run_gpu_count(const struct node_facts *facts, struct finding *f) {
                         answering++;
                         continue;
                 }
-                _cleanup_free_ char *label = gpu_label(g);
+                _cleanup_free_ char *label = nvml_gpu_label(g);
                 finding_evidence(f, "%s: %s", label, nvml_return_message(g->handle_rc != NVML_SUCCESS ? g->handle_rc : g->name_rc));
         }
         note_timeout(n, f);
@@ -127,7 +112,7 @@ static void run_gpu_count(const struct node_facts *facts, struct finding *f) {
 /* Judges driver.persistence (persistence mode is on) from the facts into f; never fails: what it
  * cannot read, it says. */
 static void run_persistence(const struct node_facts *facts, struct finding *f) {
-        const struct nvml_facts *n = nvml_ok(facts);
+        const struct nvml_facts *n = nvml_initialised(facts);
         if (!n) {
                 finding_skip(f, "NVML did not initialise");
                 return;
@@ -139,7 +124,7 @@ static void run_persistence(const struct node_facts *facts, struct finding *f) {
                 known++;
                 if (g->persistence_mode.value != 1) {
                         off++;
-                        _cleanup_free_ char *label = gpu_label(g);
+                        _cleanup_free_ char *label = nvml_gpu_label(g);
                         finding_evidence(f, "%s: persistence mode disabled", label);
                 }
         }
@@ -158,7 +143,7 @@ static void run_persistence(const struct node_facts *facts, struct finding *f) {
 /* Judges driver.memory-errors (no failed or pending row remaps, no fresh uncorrectable ECC errors)
  * from the facts into f; never fails: what it cannot read, it says. */
 static void run_memory_errors(const struct node_facts *facts, struct finding *f) {
-        const struct nvml_facts *n = nvml_ok(facts);
+        const struct nvml_facts *n = nvml_initialised(facts);
         if (!n) {
                 finding_skip(f, "NVML did not initialise");
                 return;
@@ -166,7 +151,7 @@ static void run_memory_errors(const struct node_facts *facts, struct finding *f)
         unsigned failed = 0, pending = 0, dbe = 0;
         for (unsigned i = 0; i < n->n_gpus; i++) {
                 const struct nvml_gpu_facts *g = &n->gpus[i];
-                _cleanup_free_ char *label = gpu_label(g);
+                _cleanup_free_ char *label = nvml_gpu_label(g);
                 if (g->remapped_rows_rc == NVML_SUCCESS) {
                         if (g->remapped_failure) failed++, finding_evidence(f, "%s: row remapping failed", label);
                         if (g->remapped_pending) pending++, finding_evidence(f, "%s: row remapping pending (needs a GPU reset)", label);
@@ -209,7 +194,7 @@ static const char *recovery_action_text(uint64_t v) {
 /* Judges driver.recovery-action (the driver asks for no GPU recovery action) from the facts into f;
  * never fails: what it cannot read, it says. */
 static void run_recovery_action(const struct node_facts *facts, struct finding *f) {
-        const struct nvml_facts *n = nvml_ok(facts);
+        const struct nvml_facts *n = nvml_initialised(facts);
         if (!n) {
                 finding_skip(f, "NVML did not initialise");
                 return;
@@ -223,7 +208,7 @@ static void run_recovery_action(const struct node_facts *facts, struct finding *
                 if (g->recovery_action.value == 0) continue;
                 needed++;
                 if (g->recovery_action.value == 2 || worst != 2) worst = g->recovery_action.value;
-                _cleanup_free_ char *label = gpu_label(g);
+                _cleanup_free_ char *label = nvml_gpu_label(g);
                 finding_evidence(f, "%s: recovery action %llu (%s)", label, (unsigned long long)g->recovery_action.value,
                                  recovery_action_text(g->recovery_action.value));
         }
@@ -235,70 +220,6 @@ static void run_recovery_action(const struct node_facts *facts, struct finding *
                                   "reboot otherwise", recovery_action_text(worst));
         } else {
                 finding_pass(f, "no GPU recovery action pending on %u GPU(s)", known);
-        }
-}
-
-/* Returns the words for an NVML fabric state (0 not supported .. 3 completed). */
-static const char *fabric_state_text(unsigned s) {
-        switch (s) {
-        case 0: return "not supported";
-        case 1: return "not started";
-        case 2: return "in progress";
-        case 3: return "completed";
-        }
-        return "unknown";
-}
-
-/* Judges fabric-manager.fabric-state (on NVSwitch systems every GPU is registered with the NVLink
- * fabric) from the facts into f; never fails: what it cannot read, it says. */
-static void run_fabric_state(const struct node_facts *facts, struct finding *f) {
-        if (facts->pci.n_nvswitches == 0) {
-                finding_skip(f, "no NVSwitch on the PCI bus: fabric manager is not needed");
-                return;
-        }
-        const struct nvml_facts *n = nvml_ok(facts);
-        if (!n) {
-                finding_skip(f, "NVML did not initialise");
-                return;
-        }
-        finding_evidence(f, "%zu NVSwitch function(s); nv-fabricmanager %s", facts->pci.n_nvswitches,
-                         facts->processes.fabricmanager_running ? "running" : "not running");
-        unsigned done = 0, waiting = 0, failed = 0, unknown = 0;
-        for (unsigned i = 0; i < n->n_gpus; i++) {
-                const struct nvml_gpu_facts *g = &n->gpus[i];
-                _cleanup_free_ char *label = gpu_label(g);
-                if (g->fabric_rc == NVML_ERROR_GPU_IS_LOST || g->handle_rc == NVML_ERROR_GPU_IS_LOST) {
-                        finding_evidence(f, "%s: lost, fabric state not asked (see driver.gpu-fallen-off-bus)", label);
-                        continue;
-                }
-                if (g->fabric_rc != NVML_SUCCESS) {
-                        unknown++;
-                        finding_evidence(f, "%s: fabric state unknown: %s", label, nvml_return_message(g->fabric_rc));
-                        continue;
-                }
-                if (g->fabric_state == 3 && g->fabric_status == NVML_SUCCESS) {
-                        done++;
-                        continue;
-                }
-                if (g->fabric_state == 3) {
-                        failed++;
-                        finding_evidence(f, "%s: fabric registration failed: %s", label, nvml_return_message(g->fabric_status));
-                } else {
-                        waiting++;
-                        finding_evidence(f, "%s: fabric state %s", label, fabric_state_text(g->fabric_state));
-                }
-        }
-        if (failed || waiting) {
-                finding_fail(f, "%u of %u GPU(s) are not registered with the NVLink fabric: CUDA fails with error 802 "
-                                "(system not yet initialized)", failed + waiting, n->n_gpus);
-                finding_remedy(f, "start the fabric manager (`systemctl enable --now nvidia-fabricmanager`); its version must "
-                                  "equal the driver's (%s); read /var/log/fabricmanager.log",
-                               n->driver_version_rc == NVML_SUCCESS ? n->driver_version : "see driver.version");
-        } else if (unknown) {
-                finding_warn(f, "NVML does not report the fabric state of %u GPU(s) on an NVSwitch system", unknown);
-                finding_remedy(f, "update the driver; check `nvidia-smi -q | grep -A3 Fabric`");
-        } else {
-                finding_pass(f, "all %u GPU(s) registered with the NVLink fabric", done);
         }
 }
 
@@ -360,14 +281,4 @@ const struct check_def check_driver_recovery_action = {
         .remedy = "drain the node, then do what the driver asks: a GPU reset (`nvidia-smi -r`) or a reboot",
         .depends = {"driver.nvml-init"},
         .run = run_recovery_action,
-};
-
-const struct check_def check_fabric_manager_fabric_state = {
-        .id = "fabric-manager.fabric-state", .layer = 1, .component = "fabric-manager",
-        .title = "on NVSwitch systems every GPU is registered with the NVLink fabric",
-        .reads = "NVSwitch PCI functions (class 0x0680), nvmlDeviceGetGpuFabricInfoV per GPU, nv-fabricmanager in /proc",
-        .outcomes = "pass: all completed; fail: not started/in progress/failed (CUDA error 802); skip: no NVSwitch",
-        .remedy = "`systemctl enable --now nvidia-fabricmanager` with the same version as the driver; read /var/log/fabricmanager.log",
-        .depends = {"driver.nvml-init"},
-        .run = run_fabric_state,
 };

@@ -1,10 +1,9 @@
 /* check_container_toolkit.c: layer 2, container-toolkit: runtime configs (containerd, CRI-O, Docker), the toolkit, the nvidia runtime, restarts. */
 #include <time.h>
 
-#include "engine/check.h"
-#include "facts/node.h"
 #include "facts/layer3_kubernetes.h"
 #include "facts/layer2_container.h"
+#include "layer2_container/runtime_evidence.h"
 
 /* An outcome of one runtime's part of a check; the worst part becomes the finding. */
 struct part {
@@ -37,14 +36,6 @@ static bool containerd_active(const struct runtime_facts *r) {
         return r->containerd.present && (!r->containerd.cri_disabled || !r->docker.present);
 }
 
-/* Returns true, having skipped f, when the host has no container runtime at all. */
-static bool skip_no_runtime(const struct node_facts *facts, struct finding *f) {
-        const struct runtime_facts *r = facts->runtime;
-        if (r && (r->containerd.present || r->crio.present || r->docker.present)) return false;
-        finding_skip(f, "no container runtime on this host: no containerd, CRI-O or Docker (config, binary or process)");
-        return true;
-}
-
 /* Returns a malloc'd TOML table path for a key of the CRI plugin of this containerd config. */
 static char *cri_key(const struct containerd_facts *c, const char *rest) {
         const char *p = c->cri_plugin ? c->cri_plugin : "io.containerd.grpc.v1.cri";
@@ -64,7 +55,7 @@ static const char *restart_cmd(const char *runtime) {
 /* Judges container-toolkit.runtime-config (the container runtime's configuration loads as the runtime
  * itself loads it) from the facts into f; never fails: what it cannot read, it says. */
 static void run_runtime_config(const struct node_facts *facts, struct finding *f) {
-        if (skip_no_runtime(facts, f)) return;
+        if (runtime_skip_if_absent(facts, f)) return;
         const struct runtime_facts *r = facts->runtime;
         struct part acc = {0};
         const struct containerd_facts *c = &r->containerd;
@@ -148,7 +139,7 @@ static void run_runtime_config(const struct node_facts *facts, struct finding *f
 /* Judges container-toolkit.toolkit-installed (the NVIDIA Container Toolkit is installed and its config
  * parses) from the facts into f; never fails: what it cannot read, it says. */
 static void run_toolkit_installed(const struct node_facts *facts, struct finding *f) {
-        if (skip_no_runtime(facts, f)) return;
+        if (runtime_skip_if_absent(facts, f)) return;
         const struct toolkit_facts *t = &facts->runtime->toolkit;
         for (size_t i = 0; i < TOOLKIT_N_BINARIES; i++)
                 finding_evidence(f, "%s: %s", t->names[i], t->paths[i] ? t->paths[i] : "not found");
@@ -416,7 +407,7 @@ static void nvidia_runtime_containerd(const struct node_facts *facts, const stru
  * CRI table, CRI-O drop-in, Docker daemon.json)) from the facts into f; never fails: what it cannot
  * read, it says. */
 static void run_nvidia_runtime(const struct node_facts *facts, struct finding *f) {
-        if (skip_no_runtime(facts, f)) return;
+        if (runtime_skip_if_absent(facts, f)) return;
         const struct runtime_facts *r = facts->runtime;
         struct part acc = {0};
         if (containerd_active(r)) nvidia_runtime_containerd(facts, &r->containerd, f, &acc);
@@ -514,7 +505,7 @@ static const char *binary_problem(int rc) {
 /* Judges container-toolkit.runtime-binary (the binary each nvidia runtime names exists under the root
  * and is executable) from the facts into f; never fails: what it cannot read, it says. */
 static void run_runtime_binary(const struct node_facts *facts, struct finding *f) {
-        if (skip_no_runtime(facts, f)) return;
+        if (runtime_skip_if_absent(facts, f)) return;
         const struct runtime_facts *r = facts->runtime;
         const struct toolkit_facts *t = &r->toolkit;
         const char *installed = t->paths[TOOLKIT_RUNTIME];
@@ -640,7 +631,7 @@ static void applied_one(const char *name, const struct runtime_process *p, const
 /* Judges container-toolkit.config-applied (the running runtime daemon started after its config files
  * were last changed) from the facts into f; never fails: what it cannot read, it says. */
 static void run_config_applied(const struct node_facts *facts, struct finding *f) {
-        if (skip_no_runtime(facts, f)) return;
+        if (runtime_skip_if_absent(facts, f)) return;
         const struct runtime_facts *r = facts->runtime;
         struct part acc = {0};
         if (containerd_active(r) && r->containerd.n_files)
@@ -654,33 +645,6 @@ static void run_config_applied(const struct node_facts *facts, struct finding *f
                 return;
         }
         part_finish(&acc, f);
-}
-
-/* Judges rdma-device-plugin.devices (RDMA device nodes exist for the RDMA device plugin to expose to
- * pods) from the facts into f; never fails: what it cannot read, it says. */
-static void run_rdma_exposure(const struct node_facts *facts, struct finding *f) {
-        if (skip_no_runtime(facts, f)) return;
-        const struct runtime_facts *r = facts->runtime;
-        size_t n = facts->rdma.n_devices;
-        if (n == 0) {
-                finding_skip(f, "no RDMA NIC: nothing to expose to pods");
-                return;
-        }
-        finding_evidence(f, "%zu RDMA device(s); /dev/infiniband: %zu uverbs node(s), rdma_cm %s", n, r->n_uverbs,
-                         r->have_rdma_cm ? "present" : "missing");
-        if (r->n_uverbs == 0) {
-                finding_fail(f, "no /dev/infiniband/uverbs* node: the RDMA device plugin has nothing to hand to pods");
-                finding_remedy(f, "`modprobe ib_uverbs` (and rdma_ucm); with the Network Operator check the mofed pod, then the "
-                                  "RDMA shared device plugin's log");
-                return;
-        }
-        if (r->n_uverbs < n || !r->have_rdma_cm) {
-                finding_warn(f, "%s", r->n_uverbs < n ? "fewer uverbs nodes than RDMA devices: some HCAs cannot be used from pods"
-                                                      : "/dev/infiniband/rdma_cm is missing: RDMA CM connections (RoCE, UCX) fail in pods");
-                finding_remedy(f, "`modprobe rdma_ucm ib_uverbs`; check udev rules for /dev/infiniband");
-                return;
-        }
-        finding_pass(f, "%zu uverbs node(s) and rdma_cm present for %zu RDMA device(s)", r->n_uverbs, n);
 }
 
 const struct check_def check_container_toolkit_runtime_config = {
@@ -746,15 +710,4 @@ const struct check_def check_container_toolkit_config_applied = {
         .depends = {"container-toolkit.runtime-config"},
         .remedy = "`systemctl restart containerd` (or crio, docker) so the running daemon reads the patched config",
         .run = run_config_applied,
-};
-
-const struct check_def check_rdma_device_plugin_devices = {
-        .id = "rdma-device-plugin.devices", .layer = 2, .component = "rdma-device-plugin",
-        .title = "RDMA device nodes exist for the RDMA device plugin to expose to pods",
-        .reads = "/dev/infiniband/uverbs*, /dev/infiniband/rdma_cm, RDMA devices in /sys/class/infiniband",
-        .outcomes = "pass: a uverbs node per device and rdma_cm; warn: fewer uverbs nodes or no rdma_cm; fail: no uverbs node; "
-                    "skip: no RDMA NIC or no container runtime",
-        .depends = {"rdma.devices"},
-        .remedy = "`modprobe ib_uverbs rdma_ucm`; check udev rules for /dev/infiniband and the Network Operator's mofed pod",
-        .run = run_rdma_exposure,
 };

@@ -4,7 +4,6 @@
 #include "engine/check.h"
 #include "facts/node.h"
 #include "facts/layer2_container.h"
-#include "nvml/nvml_lib.h"
 #include "nvml/nvml_probe.h"
 
 #define EVIDENCE_MAX 6

@@ -1,7 +1,6 @@
-/* check_device_plugin.c: layer 3 device plugin registration (kubelet files) and allocatable (node object) against NVML; CSI plugins. */
+/* check_device_plugin.c: layer 3, device-plugin: its pod, its registration with the kubelet, nvidia.com/gpu allocatable. */
 #include "layer3_kubernetes/kube_evidence.h"
 #include "layer3_kubernetes/gfd_labels.h"
-#include "nvml/nvml_lib.h"
 #include "nvml/nvml_probe.h"
 
 #include <inttypes.h>
@@ -308,52 +307,6 @@ static void run_dp_allocatable(const struct node_facts *facts, struct finding *f
                              replicas > 1 ? " times replicas" : "");
 }
 
-/* Judges csi.plugins (CSI node plugins are registered with the kubelet) from the facts into f; never
- * fails: what it cannot read, it says. */
-static void run_csi_plugins(const struct node_facts *facts, struct finding *f) {
-        const struct kube_facts *kf = facts->kube;
-        if (!kf) {
-                finding_skip(f, "the Kubernetes probes did not run");
-                return;
-        }
-        const struct kubelet_facts *k = &kf->kubelet;
-        const struct kube_api_facts *a = &kf->api;
-        size_t n_expected = a->csinode_rc == 0 ? a->n_csi_drivers : 0;
-        if (k->registry_rc < 0 && n_expected == 0) {
-                finding_skip(f, "no %s folder and no CSI driver expected on this node", KUBELET_PLUGINS_REGISTRY_DIR);
-                return;
-        }
-        struct buf regs = {0};
-        for (size_t i = 0; i < k->n_registry; i++) buf_printf(&regs, "%s%s", regs.len ? ", " : "", k->registry[i]);
-        finding_evidence(f, "%s: %s", KUBELET_PLUGINS_REGISTRY_DIR, regs.data ? regs.data : k->registry_rc < 0 ? "missing" : "empty");
-        buf_free(&regs);
-        if (a->csinode_rc == 0) {
-                struct buf drv = {0};
-                for (size_t i = 0; i < a->n_csi_drivers; i++) buf_printf(&drv, "%s%s", drv.len ? ", " : "", a->csi_drivers[i]);
-                finding_evidence(f, "CSINode %s drivers: %s", a->node_name, drv.data ? drv.data : "none");
-                buf_free(&drv);
-        }
-        unsigned missing = 0;
-        for (size_t i = 0; i < n_expected; i++) {
-                bool found = false;
-                for (size_t j = 0; j < k->n_registry && !found; j++) found = startswith(k->registry[j], a->csi_drivers[i]) != NULL;
-                if (!found) {
-                        missing++;
-                        finding_evidence(f, "CSI driver %s has no registration socket", a->csi_drivers[i]);
-                }
-        }
-        if (missing) {
-                finding_fail(f, "%u CSI driver(s) the node should run have no socket in plugins_registry", missing);
-                finding_remedy(f, "the CSI node plugin pod (its node-driver-registrar container) is not running on this node: "
-                                  "`kubectl get pods -A --field-selector spec.nodeName=%s` and its log; volumes of that driver "
-                                  "cannot mount here", a->node_name);
-        } else if (k->n_registry == 0) {
-                finding_skip(f, "no CSI node plugin registered, none expected");
-        } else {
-                finding_pass(f, "%zu plugin(s) registered with the kubelet", k->n_registry);
-        }
-}
-
 const struct check_def check_device_plugin_registered = {
         .id = "device-plugin.registered", .layer = 3, .component = "device-plugin",
         .title = "the NVIDIA device plugin is registered with the kubelet for every GPU",
@@ -378,11 +331,50 @@ const struct check_def check_device_plugin_allocatable = {
         .run = run_dp_allocatable,
 };
 
-const struct check_def check_csi_plugins = {
-        .id = "csi.plugins", .layer = 3, .component = "csi",
-        .title = "CSI node plugins are registered with the kubelet",
-        .reads = "/var/lib/kubelet/plugins_registry; the CSINode object's drivers",
-        .outcomes = "pass: every expected driver registered; fail: a driver in CSINode without a socket; skip: no CSI in use",
-        .remedy = "run the CSI driver's node plugin (its node-driver-registrar) on this node; `kubectl get pods -A --field-selector spec.nodeName=<node>` and its log",
-        .run = run_csi_plugins,
+/* --- device-plugin.pod --- */
+
+static void run_device_plugin_pod(const struct node_facts *facts, struct finding *f) {
+        const struct kube_api_facts *a = kube_api_or_skip(facts, f, true);
+        if (!a) return;
+        size_t n;
+        _cleanup_free_ char *first = NULL;
+        enum kube_pod_health h = kube_pods_evidence(a, POD_DEVICE_PLUGIN, f, &n, &first);
+        const struct kube_pod_info *p = kube_pod_find(a, POD_DEVICE_PLUGIN);
+        if (n == 0) {
+                if (streq_ptr(kube_node_label(a, "nvidia.com/gpu.deploy.device-plugin"), "true")) {
+                        finding_fail(f, "the node is labelled nvidia.com/gpu.deploy.device-plugin=true but no device plugin pod runs on it");
+                        finding_remedy(f, "`kubectl -n %s get ds nvidia-device-plugin-daemonset` and `kubectl describe node %s`: "
+                                          "taints or resource pressure keep the DaemonSet's pod off the node",
+                                       a->operator_namespace ? a->operator_namespace : "gpu-operator", a->node_name);
+                } else {
+                        finding_skip(f, "no NVIDIA device plugin pod on this node (installed outside Kubernetes, or not at all: "
+                                        "see device-plugin.allocatable)");
+                }
+                return;
+        }
+        if (h == KUBE_POD_FAIL) {
+                kube_validations_evidence(&facts->kube->kubelet, f);
+                finding_fail(f, "the NVIDIA device plugin is not running: %s", first);
+                finding_remedy(f, "`kubectl -n %s logs %s --previous`: NVML errors there point to the driver (layer 1), "
+                                  "\"could not load NVML\" or a missing /dev/nvidia* to the container toolkit (layer 2), a bad "
+                                  "ConfigMap (time-slicing, MIG strategy) to the plugin's config",
+                               p->namespace, p->name);
+        } else if (h == KUBE_POD_WARN) {
+                finding_warn(f, "the NVIDIA device plugin restarts often");
+                finding_remedy(f, "`kubectl -n %s logs %s --previous` shows why it stopped", p->namespace, p->name);
+        } else {
+                finding_pass(f, "device plugin pod %s/%s Running and Ready", p->namespace, p->name);
+        }
+}
+
+const struct check_def check_device_plugin_pod = {
+        .id = "device-plugin.pod", .layer = 3, .component = "device-plugin",
+        .title = "the NVIDIA device plugin pod on this node runs",
+        .reads = "the device plugin pod (app=nvidia-device-plugin-daemonset or the Helm chart's labels): phase, Ready, "
+                 "container states, restarts, init containers",
+        .outcomes = "pass: Running and Ready; fail: CrashLoopBackOff, ImagePullBackOff, Init, or labelled for it with no pod; "
+                    "warn: frequent restarts; skip: no pod (the plugin may run outside Kubernetes)",
+        .remedy = "`kubectl logs --previous` on the device plugin pod: NVML errors point to the driver (layer 1), missing libraries or device nodes to the container toolkit (layer 2), a bad ConfigMap to the plugin's config",
+        .depends = {"kubelet.api-access", "driver.nvml-init"},
+        .run = run_device_plugin_pod,
 };

@@ -1,4 +1,4 @@
-/* kube_evidence.h: helpers shared by the layer 3 and 4 check files (API availability, pod evidence, NVML counts). */
+/* kube_evidence.h: the API's view of the node as check evidence, shared by the layer 3 and 4 checks. */
 #pragma once
 
 #include "engine/check.h"
