@@ -2,7 +2,9 @@
 #include "basic/util.h"
 
 #include <ctype.h>
+#include <fcntl.h>
 #include <stdarg.h>
+#include <sys/stat.h>
 
 /* Allocation failure is not a condition gpunode can diagnose around: abort loudly. */
 static void *oom_check(void *p) {
@@ -159,4 +161,22 @@ size_t utf8_valid_prefix(const char *s, size_t len) {
                 i += n;
         }
         return len;
+}
+
+FILE *fopen_private(const char *path, mode_t mode) {
+        int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, mode);
+        if (fd < 0) return NULL;
+        if (fchmod(fd, mode) < 0) {
+                int e = errno;
+                close(fd);
+                errno = e;
+                return NULL;
+        }
+        FILE *f = fdopen(fd, "w");
+        if (!f) {
+                int e = errno;
+                close(fd);
+                errno = e;
+        }
+        return f;
 }

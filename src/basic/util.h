@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/types.h>
 #include <unistd.h>
 
 #define _cleanup_(f) __attribute__((cleanup(f)))
@@ -20,6 +21,10 @@ static inline void fclosep(FILE **f) { if (*f) fclose(*f); }
 static inline void closep(int *fd) { if (*fd >= 0) close(*fd); }
 #define _cleanup_free_ _cleanup_(freep)
 #define _cleanup_fclose_ _cleanup_(fclosep)
+
+/* Opens path for writing (created or truncated) with exactly this mode, whatever the umask (a
+ * file that existed gets the mode too). Returns the stream, or NULL with errno set. */
+FILE *fopen_private(const char *path, mode_t mode);
 #define _cleanup_close_ _cleanup_(closep)
 
 /* Returns ptr and sets *p to NULL: hands ownership out of a _cleanup_ variable. */

@@ -1,5 +1,6 @@
 /* check.c: `gpunode check`: probe, judge, attribute, render. */
 #include "cmd/commands.h"
+#include "cmd/options.h"
 #include "facts/node.h"
 #include "facts/layer3_kubernetes.h"
 #include "basic/hostfs.h"
@@ -15,14 +16,6 @@
 
 enum output_format { FORMAT_TEXT, FORMAT_JSON, FORMAT_PROMETHEUS };
 
-/* Returns the node name: --node, $NODE_NAME, then the host name under the root. */
-static char *node_name(const char *flag, const struct node_facts *facts) {
-        if (flag && *flag) return xstrdup(flag);
-        const char *env = getenv("NODE_NAME");
-        if (env && *env) return xstrdup(env);
-        return xstrdup(facts->hostname ? facts->hostname : "unknown");
-}
-
 /* Appends each host path read to the file (gpunode collect's list of what to copy). */
 static void record_path(const char *path, void *userdata) {
         fprintf((FILE *)userdata, "%s\n", path);
@@ -34,40 +27,40 @@ static int save_nvml(const char *file, const struct node_facts *facts) {
         _cleanup_free_ char *json = NULL;
         int r = nvml_facts_to_json(facts->nvml.facts, &json);
         if (r < 0) return r;
-        _cleanup_fclose_ FILE *f = fopen(file, "we");
+        _cleanup_fclose_ FILE *f = fopen_private(file, 0644);
         if (!f) return -errno;
         if (fputs(json, f) == EOF || fflush(f) != 0) return -EIO;
         return 0;
 }
 
-int cmd_check(int argc, char **argv) {
+/* Runs `gpunode check` (argv[0] "check"). Returns the exit code. */
+static int cmd_check(int argc, char **argv) {
         static const struct option longopts[] = {
-                {"root", required_argument, NULL, 'r'},
+                OPTION_ROOT,
                 {"output", required_argument, NULL, 'o'},
-                {"kmsg", required_argument, NULL, 'k'},
-                {"nvml-library", required_argument, NULL, 'l'},
-                {"nvml-timeout", required_argument, NULL, 't'},
-                {"node", required_argument, NULL, 'n'},
+                OPTION_KMSG,
+                OPTION_NVML_LIBRARY,
+                OPTION_NVML_TIMEOUT,
+                OPTION_NODE,
                 {"verbose", no_argument, NULL, 'v'},
                 {"no-color", no_argument, NULL, 'C'},
                 {"record-paths", required_argument, NULL, 'R'},
                 {"save-nvml", required_argument, NULL, 'S'},
                 {"snapshot", required_argument, NULL, 'P'},
-                KUBE_PROBE_LONGOPTS,
+                OPTIONS_KUBE,
                 {0},
         };
-        const char *root = getenv("GPUNODE_ROOT");
-        const char *node = NULL, *record_file = NULL, *nvml_file = NULL, *snapshot_file = NULL;
-        bool root_flag = false, timeout_flag = false;
+        struct shared_options so;
+        shared_options_init(&so);
+        struct probe_options popts;
+        struct kube_probe_options kopts;
+        const char *record_file = NULL, *nvml_file = NULL, *snapshot_file = NULL;
         enum output_format format = FORMAT_TEXT;
-        struct probe_options popts = {.nvml_timeout_ms = 10000};
-        struct kube_probe_options kopts = {.timeout_ms = KUBE_DEFAULT_TIMEOUT_MS};
         struct text_options topts = {.color = isatty(STDOUT_FILENO) && !getenv("NO_COLOR")};
         int c;
         optind = 1;
         while ((c = getopt_long(argc, argv, "o:v", longopts, NULL)) != -1) {
                 switch (c) {
-                case 'r': root = optarg; root_flag = true; break;
                 case 'o':
                         if (streq(optarg, "text")) format = FORMAT_TEXT;
                         else if (streq(optarg, "json")) format = FORMAT_JSON;
@@ -77,39 +70,31 @@ int cmd_check(int argc, char **argv) {
                                 return EXIT_USAGE;
                         }
                         break;
-                case 'k': popts.kmsg_file = optarg; break;
-                case 'l': popts.nvml_library = optarg; break;
-                case 't': {
-                        uint64_t ms;
-                        if (parse_u64(optarg, 10, &ms) < 0 || ms == 0 || ms > 600000) {
-                                fprintf(stderr, "gpunode check: --nvml-timeout must be 1..600000 ms, not '%s'\n", optarg);
-                                return EXIT_USAGE;
-                        }
-                        popts.nvml_timeout_ms = (unsigned)ms;
-                        break;
-                }
-                case 'n': node = optarg; break;
                 case 'v': topts.verbose = true; break;
                 case 'C': topts.color = false; break;
                 case 'R': record_file = optarg; break;
                 case 'S': nvml_file = optarg; break;
                 case 'P': snapshot_file = optarg; break;
                 default: {
-                        /* --kubeconfig, --timeout, --operator-namespace, --dcgm-url, --node-exporter-url */
                         _cleanup_free_ char *error = NULL;
-                        int k = kube_probe_option(c, optarg, &kopts, &error);
-                        if (k < 0) {
-                                fprintf(stderr, "gpunode check: %s\n", error);
-                                return EXIT_USAGE;
-                        }
-                        if (k == 0) return EXIT_USAGE;
-                        if (c == 'T') timeout_flag = true;
+                        int k = shared_option(c, optarg, &so, &error);
+                        if (k < 0) fprintf(stderr, "gpunode check: %s\n", error);
+                        if (k <= 0) return EXIT_USAGE;
                         break;
                 }
                 }
         }
+        popts = so.probe;
+        kopts = so.kube;
+        const char *root = so.root, *node = so.node;
         if (optind < argc) {
                 fprintf(stderr, "gpunode check: unexpected argument '%s'\n", argv[optind]);
+                return EXIT_USAGE;
+        }
+        /* Opened before a snapshot is extracted, so that a refusal leaves nothing behind. */
+        _cleanup_fclose_ FILE *record = NULL;
+        if (record_file && !(record = fopen_private(record_file, 0644))) {
+                fprintf(stderr, "gpunode check: cannot write %s: %m\n", record_file);
                 return EXIT_USAGE;
         }
         /* --snapshot: the node as collected, extracted into a private folder removed at the end;
@@ -123,11 +108,11 @@ int cmd_check(int argc, char **argv) {
         sigaddset(&term, SIGQUIT);
         const char *display_root = NULL;
         if (snapshot_file) {
-                if (root_flag || popts.kmsg_file || popts.nvml_library) {
+                if (so.root_given || popts.kmsg_file || popts.nvml_library) {
                         fprintf(stderr, "gpunode check: --snapshot replaces --root, --kmsg and --nvml-library\n");
                         return EXIT_USAGE;
                 }
-                if (kopts.kubeconfig || timeout_flag || kopts.operator_namespace || kopts.dcgm_url || kopts.node_exporter_url) {
+                if (kopts.kubeconfig || so.timeout_given || kopts.operator_namespace || kopts.dcgm_url || kopts.node_exporter_url) {
                         fprintf(stderr, "gpunode check: --snapshot replays the API and metrics answers collected with the "
                                         "node's --kubeconfig, --timeout, --operator-namespace, --dcgm-url and "
                                         "--node-exporter-url; they cannot be given again\n");
@@ -160,31 +145,18 @@ int cmd_check(int argc, char **argv) {
                 kopts.node_exporter_url = no->node_exporter_url;
                 net_replay_from(snap->net);
                 if (!node && snap->node) node = snap->node;
-        } else {
-                kopts.node_name = node;
         }
-        if (!root || !*root) root = "/";
         if (!display_root) display_root = root;
+        int code = EXIT_USAGE;
+        _cleanup_free_ char *name = NULL;
         int r = hostfs_init(root);
         if (r < 0) {
                 fprintf(stderr, "gpunode check: cannot open root %s: %s\n", root, strerror(-r));
-                if (snap) {
-                        net_replay_from(NULL);
-                        snapshot_close(snap);
-                        sigprocmask(SIG_SETMASK, &saved_mask, NULL);
-                }
-                return EXIT_USAGE;
+                goto out;
         }
-
-        _cleanup_fclose_ FILE *record = NULL;
-        if (record_file) {
-                record = fopen(record_file, "we");
-                if (!record) {
-                        fprintf(stderr, "gpunode check: cannot write %s: %m\n", record_file);
-                        return EXIT_USAGE;
-                }
-                hostfs_set_recorder(record_path, record);
-        }
+        name = node_name_resolve(node);
+        if (!kopts.node_name) kopts.node_name = name;
+        if (record) hostfs_set_recorder(record_path, record);
         /* Layers 3 and 4: the API and the node's endpoints; a snapshot is analysed offline. */
         popts.kube = &kopts;
         struct node_facts facts;
@@ -195,7 +167,6 @@ int cmd_check(int argc, char **argv) {
                 if (r < 0) fprintf(stderr, "gpunode check: cannot save NVML's answers to %s: %s\n", nvml_file,
                                    r == -ENODATA ? "NVML was not loaded" : strerror(-r));
         }
-        _cleanup_free_ char *name = node_name(node, &facts);
         struct report rep;
         report_build(&facts, name, display_root, &rep);
         switch (format) {
@@ -203,9 +174,10 @@ int cmd_check(int argc, char **argv) {
         case FORMAT_JSON: r = output_json(stdout, &rep); break;
         case FORMAT_PROMETHEUS: r = output_prometheus(stdout, &rep); break;
         }
-        int code = r < 0 ? EXIT_INTERNAL : verdict_exit_code(rep.verdict);
+        code = r < 0 ? EXIT_INTERNAL : verdict_exit_code(rep.verdict);
         report_free(&rep);
         node_facts_free(&facts);
+out:
         hostfs_done();
         if (snap) {
                 net_replay_from(NULL);
@@ -214,3 +186,32 @@ int cmd_check(int argc, char **argv) {
         }
         return code;
 }
+
+/* `gpunode check`: its entry in the command table, with the help text generated from it. */
+const struct command command_check = {
+        .name = "check",
+        .run = cmd_check,
+        .summary = "diagnose the node bottom-up and name the root cause",
+        .usage = "[OPTIONS]",
+        .options =
+                "  --root DIR            host root to read (env GPUNODE_ROOT, default /)\n"
+                "  --output FORMAT       text, json or prometheus (default text)\n"
+                "  --kmsg FILE           read a saved kernel log (dmesg, journal or kmsg format) instead of /dev/kmsg\n"
+                "  --nvml-library PATH   load this file instead of libnvidia-ml.so.1\n"
+                "  --nvml-timeout MS     bound on all NVML calls together (default 10000)\n"
+                "  --node NAME           node name in the report (default $NODE_NAME, else the host name)\n"
+                "  --verbose             evidence for passing checks too\n"
+                "  --no-color            no colours (NO_COLOR is honoured too)\n"
+                "  --record-paths FILE   list every host path read (what a snapshot must hold)\n"
+                "  --save-nvml FILE      write NVML's answers in the test NVML's description format\n"
+                "  --snapshot FILE       check a node from its `gpunode collect` archive (replaces --root, --kmsg,\n"
+                "                        --nvml-library and the API and metrics options: all answers come from it)\n"
+                "  --kubeconfig FILE     Kubernetes credentials (default $KUBECONFIG, ~/.kube/config, else the pod's\n"
+                "                        service account); no configuration: the API checks are skipped\n"
+                "  --timeout DURATION    bound on each API request and metrics fetch (default 5s; \"500ms\" works)\n"
+                "  --operator-namespace NS  the GPU Operator's namespace (default: found from its pods on the node)\n"
+                "  --dcgm-url URL        DCGM exporter metrics (default: the exporter pod on this node, port 9400,\n"
+                "                        else http://localhost:9400/metrics)\n"
+                "  --node-exporter-url URL  node exporter metrics (default: its pod on this node, else localhost:9100)\n"
+                "exit status: 0 healthy, 1 warnings, 2 failures, 64 usage error, 70 internal error\n",
+};

@@ -1,5 +1,6 @@
 /* collect.c: `gpunode collect`: probe with the recorder on, then archive everything read (redacted). */
 #include "cmd/commands.h"
+#include "cmd/options.h"
 #include "facts/node.h"
 #include "facts/layer3_kubernetes.h"
 #include "basic/hostfs.h"
@@ -82,60 +83,37 @@ static int read_kmsg(const char *file, struct buf *ret, char **ret_error) {
         return r;
 }
 
-/* Returns the node name: --node, $NODE_NAME, then the host name under the root. */
-static char *node_name(const char *flag, const struct node_facts *facts) {
-        if (flag && *flag) return xstrdup(flag);
-        const char *env = getenv("NODE_NAME");
-        if (env && *env) return xstrdup(env);
-        return xstrdup(facts->hostname ? facts->hostname : "unknown");
-}
-
-int cmd_collect(int argc, char **argv) {
+/* Runs `gpunode collect` (argv[0] "collect"). Returns the exit code. */
+static int cmd_collect(int argc, char **argv) {
         static const struct option longopts[] = {
                 {"output", required_argument, NULL, 'o'},
-                {"root", required_argument, NULL, 'r'},
-                {"kmsg", required_argument, NULL, 'k'},
-                {"nvml-library", required_argument, NULL, 'l'},
-                {"nvml-timeout", required_argument, NULL, 't'},
-                {"node", required_argument, NULL, 'n'},
-                KUBE_PROBE_LONGOPTS,
+                OPTION_ROOT,
+                OPTION_KMSG,
+                OPTION_NVML_LIBRARY,
+                OPTION_NVML_TIMEOUT,
+                OPTION_NODE,
+                OPTIONS_KUBE,
                 {0},
         };
-        const char *root = getenv("GPUNODE_ROOT"), *output = NULL, *node = NULL;
-        struct probe_options popts = {.nvml_timeout_ms = 10000};
+        const char *output = NULL;
         /* Layers 3 and 4 as `gpunode check` asks them; every exchange is recorded (net_replay.h). */
-        struct kube_probe_options kopts = {.timeout_ms = KUBE_DEFAULT_TIMEOUT_MS};
+        struct shared_options so;
+        shared_options_init(&so);
         int c;
         optind = 1;
         while ((c = getopt_long(argc, argv, "o:", longopts, NULL)) != -1) {
-                switch (c) {
-                case 'o': output = optarg; break;
-                case 'r': root = optarg; break;
-                case 'k': popts.kmsg_file = optarg; break;
-                case 'l': popts.nvml_library = optarg; break;
-                case 't': {
-                        uint64_t ms;
-                        if (parse_u64(optarg, 10, &ms) < 0 || ms == 0 || ms > 600000) {
-                                fprintf(stderr, "gpunode collect: --nvml-timeout must be 1..600000 ms, not '%s'\n", optarg);
-                                return EXIT_USAGE;
-                        }
-                        popts.nvml_timeout_ms = (unsigned)ms;
-                        break;
+                if (c == 'o') {
+                        output = optarg;
+                        continue;
                 }
-                case 'n': node = optarg; break;
-                default: {
-                        /* --kubeconfig, --timeout, --operator-namespace, --dcgm-url, --node-exporter-url */
-                        _cleanup_free_ char *error = NULL;
-                        int k = kube_probe_option(c, optarg, &kopts, &error);
-                        if (k < 0) {
-                                fprintf(stderr, "gpunode collect: %s\n", error);
-                                return EXIT_USAGE;
-                        }
-                        if (k == 0) return EXIT_USAGE;
-                        break;
-                }
-                }
+                _cleanup_free_ char *error = NULL;
+                int k = shared_option(c, optarg, &so, &error);
+                if (k < 0) fprintf(stderr, "gpunode collect: %s\n", error);
+                if (k <= 0) return EXIT_USAGE;
         }
+        struct probe_options popts = so.probe;
+        struct kube_probe_options kopts = so.kube;
+        const char *root = so.root, *node = so.node;
         if (optind < argc) {
                 fprintf(stderr, "gpunode collect: unexpected argument '%s'\n", argv[optind]);
                 return EXIT_USAGE;
@@ -144,7 +122,6 @@ int cmd_collect(int argc, char **argv) {
                 fprintf(stderr, "gpunode collect: -o FILE is required (- for standard output)\n");
                 return EXIT_USAGE;
         }
-        if (!root || !*root) root = "/";
         int r = hostfs_init(root);
         if (r < 0) {
                 fprintf(stderr, "gpunode collect: cannot open root %s: %s\n", root, strerror(-r));
@@ -154,25 +131,19 @@ int cmd_collect(int argc, char **argv) {
         struct path_list paths = {0};
         struct node_facts facts;
         struct net_log *net = net_log_new();
-        kopts.node_name = node;
+        _cleanup_free_ char *name = node_name_resolve(node);
+        kopts.node_name = name;
         popts.kube = &kopts;
         hostfs_set_recorder(record, &paths);
         net_record_to(net);
         probe_all(&popts, &facts);
         net_record_to(NULL);
-        net_log_set_options(net, facts.kube ? facts.kube->api.node_name : node, kopts.timeout_ms, kopts.operator_namespace,
+        net_log_set_options(net, name, kopts.timeout_ms, kopts.operator_namespace,
                             kopts.dcgm_url, kopts.node_exporter_url);
-        {
-                /* Some checks read the host too (device nodes): judge once so their reads are recorded. */
-                _cleanup_free_ char *report_node = node_name(node, &facts);
-                struct report rep;
-                report_build(&facts, report_node, root, &rep);
-                report_free(&rep);
-        }
         hostfs_set_recorder(NULL, NULL);
 
         int code = 0;
-        _cleanup_free_ char *error = NULL, *name = node_name(node, &facts), *kmsg_error = NULL, *nvml_json = NULL;
+        _cleanup_free_ char *error = NULL, *kmsg_error = NULL, *nvml_json = NULL;
         struct snapshot_writer *w = NULL;
         struct buf kmsg = {0};
         size_t redacted, unreadable, members = 0;
@@ -218,3 +189,22 @@ out:
         hostfs_done();
         return code;
 }
+
+/* `gpunode collect`: its entry in the command table, with the help text generated from it. */
+const struct command command_collect = {
+        .name = "collect",
+        .run = cmd_collect,
+        .summary = "archive everything the probes read (secrets redacted) for check --snapshot",
+        .usage = "-o FILE [OPTIONS]",
+        .options =
+                "  -o, --output FILE     the archive to write (gzip tar; - for standard output)\n"
+                "  --root DIR            host root to read (env GPUNODE_ROOT, default /); never written to\n"
+                "  --kmsg FILE           read a saved kernel log instead of /dev/kmsg\n"
+                "  --nvml-library PATH   load this file instead of libnvidia-ml.so.1\n"
+                "  --nvml-timeout MS     bound on all NVML calls together (default 10000)\n"
+                "  --node NAME           node name in the manifest (default $NODE_NAME, else the host name)\n"
+                "  --kubeconfig, --timeout, --operator-namespace, --dcgm-url, --node-exporter-url  as for check:\n"
+                "                        every API and metrics answer is recorded, and check --snapshot replays them\n"
+                "the archive holds root/ (host files as read), kmsg, nvml.json, api/ (INDEX.json and the answers)\n"
+                "and MANIFEST.json (members, sizes, sha256, what was redacted and why, what could not be read)\n",
+};

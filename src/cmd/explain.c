@@ -48,7 +48,8 @@ static void explain_all(void) {
         printf("`gpunode explain CHECK-ID` says what a check reads and what its outcomes mean.\n");
 }
 
-int cmd_explain(int argc, char **argv) {
+/* Runs `gpunode explain` (argv[0] "explain"). Returns the exit code. */
+static int cmd_explain(int argc, char **argv) {
         if (argc < 2) {
                 explain_all();
                 return 0;
@@ -84,3 +85,15 @@ int cmd_explain(int argc, char **argv) {
         }
         return 0;
 }
+
+/* `gpunode explain`: its entry in the command table, with the help text generated from it. */
+const struct command command_explain = {
+        .name = "explain",
+        .run = cmd_explain,
+        .summary = "what every check reads and means, and the symptom table",
+        .usage = "[CHECK-ID | TEXT]",
+        .options =
+                "  with no argument: the symptom table and every check, layer by layer\n"
+                "  CHECK-ID: what the check reads, what each outcome means, its dependencies\n"
+                "  TEXT: the symptoms and checks whose words match\n",
+};

@@ -1,10 +1,10 @@
 /* exporter.c: `gpunode exporter`: parse options, start the sampler and HTTP server, wait for SIGTERM. */
 #include "cmd/commands.h"
+#include "cmd/options.h"
 #include "exporter/exporter.h"
 #include "basic/hostfs.h"
 
 #include <getopt.h>
-#include <math.h>
 #include <signal.h>
 
 static volatile sig_atomic_t stop_signal;
@@ -12,35 +12,25 @@ static volatile sig_atomic_t stop_signal;
 /* Records the stop signal; the main loop sees it within its tick. Returns nothing. */
 static void on_stop_signal(int sig) { stop_signal = sig; }
 
-/* Parses a duration: "10", "1.5", "10s", "500ms". Returns 0 and milliseconds in *ret, or -EINVAL. */
-static int parse_duration_ms(const char *s, bool allow_zero, unsigned *ret) {
-        char *end;
-        errno = 0;
-        double v = strtod(s, &end);
-        if (errno || end == s || !isfinite(v) || v < 0) return -EINVAL;
-        if (streq(end, "ms")) v /= 1000;
-        else if (*end && !streq(end, "s")) return -EINVAL;
-        if (v > 86400 || (!allow_zero && v * 1000 < 1) || (v > 0 && v * 1000 < 1)) return -EINVAL;
-        *ret = (unsigned)llround(v * 1000);
-        return 0;
-}
-
-int cmd_exporter(int argc, char **argv) {
+/* Runs `gpunode exporter` (argv[0] "exporter"). Returns the exit code. */
+static int cmd_exporter(int argc, char **argv) {
         static const struct option longopts[] = {
                 {"listen", required_argument, NULL, 'L'},
                 {"interval", required_argument, NULL, 'i'},
                 {"sample-timeout", required_argument, NULL, 'T'},
                 {"check-interval", required_argument, NULL, 'c'},
-                {"root", required_argument, NULL, 'r'},
-                {"nvml-library", required_argument, NULL, 'l'},
+                OPTION_ROOT,
+                OPTION_NVML_LIBRARY,
                 {"no-hostname", no_argument, NULL, 'H'},
                 {"hostname-label", required_argument, NULL, 'N'},
                 {"no-xid-events", no_argument, NULL, 'X'},
                 {"check-timeout", required_argument, NULL, 't'},
-                {"kubeconfig", required_argument, NULL, 'K'},
+                OPTION_KUBECONFIG,
                 {0},
         };
-        const char *listen_addr = ":9400", *root = getenv("GPUNODE_ROOT");
+        const char *listen_addr = ":9400";
+        struct shared_options so;
+        shared_options_init(&so);
         struct exp_options o = { .interval_ms = 10000, .sample_timeout_ms = 10000, .check_interval_ms = 60000,
                                  .check_timeout_ms = 60000,
                                  .hostname_label = "Hostname", .xid_events = true };
@@ -49,14 +39,13 @@ int cmd_exporter(int argc, char **argv) {
         optind = 1;
         while ((c = getopt_long(argc, argv, "", longopts, NULL)) != -1) {
                 unsigned *dst = NULL;
+                uint64_t ms;
                 bool zero = false;
                 switch (c) {
                 case 'L': listen_addr = optarg; break;
                 case 'i': dst = &o.interval_ms; break;
                 case 'T': dst = &o.sample_timeout_ms; break;
                 case 'c': dst = &o.check_interval_ms; zero = true; break;
-                case 'r': root = optarg; break;
-                case 'l': o.nvml_library = optarg; break;
                 case 'H': no_hostname = true; break;
                 case 'N':
                         if (!streq(optarg, "Hostname") && !streq(optarg, "hostname")) {
@@ -67,34 +56,37 @@ int cmd_exporter(int argc, char **argv) {
                         break;
                 case 'X': o.xid_events = false; break;
                 case 't': dst = &o.check_timeout_ms; break;
-                case 'K': o.kubeconfig = optarg; break;
-                default: return EXIT_USAGE;
+                default: {
+                        _cleanup_free_ char *error = NULL;
+                        int k = shared_option(c, optarg, &so, &error);
+                        if (k < 0) fprintf(stderr, "gpunode exporter: %s\n", error);
+                        if (k <= 0) return EXIT_USAGE;
+                        break;
                 }
-                if (dst && parse_duration_ms(optarg, zero, dst) < 0) {
+                }
+                if (dst && parse_duration_ms(optarg, zero ? 0 : 1, 86400000, &ms) < 0) {
                         fprintf(stderr, "gpunode exporter: --%s: '%s' is not a duration (10, 1.5s, 500ms)\n",
                                 c == 'i' ? "interval" : c == 'T' ? "sample-timeout" : c == 't' ? "check-timeout" : "check-interval",
                                 optarg);
                         return EXIT_USAGE;
                 }
+                if (dst) *dst = (unsigned)ms;
         }
         if (optind < argc) {
                 fprintf(stderr, "gpunode exporter: unexpected argument '%s'\n", argv[optind]);
                 return EXIT_USAGE;
         }
-        if (!root || !*root) root = "/";
+        const char *root = so.root;
         o.root = root;
-        char host[256] = "";
-        if (!no_hostname) {
-                const char *env = getenv("NODE_NAME");
-                if (env && *env) snprintf(host, sizeof host, "%s", env);
-                else if (gethostname(host, sizeof host - 1) < 0) snprintf(host, sizeof host, "unknown");
-                o.hostname = host;
-        }
+        o.nvml_library = so.probe.nvml_library;
+        o.kubeconfig = so.kube.kubeconfig;
         int r = hostfs_init(root);
         if (r < 0) {
                 fprintf(stderr, "gpunode exporter: cannot open root %s: %s\n", root, strerror(-r));
                 return EXIT_USAGE;
         }
+        _cleanup_free_ char *host = no_hostname ? NULL : node_name_resolve(NULL);
+        o.hostname = host;
 
         /* SIGTERM and SIGINT are handled in this thread only: blocked while the other threads start (so
          * they inherit the mask and NVML calls are never interrupted), unblocked below. */
@@ -140,3 +132,25 @@ int cmd_exporter(int argc, char **argv) {
         hostfs_done();
         return 0;
 }
+
+/* `gpunode exporter`: its entry in the command table, with the help text generated from it. */
+const struct command command_exporter = {
+        .name = "exporter",
+        .run = cmd_exporter,
+        .summary = "serve DCGM-exporter-compatible GPU metrics and the layer diagnosis over HTTP",
+        .usage = "[OPTIONS]",
+        .options =
+                "  --listen ADDR          HOST:PORT, [V6]:PORT or :PORT (every address; default :9400)\n"
+                "  --interval DURATION    how often NVML is sampled (default 10s; 500ms, 1.5s, 30 accepted)\n"
+                "  --sample-timeout DUR   an NVML call running longer is stuck: its GPU is skipped (default 10s)\n"
+                "  --check-interval DUR   how often the layer diagnosis runs; 0 disables it (default 60s)\n"
+                "  --check-timeout DUR    a diagnosis (a `gpunode check` child) running longer is killed (default 60s)\n"
+                "  --kubeconfig FILE      passed to the diagnosis (default: in-cluster, $KUBECONFIG, ~/.kube/config)\n"
+                "  --root DIR             host root for the diagnosis (env GPUNODE_ROOT, default /)\n"
+                "  --nvml-library PATH    load this file instead of libnvidia-ml.so.1\n"
+                "  --no-hostname          drop the Hostname label ($NODE_NAME, else the host name)\n"
+                "  --hostname-label NAME  Hostname (dcgm-exporter up to 4.8) or hostname (later releases)\n"
+                "  --no-xid-events        do not listen for Xid events (DCGM_FI_DEV_XID_ERRORS is then left out)\n"
+                "serves /metrics, /health (503 with the reason when stale or NVML fails) and an index page;\n"
+                "stops cleanly on SIGTERM or SIGINT\n",
+};

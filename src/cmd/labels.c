@@ -1,5 +1,6 @@
 /* labels.c: `gpunode labels`: GFD-compatible labels written atomically to the NFD feature file, once or every interval. */
 #include "cmd/commands.h"
+#include "cmd/options.h"
 #include "facts/node.h"
 #include "basic/hostfs.h"
 #include "layer3_kubernetes/gfd_labels.h"
@@ -15,20 +16,6 @@
 
 #define DEFAULT_OUTPUT "/etc/kubernetes/node-feature-discovery/features.d/gfd"
 #define DEFAULT_MACHINE_TYPE_FILE "/sys/class/dmi/id/product_name"
-
-/* Parses a duration: "60s", "500ms", "1.5m", "2h" or plain seconds. Returns 0 and milliseconds
- * in *ret, or -EINVAL. */
-static int parse_duration_ms(const char *s, uint64_t *ret) {
-        char *end;
-        errno = 0;
-        double v = strtod(s, &end);
-        if (end == s || errno || !(v > 0) || !isfinite(v)) return -EINVAL;
-        double mult = streq(end, "") || streq(end, "s") ? 1000 : streq(end, "ms") ? 1 : streq(end, "m") ? 60000
-                      : streq(end, "h") ? 3600000 : -1;
-        if (mult < 0 || v * mult > 86400000.0 * 365 || v * mult < 1) return -EINVAL;
-        *ret = (uint64_t)(v * mult);
-        return 0;
-}
 
 /* Reads GFD's (the device plugin's) config file: sharing.timeSlicing or sharing.mps, the resource
  * named nvidia.com/gpu. Returns 0, or -errno with *ret_error. */
@@ -142,7 +129,8 @@ static int label_once(const char *library, unsigned timeout_ms, const char *mach
         return r;
 }
 
-int cmd_labels(int argc, char **argv) {
+/* Runs `gpunode labels` (argv[0] "labels"). Returns the exit code. */
+static int cmd_labels(int argc, char **argv) {
         static const struct option longopts[] = {
                 {"output", required_argument, NULL, 'o'},
                 {"interval", required_argument, NULL, 'i'},
@@ -153,14 +141,15 @@ int cmd_labels(int argc, char **argv) {
                 {"sharing", required_argument, NULL, 's'},
                 {"replicas", required_argument, NULL, 'n'},
                 {"config-file", required_argument, NULL, 'c'},
-                {"root", required_argument, NULL, 'r'},
-                {"nvml-library", required_argument, NULL, 'l'},
-                {"nvml-timeout", required_argument, NULL, 't'},
+                OPTION_ROOT,
+                OPTION_NVML_LIBRARY,
+                OPTION_NVML_TIMEOUT,
                 {0},
         };
         const char *output = DEFAULT_OUTPUT, *machine_file = DEFAULT_MACHINE_TYPE_FILE, *config = NULL;
-        const char *root = getenv("GPUNODE_ROOT"), *library = NULL;
-        uint64_t interval_ms = 60000, timeout_ms = 10000, n;
+        struct shared_options so;
+        shared_options_init(&so);
+        uint64_t interval_ms = 60000, n;
         bool once = false;
         struct label_options o = {.timestamp = true};
         int c;
@@ -169,7 +158,7 @@ int cmd_labels(int argc, char **argv) {
                 switch (c) {
                 case 'o': output = optarg; break;
                 case 'i':
-                        if (parse_duration_ms(optarg, &interval_ms) < 0) {
+                        if (parse_duration_ms(optarg, 1, 365ull * 86400000, &interval_ms) < 0) {
                                 fprintf(stderr, "gpunode labels: --interval must be a duration (60s, 500ms, 5m), not '%s'\n", optarg);
                                 return EXIT_USAGE;
                         }
@@ -203,15 +192,13 @@ int cmd_labels(int argc, char **argv) {
                         o.replicas = (unsigned)n;
                         break;
                 case 'c': config = optarg; break;
-                case 'r': root = optarg; break;
-                case 'l': library = optarg; break;
-                case 't':
-                        if (parse_u64(optarg, 10, &timeout_ms) < 0 || timeout_ms == 0 || timeout_ms > 600000) {
-                                fprintf(stderr, "gpunode labels: --nvml-timeout must be 1..600000 ms, not '%s'\n", optarg);
-                                return EXIT_USAGE;
-                        }
+                default: {
+                        _cleanup_free_ char *error = NULL;
+                        int k = shared_option(c, optarg, &so, &error);
+                        if (k < 0) fprintf(stderr, "gpunode labels: %s\n", error);
+                        if (k <= 0) return EXIT_USAGE;
                         break;
-                default: return EXIT_USAGE;
+                }
                 }
         }
         if (optind < argc) {
@@ -226,7 +213,8 @@ int cmd_labels(int argc, char **argv) {
                 }
         }
         if (o.sharing != SHARING_NONE && o.replicas == 0) o.replicas = 1;
-        if (!root || !*root) root = "/";
+        const char *root = so.root, *library = so.probe.nvml_library;
+        unsigned timeout_ms = so.probe.nvml_timeout_ms;
         int r = hostfs_init(root);
         if (r < 0) {
                 fprintf(stderr, "gpunode labels: cannot open root %s: %s\n", root, strerror(-r));
@@ -243,7 +231,7 @@ int cmd_labels(int argc, char **argv) {
         int code = 0;
         for (;;) {
                 _cleanup_free_ char *text = NULL, *err = NULL;
-                r = label_once(library, (unsigned)timeout_ms, machine_file, &o, &text, &err);
+                r = label_once(library, timeout_ms, machine_file, &o, &text, &err);
                 if (r < 0) {
                         /* As GFD: a failed round writes nothing; a loop then removes its labels (stale
                          * labels would steer pods to GPUs that no longer answer) and exits non-zero. */
@@ -277,3 +265,26 @@ int cmd_labels(int argc, char **argv) {
         hostfs_done();
         return code;
 }
+
+/* `gpunode labels`: its entry in the command table, with the help text generated from it. */
+const struct command command_labels = {
+        .name = "labels",
+        .run = cmd_labels,
+        .summary = "GPU feature discovery (GFD) compatible node labels for NFD",
+        .usage = "[OPTIONS]",
+        .options =
+                "  -o, --output FILE       NFD feature file, - for standard output\n"
+                "                          (default /etc/kubernetes/node-feature-discovery/features.d/gfd)\n"
+                "  --once                  label once and exit (default: every --interval)\n"
+                "  --interval DURATION     time between rounds (default 60s; 500ms, 5m accepted)\n"
+                "  --mig-strategy S        none, single or mixed (default none)\n"
+                "  --sharing S --replicas N  none, time-slicing or mps with N replicas of nvidia.com/gpu\n"
+                "  --config-file FILE      the device plugin / GFD config (sharing.timeSlicing or sharing.mps)\n"
+                "  --no-timestamp          leave out nvidia.com/gfd.timestamp\n"
+                "  --machine-type-file F   file under the root naming the machine (default /sys/class/dmi/id/product_name)\n"
+                "  --root DIR              host root (env GPUNODE_ROOT, default /); the output path is not under it\n"
+                "  --nvml-library PATH     load this file instead of libnvidia-ml.so.1\n"
+                "  --nvml-timeout MS       bound on all NVML calls of a round (default 10000)\n"
+                "exit status: 0 written, 1 NVML failed (nothing written; a loop removes its file, as GFD does),\n"
+                "64 usage error, 70 the file could not be written\n",
+};

@@ -73,28 +73,15 @@ struct kube_facts {
         struct kube_api_facts api;
 };
 
-/* Kubernetes and metrics options of `gpunode check`. */
+/* What steers the Kubernetes and metrics probes (cmd/options.h parses them). */
 struct kube_probe_options {
         const char *kubeconfig;        /* --kubeconfig; NULL: as kubectl finds it */
-        const char *node_name;         /* --node; NULL: $NODE_NAME, else the host name */
+        const char *node_name;         /* the node to ask about (the command resolves it); NULL: the host name */
         unsigned timeout_ms;           /* --timeout, per API request and per metrics GET */
         const char *operator_namespace;
         const char *dcgm_url, *node_exporter_url;
         bool no_api;                   /* do not talk to the API server (offline analysis) */
 };
-
-/* The getopt_long entries of the Kubernetes and metrics options that `gpunode check` and `gpunode collect` share
- * (--kubeconfig, --timeout, --operator-namespace, --dcgm-url, --node-exporter-url), with the codes that
- * kube_probe_option() takes. Needs <getopt.h>. */
-#define KUBE_PROBE_LONGOPTS                                                                                        \
-        {"kubeconfig", required_argument, NULL, 'K'}, {"timeout", required_argument, NULL, 'T'},                   \
-                {"operator-namespace", required_argument, NULL, 'O'}, {"dcgm-url", required_argument, NULL, 'D'}, \
-                {"node-exporter-url", required_argument, NULL, 'E'}
-
-/* Applies one option of KUBE_PROBE_LONGOPTS (getopt code c, its argument arg) to opts. Returns 1 when c is one of
- * them and was applied; 0 when c is not one of them (opts untouched); -EINVAL with a malloc'd sentence in *ret_error
- * ("--timeout must be ...", without the command's name) when the argument is not valid. */
-int kube_probe_option(int c, const char *arg, struct kube_probe_options *opts, char **ret_error);
 
 /* Runs the kubelet and API probes; hostname is the node's host name (from the root). Never fails:
  * each part records its own errors. Returns the facts (free with kube_facts_free). */

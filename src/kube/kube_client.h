@@ -59,11 +59,3 @@ int kube_list_pods(struct kube_client *c, const char *node, const char *namespac
 /* Lists the namespaces (GET /api/v1/namespaces). Returns as kube_get() with the NamespaceList. */
 int kube_list_namespaces(struct kube_client *c, json_t **ret, char **ret_error);
 
-/* Parses a duration for --timeout: "5" or "5s" (seconds) or "500ms". Returns 0 with *ret in ms
- * (1..600000), or -EINVAL. */
-int kube_timeout_parse(const char *s, unsigned *ret);
-
-/* Returns the node's name in *ret (malloc'd): flag (--node) when not NULL or empty, else
- * $NODE_NAME, else the host name lowercased as the kubelet does. Returns 0, -errno from uname,
- * or -ENXIO when the host name is empty. */
-int kube_node_name(const char *flag, char **ret);

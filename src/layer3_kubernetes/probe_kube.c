@@ -4,8 +4,6 @@
 #include "kube/kube_client.h"
 #include "kube/net_replay.h"
 
-#include <ctype.h>
-
 /* GPU Operator DaemonSets and validator pods (reference/gpu-operator.md), by their app label. */
 static const char *const operator_apps[] = {
         "nvidia-driver-daemonset", "nvidia-container-toolkit-daemonset", "nvidia-device-plugin-daemonset",
@@ -55,16 +53,6 @@ enum kube_pod_role kube_pod_role_of(const struct kube_pod_info *p) {
         if (contains_any(name, logging, 7) || contains_any(app, logging, 7) || contains_any(p->name, logging, 7))
                 return POD_LOGGING_AGENT;
         return POD_OTHER;
-}
-
-/* Returns the node name: the flag, $NODE_NAME, else the host name lowercased (as the kubelet does). */
-static char *node_name(const char *flag, const char *hostname) {
-        if (flag && *flag) return xstrdup(flag);
-        const char *env = getenv("NODE_NAME");
-        if (env && *env) return xstrdup(env);
-        char *s = xstrdup(hostname && *hostname ? hostname : "localhost");
-        for (char *p = s; *p; p++) *p = (char)tolower((unsigned char)*p);
-        return s;
 }
 
 /* Records a failed request's error on the API facts; a timeout stops further requests. */
@@ -128,7 +116,7 @@ static int replay_client(struct kube_api_facts *a, struct kube_client **ret) {
 /* Asks the API server (or, in check --snapshot, the answers it gave on the node); fills a. */
 static void probe_api(const struct kube_probe_options *opts, const char *hostname, struct kube_api_facts *a) {
         a->timeout_ms = opts->timeout_ms ? opts->timeout_ms : KUBE_DEFAULT_TIMEOUT_MS;
-        a->node_name = node_name(opts->node_name, hostname);
+        a->node_name = xstrdup(opts->node_name && *opts->node_name ? opts->node_name : hostname ? hostname : "unknown");
         a->node_rc = a->pods_rc = a->csinode_rc = -ENODATA;
         if (opts->operator_namespace && *opts->operator_namespace) {
                 a->operator_namespace = xstrdup(opts->operator_namespace);
@@ -207,22 +195,6 @@ static void probe_api(const struct kube_probe_options *opts, const char *hostnam
                         a->csi_drivers[a->n_csi_drivers++] = xstrdup(name);
                 }
                 json_decref(j);
-        }
-}
-
-int kube_probe_option(int c, const char *arg, struct kube_probe_options *opts, char **ret_error) {
-        switch (c) {
-        case 'K': opts->kubeconfig = arg; return 1;
-        case 'T':
-                if (kube_timeout_parse(arg, &opts->timeout_ms) < 0) {
-                        *ret_error = xasprintf("--timeout must be 1..600 s (\"5\", \"5s\" or \"500ms\"), not '%s'", arg);
-                        return -EINVAL;
-                }
-                return 1;
-        case 'O': opts->operator_namespace = arg; return 1;
-        case 'D': opts->dcgm_url = arg; return 1;
-        case 'E': opts->node_exporter_url = arg; return 1;
-        default: return 0;
         }
 }
 

@@ -735,23 +735,6 @@ static void test_in_cluster(void **state) {
         unsetenv("KUBERNETES_SERVICE_PORT");
 }
 
-static void test_node_name(void **state) {
-        (void)state;
-        char *n;
-        assert_int_equal(kube_node_name("from-flag", &n), 0);
-        assert_string_equal(n, "from-flag");
-        free(n);
-        setenv("NODE_NAME", "from-env", 1);
-        assert_int_equal(kube_node_name(NULL, &n), 0);
-        assert_string_equal(n, "from-env");
-        free(n);
-        unsetenv("NODE_NAME");
-        assert_int_equal(kube_node_name("", &n), 0);
-        assert_true(strlen(n) > 0);
-        for (char *p = n; *p; p++) assert_false(*p >= 'A' && *p <= 'Z');
-        free(n);
-}
-
 /* ---- end to end over TLS ---- */
 
 /* Returns a configuration for the test server on port with the test CA and token (either may be NULL). */
@@ -970,8 +953,7 @@ int main(void) {
                 cmocka_unit_test(test_home_config),
                 cmocka_unit_test(test_no_config),
                 cmocka_unit_test(test_in_cluster),
-                cmocka_unit_test(test_node_name),
-                cmocka_unit_test(test_get_ok),
+                        cmocka_unit_test(test_get_ok),
                 cmocka_unit_test(test_get_404_403),
                 cmocka_unit_test(test_get_wrong_token),
                 cmocka_unit_test(test_get_client_cert),

@@ -1,0 +1,67 @@
+/* options.h: the options that several commands share (host, NVML, Kubernetes, metrics), one parser
+ * for each, one duration syntax, and the one rule that names the node. */
+#pragma once
+
+#include <getopt.h>
+#include <stdbool.h>
+
+#include "facts/layer3_kubernetes.h"
+#include "facts/node.h"
+
+/* getopt_long codes of the shared options; a command lists the OPT_* entries it accepts and hands
+ * every code its own switch does not know to shared_option(). */
+enum {
+        OPT_ROOT = 0x100,
+        OPT_KMSG,
+        OPT_NVML_LIBRARY,
+        OPT_NVML_TIMEOUT,
+        OPT_NODE,
+        OPT_KUBECONFIG,
+        OPT_TIMEOUT,
+        OPT_OPERATOR_NAMESPACE,
+        OPT_DCGM_URL,
+        OPT_NODE_EXPORTER_URL,
+};
+#define OPTION_ROOT {"root", required_argument, NULL, OPT_ROOT}
+#define OPTION_KMSG {"kmsg", required_argument, NULL, OPT_KMSG}
+#define OPTION_NVML_LIBRARY {"nvml-library", required_argument, NULL, OPT_NVML_LIBRARY}
+#define OPTION_NVML_TIMEOUT {"nvml-timeout", required_argument, NULL, OPT_NVML_TIMEOUT}
+#define OPTION_NODE {"node", required_argument, NULL, OPT_NODE}
+#define OPTION_KUBECONFIG {"kubeconfig", required_argument, NULL, OPT_KUBECONFIG}
+/* --kubeconfig, --timeout, --operator-namespace, --dcgm-url, --node-exporter-url */
+#define OPTIONS_KUBE                                                                                        \
+        OPTION_KUBECONFIG, {"timeout", required_argument, NULL, OPT_TIMEOUT},                               \
+                {"operator-namespace", required_argument, NULL, OPT_OPERATOR_NAMESPACE},                    \
+                {"dcgm-url", required_argument, NULL, OPT_DCGM_URL},                                        \
+                {"node-exporter-url", required_argument, NULL, OPT_NODE_EXPORTER_URL}
+
+#define NVML_DEFAULT_TIMEOUT_MS 10000u
+
+/* What the shared options set. Zero-initialise, then shared_options_init(). */
+struct shared_options {
+        const char *root;              /* --root, else $GPUNODE_ROOT, else "/" */
+        bool root_given;               /* --root was on the command line */
+        const char *node;              /* --node; NULL: node_name_resolve()'s rule */
+        struct probe_options probe;    /* --kmsg, --nvml-library, --nvml-timeout */
+        struct kube_probe_options kube; /* OPTIONS_KUBE */
+        bool timeout_given;            /* --timeout was on the command line */
+};
+
+/* Sets the defaults: the root from $GPUNODE_ROOT, NVML and API timeouts. Returns nothing. */
+void shared_options_init(struct shared_options *o);
+
+/* Applies one shared option (getopt code c, its argument arg). Returns 1 when applied; 0 when c is
+ * not a shared option (o untouched); -EINVAL with a malloc'd sentence in *ret_error ("--timeout must
+ * be ...", without the command's name) when the argument is not valid. */
+int shared_option(int c, const char *arg, struct shared_options *o, char **ret_error);
+
+/* Parses a duration: plain seconds ("10", "1.5") or with a unit ("500ms", "10s", "5m", "2h"). Returns
+ * 0 with milliseconds in *ret when the value lies in min_ms..max_ms, else -EINVAL (garbage, a
+ * negative or non-finite number, an unknown unit, out of range). */
+int parse_duration_ms(const char *s, uint64_t min_ms, uint64_t max_ms, uint64_t *ret);
+
+/* The node's name, by the one rule every command follows: flag (--node) when not NULL or empty,
+ * else $NODE_NAME, else the host name under the root (/proc/sys/kernel/hostname, through hostfs, so
+ * hostfs_init() must have run) lowercased as the kubelet does, else "unknown". Returns it malloc'd
+ * (aborts on OOM; never fails otherwise). */
+char *node_name_resolve(const char *flag);

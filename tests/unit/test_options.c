@@ -1,0 +1,115 @@
+/* test_options.c: the shared command options: one duration syntax, the one node-name rule, the
+ * argument checks every command applies the same way. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <cmocka.h>
+
+#include <sys/stat.h>
+
+#include "basic/hostfs.h"
+#include "cmd/options.h"
+
+static void test_durations(void **state) {
+        uint64_t ms;
+        assert_int_equal(parse_duration_ms("10", 1, 86400000, &ms), 0);
+        assert_int_equal(ms, 10000);
+        assert_int_equal(parse_duration_ms("1.5", 1, 86400000, &ms), 0);
+        assert_int_equal(ms, 1500);
+        assert_int_equal(parse_duration_ms("500ms", 1, 86400000, &ms), 0);
+        assert_int_equal(ms, 500);
+        assert_int_equal(parse_duration_ms("10s", 1, 86400000, &ms), 0);
+        assert_int_equal(ms, 10000);
+        assert_int_equal(parse_duration_ms("5m", 1, 86400000, &ms), 0);
+        assert_int_equal(ms, 300000);
+        assert_int_equal(parse_duration_ms("2h", 1, 86400000, &ms), 0);
+        assert_int_equal(ms, 7200000);
+        assert_int_equal(parse_duration_ms("0", 0, 86400000, &ms), 0);
+        assert_int_equal(ms, 0);
+        /* refused: zero where a minimum is set, out of range, units, garbage */
+        assert_int_equal(parse_duration_ms("0", 1, 86400000, &ms), -EINVAL);
+        assert_int_equal(parse_duration_ms("601", 1, 600000, &ms), -EINVAL);
+        assert_int_equal(parse_duration_ms("0.1ms", 0, 600000, &ms), -EINVAL);
+        static const char *const bad[] = {"", " 5", "5 s", "5d", "-1", "nan", "inf", "1e999", "s", "5sec", "0x10q"};
+        for (size_t i = 0; i < ELEMENTSOF(bad); i++)
+                if (parse_duration_ms(bad[i], 0, 86400000, &ms) != -EINVAL) fail_msg("'%s' was accepted", bad[i]);
+}
+
+static void test_shared_option_errors(void **state) {
+        struct shared_options o;
+        shared_options_init(&o);
+        char *err = NULL;
+        assert_int_equal(shared_option(OPT_TIMEOUT, "500ms", &o, &err), 1);
+        assert_int_equal(o.kube.timeout_ms, 500);
+        assert_true(o.timeout_given);
+        assert_int_equal(shared_option(OPT_TIMEOUT, "11m", &o, &err), -EINVAL);
+        assert_non_null(strstr(err, "--timeout"));
+        free(err);
+        err = NULL;
+        assert_int_equal(shared_option(OPT_NVML_TIMEOUT, "0", &o, &err), -EINVAL);
+        assert_non_null(strstr(err, "--nvml-timeout"));
+        free(err);
+        err = NULL;
+        assert_int_equal(shared_option(OPT_ROOT, "/host", &o, &err), 1);
+        assert_string_equal(o.root, "/host");
+        assert_true(o.root_given);
+        assert_int_equal(shared_option('Z', "x", &o, &err), 0); /* not a shared option */
+        assert_null(err);
+}
+
+/* Writes text to dir/rel, creating the folders on the way. */
+static void write_file(const char *dir, const char *rel, const char *text) {
+        _cleanup_free_ char *p = xasprintf("%s/%s", dir, rel);
+        for (char *s = p + strlen(dir) + 1; (s = strchr(s, '/')); s++) {
+                *s = 0;
+                mkdir(p, 0755);
+                *s = '/';
+        }
+        FILE *f = fopen(p, "w");
+        assert_non_null(f);
+        fputs(text, f);
+        fclose(f);
+}
+
+static void test_node_name_rule(void **state) {
+        char dir[] = "/tmp/gpunode-options-XXXXXX";
+        assert_non_null(mkdtemp(dir));
+        write_file(dir, "proc/sys/kernel/hostname", "GPU-Node-7\n");
+        assert_int_equal(hostfs_init(dir), 0);
+        unsetenv("NODE_NAME");
+        char *n = node_name_resolve("from-flag");
+        assert_string_equal(n, "from-flag");
+        free(n);
+        setenv("NODE_NAME", "from-env", 1);
+        n = node_name_resolve(NULL);
+        assert_string_equal(n, "from-env");
+        free(n);
+        n = node_name_resolve("");
+        assert_string_equal(n, "from-env");
+        free(n);
+        unsetenv("NODE_NAME");
+        /* the host name under the root, lowercased as the kubelet does */
+        n = node_name_resolve(NULL);
+        assert_string_equal(n, "gpu-node-7");
+        free(n);
+        hostfs_done();
+        /* a root without the file: "unknown", never the machine running the test */
+        char empty[] = "/tmp/gpunode-options-XXXXXX";
+        assert_non_null(mkdtemp(empty));
+        assert_int_equal(hostfs_init(empty), 0);
+        n = node_name_resolve(NULL);
+        assert_string_equal(n, "unknown");
+        free(n);
+        hostfs_done();
+        _cleanup_free_ char *cmd = xasprintf("rm -rf %s %s", dir, empty);
+        assert_int_equal(system(cmd), 0);
+}
+
+int main(void) {
+        const struct CMUnitTest tests[] = {
+                cmocka_unit_test(test_durations),
+                cmocka_unit_test(test_shared_option_errors),
+                cmocka_unit_test(test_node_name_rule),
+        };
+        return cmocka_run_group_tests(tests, NULL, NULL);
+}
