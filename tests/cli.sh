@@ -49,6 +49,27 @@ expect 0 "explain by text" -- "$gpunode" explain "version mismatch"
 contains "driver.version-match" "explain text search finds the check"
 expect 1 "explain unknown" -- "$gpunode" explain "no such symptom anywhere"
 
+# The device nodes are facts: --record-paths lists them (what collect copies), and the files gpunode
+# writes have their mode whatever the umask.
+here=$(cd "$(dirname "$0")" && pwd)
+tmp=$(mktemp -d)
+healthy=$here/scenarios/hgx-h100-healthy/root
+(umask 000; NODE_NAME= "$gpunode" check --root "$healthy" --node n --nvml-library /nonexistent/libnvidia-ml.so.1 \
+        --record-paths "$tmp/paths" --output json > /dev/null 2>&1)
+for p in /dev/nvidiactl /dev/nvidia-uvm /dev/nvidia0; do
+        if grep -qx "$p" "$tmp/paths"; then passed=$((passed + 1)); else
+                echo "FAIL: check --record-paths does not list $p"; failed=$((failed + 1)); fi
+done
+mode=$(stat -c %a "$tmp/paths")
+if [ "$mode" = 644 ]; then passed=$((passed + 1)); else echo "FAIL: --record-paths file has mode $mode under umask 000"; failed=$((failed + 1)); fi
+# A refused --record-paths with --snapshot leaves no extracted snapshot behind in $TMPDIR.
+mkdir "$tmp/tmpdir"
+TMPDIR=$tmp/tmpdir expect 64 "check --snapshot with an unwritable --record-paths" -- \
+        "$gpunode" check --snapshot "$here/snapshots/h200-real.tar.gz" --record-paths /nonexistent/dir/paths
+left=$(ls -A "$tmp/tmpdir")
+if [ -z "$left" ]; then passed=$((passed + 1)); else echo "FAIL: --snapshot left $left in TMPDIR"; failed=$((failed + 1)); fi
+rm -rf "$tmp"
+
 # A closed or full stdout is an error, not a silent success.
 if [ -w /dev/full ]; then
         "$gpunode" explain > /dev/full 2>/dev/null

@@ -39,10 +39,9 @@ void hostfs_set_recorder(hostfs_recorder_fn fn, void *userdata) {
 /* openat2 with RESOLVE_IN_ROOT treats root_fd as "/" for every component, absolute links and
  * ".." included: a fixture tree or a host mounted at /host can never lead the probe out. */
 int hostfs_open(const char *path, int flags) {
-        if (root_fd < 0) {
-                int r = hostfs_init("/");
-                if (r < 0) return r;
-        }
+        /* No implicit "/": a command that forgot hostfs_init() must not read the machine it runs
+         * on in place of the root it was given. */
+        if (root_fd < 0) return -EBADF;
         if (recorder) recorder(path, recorder_data);
         while (*path == '/') path++;
         if (!*path) path = ".";

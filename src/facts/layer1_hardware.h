@@ -41,7 +41,12 @@ struct driver_gpu_info {
         char address[32];              /* from /proc/driver/nvidia/gpus/<addr> */
         int minor;                     /* Device Minor, -1 unknown */
         char *model, *uuid;
+        bool dev_node;                 /* /dev/nvidia<minor> exists (false when the minor is unknown) */
 };
+
+/* The driver's device nodes that every GPU container needs. */
+enum { DRIVER_NODE_CTL, DRIVER_NODE_UVM, DRIVER_NODE_UVM_TOOLS, _DRIVER_NODE_MAX };
+extern const char *const driver_common_nodes[_DRIVER_NODE_MAX]; /* "/dev/nvidiactl", ... */
 
 struct driver_facts {
         int version_rc;
@@ -52,6 +57,7 @@ struct driver_facts {
         struct driver_gpu_info *gpus;
         size_t n_gpus;
         char *taint;                   /* /sys/module/nvidia/taint */
+        bool common_node[_DRIVER_NODE_MAX]; /* driver_common_nodes[i] exists */
 };
 
 struct secureboot_facts {

@@ -1,7 +1,6 @@
 /* check_driver_module.c: layer 1, driver: the kernel module: signature, headers, loaded, version, device nodes. */
 #include "facts/node.h"
 #include "layer1_hardware/kmsg_evidence.h"
-#include "basic/hostfs.h"
 #include "layer1_hardware/kmsg.h"
 
 /* Judges driver.module-signature (the kernel accepts the nvidia module's signature (Secure Boot,
@@ -103,15 +102,14 @@ static void run_driver_version(const struct node_facts *facts, struct finding *f
 static void run_device_nodes(const struct node_facts *facts, struct finding *f) {
         const struct driver_facts *d = &facts->driver;
         size_t missing = 0;
-        static const char *const common[] = {"/dev/nvidiactl", "/dev/nvidia-uvm", "/dev/nvidia-uvm-tools"};
-        for (size_t i = 0; i < ELEMENTSOF(common); i++)
-                if (!hostfs_exists(common[i])) missing++, finding_evidence(f, "%s: missing", common[i]);
+        for (size_t i = 0; i < _DRIVER_NODE_MAX; i++)
+                if (!d->common_node[i]) missing++, finding_evidence(f, "%s: missing", driver_common_nodes[i]);
         size_t per_gpu = 0;
         for (size_t i = 0; i < d->n_gpus; i++) {
                 if (d->gpus[i].minor < 0) continue;
                 per_gpu++;
-                _cleanup_free_ char *p = xasprintf("/dev/nvidia%d", d->gpus[i].minor);
-                if (!hostfs_exists(p)) missing++, finding_evidence(f, "%s (GPU %s): missing", p, d->gpus[i].address);
+                if (!d->gpus[i].dev_node)
+                        missing++, finding_evidence(f, "/dev/nvidia%d (GPU %s): missing", d->gpus[i].minor, d->gpus[i].address);
         }
         if (missing) {
                 finding_fail(f, "%zu NVIDIA device node(s) missing: containers cannot reach the GPUs", missing);

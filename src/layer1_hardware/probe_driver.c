@@ -1,4 +1,4 @@
-/* probe_driver.c: the NVIDIA kernel driver's own view: /proc/driver/nvidia and /sys/module/nvidia. */
+/* probe_driver.c: the NVIDIA kernel driver's own view: /proc/driver/nvidia, /sys/module/nvidia and its /dev nodes. */
 #include "facts/node.h"
 #include "basic/hostfs.h"
 
@@ -6,6 +6,12 @@
 
 #define DRIVER_VERSION_FILE "/proc/driver/nvidia/version"
 #define DRIVER_GPUS_DIR "/proc/driver/nvidia/gpus"
+
+const char *const driver_common_nodes[_DRIVER_NODE_MAX] = {
+        [DRIVER_NODE_CTL] = "/dev/nvidiactl",
+        [DRIVER_NODE_UVM] = "/dev/nvidia-uvm",
+        [DRIVER_NODE_UVM_TOOLS] = "/dev/nvidia-uvm-tools",
+};
 
 void probe_driver(struct driver_facts *ret) {
         *ret = (struct driver_facts){0};
@@ -49,10 +55,15 @@ void probe_driver(struct driver_facts *ret) {
                         int64_t m;
                         if (minor && parse_i64(minor, &m) == 0 && m >= 0 && m < 4096) g.minor = (int)m;
                 }
+                if (g.minor >= 0) {
+                        _cleanup_free_ char *node = xasprintf("/dev/nvidia%d", g.minor);
+                        g.dev_node = hostfs_exists(node);
+                }
                 ret->gpus = xrealloc(ret->gpus, (ret->n_gpus + 1) * sizeof *ret->gpus);
                 ret->gpus[ret->n_gpus++] = g;
         }
         (void)hostfs_read_line("/sys/module/nvidia/taint", &ret->taint);
+        for (size_t i = 0; i < _DRIVER_NODE_MAX; i++) ret->common_node[i] = hostfs_exists(driver_common_nodes[i]);
 }
 
 void driver_facts_free(struct driver_facts *f) {

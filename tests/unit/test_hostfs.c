@@ -90,11 +90,23 @@ static void test_u64(void **state) {
         assert_int_equal(hostfs_read_u64("/etc/num", &v), -EINVAL);
 }
 
+/* Without hostfs_init() every read fails: nothing falls back to the machine's own "/". */
+static void test_no_root_no_reads(void **state) {
+        hostfs_done();
+        char *text = NULL;
+        assert_int_equal(hostfs_open("/etc/hostname", O_RDONLY), -EBADF);
+        assert_int_equal(hostfs_read("/proc/self/status", 1 << 20, &text, NULL), -EBADF);
+        assert_null(text);
+        assert_false(hostfs_exists("/"));
+        assert_int_equal(hostfs_init(root), 0);
+}
+
 int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_read),
                 cmocka_unit_test(test_links_stay_inside_root),
                 cmocka_unit_test(test_u64),
+                cmocka_unit_test(test_no_root_no_reads),
         };
         return cmocka_run_group_tests(tests, setup, teardown);
 }
