@@ -234,6 +234,7 @@ struct out {
 struct conn {
         int fd;                   /* -1 once closed (freed after the event batch) */
         struct conn *prev, *next; /* the deadline list (oldest first), or the dead list */
+        bool listed;              /* on the deadline list (every live connection once accepted) */
         uint64_t deadline_ms;
         char *in;                 /* bytes of a request not yet complete, or pipelined behind a response */
         size_t in_len;
@@ -268,13 +269,16 @@ static uint64_t now_ms(void) {
         return (uint64_t)t.tv_sec * 1000u + (uint64_t)t.tv_nsec / 1000000u;
 }
 
-/* Unlinks c from the deadline list. Returns nothing. */
+/* Unlinks c from the deadline list; a connection not on it (just accepted, or closed) is left as it
+ * is, and the list too. Returns nothing. */
 static void list_unlink(struct http_server *s, struct conn *c) {
+        if (!c->listed) return;
         if (c->prev) c->prev->next = c->next;
         else s->head = c->next;
         if (c->next) c->next->prev = c->prev;
         else s->tail = c->prev;
         c->prev = c->next = NULL;
+        c->listed = false;
 }
 
 /* Gives c a new deadline, now + HTTP_TIMEOUT_MS, keeping the list sorted (every deadline is now plus
@@ -286,6 +290,7 @@ static void conn_touch(struct http_server *s, struct conn *c) {
         if (s->tail) s->tail->next = c;
         else s->head = c;
         s->tail = c;
+        c->listed = true;
 }
 
 /* Releases what out holds and frees it. Returns NULL. */
