@@ -1,5 +1,5 @@
 /* test_http_server.c: cmocka tests for the exporter's HTTP request parser (real client request lines, malformed ones,
- * limits) and for the server's connection limits (idle deadlines). */
+ * limits) and for the server's connection limits (idle deadlines, the per-address share). */
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <poll.h>
@@ -273,6 +273,27 @@ static void test_idle_expire_after_newer(void **state) {
         http_server_stop(s);
 }
 
+static void test_per_address_share(void **state) {
+        /* One address gets HTTP_MAX_PER_ADDRESS connections; its next is refused, another address is served. */
+        struct http_server *s = NULL;
+        assert_int_equal(http_server_start("127.0.0.1:0", handle_ok, NULL, &s), 0);
+        unsigned port = http_server_port(s);
+        int fds[HTTP_MAX_PER_ADDRESS];
+        for (unsigned i = 0; i < HTTP_MAX_PER_ADDRESS; i++) fds[i] = connect_from("127.0.0.2", port);
+        char buf[256];
+        int over = connect_from("127.0.0.2", port);
+        assert_true(read_within(over, buf, sizeof buf, 5000) > 0);
+        if (!strstr(buf, "503") || !strstr(buf, "from this address")) fail_msg("past the share: %s", buf);
+        close(over);
+        int good = connect_from("127.0.0.1", port);
+        assert_int_equal(send(good, "GET / HTTP/1.1\r\nHost: x\r\n\r\n", 27, 0), 27);
+        assert_true(read_within(good, buf, sizeof buf, 5000) > 0);
+        if (strncmp(buf, "HTTP/1.1 200", 12) != 0) fail_msg("another address: %s", buf);
+        close(good);
+        for (unsigned i = 0; i < HTTP_MAX_PER_ADDRESS; i++) close(fds[i]);
+        http_server_stop(s);
+}
+
 int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_curl),
@@ -285,6 +306,7 @@ int main(void) {
                 cmocka_unit_test(test_malformed),
                 cmocka_unit_test(test_limits),
                 cmocka_unit_test(test_no_overread),
+                cmocka_unit_test(test_per_address_share),
                 cmocka_unit_test(test_idle_expire_after_newer),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
