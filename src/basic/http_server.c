@@ -5,7 +5,8 @@
  * about 2.3 MiB resident) costs more than half of the exporter's 4 MiB budget. What is here: one
  * thread with epoll and non-blocking sockets; keep-alive, HTTP/1.0 and pipelining; a 16 KiB cap on
  * the request head (431); a 10 s deadline to receive a request and for each step of a response (so
- * slowloris and stalled readers are closed); 512 connections at most (beyond: 503 and close);
+ * slowloris and stalled readers are closed); 512 connections at most, and half of them from one
+ * client address, so one misbehaving scraper cannot starve the others (beyond: 503 and close);
  * Content-Length responses written with one sendmsg from the handler's buffers (zero copy: the
  * handler keeps them alive until release is called). Requests with a body are answered, then closed.
  * Only the connections waiting on a partial request or a partial response hold heap memory.
@@ -234,7 +235,9 @@ struct out {
 struct conn {
         int fd;                   /* -1 once closed (freed after the event batch) */
         struct conn *prev, *next; /* the deadline list (oldest first), or the dead list */
+        bool listed;              /* on the deadline list (every live connection once accepted) */
         uint64_t deadline_ms;
+        struct in6_addr peer;     /* the client's address, IPv4 as ::ffff:a.b.c.d */
         char *in;                 /* bytes of a request not yet complete, or pipelined behind a response */
         size_t in_len;
         struct out *out;          /* the response being sent, or NULL */
@@ -268,13 +271,16 @@ static uint64_t now_ms(void) {
         return (uint64_t)t.tv_sec * 1000u + (uint64_t)t.tv_nsec / 1000000u;
 }
 
-/* Unlinks c from the deadline list. Returns nothing. */
+/* Unlinks c from the deadline list; a connection not on it (just accepted, or closed) is left as it
+ * is, and the list too. Returns nothing. */
 static void list_unlink(struct http_server *s, struct conn *c) {
+        if (!c->listed) return;
         if (c->prev) c->prev->next = c->next;
         else s->head = c->next;
         if (c->next) c->next->prev = c->prev;
         else s->tail = c->prev;
         c->prev = c->next = NULL;
+        c->listed = false;
 }
 
 /* Gives c a new deadline, now + HTTP_TIMEOUT_MS, keeping the list sorted (every deadline is now plus
@@ -286,6 +292,7 @@ static void conn_touch(struct http_server *s, struct conn *c) {
         if (s->tail) s->tail->next = c;
         else s->head = c;
         s->tail = c;
+        c->listed = true;
 }
 
 /* Releases what out holds and frees it. Returns NULL. */
@@ -567,12 +574,46 @@ static void conn_write(struct http_server *s, struct conn *c) {
         conn_process(s, c, len);
 }
 
-/* Accepts the waiting connections (a bounded number per call). Returns nothing. */
+/* Returns the address in sa as an IPv6 address (IPv4 mapped to ::ffff:a.b.c.d; :: for another family). */
+static struct in6_addr peer_address(const struct sockaddr_storage *sa) {
+        struct in6_addr a = { 0 };
+        if (sa->ss_family == AF_INET6) {
+                a = ((const struct sockaddr_in6 *)sa)->sin6_addr;
+        } else if (sa->ss_family == AF_INET) {
+                a.s6_addr[10] = a.s6_addr[11] = 0xff;
+                memcpy(a.s6_addr + 12, &((const struct sockaddr_in *)sa)->sin_addr, 4);
+        }
+        return a;
+}
+
+/* Returns how many live connections come from peer, counting up to HTTP_MAX_PER_ADDRESS at most. Walks
+ * the deadline list, which holds every live connection. Cannot fail. */
+static unsigned conns_from(const struct http_server *s, const struct in6_addr *peer) {
+        unsigned n = 0;
+        for (const struct conn *c = s->head; c && n < HTTP_MAX_PER_ADDRESS; c = c->next)
+                if (memcmp(&c->peer, peer, sizeof *peer) == 0) n++;
+        return n;
+}
+
+/* Answers 503 with the line why on fd, a connection just accepted, without waiting, and closes fd.
+ * Returns nothing; a client that cannot take the answer at once just sees the connection closed. */
+static void refuse(int fd, const char *why) {
+        char msg[256];
+        int n = snprintf(msg, sizeof msg,
+                         "HTTP/1.1 503 Service Unavailable\r\nContent-Type: text/plain; charset=utf-8\r\n"
+                         "Content-Length: %zu\r\nConnection: close\r\n\r\n%s",
+                         strlen(why), why);
+        if (n > 0 && (size_t)n < sizeof msg) (void)!send(fd, msg, (size_t)n, MSG_NOSIGNAL | MSG_DONTWAIT);
+        close(fd);
+}
+
+/* Accepts the waiting connections (a bounded number per call), refusing those past HTTP_MAX_CONNECTIONS
+ * or past HTTP_MAX_PER_ADDRESS from one client address. Returns nothing. */
 static void accept_some(struct http_server *s) {
-        static const char busy[] = "HTTP/1.1 503 Service Unavailable\r\nContent-Type: text/plain; charset=utf-8\r\n"
-                                   "Content-Length: 20\r\nConnection: close\r\n\r\ntoo many connections\n";
         for (int i = 0; i < 64; i++) {
-                int fd = accept4(s->listen_fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+                struct sockaddr_storage sa = { 0 };
+                socklen_t sl = sizeof sa;
+                int fd = accept4(s->listen_fd, (struct sockaddr *)&sa, &sl, SOCK_NONBLOCK | SOCK_CLOEXEC);
                 if (fd < 0) {
                         if (errno == EMFILE || errno == ENFILE || errno == ENOBUFS || errno == ENOMEM) {
                                 /* Out of descriptors: stop accepting for a moment rather than spin. */
@@ -583,14 +624,20 @@ static void accept_some(struct http_server *s) {
                         return;
                 }
                 if (s->n_conns >= HTTP_MAX_CONNECTIONS) {
-                        (void)!send(fd, busy, sizeof busy - 1, MSG_NOSIGNAL | MSG_DONTWAIT);
-                        close(fd);
+                        refuse(fd, "too many connections\n");
+                        continue;
+                }
+                struct in6_addr peer = peer_address(&sa);
+                /* Counting walks the list, so only once one address could have its share at all. */
+                if (s->n_conns >= HTTP_MAX_PER_ADDRESS && conns_from(s, &peer) >= HTTP_MAX_PER_ADDRESS) {
+                        refuse(fd, "too many connections from this address\n");
                         continue;
                 }
                 int one = 1;
                 setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
                 struct conn *c = xcalloc(1, sizeof *c);
                 c->fd = fd;
+                c->peer = peer;
                 struct epoll_event ev = { .events = EPOLLIN, .data.ptr = c };
                 if (epoll_ctl(s->epoll_fd, EPOLL_CTL_ADD, fd, &ev) < 0) {
                         close(fd);

@@ -9,6 +9,7 @@
 /* Limits that keep hostile clients from starving good ones (README "Exporter"). */
 #define HTTP_MAX_HEAD (16u * 1024u)   /* request line and headers; larger: 431 and close */
 #define HTTP_MAX_CONNECTIONS 512u     /* beyond: accepted, answered 503 and closed */
+#define HTTP_MAX_PER_ADDRESS (HTTP_MAX_CONNECTIONS / 2) /* from one client address; beyond: 503 and closed */
 #define HTTP_TIMEOUT_MS 10000u        /* a request must arrive, and a response progress, within this */
 #define HTTP_MAX_HEADERS 100u         /* header fields in one request; more: 431 */
 #define HTTP_SCRATCH_SIZE 1024u       /* bytes a handler may fill per response (struct http_response) */

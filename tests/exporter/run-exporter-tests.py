@@ -347,6 +347,79 @@ def test_hostile():
     check(stop(p) == 0, "clean exit")
 
 
+def test_idle_flood():
+    """520 idle connections from one address (127.0.0.2) and a new one every 0.2 s, as a misbehaving
+    scraper opens them; good clients on 127.0.0.1 must keep getting 200, and every idle connection the
+    server accepted must be closed within the 10 s limit (plus a margin for this loop's polling)."""
+    import select
+    p, base, _ = start_exporter("idleflood", description(2), "--check-interval", "0")
+    port = int(base.rsplit(":", 1)[1])
+    opened = {}  # fd -> (socket, time opened)
+    lifetimes, refused, failed = [], 0, []
+
+    def open_idle(i):
+        try:
+            s = socket.create_connection(("127.0.0.1", port), timeout=2, source_address=("127.0.0.2", 0))
+            if i % 2:
+                s.sendall(b"GET /metrics HTTP/1.1\r\nHost: x\r\n")  # half a request, never finished
+            s.setblocking(False)
+            opened[s.fileno()] = (s, time.time())
+        except OSError:
+            pass
+
+    def reap(timeout_ms):
+        nonlocal refused
+        poll = select.poll()
+        for fd in opened:
+            poll.register(fd, select.POLLIN)
+        for fd, _ in poll.poll(timeout_ms):
+            s, t0 = opened.pop(fd)
+            try:
+                data = s.recv(256)
+            except OSError:
+                data = b""
+            if data.startswith(b"HTTP/1.1 503"):
+                refused += 1
+            else:
+                lifetimes.append(time.time() - t0)
+            s.close()
+
+    for i in range(520):
+        open_idle(i)
+    start = time.time()
+    good, n = 0, 520
+    next_tick = start
+    while time.time() < start + 23:
+        reap(20)
+        if time.time() < next_tick:
+            continue
+        next_tick += 0.2
+        open_idle(n)
+        n += 1
+        for path in ("/metrics", "/health"):
+            try:
+                st = get(base + path, timeout=5)[0]
+            except Exception as e:
+                st = repr(e)
+            if st == 200:
+                good += 1
+            else:
+                failed.append(st)
+    reap(0)
+    now = time.time()
+    stuck = [now - t0 for _, t0 in opened.values() if now - t0 > 13]
+    print("# idle flood: %d refused, %d closed (longest %.1f s), %d open past 13 s (longest %.1f s); good: %d ok, %d failed"
+          % (refused, len(lifetimes), max(lifetimes or [0]), len(stuck), max(stuck or [0]), good, len(failed)), flush=True)
+    check(not failed, "good clients beside a flood of idle connections: all 200 (%d failed: %s)" % (len(failed), failed[:3]))
+    check(not stuck and max(lifetimes or [0]) <= 13,
+          "idle connections closed within 10 s (+3 s margin): longest %.1f s, %d still open past 13 s"
+          % (max(lifetimes + stuck or [0]), len(stuck)))
+    check(refused >= 520 - 256, "one address holds at most half of the 512 slots (%d of its connections refused)" % refused)
+    for s, _ in opened.values():
+        s.close()
+    check(stop(p) == 0, "clean exit")
+
+
 def children(pid):
     """Returns [(pid, state)] of the processes whose parent is pid."""
     out = []
@@ -438,7 +511,7 @@ def test_http_protocol():
         over = last.recv(100)
     except OSError:
         over = b""
-    check(over.startswith(b"HTTP/1.1 503") or over == b"", "past 512 connections: 503 and close (%r)" % over[:20])
+    check(over.startswith(b"HTTP/1.1 503") or over == b"", "past the limits (half of 512 from one address): 503 and close (%r)" % over[:20])
     for s in many:
         s.close()
     time.sleep(0.3)
@@ -451,7 +524,7 @@ def main():
     signal.alarm(240)
     try:
         for t in (test_promtool_and_http, test_mig, test_prometheus, test_lost_and_driver, test_blocking, test_absent, test_hostile,
-                  test_check_child, test_http_protocol):
+                  test_idle_flood, test_check_child, test_http_protocol):
             print("# " + t.__name__, flush=True)
             try:
                 t()

@@ -1,8 +1,15 @@
-/* test_http_server.c: cmocka tests for the exporter's HTTP request parser (real client request lines, malformed ones, limits). */
+/* test_http_server.c: cmocka tests for the exporter's HTTP request parser (real client request lines, malformed ones,
+ * limits) and for the server's connection limits (idle deadlines, the per-address share). */
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <poll.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
 
 #include <cmocka.h>
 
@@ -203,6 +210,90 @@ static void test_no_overread(void **state) {
         }
 }
 
+/* ---- the server ---- */
+
+/* Answers every request 200 "ok". Returns nothing. */
+static void handle_ok(void *userdata, const struct http_request *req, struct http_response *resp) {
+        resp->status = 200;
+        memcpy(resp->scratch, "ok\n", 3);
+        resp->body[0] = (struct iovec){ resp->scratch, 3 };
+        resp->n_body = 1;
+}
+
+/* Returns CLOCK_MONOTONIC in milliseconds. */
+static int64_t mono_ms(void) {
+        struct timespec t;
+        clock_gettime(CLOCK_MONOTONIC, &t);
+        return (int64_t)t.tv_sec * 1000 + t.tv_nsec / 1000000;
+}
+
+/* Connects to 127.0.0.1:port from the loopback address from ("127.0.0.2": Linux routes all of
+ * 127/8). Returns the socket; fails the test when it cannot connect. */
+static int connect_from(const char *from, unsigned port) {
+        int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+        assert_true(fd >= 0);
+        struct sockaddr_in a = { .sin_family = AF_INET };
+        assert_int_equal(inet_pton(AF_INET, from, &a.sin_addr), 1);
+        assert_int_equal(bind(fd, (struct sockaddr *)&a, sizeof a), 0);
+        a.sin_port = htons((uint16_t)port);
+        assert_int_equal(inet_pton(AF_INET, "127.0.0.1", &a.sin_addr), 1);
+        assert_int_equal(connect(fd, (struct sockaddr *)&a, sizeof a), 0);
+        return fd;
+}
+
+/* Waits up to ms for fd to become readable and reads into buf (NUL-terminated). Returns the bytes read,
+ * 0 when the server closed the connection (a reset counts as closed), or -ETIMEDOUT. */
+static ssize_t read_within(int fd, char *buf, size_t size, int ms) {
+        struct pollfd p = { .fd = fd, .events = POLLIN };
+        if (poll(&p, 1, ms) <= 0) return -ETIMEDOUT;
+        ssize_t n = recv(fd, buf, size - 1, 0);
+        if (n < 0) n = 0;
+        buf[n] = 0;
+        return n;
+}
+
+static void test_idle_expire_after_newer(void **state) {
+        /* An idle connection must expire on time even though newer ones were accepted after it. */
+        struct http_server *s = NULL;
+        assert_int_equal(http_server_start("127.0.0.1:0", handle_ok, NULL, &s), 0);
+        unsigned port = http_server_port(s);
+        int64_t t0 = mono_ms();
+        int old = connect_from("127.0.0.1", port);
+        usleep(500 * 1000);
+        int newer = connect_from("127.0.0.1", port);
+        assert_int_equal(send(newer, "GET / HTTP/1.1\r\n", 16, 0), 16); /* half a request */
+        char buf[256];
+        assert_int_equal(read_within(old, buf, sizeof buf, (int)HTTP_TIMEOUT_MS + 2000), 0);
+        int64_t waited = mono_ms() - t0;
+        if (waited < (int64_t)HTTP_TIMEOUT_MS - 100 || waited > (int64_t)HTTP_TIMEOUT_MS + 1500)
+                fail_msg("the idle connection was closed after %lld ms", (long long)waited);
+        assert_int_equal(read_within(newer, buf, sizeof buf, 2000), 0);
+        close(old);
+        close(newer);
+        http_server_stop(s);
+}
+
+static void test_per_address_share(void **state) {
+        /* One address gets HTTP_MAX_PER_ADDRESS connections; its next is refused, another address is served. */
+        struct http_server *s = NULL;
+        assert_int_equal(http_server_start("127.0.0.1:0", handle_ok, NULL, &s), 0);
+        unsigned port = http_server_port(s);
+        int fds[HTTP_MAX_PER_ADDRESS];
+        for (unsigned i = 0; i < HTTP_MAX_PER_ADDRESS; i++) fds[i] = connect_from("127.0.0.2", port);
+        char buf[256];
+        int over = connect_from("127.0.0.2", port);
+        assert_true(read_within(over, buf, sizeof buf, 5000) > 0);
+        if (!strstr(buf, "503") || !strstr(buf, "from this address")) fail_msg("past the share: %s", buf);
+        close(over);
+        int good = connect_from("127.0.0.1", port);
+        assert_int_equal(send(good, "GET / HTTP/1.1\r\nHost: x\r\n\r\n", 27, 0), 27);
+        assert_true(read_within(good, buf, sizeof buf, 5000) > 0);
+        if (strncmp(buf, "HTTP/1.1 200", 12) != 0) fail_msg("another address: %s", buf);
+        close(good);
+        for (unsigned i = 0; i < HTTP_MAX_PER_ADDRESS; i++) close(fds[i]);
+        http_server_stop(s);
+}
+
 int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_curl),
@@ -215,6 +306,8 @@ int main(void) {
                 cmocka_unit_test(test_malformed),
                 cmocka_unit_test(test_limits),
                 cmocka_unit_test(test_no_overread),
+                cmocka_unit_test(test_per_address_share),
+                cmocka_unit_test(test_idle_expire_after_newer),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }
