@@ -153,15 +153,6 @@ void cdi_facts_free(struct cdi_facts *f);
 void runtime_config_file_free(struct runtime_config_file *f);
 void runtime_process_free(struct runtime_process *p);
 
-/* Finds a daemon by comm in /proc below the root (the lowest pid), with its start time and its
- * --config/-c argument. Returns true when found; never fails otherwise. */
-bool runtime_find_process(const char *comm, struct runtime_process *ret);
-/* Returns 0 when path (a host path) is an executable regular file below the root, -ENOENT when
- * missing, -EACCES when not executable, -EISDIR/-EINVAL when not a regular file. */
-int runtime_binary_check(const char *path);
-/* Returns the first of dirs (NULL-terminated) holding an executable `name`, malloc'd; NULL when none. */
-char *runtime_find_binary(const char *name, const char *const *dirs);
-
 /* Parsers of one file's text, used by the probes; pure (no host reads), unit-tested and fuzzed. */
 
 /* Parses a containerd config file. Returns 0 and fills ret (version, imports, nvidia runtimes

@@ -2,7 +2,7 @@
 #include <sys/stat.h>
 
 #include "facts/node.h"
-#include "facts/layer2_container.h"
+#include "layer2_container/runtime_common.h"
 #include "basic/hostfs.h"
 #include "basic/toml.h"
 
