@@ -7,26 +7,6 @@
 
 /* --- gfd.labels --- */
 
-/* Returns the GFD product label for an NVML name: characters outside [A-Za-z0-9-_. ] dropped,
- * whitespace runs as one '-' (malloc'd). */
-static char *gfd_sanitize(const char *name) {
-        struct buf b = {0};
-        bool space = false;
-        for (const char *p = name; *p; p++) {
-                char c = *p;
-                if (c == ' ' || c == '\t') {
-                        space = b.len > 0;
-                        continue;
-                }
-                if (!((c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-' || c == '_' || c == '.'))
-                        continue;
-                if (space) buf_puts(&b, "-");
-                space = false;
-                buf_append(&b, &c, 1);
-        }
-        return b.data ? b.data : xstrdup("");
-}
-
 /* Compares one label with the value NVML implies; adds evidence for a mismatch. Returns 1 on a
  * mismatch, 0 when equal or absent. */
 static int compare_label(const struct kube_api_facts *a, const char *key, const char *want, struct finding *f) {
@@ -63,7 +43,7 @@ static void run_gfd_labels(const struct node_facts *facts, struct finding *f) {
         int hard = 0, soft = 0;
 
         /* product: sanitized name; "-SHARED" with replicas; "<model>-MIG-<profile>" with MIG single */
-        _cleanup_free_ char *want_product = g->name_rc == NVML_SUCCESS ? gfd_sanitize(g->name) : NULL;
+        _cleanup_free_ char *want_product = g->name_rc == NVML_SUCCESS ? gfd_sanitise(g->name) : NULL;
         if (want_product) {
                 _cleanup_free_ char *shared = xasprintf("%s-SHARED", want_product);
                 _cleanup_free_ char *mig = xasprintf("%s-MIG-", want_product);

@@ -5,6 +5,9 @@
 #include <cmocka.h>
 
 #include "layer3_kubernetes/gfd_labels.h"
+#include "engine/check.h"
+#include "facts/layer3_kubernetes.h"
+#include "nvml/nvml_facts_json.h"
 #include "nvml/nvml_probe.h"
 
 /* Asserts that gfd_sanitise(in) is want. */
@@ -127,12 +130,42 @@ static void test_mig_profile_names(void **state) {
         assert_int_equal(gfd_mig_name(&m, buf, sizeof buf), -EINVAL);
 }
 
+/* gfd.labels judges the product label with the sanitiser `gpunode labels` writes it with: a name
+ * with a tab (GFD drops the tab: "NVIDIA H100\t80GB" is "NVIDIA-H10080GB") is no mismatch. */
+static void test_check_agrees_with_labels(void **state) {
+        static const char desc[] = "{\"driver_version\": \"550.54.15\", \"cuda_driver_version\": 12040, \"gpus\": ["
+                                   "{\"name\": \"NVIDIA H100\\t80GB HBM3\", \"uuid\": \"GPU-1\", \"pci_bus_id\": \"00000000:18:00.0\"}]}";
+        struct node_facts facts = {0};
+        char *err = NULL;
+        assert_int_equal(nvml_facts_from_json(desc, strlen(desc), &facts.nvml.facts, &err), 0);
+        _cleanup_free_ char *product = gfd_sanitise(facts.nvml.facts->gpus[0].name);
+        assert_string_equal(product, "NVIDIA-H10080GB-HBM3");
+        struct kube_facts kube = {0};
+        struct kube_kv labels[] = {{"nvidia.com/gpu.product", product}};
+        kube.api.node_name = "n";
+        kube.api.node.labels = labels;
+        kube.api.node.n_labels = ELEMENTSOF(labels);
+        facts.kube = &kube;
+        const struct check_def *def = check_find("gfd.labels");
+        assert_non_null(def);
+        struct finding f = {.def = def};
+        def->run(&facts, &f);
+        for (size_t i = 0; i < f.n_evidence; i++)
+                if (strstr(f.evidence[i], "gpu.product=")) fail_msg("product judged a mismatch: %s", f.evidence[i]);
+        free(f.summary);
+        free(f.remedy);
+        for (size_t i = 0; i < f.n_evidence; i++) free(f.evidence[i]);
+        free(f.evidence);
+        nvml_facts_free(facts.nvml.facts);
+}
+
 int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_sanitise),
                 cmocka_unit_test(test_families),
                 cmocka_unit_test(test_no_nvml),
                 cmocka_unit_test(test_mig_profile_names),
+                cmocka_unit_test(test_check_agrees_with_labels),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }
