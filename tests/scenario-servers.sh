@@ -21,7 +21,10 @@ s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1], flush=T
 start_server() {
         local out=$1 i
         shift
-        "$@" > "$out" 2> /dev/null &
+        # Emptied here, not by the background job's redirection: a file left by the previous
+        # scenario's server would otherwise hand out that dead server's port (a race under load).
+        : > "$out"
+        "$@" >> "$out" 2> /dev/null &
         pids+=($!)
         for i in $(seq 100); do
                 port=$(head -n 1 "$out" 2>/dev/null)
