@@ -1,10 +1,7 @@
 /* nvml_probe.c: a worker thread asks NVML for every fact gpunode needs; the caller waits a bounded time. */
-#include "nvml/nvml_probe.h"
+#include "nvml/nvml_probe_internal.h"
 
 #include <jansson.h>
-#include <math.h>
-#include <pthread.h>
-#include <time.h>
 
 #include "basic/util.h"
 
@@ -13,26 +10,6 @@
 
 /* Probe workers that timed out and are still inside NVML. */
 static unsigned abandoned_workers;
-
-/*
- * State shared by the caller and the worker. The worker fills w (its own) without the lock and,
- * before every NVML call, copies w into pub under the lock, with the name of the call it is about
- * to make. The caller only reads pub, under the lock. The last of the two to leave frees it.
- */
-struct probe_state {
-        pthread_mutex_t lock;
-        pthread_cond_t cond;
-        int refs;       /* under lock: 2 while both caller and worker hold it */
-        bool done;      /* under lock: the worker finished */
-        bool abandoned; /* under lock: the caller gave up waiting */
-        struct nvml_facts pub; /* under lock; pub.gpus has room for pub_cap records */
-        unsigned pub_cap;
-        char call[64]; /* under lock: the call in progress */
-        int call_gpu;
-
-        struct nvml_lib *lib; /* worker's reference */
-        struct nvml_facts w;  /* worker only */
-};
 
 /* Frees the shared state. Returns nothing; never fails. */
 static void probe_state_free(struct probe_state *st) {
@@ -66,7 +43,7 @@ static void publish_locked(struct probe_state *st) {
 }
 
 /* Publishes progress and names the call about to be made. Returns false when the caller gave up. */
-static bool step(struct probe_state *st, const char *call, int gpu) {
+bool nvml_probe_step(struct probe_state *st, const char *call, int gpu) {
         pthread_mutex_lock(&st->lock);
         publish_locked(st);
         snprintf(st->call, sizeof st->call, "%s", call);
@@ -76,534 +53,9 @@ static bool step(struct probe_state *st, const char *call, int gpu) {
         return go_on;
 }
 
-/* Returns the fact { rc, value } for an unsigned result. */
-static struct nvml_fact_u64 fact(nvmlReturn_t rc, uint64_t v) {
-        return (struct nvml_fact_u64){ .rc = rc, .value = rc == NVML_SUCCESS ? v : 0 };
-}
-
-/* Returns a field value as an unsigned number, whatever its type (negative values clamp to 0). */
-static uint64_t field_u64(const nvmlFieldValue_t *v) {
-        switch (v->valueType) {
-        case NVML_VALUE_TYPE_DOUBLE: return v->value.dVal > 0 ? (uint64_t)v->value.dVal : 0;
-        case NVML_VALUE_TYPE_UNSIGNED_INT: return v->value.uiVal;
-        case NVML_VALUE_TYPE_UNSIGNED_LONG: return v->value.ulVal;
-        case NVML_VALUE_TYPE_UNSIGNED_LONG_LONG: return v->value.ullVal;
-        case NVML_VALUE_TYPE_SIGNED_LONG_LONG: return v->value.sllVal > 0 ? (uint64_t)v->value.sllVal : 0;
-        case NVML_VALUE_TYPE_SIGNED_INT: return v->value.siVal > 0 ? (uint64_t)v->value.siVal : 0;
-        case NVML_VALUE_TYPE_UNSIGNED_SHORT: return v->value.usVal;
-        default: return v->value.ullVal;
-        }
-}
-
-/* Sets every fact of g to NVML_FACT_NOT_QUERIED. Returns nothing. */
-static void gpu_facts_init(struct nvml_gpu_facts *g, unsigned index) {
-        memset(g, 0, sizeof *g);
-        g->index = index;
-        g->handle_rc = g->name_rc = g->uuid_rc = g->pci_rc = g->memory_rc = g->cc_rc = g->mig_rc =
-                g->fabric_rc = g->ecc_mode_rc = g->remapped_rows_rc = g->field_values_rc =
-                        g->utilization_rc = g->mig_max_rc = g->mig_devices_rc = NVML_FACT_NOT_QUERIED;
-        struct nvml_fact_u64 *u[] = {
-                &g->minor_number, &g->persistence_mode, &g->ecc_volatile_corrected,
-                &g->ecc_volatile_uncorrected, &g->ecc_aggregate_corrected, &g->ecc_aggregate_uncorrected,
-                &g->recovery_action, &g->memory_temperature, &g->temperature, &g->power_mw, &g->energy_mj,
-                &g->clock_sm_mhz, &g->clock_mem_mhz, &g->pcie_replay, &g->clocks_event_reasons,
-        };
-        for (size_t i = 0; i < ELEMENTSOF(u); i++) u[i]->rc = NVML_FACT_NOT_QUERIED;
-}
-
-/* Formats a 16-byte fabric cluster UUID as 8-4-4-4-12 hex. Returns nothing. */
-static void format_uuid(const unsigned char b[16], char out[37]) {
-        snprintf(out, 37,
-                 "%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x",
-                 b[0], b[1], b[2], b[3], b[4], b[5], b[6], b[7], b[8], b[9], b[10], b[11], b[12], b[13],
-                 b[14], b[15]);
-}
-
-
-int nvml_mig_profile_name(unsigned gi_profile, unsigned ci_profile, uint64_t mig_memory_mb, uint64_t gpu_memory_bytes,
-                          char *buf, size_t size) {
-        /* go-nvlib pkg/nvlib/device/mig_profile.go NewMigProfile and String. */
-        unsigned g, c;
-        const char *suffix = "";
-        if (size > 0) buf[0] = 0;
-        switch (gi_profile) {
-        case NVML_GPU_INSTANCE_PROFILE_1_SLICE: g = 1; break;
-        case NVML_GPU_INSTANCE_PROFILE_1_SLICE_REV1: g = 1; suffix = "+me"; break;
-        case NVML_GPU_INSTANCE_PROFILE_1_SLICE_REV2: g = 1; break;
-        case NVML_GPU_INSTANCE_PROFILE_1_SLICE_GFX: g = 1; suffix = "+gfx"; break;
-        case NVML_GPU_INSTANCE_PROFILE_1_SLICE_NO_ME: g = 1; suffix = "-me"; break;
-        case NVML_GPU_INSTANCE_PROFILE_1_SLICE_ALL_ME: g = 1; suffix = "+me.all"; break;
-        case NVML_GPU_INSTANCE_PROFILE_2_SLICE: g = 2; break;
-        case NVML_GPU_INSTANCE_PROFILE_2_SLICE_REV1: g = 2; suffix = "+me"; break;
-        case NVML_GPU_INSTANCE_PROFILE_2_SLICE_GFX: g = 2; suffix = "+gfx"; break;
-        case NVML_GPU_INSTANCE_PROFILE_2_SLICE_NO_ME: g = 2; suffix = "-me"; break;
-        case NVML_GPU_INSTANCE_PROFILE_2_SLICE_ALL_ME: g = 2; suffix = "+me.all"; break;
-        case NVML_GPU_INSTANCE_PROFILE_3_SLICE: g = 3; break;
-        case NVML_GPU_INSTANCE_PROFILE_4_SLICE: g = 4; break;
-        case NVML_GPU_INSTANCE_PROFILE_4_SLICE_GFX: g = 4; suffix = "+gfx"; break;
-        case NVML_GPU_INSTANCE_PROFILE_6_SLICE: g = 6; break;
-        case NVML_GPU_INSTANCE_PROFILE_7_SLICE: g = 7; break;
-        case NVML_GPU_INSTANCE_PROFILE_8_SLICE: g = 8; break;
-        default: return -EINVAL; /* go-nvlib: "invalid GPU Instance Profile ID" (3_SLICE_GFX included) */
-        }
-        switch (ci_profile) {
-        case NVML_COMPUTE_INSTANCE_PROFILE_1_SLICE:
-        case NVML_COMPUTE_INSTANCE_PROFILE_1_SLICE_REV1: c = 1; break;
-        case NVML_COMPUTE_INSTANCE_PROFILE_2_SLICE: c = 2; break;
-        case NVML_COMPUTE_INSTANCE_PROFILE_3_SLICE: c = 3; break;
-        case NVML_COMPUTE_INSTANCE_PROFILE_4_SLICE: c = 4; break;
-        case NVML_COMPUTE_INSTANCE_PROFILE_6_SLICE: c = 6; break;
-        case NVML_COMPUTE_INSTANCE_PROFILE_7_SLICE:
-        case NVML_COMPUTE_INSTANCE_PROFILE_7_SLICE_NVL: c = 7; break;
-        case NVML_COMPUTE_INSTANCE_PROFILE_8_SLICE: c = 8; break;
-        default: return -EINVAL;
-        }
-        struct nvml_mig_attributes a = {.gi_slices = g, .ci_slices = c, .memory_mb = mig_memory_mb};
-        char base[24];
-        int r = nvml_mig_name_from_attributes(&a, gpu_memory_bytes, base, sizeof base);
-        if (r < 0) return r;
-        snprintf(buf, size, "%s%s", base, suffix);
-        return 0;
-}
-
-int nvml_mig_name_from_attributes(const struct nvml_mig_attributes *a, uint64_t gpu_memory_bytes, char *buf, size_t size) {
-        if (size > 0) buf[0] = 0;
-        if (gpu_memory_bytes == 0 || a->gi_slices == 0 || a->ci_slices == 0) return -EINVAL;
-        /* go-nvlib getMigMemorySizeGB, in the same float64 arithmetic. */
-        const double one_mb = 1024.0 * 1024.0;
-        const uint64_t one_gb = 1024ULL * 1024 * 1024;
-        double frac = ((double)a->memory_mb * one_mb) / (double)gpu_memory_bytes;
-        frac = ceil(frac * 8) / 8;
-        double total_gb = (double)((gpu_memory_bytes + one_gb - 1) / one_gb);
-        unsigned long long gb = (unsigned long long)round(frac * total_gb);
-        if (a->ci_slices == a->gi_slices)
-                snprintf(buf, size, "%ug.%llugb", a->gi_slices, gb);
-        else
-                snprintf(buf, size, "%uc.%ug.%llugb", a->ci_slices, a->gi_slices, gb);
-        return 0;
-}
-
-/* Reads one MIG device's memory: nvmlDeviceGetMemoryInfo_v2, else the v1 call. Returns an nvmlReturn_t. */
-static nvmlReturn_t mig_memory(struct nvml_lib *lib, nvmlDevice_t mdev, struct nvml_mig_facts *m) {
-        nvmlReturn_t rc = NVML_ERROR_FUNCTION_NOT_FOUND;
-        if (lib->nvmlDeviceGetMemoryInfo_v2) {
-                nvmlMemory_v2_t v = { .version = nvmlMemory_v2 };
-                rc = lib->nvmlDeviceGetMemoryInfo_v2(mdev, &v);
-                if (rc == NVML_SUCCESS) {
-                        m->memory_total = v.total;
-                        m->memory_used = v.used;
-                        m->memory_free = v.free;
-                }
-        }
-        if (rc == NVML_ERROR_FUNCTION_NOT_FOUND || rc == NVML_ERROR_ARGUMENT_VERSION_MISMATCH) {
-                nvmlMemory_t v = { 0 };
-                rc = lib->nvmlDeviceGetMemoryInfo ? lib->nvmlDeviceGetMemoryInfo(mdev, &v) : NVML_ERROR_NOT_SUPPORTED;
-                if (rc == NVML_SUCCESS) {
-                        m->memory_total = v.total;
-                        m->memory_used = v.used;
-                        m->memory_free = v.free;
-                }
-        }
-        return rc;
-}
-
-#define NS NVML_ERROR_NOT_SUPPORTED
-#define STEP(name)                                           \
-        do {                                                 \
-                if (!step(st, (name), (int)g->index)) return false; \
-        } while (0)
-
-/* GPU instance profile ids by NVML_GPU_INSTANCE_PROFILE_* index, asked once per GPU. */
-struct gi_profile_table {
-        bool asked;
-        int rc; /* an error other than "not supported"/"invalid argument" ends the lookup, as in go-nvlib */
-        bool valid[NVML_GPU_INSTANCE_PROFILE_COUNT];
-        unsigned id[NVML_GPU_INSTANCE_PROFILE_COUNT];
-};
-
-/* Resolves m's GPU and compute instance profiles the way go-nvlib's MigDevice.GetProfile does; sets
- * m->profile_rc, gi_profile, ci_profile and profile. Returns false when the caller gave up meanwhile. */
-static bool probe_mig_profile(struct probe_state *st, struct nvml_gpu_facts *g, nvmlDevice_t dev, nvmlDevice_t mdev,
-                              struct nvml_mig_facts *m, struct gi_profile_table *t) {
-        struct nvml_lib *lib = st->lib;
-        nvmlReturn_t rc;
-
-        STEP("nvmlDeviceGetDeviceHandleFromMigDeviceHandle");
-        nvmlDevice_t parent = NULL;
-        rc = lib->nvmlDeviceGetDeviceHandleFromMigDeviceHandle
-                     ? lib->nvmlDeviceGetDeviceHandleFromMigDeviceHandle(mdev, &parent) : NS;
-        if (rc == NVML_SUCCESS && parent != dev) rc = NVML_ERROR_UNKNOWN;
-        int first = rc != NVML_SUCCESS ? (int)rc
-                    : g->memory_rc != NVML_SUCCESS ? g->memory_rc
-                    : m->attributes_rc != NVML_SUCCESS ? m->attributes_rc
-                    : m->gi_rc != NVML_SUCCESS ? m->gi_rc
-                    : m->ci_rc;
-        if (first != NVML_SUCCESS) {
-                m->profile_rc = first;
-                return true;
-        }
-
-        STEP("nvmlDeviceGetGpuInstanceById");
-        nvmlGpuInstance_t gi = NULL;
-        rc = lib->nvmlDeviceGetGpuInstanceById ? lib->nvmlDeviceGetGpuInstanceById(dev, m->gi_id, &gi) : NS;
-        nvmlComputeInstance_t ci = NULL;
-        if (rc == NVML_SUCCESS) {
-                STEP("nvmlGpuInstanceGetComputeInstanceById");
-                rc = lib->nvmlGpuInstanceGetComputeInstanceById
-                             ? lib->nvmlGpuInstanceGetComputeInstanceById(gi, m->ci_id, &ci) : NS;
-        }
-        nvmlGpuInstanceInfo_t gii;
-        memset(&gii, 0, sizeof gii);
-        if (rc == NVML_SUCCESS) {
-                STEP("nvmlGpuInstanceGetInfo");
-                rc = lib->nvmlGpuInstanceGetInfo ? lib->nvmlGpuInstanceGetInfo(gi, &gii) : NS;
-        }
-        nvmlComputeInstanceInfo_t cii;
-        memset(&cii, 0, sizeof cii);
-        if (rc == NVML_SUCCESS) {
-                STEP("nvmlComputeInstanceGetInfo");
-                rc = lib->nvmlComputeInstanceGetInfo ? lib->nvmlComputeInstanceGetInfo(ci, &cii) : NS;
-        }
-        if (rc == NVML_SUCCESS && !t->asked) {
-                t->asked = true;
-                t->rc = NVML_SUCCESS;
-                for (unsigned i = 0; i < NVML_GPU_INSTANCE_PROFILE_COUNT && t->rc == NVML_SUCCESS; i++) {
-                        STEP("nvmlDeviceGetGpuInstanceProfileInfo");
-                        nvmlGpuInstanceProfileInfo_t pi;
-                        memset(&pi, 0, sizeof pi);
-                        nvmlReturn_t r = lib->nvmlDeviceGetGpuInstanceProfileInfo
-                                                 ? lib->nvmlDeviceGetGpuInstanceProfileInfo(dev, i, &pi) : NS;
-                        if (r == NVML_SUCCESS) {
-                                t->valid[i] = true;
-                                t->id[i] = pi.id;
-                        } else if (r != NS && r != NVML_ERROR_INVALID_ARGUMENT) {
-                                t->rc = r;
-                        }
-                }
-        }
-        if (rc == NVML_SUCCESS) rc = t->rc;
-        if (rc != NVML_SUCCESS) {
-                m->profile_rc = rc;
-                return true;
-        }
-        for (unsigned i = 0; i < NVML_GPU_INSTANCE_PROFILE_COUNT; i++) {
-                if (!t->valid[i] || t->id[i] != gii.profileId) continue;
-                for (unsigned j = 0; j < NVML_COMPUTE_INSTANCE_PROFILE_COUNT; j++)
-                        for (unsigned k = 0; k < NVML_COMPUTE_INSTANCE_ENGINE_PROFILE_COUNT; k++) {
-                                STEP("nvmlGpuInstanceGetComputeInstanceProfileInfo");
-                                nvmlComputeInstanceProfileInfo_t cp;
-                                memset(&cp, 0, sizeof cp);
-                                rc = lib->nvmlGpuInstanceGetComputeInstanceProfileInfo
-                                             ? lib->nvmlGpuInstanceGetComputeInstanceProfileInfo(gi, j, k, &cp) : NS;
-                                if (rc == NS || rc == NVML_ERROR_INVALID_ARGUMENT) continue;
-                                if (rc != NVML_SUCCESS) {
-                                        m->profile_rc = rc;
-                                        return true;
-                                }
-                                if (cp.id != cii.profileId) continue;
-                                m->profile_rc = NVML_SUCCESS;
-                                m->gi_profile = i;
-                                m->ci_profile = j;
-                                nvml_mig_profile_name(i, j, m->attributes.memory_mb, g->memory_total, m->profile,
-                                                      sizeof m->profile);
-                                return true;
-                        }
-        }
-        m->profile_rc = NVML_ERROR_NOT_FOUND; /* go-nvlib: "no matching profile IDs found" */
-        return true;
-}
-
-/* Enumerates the MIG devices of a GPU with MIG mode enabled, as go-nvlib's VisitMigDevices does.
- * Returns false when the caller gave up meanwhile. */
-static bool probe_mig_devices(struct probe_state *st, struct nvml_gpu_facts *g, nvmlDevice_t dev) {
-        struct nvml_lib *lib = st->lib;
-        nvmlReturn_t rc;
-        struct gi_profile_table table = { 0 };
-
-        STEP("nvmlDeviceGetMaxMigDeviceCount");
-        unsigned max = 0;
-        g->mig_max_rc = lib->nvmlDeviceGetMaxMigDeviceCount ? lib->nvmlDeviceGetMaxMigDeviceCount(dev, &max) : NS;
-        if (g->mig_max_rc != NVML_SUCCESS) return true;
-        g->mig_max = max;
-        g->mig_devices_rc = NVML_SUCCESS;
-        for (unsigned i = 0; i < max && i < NVML_MAX_MIG_DEVICES; i++) {
-                STEP("nvmlDeviceGetMigDeviceHandleByIndex");
-                nvmlDevice_t mdev = NULL;
-                rc = lib->nvmlDeviceGetMigDeviceHandleByIndex ? lib->nvmlDeviceGetMigDeviceHandleByIndex(dev, i, &mdev) : NS;
-                if (rc == NVML_ERROR_NOT_FOUND) continue;
-                if (rc != NVML_SUCCESS) {
-                        g->mig_devices_rc = rc;
-                        return true;
-                }
-                struct nvml_mig_facts *m = &g->mig[g->n_mig++];
-                memset(m, 0, sizeof *m);
-                m->index = i;
-                m->uuid_rc = m->gi_rc = m->ci_rc = m->attributes_rc = m->memory_rc = m->profile_rc = NVML_FACT_NOT_QUERIED;
-
-                STEP("nvmlDeviceGetUUID");
-                m->uuid_rc = lib->nvmlDeviceGetUUID ? lib->nvmlDeviceGetUUID(mdev, m->uuid, sizeof m->uuid) : NS;
-                if (m->uuid_rc != NVML_SUCCESS) m->uuid[0] = 0;
-                STEP("nvmlDeviceGetGpuInstanceId");
-                unsigned id = 0;
-                m->gi_rc = lib->nvmlDeviceGetGpuInstanceId ? lib->nvmlDeviceGetGpuInstanceId(mdev, &id) : NS;
-                m->gi_id = m->gi_rc == NVML_SUCCESS ? id : 0;
-                STEP("nvmlDeviceGetComputeInstanceId");
-                id = 0;
-                m->ci_rc = lib->nvmlDeviceGetComputeInstanceId ? lib->nvmlDeviceGetComputeInstanceId(mdev, &id) : NS;
-                m->ci_id = m->ci_rc == NVML_SUCCESS ? id : 0;
-                STEP("nvmlDeviceGetAttributes");
-                nvmlDeviceAttributes_t a;
-                memset(&a, 0, sizeof a);
-                m->attributes_rc = lib->nvmlDeviceGetAttributes ? lib->nvmlDeviceGetAttributes(mdev, &a) : NS;
-                if (m->attributes_rc == NVML_SUCCESS)
-                        m->attributes = (struct nvml_mig_attributes){
-                                .multiprocessors = a.multiprocessorCount, .copy_engines = a.sharedCopyEngineCount,
-                                .decoders = a.sharedDecoderCount, .encoders = a.sharedEncoderCount,
-                                .jpegs = a.sharedJpegCount, .ofas = a.sharedOfaCount,
-                                .gi_slices = a.gpuInstanceSliceCount, .ci_slices = a.computeInstanceSliceCount,
-                                .memory_mb = a.memorySizeMB,
-                        };
-                STEP("nvmlDeviceGetMemoryInfo");
-                m->memory_rc = mig_memory(lib, mdev, m);
-                if (!probe_mig_profile(st, g, dev, mdev, m, &table)) return false;
-        }
-        return true;
-}
-
-/* Asks NVML for every fact of GPU g->index. Returns false when the caller gave up meanwhile. */
-static bool probe_gpu(struct probe_state *st, struct nvml_gpu_facts *g) {
-        struct nvml_lib *lib = st->lib;
-        nvmlDevice_t dev = NULL;
-        nvmlReturn_t rc;
-
-        STEP("nvmlDeviceGetHandleByIndex");
-        g->handle_rc = lib->nvmlDeviceGetHandleByIndex(g->index, &dev);
-        if (g->handle_rc != NVML_SUCCESS) return true;
-
-        STEP("nvmlDeviceGetName");
-        g->name_rc = lib->nvmlDeviceGetName ? lib->nvmlDeviceGetName(dev, g->name, sizeof g->name) : NS;
-        if (g->name_rc != NVML_SUCCESS) g->name[0] = 0;
-
-        STEP("nvmlDeviceGetUUID");
-        g->uuid_rc = lib->nvmlDeviceGetUUID ? lib->nvmlDeviceGetUUID(dev, g->uuid, sizeof g->uuid) : NS;
-        if (g->uuid_rc != NVML_SUCCESS) g->uuid[0] = 0;
-
-        STEP("nvmlDeviceGetMinorNumber");
-        unsigned minor = 0;
-        rc = lib->nvmlDeviceGetMinorNumber ? lib->nvmlDeviceGetMinorNumber(dev, &minor) : NS;
-        g->minor_number = fact(rc, minor);
-
-        STEP("nvmlDeviceGetPciInfo");
-        nvmlPciInfo_t pci = { 0 };
-        g->pci_rc = lib->nvmlDeviceGetPciInfo ? lib->nvmlDeviceGetPciInfo(dev, &pci) : NS;
-        if (g->pci_rc == NVML_SUCCESS) {
-                snprintf(g->pci_bus_id, sizeof g->pci_bus_id, "%.*s", (int)sizeof pci.busId - 1, pci.busId);
-                snprintf(g->pci_bus_id_legacy, sizeof g->pci_bus_id_legacy, "%.*s",
-                         (int)sizeof pci.busIdLegacy - 1, pci.busIdLegacy);
-                g->pci_domain = pci.domain;
-                g->pci_bus = pci.bus;
-                g->pci_device = pci.device;
-                g->pci_device_id = pci.pciDeviceId;
-                g->pci_subsystem_id = pci.pciSubSystemId;
-        }
-
-        STEP("nvmlDeviceGetMemoryInfo");
-        rc = NVML_ERROR_FUNCTION_NOT_FOUND;
-        if (lib->nvmlDeviceGetMemoryInfo_v2) {
-                nvmlMemory_v2_t m = { .version = nvmlMemory_v2 };
-                rc = lib->nvmlDeviceGetMemoryInfo_v2(dev, &m);
-                if (rc == NVML_SUCCESS) {
-                        g->memory_version = 2;
-                        g->memory_total = m.total;
-                        g->memory_used = m.used;
-                        g->memory_free = m.free;
-                        g->memory_reserved = m.reserved;
-                }
-        }
-        if (rc == NVML_ERROR_FUNCTION_NOT_FOUND || rc == NVML_ERROR_ARGUMENT_VERSION_MISMATCH) {
-                nvmlMemory_t m = { 0 };
-                rc = lib->nvmlDeviceGetMemoryInfo ? lib->nvmlDeviceGetMemoryInfo(dev, &m) : NS;
-                if (rc == NVML_SUCCESS) {
-                        g->memory_version = 1;
-                        g->memory_total = m.total;
-                        g->memory_used = m.used;
-                        g->memory_free = m.free;
-                }
-        }
-        g->memory_rc = rc;
-
-        STEP("nvmlDeviceGetCudaComputeCapability");
-        int major = 0, minor_cc = 0;
-        g->cc_rc = lib->nvmlDeviceGetCudaComputeCapability
-                           ? lib->nvmlDeviceGetCudaComputeCapability(dev, &major, &minor_cc) : NS;
-        if (g->cc_rc == NVML_SUCCESS) {
-                g->cc_major = major;
-                g->cc_minor = minor_cc;
-        }
-
-        STEP("nvmlDeviceGetMigMode");
-        unsigned cur = 0, pend = 0;
-        g->mig_rc = lib->nvmlDeviceGetMigMode ? lib->nvmlDeviceGetMigMode(dev, &cur, &pend) : NS;
-        if (g->mig_rc == NVML_SUCCESS) {
-                g->mig_current = cur;
-                g->mig_pending = pend;
-        }
-        if (g->mig_rc == NVML_SUCCESS && g->mig_current == NVML_DEVICE_MIG_ENABLE && !probe_mig_devices(st, g, dev))
-                return false;
-
-        STEP("nvmlDeviceGetPersistenceMode");
-        nvmlEnableState_t pm = NVML_FEATURE_DISABLED;
-        rc = lib->nvmlDeviceGetPersistenceMode ? lib->nvmlDeviceGetPersistenceMode(dev, &pm) : NS;
-        g->persistence_mode = fact(rc, (uint64_t)pm);
-
-        STEP("nvmlDeviceGetGpuFabricInfo");
-        nvmlGpuFabricInfoV_t fi;
-        memset(&fi, 0, sizeof fi);
-        rc = NVML_ERROR_FUNCTION_NOT_FOUND;
-        if (lib->nvmlDeviceGetGpuFabricInfoV) {
-                fi.version = nvmlGpuFabricInfo_v3;
-                g->fabric_version = 3;
-                rc = lib->nvmlDeviceGetGpuFabricInfoV(dev, &fi);
-                if (rc == NVML_ERROR_ARGUMENT_VERSION_MISMATCH) {
-                        /* Older drivers know only v2, a prefix of v3: the buffer is large enough. */
-                        memset(&fi, 0, sizeof fi);
-                        fi.version = nvmlGpuFabricInfo_v2;
-                        g->fabric_version = 2;
-                        rc = lib->nvmlDeviceGetGpuFabricInfoV(dev, &fi);
-                }
-        }
-        if (rc == NVML_ERROR_FUNCTION_NOT_FOUND && lib->nvmlDeviceGetGpuFabricInfo) {
-                nvmlGpuFabricInfo_t f1;
-                memset(&f1, 0, sizeof f1);
-                rc = lib->nvmlDeviceGetGpuFabricInfo(dev, &f1);
-                g->fabric_version = 1;
-                memcpy(fi.clusterUuid, f1.clusterUuid, sizeof fi.clusterUuid);
-                fi.status = f1.status;
-                fi.cliqueId = f1.cliqueId;
-                fi.state = f1.state;
-        } else if (rc == NVML_ERROR_FUNCTION_NOT_FOUND) {
-                rc = NS;
-        }
-        g->fabric_rc = rc;
-        if (rc == NVML_SUCCESS) {
-                g->fabric_state = fi.state;
-                g->fabric_status = fi.status;
-                format_uuid(fi.clusterUuid, g->fabric_cluster_uuid);
-                g->fabric_clique_id = fi.cliqueId;
-                g->fabric_health_mask = g->fabric_version >= 2 ? fi.healthMask : 0;
-        } else {
-                g->fabric_version = 0;
-        }
-
-        STEP("nvmlDeviceGetEccMode");
-        nvmlEnableState_t ec = NVML_FEATURE_DISABLED, ep = NVML_FEATURE_DISABLED;
-        g->ecc_mode_rc = lib->nvmlDeviceGetEccMode ? lib->nvmlDeviceGetEccMode(dev, &ec, &ep) : NS;
-        if (g->ecc_mode_rc == NVML_SUCCESS) {
-                g->ecc_mode_current = ec;
-                g->ecc_mode_pending = ep;
-        }
-
-        struct {
-                nvmlMemoryErrorType_t type;
-                nvmlEccCounterType_t counter;
-                struct nvml_fact_u64 *out;
-        } ecc[] = {
-                { NVML_MEMORY_ERROR_TYPE_UNCORRECTED, NVML_VOLATILE_ECC, &g->ecc_volatile_uncorrected },
-                { NVML_MEMORY_ERROR_TYPE_UNCORRECTED, NVML_AGGREGATE_ECC, &g->ecc_aggregate_uncorrected },
-                { NVML_MEMORY_ERROR_TYPE_CORRECTED, NVML_VOLATILE_ECC, &g->ecc_volatile_corrected },
-                { NVML_MEMORY_ERROR_TYPE_CORRECTED, NVML_AGGREGATE_ECC, &g->ecc_aggregate_corrected },
-        };
-        for (size_t i = 0; i < ELEMENTSOF(ecc); i++) {
-                STEP("nvmlDeviceGetTotalEccErrors");
-                unsigned long long n = 0;
-                rc = lib->nvmlDeviceGetTotalEccErrors
-                             ? lib->nvmlDeviceGetTotalEccErrors(dev, ecc[i].type, ecc[i].counter, &n) : NS;
-                *ecc[i].out = fact(rc, n);
-        }
-
-        STEP("nvmlDeviceGetRemappedRows");
-        unsigned corr = 0, unc = 0, pending = 0, failure = 0;
-        g->remapped_rows_rc = lib->nvmlDeviceGetRemappedRows
-                                      ? lib->nvmlDeviceGetRemappedRows(dev, &corr, &unc, &pending, &failure) : NS;
-        if (g->remapped_rows_rc == NVML_SUCCESS) {
-                g->remapped_correctable = corr;
-                g->remapped_uncorrectable = unc;
-                g->remapped_pending = pending != 0;
-                g->remapped_failure = failure != 0;
-        }
-
-        STEP("nvmlDeviceGetFieldValues");
-        nvmlFieldValue_t fv[2];
-        memset(fv, 0, sizeof fv);
-        fv[0].fieldId = NVML_FI_DEV_GET_GPU_RECOVERY_ACTION;
-        fv[1].fieldId = NVML_FI_DEV_MEMORY_TEMP;
-        g->field_values_rc = lib->nvmlDeviceGetFieldValues
-                                     ? lib->nvmlDeviceGetFieldValues(dev, (int)ELEMENTSOF(fv), fv) : NS;
-        struct nvml_fact_u64 *fout[] = { &g->recovery_action, &g->memory_temperature };
-        for (size_t i = 0; i < ELEMENTSOF(fv); i++)
-                *fout[i] = g->field_values_rc != NVML_SUCCESS
-                                   ? fact(g->field_values_rc, 0)
-                                   : fact(fv[i].nvmlReturn, fv[i].nvmlReturn == NVML_SUCCESS ? field_u64(&fv[i]) : 0);
-
-        STEP("nvmlDeviceGetTemperature");
-        rc = NVML_ERROR_FUNCTION_NOT_FOUND;
-        if (lib->nvmlDeviceGetTemperatureV) {
-                nvmlTemperature_t t = { .version = nvmlTemperature_v1, .sensorType = NVML_TEMPERATURE_GPU };
-                rc = lib->nvmlDeviceGetTemperatureV(dev, &t);
-                g->temperature = fact(rc, t.temperature > 0 ? (uint64_t)t.temperature : 0);
-        }
-        if (rc == NVML_ERROR_FUNCTION_NOT_FOUND || rc == NVML_ERROR_ARGUMENT_VERSION_MISMATCH) {
-                unsigned t = 0;
-                rc = lib->nvmlDeviceGetTemperature ? lib->nvmlDeviceGetTemperature(dev, NVML_TEMPERATURE_GPU, &t) : NS;
-                g->temperature = fact(rc, t);
-        }
-
-        STEP("nvmlDeviceGetPowerUsage");
-        unsigned mw = 0;
-        rc = lib->nvmlDeviceGetPowerUsage ? lib->nvmlDeviceGetPowerUsage(dev, &mw) : NS;
-        g->power_mw = fact(rc, mw);
-
-        STEP("nvmlDeviceGetTotalEnergyConsumption");
-        unsigned long long mj = 0;
-        rc = lib->nvmlDeviceGetTotalEnergyConsumption ? lib->nvmlDeviceGetTotalEnergyConsumption(dev, &mj) : NS;
-        g->energy_mj = fact(rc, mj);
-
-        STEP("nvmlDeviceGetUtilizationRates");
-        nvmlUtilization_t u = { 0 };
-        g->utilization_rc = lib->nvmlDeviceGetUtilizationRates ? lib->nvmlDeviceGetUtilizationRates(dev, &u) : NS;
-        if (g->utilization_rc == NVML_SUCCESS) {
-                g->utilization_gpu = u.gpu;
-                g->utilization_memory = u.memory;
-        }
-
-        struct {
-                nvmlClockType_t type;
-                struct nvml_fact_u64 *out;
-        } clk[] = { { NVML_CLOCK_SM, &g->clock_sm_mhz }, { NVML_CLOCK_MEM, &g->clock_mem_mhz } };
-        for (size_t i = 0; i < ELEMENTSOF(clk); i++) {
-                STEP("nvmlDeviceGetClockInfo");
-                unsigned mhz = 0;
-                rc = lib->nvmlDeviceGetClockInfo ? lib->nvmlDeviceGetClockInfo(dev, clk[i].type, &mhz) : NS;
-                *clk[i].out = fact(rc, mhz);
-        }
-
-        STEP("nvmlDeviceGetPcieReplayCounter");
-        unsigned replay = 0;
-        rc = lib->nvmlDeviceGetPcieReplayCounter ? lib->nvmlDeviceGetPcieReplayCounter(dev, &replay) : NS;
-        g->pcie_replay = fact(rc, replay);
-
-        STEP("nvmlDeviceGetCurrentClocksEventReasons");
-        unsigned long long reasons = 0;
-        rc = lib->nvmlDeviceGetCurrentClocksEventReasons ? lib->nvmlDeviceGetCurrentClocksEventReasons(dev, &reasons)
-                                                         : NS;
-        g->clocks_event_reasons = fact(rc, reasons);
-        return true;
-}
-
-#undef STEP
 #define STEP(name)                                  \
         do {                                        \
-                if (!step(st, (name), -1)) goto out; \
+                if (!nvml_probe_step(st, (name), -1)) goto out; \
         } while (0)
 
 /* The worker: gathers into st->w, then leaves. Returns NULL; frees st if the caller already left. */
@@ -635,7 +87,7 @@ static void *probe_worker(void *arg) {
         STEP("nvmlSystemGetCudaDriverVersion");
         int cuda = 0;
         nvmlReturn_t rc = lib->nvmlSystemGetCudaDriverVersion ? lib->nvmlSystemGetCudaDriverVersion(&cuda) : NS;
-        w->cuda_driver_version = fact(rc, cuda > 0 ? (uint64_t)cuda : 0);
+        w->cuda_driver_version = nvml_fact(rc, cuda > 0 ? (uint64_t)cuda : 0);
 
         STEP("nvmlDeviceGetCount");
         unsigned count = 0;
@@ -644,16 +96,16 @@ static void *probe_worker(void *arg) {
                 w->device_count = count > NVML_PROBE_MAX_GPUS ? NVML_PROBE_MAX_GPUS : count;
                 if (w->device_count > 0) w->gpus = xcalloc(w->device_count, sizeof *w->gpus);
                 for (unsigned i = 0; i < w->device_count; i++) {
-                        gpu_facts_init(&w->gpus[i], i);
+                        nvml_gpu_facts_init(&w->gpus[i], i);
                         w->n_gpus = i + 1;
-                        if (!probe_gpu(st, &w->gpus[i])) goto out;
+                        if (!nvml_probe_gpu(st, &w->gpus[i])) goto out;
                         w->gpus[i].complete = true;
                 }
         }
 
 out:
         if (initialized) {
-                step(st, "nvmlShutdown", -1);
+                nvml_probe_step(st, "nvmlShutdown", -1);
                 lib->nvmlShutdown();
         }
 
@@ -668,6 +120,8 @@ out:
         if (was_abandoned) __atomic_sub_fetch(&abandoned_workers, 1, __ATOMIC_ACQ_REL);
         return NULL;
 }
+
+#undef STEP
 
 unsigned nvml_probe_abandoned_workers(void) {
         return __atomic_load_n(&abandoned_workers, __ATOMIC_ACQUIRE);
