@@ -49,24 +49,12 @@ static void format_uuid(const unsigned char b[16], char out[37]) {
 
 /* Reads one MIG device's memory: nvmlDeviceGetMemoryInfo_v2, else the v1 call. Returns an nvmlReturn_t. */
 static nvmlReturn_t mig_memory(struct nvml_lib *lib, nvmlDevice_t mdev, struct nvml_mig_facts *m) {
-        nvmlReturn_t rc = NVML_ERROR_FUNCTION_NOT_FOUND;
-        if (lib->nvmlDeviceGetMemoryInfo_v2) {
-                nvmlMemory_v2_t v = { .version = nvmlMemory_v2 };
-                rc = lib->nvmlDeviceGetMemoryInfo_v2(mdev, &v);
-                if (rc == NVML_SUCCESS) {
-                        m->memory_total = v.total;
-                        m->memory_used = v.used;
-                        m->memory_free = v.free;
-                }
-        }
-        if (rc == NVML_ERROR_FUNCTION_NOT_FOUND || rc == NVML_ERROR_ARGUMENT_VERSION_MISMATCH) {
-                nvmlMemory_t v = { 0 };
-                rc = lib->nvmlDeviceGetMemoryInfo ? lib->nvmlDeviceGetMemoryInfo(mdev, &v) : NVML_ERROR_NOT_SUPPORTED;
-                if (rc == NVML_SUCCESS) {
-                        m->memory_total = v.total;
-                        m->memory_used = v.used;
-                        m->memory_free = v.free;
-                }
+        nvmlMemory_v2_t v;
+        nvmlReturn_t rc = nvml_memory_info(lib, mdev, &v, NULL);
+        if (rc == NVML_SUCCESS) {
+                m->memory_total = v.total;
+                m->memory_used = v.used;
+                m->memory_free = v.free;
         }
         return rc;
 }
@@ -272,27 +260,15 @@ bool nvml_probe_gpu(struct probe_state *st, struct nvml_gpu_facts *g) {
         }
 
         STEP("nvmlDeviceGetMemoryInfo");
-        rc = NVML_ERROR_FUNCTION_NOT_FOUND;
-        if (lib->nvmlDeviceGetMemoryInfo_v2) {
-                nvmlMemory_v2_t m = { .version = nvmlMemory_v2 };
-                rc = lib->nvmlDeviceGetMemoryInfo_v2(dev, &m);
-                if (rc == NVML_SUCCESS) {
-                        g->memory_version = 2;
-                        g->memory_total = m.total;
-                        g->memory_used = m.used;
-                        g->memory_free = m.free;
-                        g->memory_reserved = m.reserved;
-                }
-        }
-        if (rc == NVML_ERROR_FUNCTION_NOT_FOUND || rc == NVML_ERROR_ARGUMENT_VERSION_MISMATCH) {
-                nvmlMemory_t m = { 0 };
-                rc = lib->nvmlDeviceGetMemoryInfo ? lib->nvmlDeviceGetMemoryInfo(dev, &m) : NS;
-                if (rc == NVML_SUCCESS) {
-                        g->memory_version = 1;
-                        g->memory_total = m.total;
-                        g->memory_used = m.used;
-                        g->memory_free = m.free;
-                }
+        nvmlMemory_v2_t mem;
+        int mem_version = 0;
+        rc = nvml_memory_info(lib, dev, &mem, &mem_version);
+        if (rc == NVML_SUCCESS) {
+                g->memory_version = mem_version;
+                g->memory_total = mem.total;
+                g->memory_used = mem.used;
+                g->memory_free = mem.free;
+                if (mem_version == 2) g->memory_reserved = mem.reserved;
         }
         g->memory_rc = rc;
 

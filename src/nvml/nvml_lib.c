@@ -195,3 +195,21 @@ const char *nvml_return_message(int rc) {
         const struct nvml_rc_text *t = rc_text(rc);
         return t ? t->message : "NVML returned a code this program does not know";
 }
+
+nvmlReturn_t nvml_memory_info(const struct nvml_lib *lib, nvmlDevice_t dev, nvmlMemory_v2_t *ret, int *ret_version) {
+        nvmlReturn_t rc = NVML_ERROR_FUNCTION_NOT_FOUND;
+        if (lib->nvmlDeviceGetMemoryInfo_v2) {
+                *ret = (nvmlMemory_v2_t){.version = nvmlMemory_v2};
+                rc = lib->nvmlDeviceGetMemoryInfo_v2(dev, ret);
+                if (rc == NVML_SUCCESS && ret_version) *ret_version = 2;
+        }
+        if (rc == NVML_ERROR_FUNCTION_NOT_FOUND || rc == NVML_ERROR_ARGUMENT_VERSION_MISMATCH) {
+                nvmlMemory_t v = {0};
+                rc = lib->nvmlDeviceGetMemoryInfo ? lib->nvmlDeviceGetMemoryInfo(dev, &v) : NVML_ERROR_NOT_SUPPORTED;
+                if (rc == NVML_SUCCESS) {
+                        *ret = (nvmlMemory_v2_t){.total = v.total, .free = v.free, .used = v.used};
+                        if (ret_version) *ret_version = 1;
+                }
+        }
+        return rc;
+}

@@ -92,6 +92,12 @@ struct nvml_lib *nvml_lib_unref(struct nvml_lib *lib);
 static inline void nvml_lib_unrefp(struct nvml_lib **p) { nvml_lib_unref(*p); }
 #define _cleanup_nvml_lib_ __attribute__((cleanup(nvml_lib_unrefp)))
 
+/* Asks a GPU's (or a MIG device's) memory: nvmlDeviceGetMemoryInfo_v2 where the library has it and
+ * accepts the version, else the v1 call (reserved is 0 then). Returns the call's nvmlReturn_t, with
+ * *ret filled on NVML_SUCCESS and *ret_version (may be NULL) set to 2 or 1 by the call that answered;
+ * NVML_ERROR_NOT_SUPPORTED when the library has neither. */
+nvmlReturn_t nvml_memory_info(const struct nvml_lib *lib, nvmlDevice_t dev, nvmlMemory_v2_t *ret, int *ret_version);
+
 /* Returns the symbolic name of an nvmlReturn_t ("NVML_ERROR_DRIVER_NOT_LOADED"); never NULL. Codes the
  * project does not know give "NVML_ERROR_UNRECOGNIZED"; NVML_FACT_NOT_QUERIED gives "NOT_QUERIED". */
 const char *nvml_return_name(int rc);
