@@ -21,13 +21,17 @@ void *xrealloc(void *p, size_t n) { return oom_check(realloc(p, n ? n : 1)); }
 char *xstrdup(const char *s) { return oom_check(strdup(s)); }
 char *xstrndup(const char *s, size_t n) { return oom_check(strndup(s, n)); }
 
+char *xvasprintf(const char *fmt, va_list ap) {
+        char *s;
+        if (vasprintf(&s, fmt, ap) < 0) oom_check(NULL);
+        return s;
+}
+
 char *xasprintf(const char *fmt, ...) {
         va_list ap;
-        char *s;
         va_start(ap, fmt);
-        int r = vasprintf(&s, fmt, ap);
+        char *s = xvasprintf(fmt, ap);
         va_end(ap);
-        if (r < 0) oom_check(NULL);
         return s;
 }
 

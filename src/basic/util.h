@@ -2,6 +2,7 @@
 #pragma once
 
 #include <errno.h>
+#include <stdarg.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -51,6 +52,7 @@ char *strstrip_right(char *s);
 int errorf(char **ret_error, int r, const char *fmt, ...) _printf_(3, 4);
 
 /* Returns a malloc'd printf result; aborts on out-of-memory (as all allocation helpers here do). */
+char *xvasprintf(const char *fmt, va_list ap) _printf_(1, 0);
 char *xasprintf(const char *fmt, ...) _printf_(1, 2);
 void *xmalloc(size_t n) __attribute__((malloc, alloc_size(1), returns_nonnull));
 void *xcalloc(size_t n, size_t size) __attribute__((malloc, alloc_size(1, 2), returns_nonnull));

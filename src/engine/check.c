@@ -3,21 +3,11 @@
 
 #include <stdarg.h>
 
-/* Returns the malloc'd printf of fmt; aborts on out-of-memory like the x* allocators. */
-static char *vformat(const char *fmt, va_list ap) {
-        char *s;
-        if (vasprintf(&s, fmt, ap) < 0) {
-                fputs("gpunode: out of memory\n", stderr);
-                abort();
-        }
-        return s;
-}
-
 void finding_set(struct finding *f, enum check_status status, const char *fmt, ...) {
         va_list ap;
         va_start(ap, fmt);
         free(f->summary);
-        f->summary = vformat(fmt, ap);
+        f->summary = xvasprintf(fmt, ap);
         va_end(ap);
         f->status = status;
 }
@@ -26,7 +16,7 @@ void finding_evidence(struct finding *f, const char *fmt, ...) {
         va_list ap;
         va_start(ap, fmt);
         f->evidence = xrealloc(f->evidence, (f->n_evidence + 1) * sizeof *f->evidence);
-        f->evidence[f->n_evidence++] = vformat(fmt, ap);
+        f->evidence[f->n_evidence++] = xvasprintf(fmt, ap);
         va_end(ap);
 }
 
@@ -34,7 +24,7 @@ void finding_remedy(struct finding *f, const char *fmt, ...) {
         va_list ap;
         va_start(ap, fmt);
         free(f->remedy);
-        f->remedy = vformat(fmt, ap);
+        f->remedy = xvasprintf(fmt, ap);
         va_end(ap);
 }
 

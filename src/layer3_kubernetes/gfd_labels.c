@@ -65,8 +65,7 @@ static void label_put(struct label_set *s, const char *key, const char *value) {
 _printf_(3, 4) static void label_putf(struct label_set *s, const char *key, const char *fmt, ...) {
         va_list ap;
         va_start(ap, fmt);
-        char *v = NULL;
-        if (vasprintf(&v, fmt, ap) < 0) abort();
+        char *v = xvasprintf(fmt, ap);
         va_end(ap);
         label_put(s, key, v);
         free(v);
@@ -109,8 +108,7 @@ static bool mig_enabled(const struct nvml_gpu_facts *g) {
 _printf_(3, 4) static int label_fail(char **ret_error, int r, const char *fmt, ...) {
         va_list ap;
         va_start(ap, fmt);
-        char *v = NULL;
-        if (vasprintf(&v, fmt, ap) < 0) abort();
+        char *v = xvasprintf(fmt, ap);
         va_end(ap);
         *ret_error = v;
         return r;
