@@ -4,7 +4,8 @@ set -euo pipefail
 packages=(
         gcc clang meson ninja-build pkg-config git ca-certificates
         libjansson-dev libcurl4-openssl-dev libfyaml-dev libarchive-dev libssl-dev zlib1g-dev
-        libcmocka-dev valgrind openssl python3 python3-grpcio pciutils
+        libcmocka-dev valgrind openssl python3 python3-grpcio python3-protobuf pciutils
+        libnghttp2-dev libprotobuf-c-dev protobuf-c-compiler
         prometheus prometheus-node-exporter wrk hyperfine libclang-rt-14-dev
 )
 sudo=

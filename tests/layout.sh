@@ -39,12 +39,13 @@ allowed() { # allowed FOLDER: the folders its files may include
         basic) echo "basic" ;;
         engine) echo "basic engine" ;;
         nvml) echo "basic nvml" ;;
-        kube) echo "basic kube" ;;
-        facts) echo "basic kube facts" ;;
+        grpc) echo "basic grpc" ;;
+        kube) echo "basic grpc kube" ;;
+        facts) echo "basic grpc kube facts" ;;
         layer1_hardware) echo "basic engine facts nvml layer1_hardware" ;;
         layer2_container) echo "basic engine facts nvml layer1_hardware layer2_container" ;;
-        layer3_kubernetes) echo "basic engine facts nvml kube layer1_hardware layer2_container layer3_kubernetes" ;;
-        layer4_observability) echo "basic engine facts nvml kube layer1_hardware layer2_container layer3_kubernetes layer4_observability" ;;
+        layer3_kubernetes) echo "basic engine facts nvml grpc kube layer1_hardware layer2_container layer3_kubernetes" ;;
+        layer4_observability) echo "basic engine facts nvml grpc kube layer1_hardware layer2_container layer3_kubernetes layer4_observability" ;;
         *) echo "*" ;;
         esac
 }

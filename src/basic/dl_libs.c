@@ -5,6 +5,8 @@
 #include "basic/dl_fyaml.h"
 #include "basic/dl_archive.h"
 #include "basic/dl_crypto.h"
+#include "basic/dl_nghttp2.h"
+#include "basic/dl_protobuf_c.h"
 
 struct dl_curl_table dl_curl;
 
@@ -56,4 +58,30 @@ int dl_crypto_open(char **ret_error) {
         static struct dlib_state state = DLIB_STATE_INIT;
         _Static_assert(sizeof(dl_crypto) == sizeof(names) / sizeof(names[0]) * sizeof(void *), "table layout");
         return dlib_open(&state, "libcrypto.so.3", names, sizeof(names) / sizeof(names[0]), (void **)&dl_crypto, ret_error);
+}
+
+struct dl_nghttp2_table dl_nghttp2;
+
+int dl_nghttp2_open(char **ret_error) {
+        static const char *const names[] = {
+#define DL_X(s) #s,
+                DL_NGHTTP2_SYMBOLS(DL_X)
+#undef DL_X
+        };
+        static struct dlib_state state = DLIB_STATE_INIT;
+        _Static_assert(sizeof(dl_nghttp2) == sizeof(names) / sizeof(names[0]) * sizeof(void *), "table layout");
+        return dlib_open(&state, "libnghttp2.so.14", names, sizeof(names) / sizeof(names[0]), (void **)&dl_nghttp2, ret_error);
+}
+
+struct dl_protobuf_c_table dl_protobuf_c;
+
+int dl_protobuf_c_open(char **ret_error) {
+        static const char *const names[] = {
+#define DL_X(s) #s,
+                DL_PROTOBUF_C_SYMBOLS(DL_X)
+#undef DL_X
+        };
+        static struct dlib_state state = DLIB_STATE_INIT;
+        _Static_assert(sizeof(dl_protobuf_c) == sizeof(names) / sizeof(names[0]) * sizeof(void *), "table layout");
+        return dlib_open(&state, "libprotobuf-c.so.1", names, sizeof(names) / sizeof(names[0]), (void **)&dl_protobuf_c, ret_error);
 }
