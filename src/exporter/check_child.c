@@ -1,4 +1,4 @@
-/* check_child.c: the exporter's check thread: runs the layer diagnosis (`gpunode check`) in a child process and splices its series into the page. */
+/* check_child.c: the exporter's check thread: runs `gpunode check` in a child process and splices its series into the page. */
 #include "exporter/exporter_internal.h"
 
 #include <fcntl.h>
@@ -269,11 +269,11 @@ publish:;
         free(e->check_text);
         e->check_text = b.data;
         pthread_mutex_unlock(&e->publish_lock);
-        publish(e);
+        exporter_publish(e);
 }
 
 /* The check thread: runs the layer diagnosis in a child every check interval. Returns NULL. */
-void *check_main(void *arg) {
+void *exporter_check_main(void *arg) {
         struct exporter *e = arg;
         struct exp_check_status cs = { .last = EXP_CHECK_NONE };
         char *last_output = NULL;
@@ -282,7 +282,7 @@ void *check_main(void *arg) {
                 pthread_mutex_unlock(&e->lock);
                 check_round(e, &cs, &last_output);
                 pthread_mutex_lock(&e->lock);
-                wait_locked(e, e->o.check_interval_ms);
+                exporter_wait_locked(e, e->o.check_interval_ms);
         }
         pthread_mutex_unlock(&e->lock);
         if (e->check_pid > 0) {

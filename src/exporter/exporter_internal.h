@@ -111,26 +111,26 @@ struct exporter *exporter_ref(struct exporter *e);
 struct exporter *exporter_unref(struct exporter *e);
 
 /* Waits ms or until stop. Caller holds e->lock. Returns true when stopping, false when ms passed. Never fails. */
-bool wait_locked(struct exporter *e, unsigned ms);
+bool exporter_wait_locked(struct exporter *e, unsigned ms);
 
 /* Composes the page from its parts, compresses it once, and swaps it in. Returns nothing; when
  * compression fails the page is served uncompressed (gz NULL). */
-void publish(struct exporter *e);
+void exporter_publish(struct exporter *e);
 
 /* ---- sampler.c ---- */
 
 /* Starts a sampler worker of the current generation. Caller holds e->lock. Returns 0, or -errno from
  * pthread_create (then no worker runs: e->worker_running is false). */
-int start_worker_locked(struct exporter *e);
+int exporter_start_worker_locked(struct exporter *e);
 
 /* ---- xid_events.c ---- */
 
 /* The Xid thread's entry (arg: the exporter, with a reference the thread drops). Returns NULL; NVML
  * errors are counted and the thread starts over, it never fails. */
-void *xid_main(void *arg);
+void *exporter_xid_main(void *arg);
 
 /* ---- check_child.c ---- */
 
 /* The check thread's entry (arg: the exporter, with a reference the thread drops). Returns NULL; how
  * each run went is published in its series, the thread never fails. */
-void *check_main(void *arg);
+void *exporter_check_main(void *arg);

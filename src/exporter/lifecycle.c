@@ -31,7 +31,7 @@ struct exporter *exporter_unref(struct exporter *e) {
 }
 
 /* Waits ms or until stop. Caller holds e->lock. Returns true when stopping. */
-bool wait_locked(struct exporter *e, unsigned ms) {
+bool exporter_wait_locked(struct exporter *e, unsigned ms) {
         struct timespec t = now_mono();
         t.tv_sec += ms / 1000;
         t.tv_nsec += (long)(ms % 1000) * 1000000L;
@@ -45,7 +45,7 @@ bool wait_locked(struct exporter *e, unsigned ms) {
 }
 
 /* Composes the page from its parts, compresses it once, and swaps it in. Returns nothing. */
-void publish(struct exporter *e) {
+void exporter_publish(struct exporter *e) {
         pthread_mutex_lock(&e->publish_lock);
         struct exp_page *p = xcalloc(1, sizeof *p);
         p->refs = 1;
@@ -72,6 +72,7 @@ void publish(struct exporter *e) {
         pthread_mutex_unlock(&e->publish_lock);
 }
 
+/* Returns the latest page with a reference (never NULL); never fails, never calls NVML. */
 struct exp_page *exporter_page(struct exporter *e) {
         pthread_mutex_lock(&e->page_lock);
         struct exp_page *p = exp_page_ref(e->page);
@@ -79,6 +80,8 @@ struct exp_page *exporter_page(struct exporter *e) {
         return p;
 }
 
+/* Abandons a worker whose NVML call ran past the sample timeout and starts a replacement (at most
+ * MAX_STUCK abandoned at once). Returns nothing; when the replacement cannot start, the page goes stale. */
 void exporter_watchdog(struct exporter *e) {
         pthread_mutex_lock(&e->lock);
         struct timespec now = now_mono();
@@ -94,11 +97,13 @@ void exporter_watchdog(struct exporter *e) {
                 e->gen++; /* the stuck worker sees it is no longer current once its call returns */
                 e->cur = NULL;
                 pthread_detach(e->worker);
-                start_worker_locked(e);
+                exporter_start_worker_locked(e);
         }
         pthread_mutex_unlock(&e->lock);
 }
 
+/* Starts the sampler, Xid and check threads. Returns 0 and *ret, or -errno when the sampler worker
+ * cannot start (a helper thread that cannot start is left out). */
 int exporter_start(const struct exp_options *o, struct exporter **ret) {
         struct exporter *e = xcalloc(1, sizeof *e);
         e->refs = 1;
@@ -126,10 +131,10 @@ int exporter_start(const struct exp_options *o, struct exporter **ret) {
         e->started = now_mono();
         e->call_gpu = -1;
         snprintf(e->nvml_problem, sizeof e->nvml_problem, "no sample yet");
-        publish(e); /* an empty page until the first sample */
+        exporter_publish(e); /* an empty page until the first sample */
 
         pthread_mutex_lock(&e->lock);
-        int r = start_worker_locked(e);
+        int r = exporter_start_worker_locked(e);
         pthread_mutex_unlock(&e->lock);
         if (r < 0) {
                 exporter_unref(e);
@@ -137,13 +142,13 @@ int exporter_start(const struct exp_options *o, struct exporter **ret) {
         }
         if (o->xid_events) {
                 exporter_ref(e);
-                r = pthread_create(&e->xid_thread, NULL, xid_main, e);
+                r = pthread_create(&e->xid_thread, NULL, exporter_xid_main, e);
                 if (r != 0) exporter_unref(e);
                 e->xid_running = r == 0;
         }
         if (o->check_interval_ms > 0 && e->check_wake_fd >= 0) {
                 exporter_ref(e);
-                r = pthread_create(&e->check_thread, NULL, check_main, e);
+                r = pthread_create(&e->check_thread, NULL, exporter_check_main, e);
                 if (r != 0) exporter_unref(e);
                 e->check_running = r == 0;
         }
@@ -151,6 +156,7 @@ int exporter_start(const struct exp_options *o, struct exporter **ret) {
         return 0;
 }
 
+/* Fills reason with "ok" or why the exporter is unhealthy. Returns true when healthy; never fails. */
 bool exporter_health(struct exporter *e, char *reason, size_t reason_size) {
         pthread_mutex_lock(&e->lock);
         struct timespec now = now_mono();
@@ -204,6 +210,7 @@ static bool join_bounded(pthread_t t, unsigned ms) {
         return false;
 }
 
+/* Stops every thread, waiting a bounded time for each, and drops the owner's reference. Returns NULL. */
 struct exporter *exporter_stop(struct exporter *e) {
         if (!e) return NULL;
         pthread_mutex_lock(&e->lock);

@@ -476,7 +476,7 @@ static void render_and_publish(struct exporter *e, const struct exp_sample *s, b
         free(e->gpu_text);
         e->gpu_text = b.data;
         pthread_mutex_unlock(&e->publish_lock);
-        publish(e);
+        exporter_publish(e);
 }
 
 /* The sampler worker: samples, publishes, sleeps, until stopped or abandoned. Returns NULL. */
@@ -499,7 +499,7 @@ static void *worker_main(void *arg) {
                 if (current) render_and_publish(e, &s, !s.partial);
                 exp_sample_clear(&s);
                 pthread_mutex_lock(&e->lock);
-                bool stop = !current || w->gen != e->gen || wait_locked(e, e->o.interval_ms) || w->gen != e->gen;
+                bool stop = !current || w->gen != e->gen || exporter_wait_locked(e, e->o.interval_ms) || w->gen != e->gen;
                 pthread_mutex_unlock(&e->lock);
                 if (stop) break;
         }
@@ -517,7 +517,7 @@ static void *worker_main(void *arg) {
 }
 
 /* Starts a worker of the current generation. Caller holds e->lock. Returns 0 or -errno. */
-int start_worker_locked(struct exporter *e) {
+int exporter_start_worker_locked(struct exporter *e) {
         struct worker_arg *w = xmalloc(sizeof *w);
         w->e = exporter_ref(e);
         w->gen = e->gen;

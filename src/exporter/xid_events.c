@@ -5,7 +5,7 @@
 
 /* The Xid thread: keeps an event set registered for Xid errors on every GPU and records the last Xid
  * per GPU. Holds its own nvmlInit reference; starts over after any error. Returns NULL. */
-void *xid_main(void *arg) {
+void *exporter_xid_main(void *arg) {
         struct exporter *e = arg;
         nvmlDevice_t *handles = xcalloc(MAX_GPUS, sizeof *handles);
         pthread_mutex_lock(&e->lock);
@@ -68,7 +68,7 @@ again:
                 if (inited) lib->nvmlShutdown();
                 nvml_lib_unref(lib);
                 pthread_mutex_lock(&e->lock);
-                if (!e->stop) wait_locked(e, lib ? 5000 : 1000);
+                if (!e->stop) exporter_wait_locked(e, lib ? 5000 : 1000);
         }
         pthread_mutex_unlock(&e->lock);
         free(handles);

@@ -46,7 +46,7 @@ static int64_t now_ms(void) {
 /* Builds the environment for the plugin: ours, with the plugin's own entries and exec_info
  * replacing same-named ones. Returns a malloc'd NULL-terminated array (strings borrowed, except
  * the last, which the caller frees as *ret_info). */
-static char **exec_environment(const struct exec_spec *e, const char *exec_info, char **ret_info) {
+static char **exec_environment(const struct kube_exec_spec *e, const char *exec_info, char **ret_info) {
         size_t n = 0, extra = 0;
         for (char **p = environ; p && *p; p++) n++;
         for (char **p = e->env; *p; p++) extra++;
@@ -182,7 +182,7 @@ static int spawn_collect(const char *exe, char **argv, char **envp, unsigned tim
 /* Runs the exec credential plugin e for user (of file source) and stores the token or client
  * certificate it prints in c. Returns 0, or a negative errno with *ret_error (-ENOENT of a
  * missing executable becomes -EINVAL). */
-int exec_plugin_run(const struct exec_spec *e, const char *source, const char *dir, const char *user,
+int kube_exec_plugin_run(const struct kube_exec_spec *e, const char *source, const char *dir, const char *user,
                     unsigned timeout_ms, struct kube_config *c, char **ret_error) {
         _cleanup_free_ char *exe = find_executable(e->command, dir);
         if (!exe)

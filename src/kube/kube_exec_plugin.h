@@ -8,7 +8,7 @@
 #include "kube/kubeconfig.h"
 
 /* A kubeconfig user's exec mapping, as kubeconfig.c reads it. */
-struct exec_spec {
+struct kube_exec_spec {
         char *api_version, *command, *install_hint, *interactive_mode;
         char **args;            /* NULL-terminated */
         char **env;             /* NULL-terminated "NAME=value" */
@@ -33,5 +33,5 @@ static inline char *resolve_path(const char *dir, const char *path) {
  * certificate it prints in c. Returns 0, or a negative errno with *ret_error: -EINVAL for a missing
  * executable (not -ENOENT), -ETIMEDOUT, -EFBIG for too much output, -EIO when it failed, -EBADMSG for
  * a bad ExecCredential, -errno when it cannot be started. */
-int exec_plugin_run(const struct exec_spec *e, const char *source, const char *dir, const char *user,
+int kube_exec_plugin_run(const struct kube_exec_spec *e, const char *source, const char *dir, const char *user,
                     unsigned timeout_ms, struct kube_config *c, char **ret_error);

@@ -1,4 +1,4 @@
-/* kubeconfig.c: resolves Kubernetes API credentials from kubeconfig files (libfyaml), exec plugins and the pod's service account. */
+/* kubeconfig.c: resolves Kubernetes API credentials from kubeconfig files (libfyaml) and the pod's service account. */
 #include "kube/kubeconfig.h"
 #include "kube/kube_exec_plugin.h"
 #include "basic/util.h"
@@ -29,6 +29,7 @@ struct kc_set {
         unsigned timeout_ms;
 };
 
+/* Wipes the secrets of c and frees it; NULL is fine. Returns nothing. */
 void kube_config_free(struct kube_config *c) {
         if (!c) return;
         free(c->server);
@@ -372,7 +373,7 @@ static int get_pem(struct kc_set *s, const struct kc_file *f, json_t *m, const c
 /* ---- exec credential plugins: the spec (kube_exec_plugin.c runs it) ---- */
 
 /* Frees what an exec credential plugin spec owns. */
-static void exec_spec_done(struct exec_spec *e) {
+static void exec_spec_done(struct kube_exec_spec *e) {
         free(e->api_version);
         free(e->command);
         free(e->install_hint);
@@ -385,7 +386,7 @@ static void exec_spec_done(struct exec_spec *e) {
 
 /* Reads the exec mapping of a user. Returns 0, or -EINVAL with *ret_error. */
 static int exec_spec_parse(const struct kc_file *f, const char *user, json_t *m,
-                           struct exec_spec *e, char **ret_error) {
+                           struct kube_exec_spec *e, char **ret_error) {
         _cleanup_free_ char *where = xasprintf("%s: user \"%s\": exec:", f->display, user);
         int r;
 
@@ -556,11 +557,11 @@ static int resolve_user(struct kc_set *s, const struct kc_file *f, const char *n
 
         json_t *ex = map_get(m, "exec");
         if (!node_is_null(ex)) {
-                struct exec_spec e = {0};
+                struct kube_exec_spec e = {0};
                 r = exec_spec_parse(f, name, ex, &e, ret_error);
                 if (r >= 0 && (s->flags & KUBE_CONFIG_NO_EXEC))
                         r = errorf(ret_error, -EPERM, "%s: user \"%s\": exec plugins are disabled", f->display, name);
-                if (r >= 0) r = exec_plugin_run(&e, f->display, f->dir, name, s->timeout_ms, c, ret_error);
+                if (r >= 0) r = kube_exec_plugin_run(&e, f->display, f->dir, name, s->timeout_ms, c, ret_error);
                 exec_spec_done(&e);
                 if (r < 0) return r;
         }
@@ -624,6 +625,8 @@ static int kc_set_resolve(struct kc_set *s, const char *ctxname, struct kube_con
         return 0;
 }
 
+/* Resolves a kubeconfig held in memory. Returns 0 and *ret, or a negative errno with *ret_error
+ * (see kubeconfig.h). */
 int kube_config_from_yaml(const char *data, size_t len, const char *source, const char *dir,
                           const char *context, unsigned flags, unsigned timeout_ms,
                           struct kube_config **ret, char **ret_error) {
@@ -655,6 +658,8 @@ static int kc_set_add_file(struct kc_set *s, const char *path, bool missing_ok, 
         return r;
 }
 
+/* Builds the in-cluster configuration. Returns 0 and *ret; -ENOENT when the service variables or
+ * the token are absent; another negative errno with *ret_error. */
 int kube_config_in_cluster(const char *sa_dir, struct kube_config **ret, char **ret_error) {
         const char *host = getenv("KUBERNETES_SERVICE_HOST");
         const char *port = getenv("KUBERNETES_SERVICE_PORT");
@@ -705,6 +710,8 @@ int kube_config_in_cluster(const char *sa_dir, struct kube_config **ret, char **
         return 0;
 }
 
+/* Loads credentials as kubectl does, with context instead of current-context when not NULL.
+ * Returns 0 and *ret; -ENOENT when no configuration exists; another negative errno with *ret_error. */
 int kube_config_load_context(const char *kubeconfig_path, const char *context, unsigned timeout_ms,
                              struct kube_config **ret, char **ret_error) {
         struct kc_set s = {.timeout_ms = timeout_ms};
@@ -768,6 +775,7 @@ done:
         return r;
 }
 
+/* As kube_config_load_context() with current-context. Returns as it does. */
 int kube_config_load(const char *kubeconfig_path, unsigned timeout_ms, struct kube_config **ret, char **ret_error) {
         return kube_config_load_context(kubeconfig_path, NULL, timeout_ms, ret, ret_error);
 }
