@@ -59,21 +59,21 @@ static int cmd_exporter(int argc, char **argv) {
                 default: {
                         _cleanup_free_ char *error = NULL;
                         int k = shared_option(c, optarg, &so, &error);
-                        if (k < 0) fprintf(stderr, "gpunode exporter: %s\n", error);
+                        if (k < 0) fprintf_escaped(stderr, "gpunode exporter: %s\n", error);
                         if (k <= 0) return EXIT_USAGE;
                         break;
                 }
                 }
                 if (dst && parse_duration_ms(optarg, zero ? 0 : 1, 86400000, &ms) < 0) {
-                        fprintf(stderr, "gpunode exporter: --%s: '%s' is not a duration (10, 1.5s, 500ms)\n",
-                                c == 'i' ? "interval" : c == 'T' ? "sample-timeout" : c == 't' ? "check-timeout" : "check-interval",
-                                optarg);
+                        fprintf_escaped(stderr, "gpunode exporter: --%s: '%s' is not a duration (10, 1.5s, 500ms)\n",
+                                        c == 'i' ? "interval" : c == 'T' ? "sample-timeout" : c == 't' ? "check-timeout" : "check-interval",
+                                        optarg);
                         return EXIT_USAGE;
                 }
                 if (dst) *dst = (unsigned)ms;
         }
         if (optind < argc) {
-                fprintf(stderr, "gpunode exporter: unexpected argument '%s'\n", argv[optind]);
+                fprintf_escaped(stderr, "gpunode exporter: unexpected argument '%s'\n", argv[optind]);
                 return EXIT_USAGE;
         }
         const char *root = so.root;
@@ -82,7 +82,7 @@ static int cmd_exporter(int argc, char **argv) {
         o.kubeconfig = so.kube.kubeconfig;
         int r = hostfs_init(root);
         if (r < 0) {
-                fprintf(stderr, "gpunode exporter: cannot open root %s: %s\n", root, strerror(-r));
+                fprintf_escaped(stderr, "gpunode exporter: cannot open root %s: %s\n", root, strerror(-r));
                 return EXIT_USAGE;
         }
         _cleanup_free_ char *host = no_hostname ? NULL : node_name_resolve(NULL);
@@ -100,20 +100,20 @@ static int cmd_exporter(int argc, char **argv) {
         struct exporter *e = NULL;
         r = exporter_start(&o, &e);
         if (r < 0) {
-                fprintf(stderr, "gpunode exporter: cannot start the sampler: %s\n", strerror(-r));
+                fprintf_escaped(stderr, "gpunode exporter: cannot start the sampler: %s\n", strerror(-r));
                 hostfs_done();
                 return EXIT_INTERNAL;
         }
         struct exp_http *h = NULL;
         r = exp_http_start(listen_addr, e, &h);
         if (r < 0) {
-                fprintf(stderr, "gpunode exporter: cannot listen on %s: %s\n", listen_addr,
-                        r == -EINVAL ? "not HOST:PORT, [V6]:PORT or :PORT" : strerror(-r));
+                fprintf_escaped(stderr, "gpunode exporter: cannot listen on %s: %s\n", listen_addr,
+                                r == -EINVAL ? "not HOST:PORT, [V6]:PORT or :PORT" : strerror(-r));
                 exporter_stop(e);
                 hostfs_done();
                 return r == -EINVAL ? EXIT_USAGE : EXIT_INTERNAL;
         }
-        fprintf(stderr, "gpunode exporter: listening on %s, sampling every %.3g s\n", listen_addr, o.interval_ms / 1000.0);
+        fprintf_escaped(stderr, "gpunode exporter: listening on %s, sampling every %.3g s\n", listen_addr, o.interval_ms / 1000.0);
 
         struct sigaction sa = { .sa_handler = on_stop_signal };
         sigemptyset(&sa.sa_mask);
@@ -126,7 +126,7 @@ static int cmd_exporter(int argc, char **argv) {
                 if (!stop_signal) exporter_watchdog(e);
         }
         int sig = stop_signal;
-        fprintf(stderr, "gpunode exporter: %s, stopping\n", strsignal(sig));
+        fprintf_escaped(stderr, "gpunode exporter: %s, stopping\n", strsignal(sig));
         exp_http_stop(h);
         exporter_stop(e);
         hostfs_done();

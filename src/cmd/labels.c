@@ -220,7 +220,7 @@ static int cmd_labels(int argc, char **argv) {
                 case 'o': output = optarg; break;
                 case 'i':
                         if (parse_duration_ms(optarg, 1, 365ull * 86400000, &interval_ms) < 0) {
-                                fprintf(stderr, "gpunode labels: --interval must be a duration (60s, 500ms, 5m), not '%s'\n", optarg);
+                                fprintf_escaped(stderr, "gpunode labels: --interval must be a duration (60s, 500ms, 5m), not '%s'\n", optarg);
                                 return EXIT_USAGE;
                         }
                         break;
@@ -230,7 +230,7 @@ static int cmd_labels(int argc, char **argv) {
                         else if (streq(optarg, "single")) o.mig_strategy = MIG_STRATEGY_SINGLE;
                         else if (streq(optarg, "mixed")) o.mig_strategy = MIG_STRATEGY_MIXED;
                         else {
-                                fprintf(stderr, "gpunode labels: --mig-strategy must be none, single or mixed, not '%s'\n", optarg);
+                                fprintf_escaped(stderr, "gpunode labels: --mig-strategy must be none, single or mixed, not '%s'\n", optarg);
                                 return EXIT_USAGE;
                         }
                         break;
@@ -241,13 +241,13 @@ static int cmd_labels(int argc, char **argv) {
                         else if (streq(optarg, "time-slicing")) o.sharing = SHARING_TIME_SLICING;
                         else if (streq(optarg, "mps")) o.sharing = SHARING_MPS;
                         else {
-                                fprintf(stderr, "gpunode labels: --sharing must be none, time-slicing or mps, not '%s'\n", optarg);
+                                fprintf_escaped(stderr, "gpunode labels: --sharing must be none, time-slicing or mps, not '%s'\n", optarg);
                                 return EXIT_USAGE;
                         }
                         break;
                 case 'n':
                         if (parse_u64(optarg, 10, &n) < 0 || n < 1 || n > 100000) {
-                                fprintf(stderr, "gpunode labels: --replicas must be 1..100000, not '%s'\n", optarg);
+                                fprintf_escaped(stderr, "gpunode labels: --replicas must be 1..100000, not '%s'\n", optarg);
                                 return EXIT_USAGE;
                         }
                         o.replicas = (unsigned)n;
@@ -256,20 +256,20 @@ static int cmd_labels(int argc, char **argv) {
                 default: {
                         _cleanup_free_ char *error = NULL;
                         int k = shared_option(c, optarg, &so, &error);
-                        if (k < 0) fprintf(stderr, "gpunode labels: %s\n", error);
+                        if (k < 0) fprintf_escaped(stderr, "gpunode labels: %s\n", error);
                         if (k <= 0) return EXIT_USAGE;
                         break;
                 }
                 }
         }
         if (optind < argc) {
-                fprintf(stderr, "gpunode labels: unexpected argument '%s'\n", argv[optind]);
+                fprintf_escaped(stderr, "gpunode labels: unexpected argument '%s'\n", argv[optind]);
                 return EXIT_USAGE;
         }
         if (config) {
                 _cleanup_free_ char *err = NULL;
                 if (read_sharing_config(config, &o, &err) < 0) {
-                        fprintf(stderr, "gpunode labels: %s\n", err);
+                        fprintf_escaped(stderr, "gpunode labels: %s\n", err);
                         return EXIT_USAGE;
                 }
         }
@@ -278,7 +278,7 @@ static int cmd_labels(int argc, char **argv) {
         unsigned timeout_ms = so.probe.nvml_timeout_ms;
         int r = hostfs_init(root);
         if (r < 0) {
-                fprintf(stderr, "gpunode labels: cannot open root %s: %s\n", root, strerror(-r));
+                fprintf_escaped(stderr, "gpunode labels: cannot open root %s: %s\n", root, strerror(-r));
                 return EXIT_USAGE;
         }
         bool to_stdout = streq(output, "-");
@@ -286,9 +286,9 @@ static int cmd_labels(int argc, char **argv) {
                 /* A run killed mid-write (kill -9, OOM) leaves its dot-file temporary behind. */
                 int k = remove_stale_temporaries(output);
                 if (k < 0)
-                        fprintf(stderr, "gpunode labels: cannot remove temporaries left beside %s: %s\n", output, strerror(-k));
+                        fprintf_escaped(stderr, "gpunode labels: cannot remove temporaries left beside %s: %s\n", output, strerror(-k));
                 else if (k > 0)
-                        fprintf(stderr, "gpunode labels: removed %d temporary file(s) left beside %s by an earlier run\n", k, output);
+                        fprintf_escaped(stderr, "gpunode labels: removed %d temporary file(s) left beside %s by an earlier run\n", k, output);
         }
 
         /* Termination is waited for with sigtimedwait between rounds; a loop removes its file then. */
@@ -304,9 +304,9 @@ static int cmd_labels(int argc, char **argv) {
                 if (r < 0) {
                         /* As GFD: a failed round writes nothing; a loop then removes its labels (stale
                          * labels would steer pods to GPUs that no longer answer) and exits non-zero. */
-                        fprintf(stderr, "gpunode labels: %s\n", err ? err : strerror(-r));
+                        fprintf_escaped(stderr, "gpunode labels: %s\n", err ? err : strerror(-r));
                         if (!once && !to_stdout && unlink(output) < 0 && errno != ENOENT)
-                                fprintf(stderr, "gpunode labels: cannot remove %s: %m\n", output);
+                                fprintf_escaped(stderr, "gpunode labels: cannot remove %s: %m\n", output);
                         code = 1;
                         break;
                 }
@@ -316,7 +316,7 @@ static int cmd_labels(int argc, char **argv) {
                                 break;
                         }
                 } else if ((r = write_atomically(output, text)) < 0) {
-                        fprintf(stderr, "gpunode labels: cannot write %s: %s\n", output, strerror(-r));
+                        fprintf_escaped(stderr, "gpunode labels: cannot write %s: %s\n", output, strerror(-r));
                         code = EXIT_INTERNAL;
                         break;
                 }
@@ -325,7 +325,7 @@ static int cmd_labels(int argc, char **argv) {
                 int sig = sigtimedwait(&term, NULL, &ts);
                 if (sig == SIGINT || sig == SIGTERM) {
                         if (!to_stdout && unlink(output) < 0 && errno != ENOENT)
-                                fprintf(stderr, "gpunode labels: cannot remove %s: %m\n", output);
+                                fprintf_escaped(stderr, "gpunode labels: cannot remove %s: %m\n", output);
                         break;
                 }
         }
