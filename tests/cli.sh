@@ -68,6 +68,53 @@ TMPDIR=$tmp/tmpdir expect 64 "check --snapshot with an unwritable --record-paths
         "$gpunode" check --snapshot "$here/snapshots/h200-real.tar.gz" --record-paths /nonexistent/dir/paths
 left=$(ls -A "$tmp/tmpdir")
 if [ -z "$left" ]; then passed=$((passed + 1)); else echo "FAIL: --snapshot left $left in TMPDIR"; failed=$((failed + 1)); fi
+
+# Strings from outside (a snapshot's node name, the host name file, --node, kernel log lines, file and
+# member names in errors) reach the terminal escaped: no ESC or BEL byte, the escape spelled \x1b.
+evil=$'\e]0;pwned\a\e[2J'
+noesc() { # noesc FILE DESCRIPTION: FILE holds no ESC, BEL or C1 CSI byte
+        if LC_ALL=C grep -q $'[\x1b\x07\x9b]' "$1"; then echo "FAIL $2: raw escape in the output"; failed=$((failed + 1))
+        else passed=$((passed + 1)); fi
+}
+cp -a "$here/scenarios/app-xids-only/root" "$tmp/evil"
+printf 'evil%s\n' "$evil" > "$tmp/evil/proc/sys/kernel/hostname"
+printf '4,900,6000000,-;NVRM: Xid (PCI:0000:18:00): 79, pid=1, name=%s, GPU has fallen off the bus.\n' "$evil" \
+        >> "$tmp/evil/dev/kmsg"
+NODE_NAME= "$gpunode" check --root "$tmp/evil" --nvml-library /nonexistent/libnvidia-ml.so.1 -v > "$tmp/out" 2>&1
+noesc "$tmp/out" "check: host name file and kernel log line"
+contains_file() { # contains_file FILE TEXT DESCRIPTION
+        if grep -qF -- "$2" "$1"; then passed=$((passed + 1)); else
+                echo "FAIL $3: output lacks '$2'"; head -3 "$1" | cat -v; failed=$((failed + 1)); fi
+}
+contains_file "$tmp/out" 'node evil\x1b]0;pwned\x07\x1b[2j' "the host name, escaped"
+contains_file "$tmp/out" 'name=?]0;pwned??[2J' "the kernel log line, control bytes replaced by its parser"
+"$gpunode" check --root "$tmp/evil" --node "x$evil" --nvml-library /nonexistent/libnvidia-ml.so.1 > "$tmp/out" 2>&1
+noesc "$tmp/out" "check --node"
+# the issue's case: the node name in a snapshot's manifest
+NODE_NAME= "$gpunode" collect --root "$tmp/evil" --node "snap$evil" --nvml-library /nonexistent/libnvidia-ml.so.1 \
+        -o "$tmp/evil.tar.gz" > /dev/null 2>&1
+"$gpunode" check --snapshot "$tmp/evil.tar.gz" > "$tmp/out" 2>&1
+noesc "$tmp/out" "check --snapshot: the manifest's node name"
+contains_file "$tmp/out" 'node snap\x1b]0;pwned\x07\x1b[2J' "the manifest's node name, escaped"
+# errors naming outside things: a root, a member of a hostile archive
+"$gpunode" check --root "/nonexistent/$evil" > "$tmp/out" 2>&1
+noesc "$tmp/out" "check --root error"
+/usr/bin/python3 - "$tmp/hostile.tar.gz" "$evil" <<'PY'
+import io, sys, tarfile
+with tarfile.open(sys.argv[1], "w:gz") as t:
+        data = b"x"
+        i = tarfile.TarInfo("bogus" + sys.argv[2])
+        i.size = len(data)
+        t.addfile(i, io.BytesIO(data))
+PY
+"$gpunode" check --snapshot "$tmp/hostile.tar.gz" > "$tmp/out" 2>&1
+noesc "$tmp/out" "check --snapshot error naming a hostile member"
+"$gpunode" collect --root "/nonexistent/$evil" -o - > "$tmp/out" 2>&1
+noesc "$tmp/out" "collect --root error"
+"$gpunode" labels --once --config-file "/nonexistent/$evil" > "$tmp/out" 2>&1
+noesc "$tmp/out" "labels --config-file error"
+"$gpunode" exporter --root "/nonexistent/$evil" > "$tmp/out" 2>&1
+noesc "$tmp/out" "exporter --root error"
 rm -rf "$tmp"
 
 # A closed or full stdout is an error, not a silent success.

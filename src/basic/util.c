@@ -150,6 +150,54 @@ char *utf8_sanitize(const char *s) {
         return out;
 }
 
+/* Returns true when the code point of the valid UTF-8 sequence p (n bytes) must not reach a
+ * terminal raw: C1 controls and the bidirectional embeddings, overrides and isolates. */
+static bool unsafe_code_point(const unsigned char *p, size_t n) {
+        if (n == 2) return p[0] == 0xC2 && p[1] >= 0x80 && p[1] <= 0x9F;                    /* U+0080..U+009F */
+        if (n == 3 && p[0] == 0xE2 && p[1] == 0x80) return p[2] >= 0xAA && p[2] <= 0xAE;     /* U+202A..U+202E */
+        if (n == 3 && p[0] == 0xE2 && p[1] == 0x81) return p[2] >= 0xA6 && p[2] <= 0xA9;     /* U+2066..U+2069 */
+        return false;
+}
+
+char *escape_terminal(const char *s) {
+        struct buf b = {0};
+        buf_append(&b, "", 0);
+        size_t len = strlen(s);
+        for (size_t i = 0; i < len;) {
+                const unsigned char *p = (const unsigned char *)s + i;
+                size_t n = utf8_sequence_length(p);
+                if (n == 1 && p[0] >= 0x20 && p[0] != 0x7F) {
+                        buf_append(&b, (const char *)p, 1);
+                } else if (n == 1 && (p[0] == '\n' || p[0] == '\r' || p[0] == '\t')) {
+                        buf_puts(&b, p[0] == '\n' ? "\\n" : p[0] == '\r' ? "\\r" : "\\t");
+                } else if (n > 1 && !unsafe_code_point(p, n)) {
+                        buf_append(&b, (const char *)p, n);
+                } else {
+                        /* a control byte, a byte that starts no valid sequence, or each byte of an unsafe one */
+                        if (n == 0) n = 1;
+                        for (size_t k = 0; k < n; k++) buf_printf(&b, "\\x%02x", p[k]);
+                }
+                i += n;
+        }
+        return b.data;
+}
+
+int fprintf_escaped(FILE *f, const char *fmt, ...) {
+        va_list ap;
+        va_start(ap, fmt);
+        char *text = NULL;
+        int n = vasprintf(&text, fmt, ap);
+        va_end(ap);
+        if (n < 0) return -ENOMEM;
+        bool newline = n > 0 && text[n - 1] == '\n';
+        if (newline) text[n - 1] = 0;
+        char *clean = escape_terminal(text);
+        free(text);
+        int r = fputs(clean, f) == EOF || (newline && fputc('\n', f) == EOF) ? -EIO : (int)(strlen(clean) + newline);
+        free(clean);
+        return r;
+}
+
 size_t utf8_valid_prefix(const char *s, size_t len) {
         size_t i = 0;
         while (i < len) {

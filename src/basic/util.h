@@ -79,6 +79,19 @@ void buf_free(struct buf *b);
  * and every control character but tab, is replaced by '?'. Never fails. */
 char *utf8_sanitize(const char *s);
 
+/* Returns a malloc'd copy of s safe to print on a terminal, for every string from outside the
+ * program (file contents, names, API answers, kernel log lines): control characters (C0, with \n,
+ * \r and \t spelled so), DEL, the C1 controls U+0080..U+009F, the bidirectional overrides
+ * U+202A..U+202E and U+2066..U+2069, and bytes that are not valid UTF-8 become visible escapes such
+ * as \x1b (C1 and bidi characters as the \xNN of each of their bytes). Other UTF-8 is kept as is,
+ * and so is the backslash: the result is for eyes, not for parsing back. Never fails. */
+char *escape_terminal(const char *s);
+
+/* Formats like fprintf, then writes the text to f escaped by escape_terminal, except one trailing
+ * newline which is written as is: for messages that quote outside data. Returns the bytes written
+ * or -errno; errno (for %m) is read before anything else is called. */
+int fprintf_escaped(FILE *f, const char *fmt, ...) _printf_(2, 3);
+
 /* Returns the offset of the first byte of s (len bytes) that does not start a well-formed UTF-8
  * sequence (RFC 3629: no overlong forms, surrogates or code points past U+10FFFF), or len. */
 size_t utf8_valid_prefix(const char *s, size_t len);

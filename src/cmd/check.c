@@ -66,7 +66,7 @@ static int cmd_check(int argc, char **argv) {
                         else if (streq(optarg, "json")) format = FORMAT_JSON;
                         else if (streq(optarg, "prometheus")) format = FORMAT_PROMETHEUS;
                         else {
-                                fprintf(stderr, "gpunode check: --output must be text, json or prometheus, not '%s'\n", optarg);
+                                fprintf_escaped(stderr, "gpunode check: --output must be text, json or prometheus, not '%s'\n", optarg);
                                 return EXIT_USAGE;
                         }
                         break;
@@ -78,7 +78,7 @@ static int cmd_check(int argc, char **argv) {
                 default: {
                         _cleanup_free_ char *error = NULL;
                         int k = shared_option(c, optarg, &so, &error);
-                        if (k < 0) fprintf(stderr, "gpunode check: %s\n", error);
+                        if (k < 0) fprintf_escaped(stderr, "gpunode check: %s\n", error);
                         if (k <= 0) return EXIT_USAGE;
                         break;
                 }
@@ -88,13 +88,13 @@ static int cmd_check(int argc, char **argv) {
         kopts = so.kube;
         const char *root = so.root, *node = so.node;
         if (optind < argc) {
-                fprintf(stderr, "gpunode check: unexpected argument '%s'\n", argv[optind]);
+                fprintf_escaped(stderr, "gpunode check: unexpected argument '%s'\n", argv[optind]);
                 return EXIT_USAGE;
         }
         /* Opened before a snapshot is extracted, so that a refusal leaves nothing behind. */
         _cleanup_fclose_ FILE *record = NULL;
         if (record_file && !(record = fopen_private(record_file, 0644))) {
-                fprintf(stderr, "gpunode check: cannot write %s: %m\n", record_file);
+                fprintf_escaped(stderr, "gpunode check: cannot write %s: %m\n", record_file);
                 return EXIT_USAGE;
         }
         /* --snapshot: the node as collected, extracted into a private folder removed at the end;
@@ -123,7 +123,7 @@ static int cmd_check(int argc, char **argv) {
                 int sr = snapshot_open(snapshot_file, &snap, &error);
                 if (sr < 0) {
                         sigprocmask(SIG_SETMASK, &saved_mask, NULL);
-                        fprintf(stderr, "gpunode check: %s\n", error ? error : strerror(-sr));
+                        fprintf_escaped(stderr, "gpunode check: %s\n", error ? error : strerror(-sr));
                         return sr == -ENOENT || sr == -EACCES ? EXIT_USAGE : EXIT_DATAERR;
                 }
                 root = snap->root_dir;
@@ -151,7 +151,7 @@ static int cmd_check(int argc, char **argv) {
         _cleanup_free_ char *name = NULL;
         int r = hostfs_init(root);
         if (r < 0) {
-                fprintf(stderr, "gpunode check: cannot open root %s: %s\n", root, strerror(-r));
+                fprintf_escaped(stderr, "gpunode check: cannot open root %s: %s\n", root, strerror(-r));
                 goto out;
         }
         name = node_name_resolve(node);
@@ -164,8 +164,8 @@ static int cmd_check(int argc, char **argv) {
         hostfs_set_recorder(NULL, NULL);
         if (nvml_file) {
                 r = save_nvml(nvml_file, &facts);
-                if (r < 0) fprintf(stderr, "gpunode check: cannot save NVML's answers to %s: %s\n", nvml_file,
-                                   r == -ENODATA ? "NVML was not loaded" : strerror(-r));
+                if (r < 0) fprintf_escaped(stderr, "gpunode check: cannot save NVML's answers to %s: %s\n", nvml_file,
+                                           r == -ENODATA ? "NVML was not loaded" : strerror(-r));
         }
         struct report rep;
         report_build(&facts, name, display_root, &rep);

@@ -108,14 +108,14 @@ static int cmd_collect(int argc, char **argv) {
                 }
                 _cleanup_free_ char *error = NULL;
                 int k = shared_option(c, optarg, &so, &error);
-                if (k < 0) fprintf(stderr, "gpunode collect: %s\n", error);
+                if (k < 0) fprintf_escaped(stderr, "gpunode collect: %s\n", error);
                 if (k <= 0) return EXIT_USAGE;
         }
         struct probe_options popts = so.probe;
         struct kube_probe_options kopts = so.kube;
         const char *root = so.root, *node = so.node;
         if (optind < argc) {
-                fprintf(stderr, "gpunode collect: unexpected argument '%s'\n", argv[optind]);
+                fprintf_escaped(stderr, "gpunode collect: unexpected argument '%s'\n", argv[optind]);
                 return EXIT_USAGE;
         }
         if (!output) {
@@ -124,7 +124,7 @@ static int cmd_collect(int argc, char **argv) {
         }
         int r = hostfs_init(root);
         if (r < 0) {
-                fprintf(stderr, "gpunode collect: cannot open root %s: %s\n", root, strerror(-r));
+                fprintf_escaped(stderr, "gpunode collect: cannot open root %s: %s\n", root, strerror(-r));
                 return EXIT_USAGE;
         }
 
@@ -149,7 +149,7 @@ static int cmd_collect(int argc, char **argv) {
         size_t redacted, unreadable, members = 0;
         r = snapshot_writer_open(output, &w, &error);
         if (r < 0) {
-                fprintf(stderr, "gpunode collect: %s\n", error);
+                fprintf_escaped(stderr, "gpunode collect: %s\n", error);
                 code = EXIT_USAGE;
                 goto out;
         }
@@ -166,7 +166,7 @@ static int cmd_collect(int argc, char **argv) {
                                       facts.nvml.load_error);
         if (r >= 0) r = snapshot_add_net_log(w, net);
         if (r < 0) {
-                fprintf(stderr, "gpunode collect: cannot write %s: %s\n", output, strerror(-r));
+                fprintf_escaped(stderr, "gpunode collect: cannot write %s: %s\n", output, strerror(-r));
                 snapshot_writer_abort(w);
                 code = EXIT_INTERNAL;
                 goto out;
@@ -174,13 +174,13 @@ static int cmd_collect(int argc, char **argv) {
         snapshot_writer_counts(w, &redacted, &unreadable);
         r = snapshot_writer_finish(w, name, root, &members, &error);
         if (r < 0) {
-                fprintf(stderr, "gpunode collect: %s\n", error);
+                fprintf_escaped(stderr, "gpunode collect: %s\n", error);
                 code = EXIT_INTERNAL;
                 goto out;
         }
-        fprintf(stderr, "gpunode collect: wrote %s: %zu members, %zu paths redacted, %zu unreadable, %zu API and metrics "
-                        "exchanges (see MANIFEST.json)\n",
-                output, members, redacted, unreadable, net->n);
+        fprintf_escaped(stderr, "gpunode collect: wrote %s: %zu members, %zu paths redacted, %zu unreadable, %zu API and metrics "
+                                "exchanges (see MANIFEST.json)\n",
+                        output, members, redacted, unreadable, net->n);
 out:
         for (size_t i = 0; i < paths.n; i++) free(paths.v[i]);
         free(paths.v);

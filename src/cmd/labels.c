@@ -7,6 +7,7 @@
 #include "nvml/nvml_probe.h"
 #include "basic/yaml.h"
 
+#include <dirent.h>
 #include <fcntl.h>
 #include <getopt.h>
 #include <math.h>
@@ -70,13 +71,73 @@ static int read_sharing_config(const char *file, struct label_options *o, char *
         return 0;
 }
 
-/* Writes text to path atomically: a temporary file in the same folder (mode 0644), then rename.
- * Creates the folder when missing. Returns 0 or -errno. */
+/* The temporary a write starts from: a dot-file beside the output, which NFD skips (it reads every
+ * other file in features.d, so a temporary left by a killed write would be read as labels). mkstemp
+ * replaces the six X's with characters of [A-Za-z0-9]. */
+#define TEMP_INFIX ".tmp-"
+#define TEMP_RANDOM 6
+
+/* Splits path into a malloc'd folder (".", "/" or the part before the last slash) in *ret_dir and a
+ * pointer to the file name in *ret_base. Returns nothing; never fails. */
+static void split_path(const char *path, char **ret_dir, const char **ret_base) {
+        const char *slash = strrchr(path, '/');
+        if (!slash) {
+                *ret_dir = xstrdup(".");
+                *ret_base = path;
+        } else {
+                *ret_dir = slash == path ? xstrdup("/") : xstrndup(path, (size_t)(slash - path));
+                *ret_base = slash + 1;
+        }
+}
+
+/* Returns true when name is one of our temporaries for the file named base: "." base ".tmp-" and
+ * exactly six characters of [A-Za-z0-9], as mkstemp makes them. */
+static bool is_our_temporary(const char *name, const char *base) {
+        if (name[0] != '.') return false;
+        const char *p = startswith(name + 1, base);
+        if (!p || !(p = startswith(p, TEMP_INFIX))) return false;
+        size_t n = 0;
+        for (; p[n]; n++)
+                if (!((p[n] >= 'A' && p[n] <= 'Z') || (p[n] >= 'a' && p[n] <= 'z') || (p[n] >= '0' && p[n] <= '9')))
+                        return false;
+        return n == TEMP_RANDOM;
+}
+
+/* Removes the temporaries an earlier run killed mid-write left beside path: regular files matching
+ * our pattern only, never other files. Returns how many were removed (0 when the folder does not
+ * exist yet), or -errno when the folder cannot be read or one cannot be removed. */
+static int remove_stale_temporaries(const char *path) {
+        _cleanup_free_ char *dir = NULL;
+        const char *base;
+        split_path(path, &dir, &base);
+        if (!*base) return 0;
+        DIR *d = opendir(dir);
+        if (!d) return errno == ENOENT ? 0 : -errno;
+        int removed = 0, r = 0;
+        struct dirent *de;
+        while ((de = readdir(d))) {
+                if (!is_our_temporary(de->d_name, base)) continue;
+                struct stat st;
+                if (fstatat(dirfd(d), de->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0 || !S_ISREG(st.st_mode)) continue;
+                if (unlinkat(dirfd(d), de->d_name, 0) < 0) {
+                        if (errno != ENOENT) r = -errno;
+                        continue;
+                }
+                removed++;
+        }
+        closedir(d);
+        return r < 0 ? r : removed;
+}
+
+/* Writes text to path atomically: a dot-file temporary in the same folder (mkstemp, mode 0644
+ * whatever the umask, written, fsync'd), then rename. Creates the folder when missing. Returns 0
+ * or -errno; on failure the temporary is removed. */
 static int write_atomically(const char *path, const char *text) {
-        _cleanup_free_ char *dir = xstrdup(path);
-        char *slash = strrchr(dir, '/');
-        if (slash && slash != dir) {
-                *slash = 0;
+        _cleanup_free_ char *dir = NULL;
+        const char *base;
+        split_path(path, &dir, &base);
+        if (!*base) return -EISDIR;
+        if (!streq(dir, ".") && !streq(dir, "/")) {
                 /* mkdir -p of the parent */
                 for (char *p = dir + 1; *p; p++)
                         if (*p == '/') {
@@ -86,7 +147,7 @@ static int write_atomically(const char *path, const char *text) {
                         }
                 if (mkdir(dir, 0755) < 0 && errno != EEXIST) return -errno;
         }
-        _cleanup_free_ char *tmp = xasprintf("%s.tmp-XXXXXX", path);
+        _cleanup_free_ char *tmp = xasprintf("%s/.%s" TEMP_INFIX "XXXXXX", dir, base);
         int fd = mkostemp(tmp, O_CLOEXEC);
         if (fd < 0) return -errno;
         size_t len = strlen(text), off = 0;
@@ -159,7 +220,7 @@ static int cmd_labels(int argc, char **argv) {
                 case 'o': output = optarg; break;
                 case 'i':
                         if (parse_duration_ms(optarg, 1, 365ull * 86400000, &interval_ms) < 0) {
-                                fprintf(stderr, "gpunode labels: --interval must be a duration (60s, 500ms, 5m), not '%s'\n", optarg);
+                                fprintf_escaped(stderr, "gpunode labels: --interval must be a duration (60s, 500ms, 5m), not '%s'\n", optarg);
                                 return EXIT_USAGE;
                         }
                         break;
@@ -169,7 +230,7 @@ static int cmd_labels(int argc, char **argv) {
                         else if (streq(optarg, "single")) o.mig_strategy = MIG_STRATEGY_SINGLE;
                         else if (streq(optarg, "mixed")) o.mig_strategy = MIG_STRATEGY_MIXED;
                         else {
-                                fprintf(stderr, "gpunode labels: --mig-strategy must be none, single or mixed, not '%s'\n", optarg);
+                                fprintf_escaped(stderr, "gpunode labels: --mig-strategy must be none, single or mixed, not '%s'\n", optarg);
                                 return EXIT_USAGE;
                         }
                         break;
@@ -180,13 +241,13 @@ static int cmd_labels(int argc, char **argv) {
                         else if (streq(optarg, "time-slicing")) o.sharing = SHARING_TIME_SLICING;
                         else if (streq(optarg, "mps")) o.sharing = SHARING_MPS;
                         else {
-                                fprintf(stderr, "gpunode labels: --sharing must be none, time-slicing or mps, not '%s'\n", optarg);
+                                fprintf_escaped(stderr, "gpunode labels: --sharing must be none, time-slicing or mps, not '%s'\n", optarg);
                                 return EXIT_USAGE;
                         }
                         break;
                 case 'n':
                         if (parse_u64(optarg, 10, &n) < 0 || n < 1 || n > 100000) {
-                                fprintf(stderr, "gpunode labels: --replicas must be 1..100000, not '%s'\n", optarg);
+                                fprintf_escaped(stderr, "gpunode labels: --replicas must be 1..100000, not '%s'\n", optarg);
                                 return EXIT_USAGE;
                         }
                         o.replicas = (unsigned)n;
@@ -195,20 +256,20 @@ static int cmd_labels(int argc, char **argv) {
                 default: {
                         _cleanup_free_ char *error = NULL;
                         int k = shared_option(c, optarg, &so, &error);
-                        if (k < 0) fprintf(stderr, "gpunode labels: %s\n", error);
+                        if (k < 0) fprintf_escaped(stderr, "gpunode labels: %s\n", error);
                         if (k <= 0) return EXIT_USAGE;
                         break;
                 }
                 }
         }
         if (optind < argc) {
-                fprintf(stderr, "gpunode labels: unexpected argument '%s'\n", argv[optind]);
+                fprintf_escaped(stderr, "gpunode labels: unexpected argument '%s'\n", argv[optind]);
                 return EXIT_USAGE;
         }
         if (config) {
                 _cleanup_free_ char *err = NULL;
                 if (read_sharing_config(config, &o, &err) < 0) {
-                        fprintf(stderr, "gpunode labels: %s\n", err);
+                        fprintf_escaped(stderr, "gpunode labels: %s\n", err);
                         return EXIT_USAGE;
                 }
         }
@@ -217,10 +278,18 @@ static int cmd_labels(int argc, char **argv) {
         unsigned timeout_ms = so.probe.nvml_timeout_ms;
         int r = hostfs_init(root);
         if (r < 0) {
-                fprintf(stderr, "gpunode labels: cannot open root %s: %s\n", root, strerror(-r));
+                fprintf_escaped(stderr, "gpunode labels: cannot open root %s: %s\n", root, strerror(-r));
                 return EXIT_USAGE;
         }
         bool to_stdout = streq(output, "-");
+        if (!to_stdout) {
+                /* A run killed mid-write (kill -9, OOM) leaves its dot-file temporary behind. */
+                int k = remove_stale_temporaries(output);
+                if (k < 0)
+                        fprintf_escaped(stderr, "gpunode labels: cannot remove temporaries left beside %s: %s\n", output, strerror(-k));
+                else if (k > 0)
+                        fprintf_escaped(stderr, "gpunode labels: removed %d temporary file(s) left beside %s by an earlier run\n", k, output);
+        }
 
         /* Termination is waited for with sigtimedwait between rounds; a loop removes its file then. */
         sigset_t term, saved;
@@ -235,9 +304,9 @@ static int cmd_labels(int argc, char **argv) {
                 if (r < 0) {
                         /* As GFD: a failed round writes nothing; a loop then removes its labels (stale
                          * labels would steer pods to GPUs that no longer answer) and exits non-zero. */
-                        fprintf(stderr, "gpunode labels: %s\n", err ? err : strerror(-r));
+                        fprintf_escaped(stderr, "gpunode labels: %s\n", err ? err : strerror(-r));
                         if (!once && !to_stdout && unlink(output) < 0 && errno != ENOENT)
-                                fprintf(stderr, "gpunode labels: cannot remove %s: %m\n", output);
+                                fprintf_escaped(stderr, "gpunode labels: cannot remove %s: %m\n", output);
                         code = 1;
                         break;
                 }
@@ -247,7 +316,7 @@ static int cmd_labels(int argc, char **argv) {
                                 break;
                         }
                 } else if ((r = write_atomically(output, text)) < 0) {
-                        fprintf(stderr, "gpunode labels: cannot write %s: %s\n", output, strerror(-r));
+                        fprintf_escaped(stderr, "gpunode labels: cannot write %s: %s\n", output, strerror(-r));
                         code = EXIT_INTERNAL;
                         break;
                 }
@@ -256,7 +325,7 @@ static int cmd_labels(int argc, char **argv) {
                 int sig = sigtimedwait(&term, NULL, &ts);
                 if (sig == SIGINT || sig == SIGTERM) {
                         if (!to_stdout && unlink(output) < 0 && errno != ENOENT)
-                                fprintf(stderr, "gpunode labels: cannot remove %s: %m\n", output);
+                                fprintf_escaped(stderr, "gpunode labels: cannot remove %s: %m\n", output);
                         break;
                 }
         }

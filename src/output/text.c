@@ -44,10 +44,12 @@ static const char *layer_word(enum check_status s) {
         return "?";
 }
 
-/* Prints s made safe for a terminal: invalid UTF-8 and control bytes (escape sequences from a
- * hostile file) become '?'. */
+/* Prints s, a string from outside (summaries, evidence and remedies embed file contents, API
+ * answers and kernel log lines; the node name may come from a snapshot's manifest), made safe for a
+ * terminal by escape_terminal: an escape sequence in a hostile file shows as \x1b[..., never acts.
+ * Returns nothing; errors show in ferror(out). */
 static void put_clean(FILE *out, const char *s) {
-        _cleanup_free_ char *clean = utf8_sanitize(s);
+        _cleanup_free_ char *clean = escape_terminal(s);
         fputs(clean, out);
 }
 
@@ -55,7 +57,11 @@ int output_text(FILE *out, const struct report *r, const struct text_options *op
         bool c = opts && opts->color;
         bool verbose = opts && opts->verbose;
 #define COL(x) (c ? (x) : "")
-        fprintf(out, "%sgpunode check%s: node %s (root %s)\n", COL(C_BOLD), COL(C_RESET), r->node, r->root);
+        fprintf(out, "%sgpunode check%s: node ", COL(C_BOLD), COL(C_RESET));
+        put_clean(out, r->node);
+        fputs(" (root ", out);
+        put_clean(out, r->root);
+        fputs(")\n", out);
         for (int layer = LAYER_MIN; layer <= LAYER_MAX; layer++) {
                 enum check_status ls = report_layer_status(r, layer);
                 fprintf(out, "\n%sLayer %d  %s%s  %s%s%s\n", COL(C_BOLD), layer, layer_name(layer), COL(C_RESET),

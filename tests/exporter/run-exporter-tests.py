@@ -466,6 +466,69 @@ def test_check_child():
     check(not [k for k in kids if os.path.exists("/proc/%d" % k)], "the check child does not outlive the exporter")
 
 
+CAP_SYSLOG = 34
+
+
+def proc_status(path):
+    """Returns {field: value} of a /proc status file, {} when it is gone."""
+    try:
+        with open(path) as f:
+            return dict(line.rstrip("\n").split(":\t", 1) for line in f if ":\t" in line)
+    except OSError:
+        return {}
+
+
+def test_capabilities():
+    # Once NVML is open and the socket bound, every thread keeps only CAP_SYSLOG (for the check
+    # children's /dev/kmsg), in the bounding, permitted and effective sets, nothing inheritable or
+    # ambient, and no_new_privs; a check child started after that has the same. The check root makes
+    # the child block in NVML (as in test_check_child) so that it lives long enough to be read.
+    mine = proc_status("/proc/self/status")
+    root_user = os.geteuid() == 0 and int(mine.get("CapEff", "0"), 16) != 0
+    keep = int(mine.get("CapBnd", "0"), 16) & (1 << CAP_SYSLOG)
+    root = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "scenarios", "nvml-call-blocks", "root")
+    p, base, _ = start_exporter("caps", description(8, block={"call": "nvmlDeviceGetPowerUsage", "gpu": 3, "seconds": 60}),
+                                "--check-interval", "1", "--check-timeout", "3", "--sample-timeout", "1", "--root", root)
+    before = set()
+    deadline = time.time() + 10
+    while time.time() < deadline and proc_status("/proc/%d/status" % p.pid).get("NoNewPrivs") != "1":
+        before |= {k for k, _ in children(p.pid)}
+        time.sleep(0.05)
+    before |= {k for k, _ in children(p.pid)}
+    time.sleep(0.2)  # threads busy in a call handle the request when it returns
+    want = {"CapEff": keep, "CapPrm": keep, "CapBnd": keep, "CapInh": 0, "CapAmb": 0} if root_user else {}
+    tasks = sorted(os.listdir("/proc/%d/task" % p.pid))
+    bad = []
+    for t in tasks:
+        st = proc_status("/proc/%d/task/%s/status" % (p.pid, t))
+        if st.get("NoNewPrivs") != "1" or any(int(st.get(k, "-1"), 16) != v for k, v in want.items()):
+            bad.append((t, {k: st.get(k) for k in ("CapEff", "CapBnd", "NoNewPrivs")}))
+    check(not bad and len(tasks) >= 3, "every thread (%d) keeps CAP_SYSLOG only, no_new_privs (%s)" % (len(tasks), bad))
+    kid_st = {}
+    deadline = time.time() + 10
+    while time.time() < deadline and not kid_st:
+        for k, state in children(p.pid):
+            if k not in before and state != "Z":
+                st = proc_status("/proc/%d/status" % k)
+                if st.get("Name") == "gpunode":
+                    kid_st = st
+        time.sleep(0.05)
+    check(kid_st.get("NoNewPrivs") == "1" and all(int(kid_st.get(k, "-1"), 16) == v for k, v in want.items()),
+          "a check child started after the drop: the same (%s)" % {k: kid_st.get(k) for k in ("CapEff", "CapBnd", "NoNewPrivs")})
+    if not root_user:
+        print("skip capability sets not checked: the tests do not run as root (no_new_privs was)", flush=True)
+    check("DCGM_FI_DEV_GPU_TEMP{gpu=\"5\"" in metrics(base), "the exporter samples and serves on")
+    check(stop(p) == 0, "clean exit")
+    # a diagnosis started after the drop still runs and is accepted
+    p, base, _ = start_exporter("caps-ok", description(2), "--check-interval", "1")
+    wait_for(lambda: proc_status("/proc/%d/status" % p.pid).get("NoNewPrivs") == "1", 10)
+    ok = 'gpunode_exporter_check_runs_total{result="ok"}'
+    first = value(metrics(base), ok) or 0
+    later = wait_for(lambda: (value(metrics(base), ok) or 0) > first, 10)
+    check(later, "a check child started after the drop succeeds (ok runs %s, then %s)" % (first, value(metrics(base), ok)))
+    check(stop(p) == 0, "clean exit")
+
+
 def test_http_protocol():
     p, base, _ = start_exporter("proto", description(2), "--check-interval", "0")
     port = int(base.rsplit(":", 1)[1])
@@ -524,7 +587,7 @@ def main():
     signal.alarm(240)
     try:
         for t in (test_promtool_and_http, test_mig, test_prometheus, test_lost_and_driver, test_blocking, test_absent, test_hostile,
-                  test_idle_flood, test_check_child, test_http_protocol):
+                  test_idle_flood, test_check_child, test_capabilities, test_http_protocol):
             print("# " + t.__name__, flush=True)
             try:
                 t()

@@ -92,6 +92,41 @@ sleep 1
 kill -TERM $pid; wait $pid
 rc=$?
 [ $rc -eq 0 ] && [ ! -e "$tmp/loop/gfd" ] && ok "SIGTERM: exit 0, labels removed" || fail "SIGTERM: exit $rc"
+# kill -9 at random moments: NFD reads every file in features.d but dot-files, so a temporary left by
+# a killed write must be a dot-file; the next run removes gpunode's own leftovers and nothing else.
+mkdir -p "$tmp/kill"
+kills=${GPUNODE_TEST_KILLS:-100}
+for i in $(seq "$kills"); do
+        GPUNODE_FAKE_NVML=$here/t4/nvml.json "$gpunode" labels --interval 1ms --root "$here/t4/root" --nvml-library "$fake" \
+                -o "$tmp/kill/gfd" 2> /dev/null &
+        pid=$!
+        sleep "0.0$((RANDOM % 10))$((RANDOM % 10))"
+        kill -9 $pid 2> /dev/null
+        wait $pid 2> /dev/null
+done
+visible=$(cd "$tmp/kill" && ls | grep -vx gfd)
+dots=$(cd "$tmp/kill" && ls -A | grep -c '^\.gfd\.tmp-')
+echo "     $kills kills: $(echo -n "$visible" | grep -c .) non-dot leftovers, $dots dot leftovers"
+[ -z "$visible" ] && ok "kill -9 x$kills: no file but gfd visible to NFD" || fail "kill -9 leaves files NFD reads: $visible"
+: > "$tmp/kill/.gfd.tmp-AbC123"     # an earlier run's leftover
+: > "$tmp/kill/.gfd.tmp-AbC1234"    # not gpunode's pattern: kept
+: > "$tmp/kill/.gfd.tmp-Ab.123"     # not gpunode's pattern: kept
+: > "$tmp/kill/.other"
+: > "$tmp/kill/other-feature"
+mkdir "$tmp/kill/.gfd.tmp-Dir123"   # a folder, not a temporary of ours: kept
+GPUNODE_FAKE_NVML=$here/t4/nvml.json "$gpunode" labels --once --root "$here/t4/root" --nvml-library "$fake" -o "$tmp/kill/gfd" 2> /dev/null
+left=$(cd "$tmp/kill" && ls -A | tr '\n' ' ')
+[ "$left" = ".gfd.tmp-Ab.123 .gfd.tmp-AbC1234 .gfd.tmp-Dir123 .other gfd other-feature " ] &&
+        ok "a new run removes its leftover temporaries, nothing else" || fail "after a new run: $left"
+# the modes hold whatever the umask: labels 0644, collect's archive 0600
+( umask 000
+  GPUNODE_FAKE_NVML=$here/t4/nvml.json "$gpunode" labels --once --root "$here/t4/root" --nvml-library "$fake" -o "$tmp/umask/gfd"
+  GPUNODE_FAKE_NVML=$here/t4/nvml.json "$gpunode" collect --root "$here/t4/root" --nvml-library "$fake" --kmsg /dev/null \
+          -o "$tmp/umask/node.tar.gz" ) > /dev/null 2>&1
+[ "$(stat -c %a "$tmp/umask/gfd" 2>/dev/null)" = 644 ] && ok "umask 000: labels file 0644" ||
+        fail "umask 000: labels file $(stat -c %a "$tmp/umask/gfd" 2>&1)"
+[ "$(stat -c %a "$tmp/umask/node.tar.gz" 2>/dev/null)" = 600 ] && ok "umask 000: collect archive 0600" ||
+        fail "umask 000: collect archive $(stat -c %a "$tmp/umask/node.tar.gz" 2>&1)"
 # usage errors
 "$gpunode" labels --mig-strategy double > /dev/null 2>&1; [ $? -eq 64 ] && ok "bad --mig-strategy: 64" || fail "bad --mig-strategy"
 "$gpunode" labels --interval 0 > /dev/null 2>&1; [ $? -eq 64 ] && ok "bad --interval: 64" || fail "bad --interval"
