@@ -68,6 +68,6 @@ int main(int argc, char **argv) {
                         }
                 return finish(commands[i]->run(argc - 1, argv + 1));
         }
-        fprintf(stderr, "gpunode: '%s' is not a command; see gpunode --help\n", name);
+        fprintf_escaped(stderr, "gpunode: '%s' is not a command; see gpunode --help\n", name);
         return EXIT_USAGE;
 }

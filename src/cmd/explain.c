@@ -80,7 +80,7 @@ static int cmd_explain(int argc, char **argv) {
                         matches++;
                 }
         if (!matches) {
-                fprintf(stderr, "gpunode explain: no check or symptom matches '%s'; `gpunode explain` lists them all\n", arg);
+                fprintf_escaped(stderr, "gpunode explain: no check or symptom matches '%s'; `gpunode explain` lists them all\n", arg);
                 return 1;
         }
         return 0;
