@@ -8,6 +8,7 @@
 
 #include "engine/check.h"
 #include "diagnose/symptoms.h"
+#include "facts/node.h"
 
 static const char *const components[] = {
         "driver", "fabric-manager", "rdma", "sriov", "container-toolkit", "rdma-device-plugin", "device-plugin", "gfd",
@@ -76,10 +77,48 @@ static void test_symptoms_name_real_checks(void **state) {
         }
 }
 
+/* Runs the check with this id on the facts; returns the finding (the caller frees its strings). */
+static struct finding run_one(const char *id, const struct node_facts *facts) {
+        const struct check_def *d = check_find(id);
+        assert_non_null(d);
+        struct finding f = {.def = d};
+        d->run(facts, &f);
+        return f;
+}
+
+/* Frees the strings of a finding that run_one returned. */
+static void finding_done(struct finding *f) {
+        free(f->summary);
+        free(f->remedy);
+        strv_free(f->evidence);
+}
+
+/* An unreadable /proc/modules is "cannot tell", never "modules missing". */
+static void test_rdma_modules_unreadable(void **state) {
+        struct ib_device dev = {.name = (char *)"mlx5_0"};
+        struct pci_function gpu = {0};
+        struct node_facts facts = {
+                .rdma = {.devices = &dev, .n_devices = 1, .have_uverbs = true},
+                .modules = {.rc = -EACCES, .error = (char *)"cannot read /proc/modules: Permission denied"},
+                .pci = {.gpus = &gpu, .n_gpus = 1},
+        };
+        struct finding f = run_one("rdma.devices", &facts);
+        assert_int_equal(f.status, CHECK_WARN);
+        assert_non_null(strstr(f.summary, "cannot tell"));
+        assert_null(strstr(f.summary, "missing"));
+        assert_null(strstr(f.remedy, "modprobe"));
+        finding_done(&f);
+        f = run_one("rdma.peermem", &facts);
+        assert_int_equal(f.status, CHECK_WARN);
+        assert_non_null(strstr(f.summary, "cannot tell"));
+        finding_done(&f);
+}
+
 int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_checks_well_formed),
                 cmocka_unit_test(test_symptoms_name_real_checks),
+                cmocka_unit_test(test_rdma_modules_unreadable),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }
