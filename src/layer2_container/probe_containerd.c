@@ -28,7 +28,7 @@
  */
 
 #define CTD_MAX_FILES 128
-#define CTD_READ_MAX (1u << 20)
+#define CTD_READ_MAX RUNTIME_CONFIG_READ_MAX
 
 static const char *const PLUGIN_V1 = "cri";
 static const char *const PLUGIN_V2 = "io.containerd.grpc.v1.cri";
@@ -445,7 +445,11 @@ void probe_containerd(struct containerd_facts *ret) {
                 ret->config_path = xstrdup("/etc/containerd/config.toml");
                 ret->config_path_from = xstrdup("default path");
         }
-        bool config = hostfs_exists(ret->config_path);
+        /* Only a config that does not exist means built-in defaults: one that cannot be reached (a
+         * symlink loop, no permission) is a config containerd cannot load. */
+        struct stat st;
+        int config_rc = hostfs_stat(ret->config_path, &st);
+        bool config = config_rc != -ENOENT && config_rc != -ENOTDIR;
         ret->present = ret->binary || ret->process.pid || config;
         if (!ret->present) return;
         if (!config && !ret->process.config_arg) {

@@ -11,6 +11,7 @@
 #include "basic/hostfs.h"
 #include "basic/toml.h"
 #include "basic/util.h"
+#include "engine/check.h"
 
 static char *root;
 
@@ -232,6 +233,61 @@ static void test_toml_error(void **state) {
         runtime_config_file_free(&f);
 }
 
+/* Runs the check id on a node whose only layer 2 fact is containerd c; returns its status and, in
+ * *ret_summary (malloc'd), its summary. */
+static enum check_status judge(const char *id, const struct containerd_facts *c, char **ret_summary) {
+        struct runtime_facts rt = {.containerd = *c, .infiniband_rc = -ENOENT};
+        struct node_facts facts = {.runtime = &rt};
+        const struct check_def *d = check_find(id);
+        assert_non_null(d);
+        struct finding f = {.def = d};
+        d->run(&facts, &f);
+        *ret_summary = f.summary;
+        free(f.remedy);
+        for (size_t i = 0; i < f.n_evidence; i++) free(f.evidence[i]);
+        free(f.evidence);
+        return f.status;
+}
+
+/* A config.toml that is a symlink loop is a config containerd cannot load, not "no config: never patched". */
+static void test_config_symlink_loop(void **state) {
+        put("etc/containerd/placeholder", "");
+        _cleanup_free_ char *p = xasprintf("%s/etc/containerd/config.toml", root);
+        assert_int_equal(symlink("config.toml", p), 0);
+        struct containerd_facts c;
+        probe_containerd(&c);
+        assert_true(c.present);
+        assert_int_equal(c.rc, -ELOOP);
+        _cleanup_free_ char *sum = NULL;
+        assert_int_equal(judge("container-toolkit.runtime-config", &c, &sum), CHECK_FAIL);
+        assert_non_null(strstr(sum, "symlink loop"));
+        _cleanup_free_ char *sum2 = NULL;
+        judge("container-toolkit.nvidia-runtime", &c, &sum2);
+        assert_null(strstr(sum2, "never patched"));
+        containerd_facts_free(&c);
+}
+
+/* A config over gpunode's own read cap is "cannot tell", not "containerd cannot load its config". */
+static void test_config_too_large(void **state) {
+        _cleanup_free_ char *big = xmalloc((1u << 20) + 4096);
+        memset(big, '#', (1u << 20) + 4095);
+        big[0] = '\n';
+        big[(1u << 20) + 4095] = 0;
+        put("etc/containerd/config.toml", big);
+        struct containerd_facts c;
+        probe_containerd(&c);
+        assert_true(c.present);
+        assert_int_equal(c.rc, -EFBIG);
+        _cleanup_free_ char *sum = NULL;
+        assert_int_equal(judge("container-toolkit.runtime-config", &c, &sum), CHECK_WARN);
+        assert_null(strstr(sum, "containerd cannot load"));
+        assert_non_null(strstr(sum, "cannot tell"));
+        _cleanup_free_ char *sum2 = NULL;
+        judge("container-toolkit.nvidia-runtime", &c, &sum2);
+        assert_null(strstr(sum2, "never patched"));
+        containerd_facts_free(&c);
+}
+
 int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test_setup_teardown(test_v2_main, setup, teardown),
@@ -242,6 +298,8 @@ int main(void) {
                 cmocka_unit_test_setup_teardown(test_cycles_missing_version, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_v1_and_migration, setup, teardown),
                 cmocka_unit_test(test_toml_error),
+                cmocka_unit_test_setup_teardown(test_config_symlink_loop, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_config_too_large, setup, teardown),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -90,7 +90,8 @@ static struct finding run_one(const char *id, const struct node_facts *facts) {
 static void finding_done(struct finding *f) {
         free(f->summary);
         free(f->remedy);
-        strv_free(f->evidence);
+        for (size_t i = 0; i < f->n_evidence; i++) free(f->evidence[i]);
+        free(f->evidence);
 }
 
 /* An unreadable /proc/modules is "cannot tell", never "modules missing". */
