@@ -9,6 +9,8 @@
 #include "engine/check.h"
 #include "diagnose/symptoms.h"
 #include "facts/node.h"
+#include "facts/layer3_kubernetes.h"
+#include "kube/net_replay.h"
 
 static const char *const components[] = {
         "driver", "fabric-manager", "rdma", "sriov", "container-toolkit", "rdma-device-plugin", "device-plugin", "gfd",
@@ -115,11 +117,39 @@ static void test_rdma_modules_unreadable(void **state) {
         finding_done(&f);
 }
 
+/* TLS verification, an oversized answer and a failing exec plugin each get their own summary and a
+ * remedy that is not about credentials; each has its own class in a snapshot's index. */
+static void test_api_failure_classes(void **state) {
+        static const int rcs[] = {-EKEYREJECTED, -EPROTO, -EFBIG, -ENOEXEC};
+        char *seen[ELEMENTSOF(rcs)];
+        for (size_t i = 0; i < ELEMENTSOF(rcs); i++) {
+                struct kube_facts kf = {.api = {.rc = rcs[i], .error = (char *)"GET https://k:6443/api/v1/nodes/n: boom",
+                                                .server = (char *)"https://k:6443", .source = (char *)"/etc/kubeconfig"}};
+                struct node_facts facts = {.kube = &kf};
+                struct finding f = run_one("kubelet.api-access", &facts);
+                assert_int_equal(f.status, CHECK_WARN);
+                if (strstr(f.summary, "refused gpunode")) fail_msg("rc %d: %s", rcs[i], f.summary);
+                assert_null(strstr(f.remedy, "ClusterRole"));
+                for (size_t k = 0; k < i; k++) assert_string_not_equal(seen[k], f.summary);
+                seen[i] = xstrdup(f.summary);
+                assert_string_not_equal(net_error_class(rcs[i]), "other");
+                finding_done(&f);
+        }
+        for (size_t i = 0; i < ELEMENTSOF(rcs); i++) free(seen[i]);
+        /* 401 and 403 keep the credentials remedy */
+        struct kube_facts kf = {.api = {.rc = -EACCES, .error = (char *)"401"}};
+        struct node_facts facts = {.kube = &kf};
+        struct finding f = run_one("kubelet.api-access", &facts);
+        assert_non_null(strstr(f.remedy, "credentials"));
+        finding_done(&f);
+}
+
 int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_checks_well_formed),
                 cmocka_unit_test(test_symptoms_name_real_checks),
                 cmocka_unit_test(test_rdma_modules_unreadable),
+                cmocka_unit_test(test_api_failure_classes),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }
