@@ -103,6 +103,7 @@ static void run_runtime_config(const struct node_facts *facts, struct finding *f
                 if (c->misplaced_imports)
                         finding_evidence(f, "an `imports` key sits inside [%s], not at the top level: containerd ignores it",
                                          c->misplaced_imports);
+                if (c->imports_cut) finding_evidence(f, "%s", c->imports_cut);
                 if (c->cri_disabled) finding_evidence(f, "disabled_plugins turns off the CRI plugin: containerd serves Docker only");
                 if (!c->deep_merge && c->cri_owner && c->n_files > 1)
                         finding_evidence(f, "the CRI plugin table of %s replaces those of earlier files (containerd 1.x merges "
@@ -120,6 +121,11 @@ static void run_runtime_config(const struct node_facts *facts, struct finding *f
                         part_add(&acc, CHECK_FAIL, xasprintf("containerd cannot load its config: %s", c->error),
                                  xasprintf("fix that file (containerd refuses to start with it, or keeps running on the old "
                                            "config until restarted); check with `containerd config dump`"));
+                else if (c->imports_cut)
+                        part_add(&acc, CHECK_WARN, xasprintf("containerd's imports were followed only in part: %s", c->imports_cut),
+                                 xasprintf("write the imports as containerd's own drop-in folder does (`imports = "
+                                           "[\"/etc/containerd/conf.d/*.toml\"]`): a glob with wildcards in folder names walks "
+                                           "the whole host, /proc included"));
                 else
                         part_add(&acc, CHECK_PASS,
                                  xasprintf("containerd config v%d (%s) read: %zu file(s), CRI plugin %s", c->version, c->config_path,

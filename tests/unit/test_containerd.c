@@ -5,6 +5,7 @@
 #include <cmocka.h>
 
 #include <sys/stat.h>
+#include <time.h>
 
 #include "facts/node.h"
 #include "facts/layer2_container.h"
@@ -288,6 +289,40 @@ static void test_config_too_large(void **state) {
         containerd_facts_free(&c);
 }
 
+/* An import glob of wildcard folders over symlink loops (a/b -> .., proc/<pid>/root and cwd -> /) ends within
+ * a bound and says it was cut, naming the pattern. */
+static void test_glob_symlink_loops(void **state) {
+        const char *pattern = "/*/*/*/*/*/*/*/x.toml";
+        _cleanup_free_ char *main_cfg = xasprintf("version = 2\nimports = [\"%s\"]\n", pattern);
+        put("etc/containerd/config.toml", main_cfg);
+        put("a/placeholder", "");
+        _cleanup_free_ char *ab = xasprintf("%s/a/b", root);
+        assert_int_equal(symlink("..", ab), 0);
+        for (int pid = 1; pid <= 200; pid++) {
+                _cleanup_free_ char *rel = xasprintf("proc/%d/placeholder", pid);
+                put(rel, "");
+                _cleanup_free_ char *r = xasprintf("%s/proc/%d/root", root, pid);
+                _cleanup_free_ char *cwd = xasprintf("%s/proc/%d/cwd", root, pid);
+                assert_int_equal(symlink("/", r), 0);
+                assert_int_equal(symlink("/", cwd), 0);
+        }
+        struct timespec t0, t1;
+        clock_gettime(CLOCK_MONOTONIC, &t0);
+        struct containerd_facts c;
+        resolve(&c);
+        clock_gettime(CLOCK_MONOTONIC, &t1);
+        double secs = (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) / 1e9;
+        if (secs > 2.0) fail_msg("the glob took %.1f s", secs);
+        assert_int_equal(c.rc, 0);
+        assert_non_null(c.imports_cut);
+        assert_non_null(strstr(c.imports_cut, pattern));
+        c.present = true;
+        _cleanup_free_ char *sum = NULL;
+        assert_int_equal(judge("container-toolkit.runtime-config", &c, &sum), CHECK_WARN);
+        assert_non_null(strstr(sum, pattern));
+        containerd_facts_free(&c);
+}
+
 int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test_setup_teardown(test_v2_main, setup, teardown),
@@ -300,6 +335,7 @@ int main(void) {
                 cmocka_unit_test(test_toml_error),
                 cmocka_unit_test_setup_teardown(test_config_symlink_loop, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_config_too_large, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_glob_symlink_loops, setup, teardown),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }
