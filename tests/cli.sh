@@ -68,6 +68,33 @@ TMPDIR=$tmp/tmpdir expect 64 "check --snapshot with an unwritable --record-paths
         "$gpunode" check --snapshot "$here/snapshots/h200-real.tar.gz" --record-paths /nonexistent/dir/paths
 left=$(ls -A "$tmp/tmpdir")
 if [ -z "$left" ]; then passed=$((passed + 1)); else echo "FAIL: --snapshot left $left in TMPDIR"; failed=$((failed + 1)); fi
+# SIGTERM or SIGINT ends check --snapshot at once: no report after the signal, exit 128+signal within
+# 2 s, and the extracted folder removed. The delays land in extraction, where the signal waits for
+# the folder to be complete, and after it.
+for sig in TERM INT TERM INT; do
+        for delay in 0 0.05 0.15; do
+                start=$(date +%s%N)
+                # a background job starts with SIGINT ignored, which gpunode honours: restore it
+                TMPDIR=$tmp/tmpdir env --default-signal=INT,TERM "$gpunode" check --snapshot "$here/snapshots/h200-real.tar.gz" --output json \
+                        > "$tmp/signal.out" 2>/dev/null &
+                pid=$!
+                sleep "$delay"
+                kill -"$sig" "$pid"
+                wait "$pid"
+                got=$?
+                ms=$((($(date +%s%N) - start) / 1000000))
+                want=$((128 + $(kill -l "$sig")))
+                left=$(ls -A "$tmp/tmpdir")
+                if [ "$got" = "$want" ] && [ "$ms" -lt 2000 ] && [ -z "$left" ] && ! grep -q '"verdict"' "$tmp/signal.out"; then
+                        passed=$((passed + 1))
+                else
+                        echo "FAIL: SIG$sig after ${delay}s: exit $got (want $want) after ${ms} ms, left '$left'," \
+                             "$(grep -c '"verdict"' "$tmp/signal.out") report(s) printed"
+                        failed=$((failed + 1))
+                        rm -rf "${tmp:?}/tmpdir/"*
+                fi
+        done
+done
 rm -rf "$tmp"
 
 # A closed or full stdout is an error, not a silent success.
