@@ -115,6 +115,45 @@ noesc "$tmp/out" "collect --root error"
 noesc "$tmp/out" "labels --config-file error"
 "$gpunode" exporter --root "/nonexistent/$evil" > "$tmp/out" 2>&1
 noesc "$tmp/out" "exporter --root error"
+# SIGTERM or SIGINT ends check --snapshot at once, even while its report is stuck on a full pipe
+# that nobody reads: exit 128+signal within 2 s of the signal, the extracted folder removed. The
+# delays land in extraction (the signal waits for the folder to be complete), the analysis and the
+# blocked write.
+for sig in TERM INT TERM INT; do
+        for delay in 0 0.1 0.4 1.0; do
+                result=$(TMPDIR=$tmp/tmpdir /usr/bin/python3 - "$gpunode" "$here/snapshots/h200-real.tar.gz" "$sig" "$delay" <<'PY'
+import fcntl, os, signal, subprocess, sys, time
+gpunode, snap, sig, delay = sys.argv[1], sys.argv[2], getattr(signal, "SIG" + sys.argv[3]), float(sys.argv[4])
+r, w = os.pipe()
+fcntl.fcntl(w, 1031, 4096)  # F_SETPIPE_SZ: the JSON report does not fit, and nobody reads
+p = subprocess.Popen([gpunode, "check", "--snapshot", snap, "--output", "json"], stdout=w,
+                     stderr=subprocess.DEVNULL, restore_signals=True)
+os.close(w)
+time.sleep(delay)
+p.send_signal(sig)
+t = time.monotonic()
+try:
+    rc = p.wait(timeout=5)
+except subprocess.TimeoutExpired:
+    p.kill()
+    p.wait()
+    rc = "none (still running 5 s after the signal)"
+print(rc, int((time.monotonic() - t) * 1000))
+PY
+)
+                set -- $result
+                want=$((128 + $(kill -l "$sig")))
+                left=$(ls -A "$tmp/tmpdir")
+                # killed by the signal itself (python says -N) only when it came before gpunode held it
+                if { [ "$1" = "$want" ] || [ "$1" = "-$(kill -l "$sig")" ]; } && [ "${*: -1}" -lt 2000 ] && [ -z "$left" ]; then
+                        passed=$((passed + 1))
+                else
+                        echo "FAIL: SIG$sig after ${delay}s: exit $result ms (want $want), left '$left'"
+                        failed=$((failed + 1))
+                        rm -rf "${tmp:?}/tmpdir/"*
+                fi
+        done
+done
 rm -rf "$tmp"
 
 # A closed or full stdout is an error, not a silent success.

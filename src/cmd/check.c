@@ -13,6 +13,8 @@
 
 #include <getopt.h>
 #include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 enum output_format { FORMAT_TEXT, FORMAT_JSON, FORMAT_PROMETHEUS };
 
@@ -33,6 +35,29 @@ static int save_nvml(const char *file, const struct node_facts *facts) {
         return 0;
 }
 
+
+/* Waits for the analysis child pid with the signals of set blocked (termination signals and
+ * SIGCHLD). Returns its exit code (128 + the signal when it was killed), or 128 + the signal when a
+ * termination signal arrived first: the child is killed and reaped then. Never fails otherwise. */
+static int wait_analysis(pid_t pid, const sigset_t *set) {
+        for (;;) {
+                siginfo_t si;
+                int sig = sigwaitinfo(set, &si);
+                if (sig < 0) {
+                        if (errno == EINTR) continue;
+                        sig = SIGTERM; /* cannot wait for signals: end the child rather than hang */
+                }
+                if (sig == SIGCHLD) {
+                        int status;
+                        pid_t w = waitpid(pid, &status, WNOHANG);
+                        if (w == pid) return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+                        continue;
+                }
+                kill(pid, SIGKILL);
+                while (waitpid(pid, NULL, 0) < 0 && errno == EINTR) {}
+                return 128 + sig;
+        }
+}
 /* Runs `gpunode check` (argv[0] "check"). Returns the exit code. */
 static int cmd_check(int argc, char **argv) {
         static const struct option longopts[] = {
@@ -97,8 +122,9 @@ static int cmd_check(int argc, char **argv) {
                 fprintf_escaped(stderr, "gpunode check: cannot write %s: %m\n", record_file);
                 return EXIT_USAGE;
         }
-        /* --snapshot: the node as collected, extracted into a private folder removed at the end;
-         * termination signals wait until it is removed. */
+        /* --snapshot: the node as collected, extracted into a private folder removed at the end.
+         * Termination signals are blocked while it is extracted and removed; the analysis runs in a
+         * child, so that a signal ends it at once and the folder is still removed. */
         struct snapshot *snap = NULL;
         sigset_t term, saved_mask;
         sigemptyset(&term);
@@ -147,6 +173,35 @@ static int cmd_check(int argc, char **argv) {
                 if (!node && snap->node) node = snap->node;
         }
         if (!display_root) display_root = root;
+        bool child = false;
+        if (snap) {
+                fflush(stdout);
+                fflush(stderr);
+                if (record) fflush(record);
+                sigset_t with_chld = term;
+                sigaddset(&with_chld, SIGCHLD);
+                sigprocmask(SIG_BLOCK, &with_chld, NULL);
+                /* a signal ignored on entry (nohup, a background job's SIGINT) stays ignored */
+                for (int sig = 1; sig < NSIG; sig++) {
+                        struct sigaction old;
+                        if (sigismember(&term, sig) == 1 && sigaction(sig, NULL, &old) == 0 && old.sa_handler == SIG_IGN)
+                                sigdelset(&with_chld, sig);
+                }
+                pid_t pid = fork();
+                if (pid > 0) {
+                        int code = wait_analysis(pid, &with_chld);
+                        net_replay_from(NULL);
+                        snapshot_close(snap);
+                        sigprocmask(SIG_SETMASK, &saved_mask, NULL);
+                        return code;
+                }
+                /* the child analyses with the caller's signal mask; without fork, the parent does,
+                 * with the signals held */
+                if (pid == 0) {
+                        child = true;
+                        sigprocmask(SIG_SETMASK, &saved_mask, NULL);
+                }
+        }
         int code = EXIT_USAGE;
         _cleanup_free_ char *name = NULL;
         int r = hostfs_init(root);
@@ -179,6 +234,15 @@ static int cmd_check(int argc, char **argv) {
         node_facts_free(&facts);
 out:
         hostfs_done();
+        if (child) {
+                /* the parent removes the folder; the child only flushes what it wrote */
+                if (record && (fflush(record) != 0 || ferror(record))) code = EXIT_INTERNAL;
+                if (fflush(stdout) != 0 || ferror(stdout)) {
+                        fprintf(stderr, "gpunode: could not write to standard output\n");
+                        code = EXIT_INTERNAL;
+                }
+                _exit(code);
+        }
         if (snap) {
                 net_replay_from(NULL);
                 snapshot_close(snap);

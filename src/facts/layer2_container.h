@@ -48,6 +48,7 @@ struct containerd_facts {
         struct runtime_config_file *stray;  /* drop-ins in conf.d directories that containerd does not load */
         size_t n_stray;
         char *misplaced_imports;        /* a table holding an `imports` key that is not at the top level */
+        char *imports_cut;              /* an import glob gpunode expanded only in part (bounds, symlink loops); NULL */
         int version;                    /* of the main file: 1, 2 or 3 (1 when absent) */
         const char *cri_plugin;         /* CRI runtime plugin id for that version */
         bool deep_merge;                /* imports merged key by key (containerd 2.x), else plugin by plugin */

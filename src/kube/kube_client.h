@@ -41,7 +41,8 @@ const char *kube_client_server(const struct kube_client *c);
  * *ret_error naming the URL (never the credentials): -ENOENT for 404, -EACCES for 401, -EPERM
  * for 403 (both with the API's Status message), -EIO for other HTTP errors and transport
  * failures, -ETIMEDOUT when the server does not answer within the timeout, -ECONNREFUSED when
- * it cannot be reached, -EPROTO for TLS failures (untrusted or mismatched certificate), -EFBIG
+ * it cannot be reached, -EKEYREJECTED when the server's certificate does not verify (untrusted CA,
+ * mismatched name), -EPROTO for other TLS failures (handshake, client certificate), -EFBIG
  * when the body exceeds the limit, -EBADMSG when it is not JSON. With a recorder installed
  * (net_replay.h) every exchange is recorded; with a replayer, or on an offline client, the recorded
  * answer is given instead (NET_NOT_RECORDED for a path the snapshot does not hold). */

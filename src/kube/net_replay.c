@@ -23,7 +23,8 @@ static const struct {
         {"tls", -EPROTO},            {"unauthorized", -EACCES},  {"forbidden", -EPERM},
         {"not-found", -ENOENT},      {"io", -EIO},               {"too-big", -EFBIG},
         {"not-json", -EBADMSG},      {"invalid", -EINVAL},       {"no-memory", -ENOMEM},
-        {"unsupported", -ENOTSUP},   {"no-data", -ENODATA},
+        {"unsupported", -ENOTSUP},   {"no-data", -ENODATA},      {"tls-verify", -EKEYREJECTED},
+        {"exec-plugin", -ENOEXEC},
 };
 
 const char *net_error_class(int rc) {

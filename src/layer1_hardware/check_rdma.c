@@ -23,6 +23,14 @@ static void run_rdma_devices(const struct node_facts *facts, struct finding *f) 
                                  d->fw_ver ? d->fw_ver : "?", d->board_id ? d->board_id : "?");
                 mlx5 |= startswith(d->name, "mlx5") != NULL;
         }
+        if (facts->modules.rc < 0) {
+                /* An unreadable /proc/modules says nothing about which modules are loaded. */
+                finding_evidence(f, "%s", facts->modules.error ? facts->modules.error : "/proc/modules cannot be read");
+                finding_warn(f, "%zu RDMA device(s), but cannot tell whether their driver modules are loaded", r->n_devices);
+                finding_remedy(f, "run gpunode with the host's /proc visible (the DaemonSet mounts the host at /host), or "
+                                  "check `lsmod | grep -e ib_uverbs -e mlx5` on the node");
+                return;
+        }
         static const char *const mods[] = {"ib_core", "ib_uverbs", "mlx5_core", "mlx5_ib"};
         size_t missing = 0;
         for (size_t i = 0; i < ELEMENTSOF(mods); i++) {
@@ -96,6 +104,12 @@ static void run_rdma_peermem(const struct node_facts *facts, struct finding *f) 
                 return;
         }
         size_t errors = kmsg_evidence(&facts->kmsg, KMSG_EV_PEERMEM_ERROR, f);
+        if (facts->modules.rc < 0) {
+                finding_evidence(f, "%s", facts->modules.error ? facts->modules.error : "/proc/modules cannot be read");
+                finding_warn(f, "cannot tell whether nvidia_peermem is loaded: /proc/modules is unreadable");
+                finding_remedy(f, "run gpunode with the host's /proc visible, or check `lsmod | grep nvidia_peermem` on the node");
+                return;
+        }
         if (!module_loaded(&facts->modules, "nvidia_peermem")) {
                 finding_warn(f, "nvidia_peermem is not loaded: GPUDirect RDMA is unavailable, NCCL falls back to host memory");
                 finding_remedy(f, "`modprobe nvidia_peermem` after ib_core; with the GPU Operator set driver.rdma.enabled=true");
@@ -113,7 +127,8 @@ const struct check_def check_rdma_devices = {
         .id = "rdma.devices", .layer = 1, .component = "rdma",
         .title = "RDMA NICs have their driver modules and verbs device nodes",
         .reads = "/sys/class/infiniband/*, /proc/modules (ib_core, ib_uverbs, mlx5_core, mlx5_ib), /dev/infiniband",
-        .outcomes = "pass: present and loaded; warn: no verbs nodes; fail: modules missing; skip: no RDMA NIC",
+        .outcomes = "pass: present and loaded; warn: no verbs nodes, or /proc/modules unreadable; fail: modules missing; "
+                    "skip: no RDMA NIC",
         .remedy = "load the OFED or inbox modules (mlx5_ib, ib_uverbs); check the Network Operator's mofed pod",
         .run = run_rdma_devices,
 };

@@ -4,6 +4,7 @@
 #include "facts/layer3_kubernetes.h"
 #include "facts/layer2_container.h"
 #include "layer2_container/runtime_evidence.h"
+#include "layer2_container/runtime_common.h"
 
 /* An outcome of one runtime's part of a check; the worst part becomes the finding. */
 struct part {
@@ -52,6 +53,26 @@ static const char *restart_cmd(const char *runtime) {
         return "systemctl restart docker";
 }
 
+/* Returns a malloc'd summary for a runtime config file over gpunode's own read cap (the first of files
+ * whose rc is -EFBIG, else fallback): the runtime may well load it, so gpunode cannot tell. Never fails. */
+static char *too_large_summary(const char *runtime, const struct runtime_config_file *files, size_t n, const char *fallback) {
+        const char *path = fallback;
+        for (size_t i = 0; i < n; i++)
+                if (files[i].rc == -EFBIG) {
+                        path = files[i].path;
+                        break;
+                }
+        return xasprintf("cannot tell whether %s loads its config: %s is larger than gpunode reads (%u MiB, gpunode's limit, "
+                         "not %s's)", runtime, path, RUNTIME_CONFIG_READ_MAX >> 20, runtime);
+}
+
+/* Returns a malloc'd remedy for a config over gpunode's read cap; dump is the runtime's own command that
+ * prints the config it loads. Never fails. */
+static char *too_large_remedy(const char *dump) {
+        return xasprintf("a runtime config this large is unusual (a generated or pasted file?): look at it, and judge the "
+                         "runtime's own view with `%s | grep -n nvidia`", dump);
+}
+
 /* Judges container-toolkit.runtime-config (the container runtime's configuration loads as the runtime
  * itself loads it) from the facts into f; never fails: what it cannot read, it says. */
 static void run_runtime_config(const struct node_facts *facts, struct finding *f) {
@@ -82,6 +103,7 @@ static void run_runtime_config(const struct node_facts *facts, struct finding *f
                 if (c->misplaced_imports)
                         finding_evidence(f, "an `imports` key sits inside [%s], not at the top level: containerd ignores it",
                                          c->misplaced_imports);
+                if (c->imports_cut) finding_evidence(f, "%s", c->imports_cut);
                 if (c->cri_disabled) finding_evidence(f, "disabled_plugins turns off the CRI plugin: containerd serves Docker only");
                 if (!c->deep_merge && c->cri_owner && c->n_files > 1)
                         finding_evidence(f, "the CRI plugin table of %s replaces those of earlier files (containerd 1.x merges "
@@ -89,10 +111,21 @@ static void run_runtime_config(const struct node_facts *facts, struct finding *f
                 if (c->rc == -ENOENT && c->n_files == 0)
                         part_add(&acc, CHECK_PASS, xasprintf("containerd has no config file (%s): it runs on built-in defaults",
                                                              c->config_path), NULL);
+                else if (c->rc == -EFBIG)
+                        part_add(&acc, CHECK_WARN, too_large_summary("containerd", c->files, c->n_files, c->config_path), too_large_remedy("containerd config dump"));
+                else if (c->rc == -ELOOP)
+                        part_add(&acc, CHECK_FAIL, xasprintf("containerd cannot load its config: %s", c->error),
+                                 xasprintf("a symlink on that path points back at itself (`namei -l %s`); make it point at a real "
+                                           "file, then `systemctl restart containerd`", c->config_path));
                 else if (c->rc < 0)
                         part_add(&acc, CHECK_FAIL, xasprintf("containerd cannot load its config: %s", c->error),
                                  xasprintf("fix that file (containerd refuses to start with it, or keeps running on the old "
                                            "config until restarted); check with `containerd config dump`"));
+                else if (c->imports_cut)
+                        part_add(&acc, CHECK_WARN, xasprintf("containerd's imports were followed only in part: %s", c->imports_cut),
+                                 xasprintf("write the imports as containerd's own drop-in folder does (`imports = "
+                                           "[\"/etc/containerd/conf.d/*.toml\"]`): a glob with wildcards in folder names walks "
+                                           "the whole host, /proc included"));
                 else
                         part_add(&acc, CHECK_PASS,
                                  xasprintf("containerd config v%d (%s) read: %zu file(s), CRI plugin %s", c->version, c->config_path,
@@ -103,7 +136,9 @@ static void run_runtime_config(const struct node_facts *facts, struct finding *f
                 finding_evidence(f, "CRI-O: binary %s; process %s; %zu config file(s)", o->binary ? o->binary : "not found",
                                  o->process.pid ? "running" : "not seen in /proc", o->n_files);
                 for (size_t i = 0; i < o->n_files; i++) finding_evidence(f, "loaded %s", o->files[i].path);
-                if (o->rc < 0)
+                if (o->rc == -EFBIG)
+                        part_add(&acc, CHECK_WARN, too_large_summary("CRI-O", o->files, o->n_files, "a CRI-O config file"), too_large_remedy("crio config"));
+                else if (o->rc < 0)
                         part_add(&acc, CHECK_FAIL, xasprintf("CRI-O cannot load its config: %s", o->error),
                                  xasprintf("fix that file; check with `crio config`"));
                 else
@@ -114,7 +149,10 @@ static void run_runtime_config(const struct node_facts *facts, struct finding *f
                 finding_evidence(f, "Docker: binary %s; process %s; %s %s", d->binary ? d->binary : "not found",
                                  d->process.pid ? "running" : "not seen in /proc", d->file.path,
                                  d->file.rc == -ENOENT ? "absent" : d->file.rc < 0 ? "unreadable" : "read");
-                if (d->file.rc < 0 && d->file.rc != -ENOENT)
+                if (d->file.rc == -EFBIG)
+                        part_add(&acc, CHECK_WARN, too_large_summary("Docker", &d->file, 1, d->file.path),
+                                 too_large_remedy("dockerd --validate"));
+                else if (d->file.rc < 0 && d->file.rc != -ENOENT)
                         part_add(&acc, CHECK_FAIL, xasprintf("Docker cannot load %s", d->file.error),
                                  xasprintf("fix the JSON in %s (dockerd refuses to start with it); check with `dockerd --validate`",
                                            d->file.path));
@@ -302,6 +340,11 @@ static void default_runtime_judge(const struct node_facts *facts, const struct d
 /* Judges containerd's nvidia runtime, and whether it is the default where the setup needs it, into acc. */
 static void nvidia_runtime_containerd(const struct node_facts *facts, const struct containerd_facts *c, struct finding *f,
                                       struct part *acc) {
+        if (c->rc == -EFBIG) {
+                part_add(acc, CHECK_SKIP, xasprintf("cannot tell whether containerd has the nvidia runtime: its config is over "
+                                                    "gpunode's read limit (see container-toolkit.runtime-config)"), NULL);
+                return;
+        }
         if (c->rc < 0 && c->rc != -ENOENT) {
                 part_add(acc, CHECK_SKIP, xasprintf("containerd's config could not be loaded (see container-toolkit.runtime-config)"), NULL);
                 return;

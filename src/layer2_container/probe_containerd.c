@@ -28,7 +28,7 @@
  */
 
 #define CTD_MAX_FILES 128
-#define CTD_READ_MAX (1u << 20)
+#define CTD_READ_MAX RUNTIME_CONFIG_READ_MAX
 
 static const char *const PLUGIN_V1 = "cri";
 static const char *const PLUGIN_V2 = "io.containerd.grpc.v1.cri";
@@ -63,43 +63,109 @@ static char *path_dir(const char *path) {
 
 static bool has_meta(const char *s) { return strpbrk(s, "*?[\\") != NULL; }
 
-/* Appends to *out the host paths matching the glob components comps[i..] below dir. */
-static void glob_expand(const char *dir, char **comps, size_t i, size_t n, char ***out, size_t *n_out) {
-        if (*n_out >= CTD_MAX_FILES) return;
+/* Bounds on one import glob: containerd (Go's filepath.Glob) has none, but a pattern of wildcard
+ * folders follows /proc/<pid>/root back to / once per process and level; gpunode does not follow a
+ * symlink into a folder already on the path, stops at these bounds, and says so. */
+#define GLOB_MAX_MATCHES 1000
+#define GLOB_MAX_DIR_READS 10000
+#define GLOB_MAX_DEPTH 128
+
+struct glob_state {
+        char **out;
+        size_t n_out;
+        size_t dir_reads;
+        size_t loops;                   /* symlinks back into a directory on the path, not followed */
+        bool capped;                    /* a bound was hit: the expansion is partial */
+        dev_t dev[GLOB_MAX_DEPTH];      /* directories on the current path, outermost first */
+        ino_t ino[GLOB_MAX_DEPTH];
+        size_t depth;
+};
+
+/* Appends to g->out the host paths matching the glob components comps[i..] below dir (whose
+ * identity is on g's path stack). Stops at g's bounds, setting g->capped; never fails. */
+static void glob_expand(struct glob_state *g, const char *dir, char **comps, size_t i, size_t n) {
+        if (g->capped) return;
         if (i == n) {
                 struct stat st;
                 if (hostfs_stat(dir, &st) < 0) return;
-                *out = xrealloc(*out, (*n_out + 2) * sizeof(char *));
-                (*out)[(*n_out)++] = xstrdup(dir);
-                (*out)[*n_out] = NULL;
+                if (g->n_out >= GLOB_MAX_MATCHES) {
+                        g->capped = true;
+                        return;
+                }
+                g->out = xrealloc(g->out, (g->n_out + 2) * sizeof(char *));
+                g->out[g->n_out++] = xstrdup(dir);
+                g->out[g->n_out] = NULL;
                 return;
         }
         const char *sep = streq(dir, "/") ? "" : "/";
-        if (!has_meta(comps[i])) {
-                _cleanup_free_ char *next = xasprintf("%s%s%s", dir, sep, comps[i]);
-                glob_expand(next, comps, i + 1, n, out, n_out);
-                return;
-        }
         _cleanup_strv_free_ char **names = NULL;
-        int k = hostfs_list(dir, true, &names);
-        for (int j = 0; j < k; j++) {
-                if (fnmatch(comps[i], names[j], 0) != 0) continue;
+        int k;
+        if (!has_meta(comps[i])) {
+                names = xcalloc(2, sizeof(char *));
+                names[0] = xstrdup(comps[i]);
+                k = 1;
+        } else {
+                if (g->dir_reads >= GLOB_MAX_DIR_READS) {
+                        g->capped = true;
+                        return;
+                }
+                g->dir_reads++;
+                k = hostfs_list(dir, true, &names);
+        }
+        for (int j = 0; j < k && !g->capped; j++) {
+                if (has_meta(comps[i]) && fnmatch(comps[i], names[j], 0) != 0) continue;
                 _cleanup_free_ char *next = xasprintf("%s%s%s", dir, sep, names[j]);
-                glob_expand(next, comps, i + 1, n, out, n_out);
+                if (i + 1 == n) {
+                        glob_expand(g, next, comps, i + 1, n);
+                        continue;
+                }
+                /* next must be a directory to go on; one already on the path is a symlink loop */
+                struct stat st;
+                if (hostfs_stat(next, &st) < 0 || !S_ISDIR(st.st_mode)) continue;
+                bool loop = false;
+                for (size_t d = 0; d < g->depth && !loop; d++) loop = g->dev[d] == st.st_dev && g->ino[d] == st.st_ino;
+                if (loop) {
+                        g->loops++;
+                        continue;
+                }
+                if (g->depth >= GLOB_MAX_DEPTH) {
+                        g->capped = true;
+                        return;
+                }
+                g->dev[g->depth] = st.st_dev;
+                g->ino[g->depth++] = st.st_ino;
+                glob_expand(g, next, comps, i + 1, n);
+                g->depth--;
         }
 }
 
 /* Returns the sorted host paths matching an absolute glob pattern (NULL-terminated, maybe NULL);
- * a pattern matching nothing is not an error, as with Go's filepath.Glob. */
-static char **host_glob(const char *pattern) {
+ * a pattern matching nothing is not an error, as with Go's filepath.Glob. When the expansion was
+ * cut (a bound hit, or symlink loops not followed), *ret_cut is a malloc'd sentence naming the
+ * pattern, else NULL. */
+static char **host_glob(const char *pattern, char **ret_cut) {
+        *ret_cut = NULL;
         _cleanup_free_ char *copy = xstrdup(pattern);
         char *comps[128];
         size_t n = 0;
         char *save = NULL;
         for (char *t = strtok_r(copy, "/", &save); t && n < ELEMENTSOF(comps); t = strtok_r(NULL, "/", &save)) comps[n++] = t;
-        char **out = NULL;
-        size_t n_out = 0;
-        glob_expand("/", comps, 0, n, &out, &n_out);
+        struct glob_state *g = xcalloc(1, sizeof *g);
+        struct stat st;
+        if (hostfs_stat("/", &st) == 0) {
+                g->dev[0] = st.st_dev;
+                g->ino[0] = st.st_ino;
+                g->depth = 1;
+        }
+        glob_expand(g, "/", comps, 0, n);
+        if (g->capped)
+                *ret_cut = xasprintf("import \"%s\": gpunode stopped expanding it after %zu match(es) and %zu folder read(s) "
+                                     "(its limits: %d matches, %d folder reads)", pattern, g->n_out, g->dir_reads,
+                                     GLOB_MAX_MATCHES, GLOB_MAX_DIR_READS);
+        else if (g->loops)
+                *ret_cut = xasprintf("import \"%s\": %zu symlink loop(s) on the way were not followed", pattern, g->loops);
+        char **out = g->out;
+        free(g);
         return out;
 }
 
@@ -393,7 +459,10 @@ void containerd_resolve(struct containerd_facts *c) {
                         _cleanup_free_ char *clean = path_clean(joined);
                         char **add = NULL;
                         if (strchr(clean, '*')) {
-                                add = host_glob(clean);
+                                char *cut = NULL;
+                                add = host_glob(clean, &cut);
+                                if (cut && !c->imports_cut) c->imports_cut = cut;
+                                else free(cut);
                         } else {
                                 add = xcalloc(2, sizeof(char *));
                                 add[0] = TAKE_PTR(clean);
@@ -445,7 +514,11 @@ void probe_containerd(struct containerd_facts *ret) {
                 ret->config_path = xstrdup("/etc/containerd/config.toml");
                 ret->config_path_from = xstrdup("default path");
         }
-        bool config = hostfs_exists(ret->config_path);
+        /* Only a config that does not exist means built-in defaults: one that cannot be reached (a
+         * symlink loop, no permission) is a config containerd cannot load. */
+        struct stat st;
+        int config_rc = hostfs_stat(ret->config_path, &st);
+        bool config = config_rc != -ENOENT && config_rc != -ENOTDIR;
         ret->present = ret->binary || ret->process.pid || config;
         if (!ret->present) return;
         if (!config && !ret->process.config_arg) {
@@ -471,6 +544,7 @@ void containerd_facts_free(struct containerd_facts *f) {
         for (size_t i = 0; i < f->n_stray; i++) runtime_config_file_free(&f->stray[i]);
         free(f->stray);
         free(f->misplaced_imports);
+        free(f->imports_cut);
         free(f->cri_owner);
         for (size_t i = 0; i < f->n_runtimes; i++) {
                 struct ctd_runtime *r = &f->runtimes[i];

@@ -27,6 +27,27 @@ static void run_api_access(const struct node_facts *facts, struct finding *f) {
                         finding_warn(f, "the API server did not answer within %u ms: Kubernetes checks are skipped", a->timeout_ms);
                         finding_remedy(f, "check the API server's health and the network path from this node (`kubectl get --raw /readyz`); "
                                           "raise --timeout for a slow control plane");
+                } else if (a->rc == -EKEYREJECTED) {
+                        finding_warn(f, "the API server's TLS certificate does not verify against the configured CA: "
+                                        "Kubernetes checks are skipped");
+                        finding_remedy(f, "check certificate-authority(-data) in %s against the API server's certificate "
+                                          "(`openssl s_client -connect <server> -showcerts`) and that the server name matches "
+                                          "it (tls-server-name); a rotated cluster CA needs a new kubeconfig or service-account "
+                                          "ca.crt", a->source ? a->source : "the kubeconfig");
+                } else if (a->rc == -EPROTO) {
+                        finding_warn(f, "the TLS connection to the API server failed: Kubernetes checks are skipped");
+                        finding_remedy(f, "check the client certificate and key in %s and that the server speaks TLS on that "
+                                          "port", a->source ? a->source : "the kubeconfig");
+                } else if (a->rc == -EFBIG) {
+                        finding_warn(f, "the API server's answer was larger than gpunode accepts: Kubernetes checks are skipped");
+                        finding_remedy(f, "the answer named in the evidence exceeds gpunode's response limit; check that the "
+                                          "server is the API server (not a proxy or login page), and report an unusually large "
+                                          "Node object");
+                } else if (a->rc == -ENOEXEC) {
+                        finding_warn(f, "the kubeconfig's exec credential plugin failed: Kubernetes checks are skipped");
+                        finding_remedy(f, "run the plugin named in the evidence by hand (as kubectl would, e.g. `kubectl get "
+                                          "--raw /version` with the same kubeconfig) and fix what it reports: a missing binary, "
+                                          "an expired cloud login, a timeout");
                 } else {
                         finding_warn(f, "the Kubernetes API refused gpunode: Kubernetes checks are skipped");
                         finding_remedy(f, "check the credentials (the service account's token, the kubeconfig's user) and that "
@@ -43,10 +64,17 @@ static void run_api_access(const struct node_facts *facts, struct finding *f) {
         if (a->node_rc < 0 || a->pods_rc < 0) {
                 if (a->node_error) finding_evidence(f, "%s", a->node_error);
                 if (a->pods_error) finding_evidence(f, "%s", a->pods_error);
-                if (a->timed_out)
+                if (a->timed_out) {
                         finding_warn(f, "the API server stopped answering within %u ms: some Kubernetes checks are skipped", a->timeout_ms);
-                else
+                } else if (a->node_rc == -EFBIG || a->pods_rc == -EFBIG) {
+                        finding_warn(f, "the API server's answer for the %s was larger than gpunode accepts: some Kubernetes "
+                                        "checks are skipped", a->node_rc == -EFBIG ? "node" : "pods on this node");
+                        finding_remedy(f, "gpunode caps each API answer; an answer this large is unusual (very many pods on "
+                                          "the node, or huge annotations): look at it with kubectl");
+                        return;
+                } else {
                         finding_warn(f, "the API server answered, but the node or its pods could not be read");
+                }
                 finding_remedy(f, "give gpunode's service account get on nodes and list on pods (a ClusterRole), and check the "
                                   "API server's health");
                 return;

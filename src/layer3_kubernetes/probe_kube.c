@@ -76,6 +76,8 @@ static int live_client(const struct kube_probe_options *opts, struct kube_api_fa
         _cleanup_kube_config_ struct kube_config *cfg = NULL;
         char *err = NULL;
         int r = kube_config_load(opts->kubeconfig, a->timeout_ms, &cfg, &err);
+        /* A failing exec credential plugin is its own class: the remedy is the plugin, not RBAC. */
+        if (r < 0 && r != -ENOENT && r != -EPERM && err && strstr(err, "exec plugin")) r = -ENOEXEC;
         if (r < 0) {
                 a->rc = r;
                 a->error = r == -ENOENT ? xstrdup("no Kubernetes configuration: not in a pod with a service account, no "

@@ -5,12 +5,14 @@
 #include <cmocka.h>
 
 #include <sys/stat.h>
+#include <time.h>
 
 #include "facts/node.h"
 #include "facts/layer2_container.h"
 #include "basic/hostfs.h"
 #include "basic/toml.h"
 #include "basic/util.h"
+#include "engine/check.h"
 
 static char *root;
 
@@ -232,6 +234,95 @@ static void test_toml_error(void **state) {
         runtime_config_file_free(&f);
 }
 
+/* Runs the check id on a node whose only layer 2 fact is containerd c; returns its status and, in
+ * *ret_summary (malloc'd), its summary. */
+static enum check_status judge(const char *id, const struct containerd_facts *c, char **ret_summary) {
+        struct runtime_facts rt = {.containerd = *c, .infiniband_rc = -ENOENT};
+        struct node_facts facts = {.runtime = &rt};
+        const struct check_def *d = check_find(id);
+        assert_non_null(d);
+        struct finding f = {.def = d};
+        d->run(&facts, &f);
+        *ret_summary = f.summary;
+        free(f.remedy);
+        for (size_t i = 0; i < f.n_evidence; i++) free(f.evidence[i]);
+        free(f.evidence);
+        return f.status;
+}
+
+/* A config.toml that is a symlink loop is a config containerd cannot load, not "no config: never patched". */
+static void test_config_symlink_loop(void **state) {
+        put("etc/containerd/placeholder", "");
+        _cleanup_free_ char *p = xasprintf("%s/etc/containerd/config.toml", root);
+        assert_int_equal(symlink("config.toml", p), 0);
+        struct containerd_facts c;
+        probe_containerd(&c);
+        assert_true(c.present);
+        assert_int_equal(c.rc, -ELOOP);
+        _cleanup_free_ char *sum = NULL;
+        assert_int_equal(judge("container-toolkit.runtime-config", &c, &sum), CHECK_FAIL);
+        assert_non_null(strstr(sum, "symlink loop"));
+        _cleanup_free_ char *sum2 = NULL;
+        judge("container-toolkit.nvidia-runtime", &c, &sum2);
+        assert_null(strstr(sum2, "never patched"));
+        containerd_facts_free(&c);
+}
+
+/* A config over gpunode's own read cap is "cannot tell", not "containerd cannot load its config". */
+static void test_config_too_large(void **state) {
+        _cleanup_free_ char *big = xmalloc((1u << 20) + 4096);
+        memset(big, '#', (1u << 20) + 4095);
+        big[0] = '\n';
+        big[(1u << 20) + 4095] = 0;
+        put("etc/containerd/config.toml", big);
+        struct containerd_facts c;
+        probe_containerd(&c);
+        assert_true(c.present);
+        assert_int_equal(c.rc, -EFBIG);
+        _cleanup_free_ char *sum = NULL;
+        assert_int_equal(judge("container-toolkit.runtime-config", &c, &sum), CHECK_WARN);
+        assert_null(strstr(sum, "containerd cannot load"));
+        assert_non_null(strstr(sum, "cannot tell"));
+        _cleanup_free_ char *sum2 = NULL;
+        judge("container-toolkit.nvidia-runtime", &c, &sum2);
+        assert_null(strstr(sum2, "never patched"));
+        containerd_facts_free(&c);
+}
+
+/* An import glob of wildcard folders over symlink loops (a/b -> .., proc/<pid>/root and cwd -> /) ends within
+ * a bound and says it was cut, naming the pattern. */
+static void test_glob_symlink_loops(void **state) {
+        const char *pattern = "/*/*/*/*/*/*/*/x.toml";
+        _cleanup_free_ char *main_cfg = xasprintf("version = 2\nimports = [\"%s\"]\n", pattern);
+        put("etc/containerd/config.toml", main_cfg);
+        put("a/placeholder", "");
+        _cleanup_free_ char *ab = xasprintf("%s/a/b", root);
+        assert_int_equal(symlink("..", ab), 0);
+        for (int pid = 1; pid <= 200; pid++) {
+                _cleanup_free_ char *rel = xasprintf("proc/%d/placeholder", pid);
+                put(rel, "");
+                _cleanup_free_ char *r = xasprintf("%s/proc/%d/root", root, pid);
+                _cleanup_free_ char *cwd = xasprintf("%s/proc/%d/cwd", root, pid);
+                assert_int_equal(symlink("/", r), 0);
+                assert_int_equal(symlink("/", cwd), 0);
+        }
+        struct timespec t0, t1;
+        clock_gettime(CLOCK_MONOTONIC, &t0);
+        struct containerd_facts c;
+        resolve(&c);
+        clock_gettime(CLOCK_MONOTONIC, &t1);
+        double secs = (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) / 1e9;
+        if (secs > 2.0) fail_msg("the glob took %.1f s", secs);
+        assert_int_equal(c.rc, 0);
+        assert_non_null(c.imports_cut);
+        assert_non_null(strstr(c.imports_cut, pattern));
+        c.present = true;
+        _cleanup_free_ char *sum = NULL;
+        assert_int_equal(judge("container-toolkit.runtime-config", &c, &sum), CHECK_WARN);
+        assert_non_null(strstr(sum, pattern));
+        containerd_facts_free(&c);
+}
+
 int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test_setup_teardown(test_v2_main, setup, teardown),
@@ -242,6 +333,9 @@ int main(void) {
                 cmocka_unit_test_setup_teardown(test_cycles_missing_version, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_v1_and_migration, setup, teardown),
                 cmocka_unit_test(test_toml_error),
+                cmocka_unit_test_setup_teardown(test_config_symlink_loop, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_config_too_large, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_glob_symlink_loops, setup, teardown),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -879,7 +879,7 @@ static void test_get_tls(void **state) {
         /* a server certificate from another CA */
         _cleanup_kube_config_ struct kube_config *c1 = server_config(srv_normal.port, TOKEN, "other-ca.crt");
         _cleanup_kube_client_ struct kube_client *k1 = client_for(c1, 5000);
-        assert_int_equal(kube_get_node(k1, "gpu-1", &j, &err), -EPROTO);
+        assert_int_equal(kube_get_node(k1, "gpu-1", &j, &err), -EKEYREJECTED);
         free(err);
         /* tls-server-name: connect to 127.0.0.1, verify the certificate as "localhost" */
         _cleanup_kube_config_ struct kube_config *c2 = server_config(srv_normal.port, TOKEN, "ca.crt");
@@ -892,7 +892,7 @@ static void test_get_tls(void **state) {
         _cleanup_kube_config_ struct kube_config *c3 = server_config(srv_normal.port, TOKEN, "ca.crt");
         c3->tls_server_name = xstrdup("kubernetes.default.svc");
         _cleanup_kube_client_ struct kube_client *k3 = client_for(c3, 5000);
-        assert_int_equal(kube_get_node(k3, "gpu-1", &j, &err), -EPROTO);
+        assert_int_equal(kube_get_node(k3, "gpu-1", &j, &err), -EKEYREJECTED);
         free(err);
         /* insecure-skip-tls-verify */
         _cleanup_kube_config_ struct kube_config *c4 = server_config(srv_normal.port, TOKEN, NULL);

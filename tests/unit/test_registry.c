@@ -8,6 +8,9 @@
 
 #include "engine/check.h"
 #include "diagnose/symptoms.h"
+#include "facts/node.h"
+#include "facts/layer3_kubernetes.h"
+#include "kube/net_replay.h"
 
 static const char *const components[] = {
         "driver", "fabric-manager", "rdma", "sriov", "container-toolkit", "rdma-device-plugin", "device-plugin", "gfd",
@@ -76,10 +79,77 @@ static void test_symptoms_name_real_checks(void **state) {
         }
 }
 
+/* Runs the check with this id on the facts; returns the finding (the caller frees its strings). */
+static struct finding run_one(const char *id, const struct node_facts *facts) {
+        const struct check_def *d = check_find(id);
+        assert_non_null(d);
+        struct finding f = {.def = d};
+        d->run(facts, &f);
+        return f;
+}
+
+/* Frees the strings of a finding that run_one returned. */
+static void finding_done(struct finding *f) {
+        free(f->summary);
+        free(f->remedy);
+        for (size_t i = 0; i < f->n_evidence; i++) free(f->evidence[i]);
+        free(f->evidence);
+}
+
+/* An unreadable /proc/modules is "cannot tell", never "modules missing". */
+static void test_rdma_modules_unreadable(void **state) {
+        struct ib_device dev = {.name = (char *)"mlx5_0"};
+        struct pci_function gpu = {0};
+        struct node_facts facts = {
+                .rdma = {.devices = &dev, .n_devices = 1, .have_uverbs = true},
+                .modules = {.rc = -EACCES, .error = (char *)"cannot read /proc/modules: Permission denied"},
+                .pci = {.gpus = &gpu, .n_gpus = 1},
+        };
+        struct finding f = run_one("rdma.devices", &facts);
+        assert_int_equal(f.status, CHECK_WARN);
+        assert_non_null(strstr(f.summary, "cannot tell"));
+        assert_null(strstr(f.summary, "missing"));
+        assert_null(strstr(f.remedy, "modprobe"));
+        finding_done(&f);
+        f = run_one("rdma.peermem", &facts);
+        assert_int_equal(f.status, CHECK_WARN);
+        assert_non_null(strstr(f.summary, "cannot tell"));
+        finding_done(&f);
+}
+
+/* TLS verification, an oversized answer and a failing exec plugin each get their own summary and a
+ * remedy that is not about credentials; each has its own class in a snapshot's index. */
+static void test_api_failure_classes(void **state) {
+        static const int rcs[] = {-EKEYREJECTED, -EPROTO, -EFBIG, -ENOEXEC};
+        char *seen[ELEMENTSOF(rcs)];
+        for (size_t i = 0; i < ELEMENTSOF(rcs); i++) {
+                struct kube_facts kf = {.api = {.rc = rcs[i], .error = (char *)"GET https://k:6443/api/v1/nodes/n: boom",
+                                                .server = (char *)"https://k:6443", .source = (char *)"/etc/kubeconfig"}};
+                struct node_facts facts = {.kube = &kf};
+                struct finding f = run_one("kubelet.api-access", &facts);
+                assert_int_equal(f.status, CHECK_WARN);
+                if (strstr(f.summary, "refused gpunode")) fail_msg("rc %d: %s", rcs[i], f.summary);
+                assert_null(strstr(f.remedy, "ClusterRole"));
+                for (size_t k = 0; k < i; k++) assert_string_not_equal(seen[k], f.summary);
+                seen[i] = xstrdup(f.summary);
+                assert_string_not_equal(net_error_class(rcs[i]), "other");
+                finding_done(&f);
+        }
+        for (size_t i = 0; i < ELEMENTSOF(rcs); i++) free(seen[i]);
+        /* 401 and 403 keep the credentials remedy */
+        struct kube_facts kf = {.api = {.rc = -EACCES, .error = (char *)"401"}};
+        struct node_facts facts = {.kube = &kf};
+        struct finding f = run_one("kubelet.api-access", &facts);
+        assert_non_null(strstr(f.remedy, "credentials"));
+        finding_done(&f);
+}
+
 int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_checks_well_formed),
                 cmocka_unit_test(test_symptoms_name_real_checks),
+                cmocka_unit_test(test_rdma_modules_unreadable),
+                cmocka_unit_test(test_api_failure_classes),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }
