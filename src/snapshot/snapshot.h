@@ -97,19 +97,32 @@ enum redact_action {
 /* Returns what to do with the host path and, in *ret_why, a constant sentence saying why. */
 enum redact_action redact_rule(const char *host_path, const char **ret_why);
 
-/* Appends data (len bytes) to out with secret values replaced: the values of keys that name
- * credentials (token, client-key-data, password, secret, ... in YAML, TOML, INI or JSON form)
- * and PEM private key blocks. Returns the number of replacements (0: out holds data unchanged). */
+/* Appends data (len bytes) to out with secret values replaced by REDACTED, by the format its content
+ * shows: JSON (the rules of redact_api_json, only the changed string tokens rewritten), TOML (string
+ * tokens rewritten in place, multi-line ones keeping their line count; the result parses to the
+ * same shape), else line by line (YAML "k: v" with block scalars and quoted values spanning lines,
+ * "k = v", "- K=V", "- name: <credential>" then "value: V", Prometheus label values of
+ * credential-named labels, multi-line TOML strings of a file that does not parse, PEM private key
+ * blocks). In every format the values of credential keys (token, password, secret, auth,
+ * Authorization, client-key-data, ...) go, and in other values user:password@ in URLs, "Bearer T",
+ * "key=V" and "--key V" with a credential key. Returns the number of replacements (0: out holds
+ * data unchanged); cannot fail. */
 size_t redact_text(const char *data, size_t len, struct buf *out);
 
 /* Replaces, in place, the credentials in a Kubernetes API object or list: string values of
- * credential keys (as redact_text), every value of a Secret's data and stringData, env[].value,
- * annotations named like credentials and kubectl's last-applied-configuration, and credential
- * arguments in command/args arrays. Returns the number of values replaced. */
+ * credential keys (as redact_text; annotations by their last "/" segment) and the strings of arrays
+ * under them, every value of a Secret's data and stringData, env[].value, the value of
+ * {"name": <credential>, "value": V} (httpHeaders), kubectl's last-applied-configuration,
+ * credential arguments in command/args arrays (as redact_cmdline), and URL credentials, Bearer
+ * tokens and "password=V" in every other string (annotation values, shell commands). Returns the
+ * number of values replaced; cannot fail. */
 size_t redact_api_json(json_t *v);
 
 /* Appends a NUL-separated command line (len bytes) to out with the values of credential arguments
- * ("--token=V", "--password V", "SECRET=V") replaced by REDACTED. Returns the number replaced. */
+ * ("--token=V", "--basic-auth=V", "--password V", "AWS_SECRET_ACCESS_KEY=V", "Bearer T") replaced by
+ * REDACTED, and redact_text's free-text rules applied inside every other argument ("Authorization:
+ * Bearer T", URLs with user:password@, a shell command given to sh -c). The argument count stays.
+ * Returns the number replaced; cannot fail. */
 size_t redact_cmdline(const char *data, size_t len, struct buf *out);
 
 /* ---- reading (gpunode check --snapshot) ---- */
