@@ -472,18 +472,22 @@ int snapshot_add_net_log(struct snapshot_writer *w, const struct net_log *log) {
 
 /* Returns the list of redaction rules for the manifest (a new reference). */
 static json_t *rules_json(void) {
-        return json_pack("[s,s,s,s,s,s]",
+        return json_pack("[s,s,s,s,s,s,s]",
                          "/proc/<pid>/environ and task environments: never copied",
                          "/var/run/secrets/** and /run/secrets/**: content replaced by REDACTED",
                          "*.key *.pem *.crt *.cert *.der *.p12 *.pfx *.jks *.keystore id_rsa id_ecdsa id_ed25519 token: "
                          "content replaced by REDACTED",
-                         "other files outside /proc and /sys, and API responses: values of credential keys (token, "
-                         "client-key-data, client-certificate-data, password, secret, auth, ...) and PEM private key "
-                         "blocks replaced by REDACTED",
-                         "/proc/<pid>/cmdline: values of credential arguments (--token=V, --password V) replaced",
-                         "API responses: also Secrets' data and stringData, env values, annotations named like "
-                         "credentials, kubectl's last-applied-configuration, credential arguments in command/args; "
-                         "user:password@ in URLs");
+                         "other files outside /proc and /sys, by format (JSON, TOML, YAML, INI/env, Prometheus text): "
+                         "values of credential keys (token, password, secret, auth, client-key-data, Authorization, "
+                         "...) replaced by REDACTED, the file kept parseable with the same structure; PEM private "
+                         "key blocks replaced",
+                         "everywhere, inside values too: user:password@ in URLs, the token after Bearer, "
+                         "Authorization: Basic V, key=V / key: V / --key V for credential keys",
+                         "/proc/<pid>/cmdline: values of credential arguments (--token=V, --password V, --basic-auth=V, "
+                         "AWS_SECRET_ACCESS_KEY=V) replaced, the argument count kept",
+                         "API responses: also Secrets' data and stringData, env values, httpHeaders values, "
+                         "annotations named like credentials or holding them, kubectl's last-applied-configuration, "
+                         "credential arguments in command/args");
 }
 
 void snapshot_writer_counts(const struct snapshot_writer *w, size_t *ret_redacted, size_t *ret_unreadable) {
