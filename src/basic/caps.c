@@ -84,13 +84,6 @@ static bool has_tid(const pid_t *ids, unsigned n, pid_t tid) {
         return false;
 }
 
-/* Returns milliseconds on the monotonic clock. */
-static uint64_t now_ms(void) {
-        struct timespec t;
-        clock_gettime(CLOCK_MONOTONIC, &t);
-        return (uint64_t)t.tv_sec * 1000 + (uint64_t)t.tv_nsec / 1000000;
-}
-
 int caps_restrict_process(uint64_t keep, unsigned timeout_ms, unsigned *ret_pending) {
         int sig = SIGRTMIN + 3;
         struct sigaction old;
@@ -106,7 +99,7 @@ int caps_restrict_process(uint64_t keep, unsigned timeout_ms, unsigned *ret_pend
         if (r < 0) return r;
         _cleanup_free_ pid_t *signalled = xcalloc(THREADS_MAX, sizeof *signalled);
         unsigned n_signalled = 0, pending = 0;
-        uint64_t deadline = now_ms() + timeout_ms;
+        uint64_t deadline = monotonic_ms() + timeout_ms;
         for (;;) {
                 DIR *d = opendir("/proc/self/task");
                 if (!d) return -errno;
@@ -132,7 +125,7 @@ int caps_restrict_process(uint64_t keep, unsigned timeout_ms, unsigned *ret_pend
                 r = __atomic_load_n(&first_error, __ATOMIC_SEQ_CST);
                 if (r < 0) return r;
                 if (pending == 0) break;
-                if (now_ms() >= deadline) {
+                if (monotonic_ms() >= deadline) {
                         if (ret_pending) *ret_pending = pending;
                         return -ETIMEDOUT;
                 }

@@ -264,13 +264,6 @@ struct http_server {
 /* Sentinels in epoll_event.data for the listening socket and the wake-up eventfd. */
 static char LISTEN_TAG, WAKE_TAG;
 
-/* Returns CLOCK_MONOTONIC in milliseconds. */
-static uint64_t now_ms(void) {
-        struct timespec t;
-        clock_gettime(CLOCK_MONOTONIC, &t);
-        return (uint64_t)t.tv_sec * 1000u + (uint64_t)t.tv_nsec / 1000000u;
-}
-
 /* Unlinks c from the deadline list; a connection not on it (just accepted, or closed) is left as it
  * is, and the list too. Returns nothing. */
 static void list_unlink(struct http_server *s, struct conn *c) {
@@ -287,7 +280,7 @@ static void list_unlink(struct http_server *s, struct conn *c) {
  * the same constant, so the newest goes last). Returns nothing. */
 static void conn_touch(struct http_server *s, struct conn *c) {
         list_unlink(s, c);
-        c->deadline_ms = now_ms() + HTTP_TIMEOUT_MS;
+        c->deadline_ms = monotonic_ms() + HTTP_TIMEOUT_MS;
         c->prev = s->tail;
         if (s->tail) s->tail->next = c;
         else s->head = c;
@@ -619,7 +612,7 @@ static void accept_some(struct http_server *s) {
                                 /* Out of descriptors: stop accepting for a moment rather than spin. */
                                 epoll_ctl(s->epoll_fd, EPOLL_CTL_DEL, s->listen_fd, NULL);
                                 s->accept_paused = true;
-                                s->accept_resume_ms = now_ms() + 100;
+                                s->accept_resume_ms = monotonic_ms() + 100;
                         }
                         return;
                 }
@@ -656,7 +649,7 @@ static void *server_main(void *arg) {
         struct epoll_event events[64];
         for (;;) {
                 int timeout = -1;
-                uint64_t now = now_ms();
+                uint64_t now = monotonic_ms();
                 if (s->head) timeout = s->head->deadline_ms > now ? (int)(s->head->deadline_ms - now) + 1 : 0;
                 if (s->accept_paused) {
                         int t = s->accept_resume_ms > now ? (int)(s->accept_resume_ms - now) + 1 : 0;
@@ -678,7 +671,7 @@ static void *server_main(void *arg) {
                                 else conn_read(s, c);
                         }
                 }
-                now = now_ms();
+                now = monotonic_ms();
                 while (s->head && s->head->deadline_ms <= now) conn_close(s, s->head);
                 while (s->dead) {
                         struct conn *c = s->dead;

@@ -232,3 +232,21 @@ FILE *fopen_private(const char *path, mode_t mode) {
         }
         return f;
 }
+
+uint64_t monotonic_ms(void) {
+        struct timespec t;
+        clock_gettime(CLOCK_MONOTONIC, &t);
+        return (uint64_t)t.tv_sec * 1000u + (uint64_t)t.tv_nsec / 1000000u;
+}
+
+struct timespec timespec_after_ms(clockid_t clock, uint64_t ms) {
+        struct timespec t;
+        clock_gettime(clock, &t);
+        t.tv_sec += (time_t)(ms / 1000);
+        t.tv_nsec += (long)(ms % 1000) * 1000000L;
+        if (t.tv_nsec >= 1000000000L) {
+                t.tv_sec++;
+                t.tv_nsec -= 1000000000L;
+        }
+        return t;
+}

@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/types.h>
+#include <time.h>
 #include <unistd.h>
 
 #define _cleanup_(f) __attribute__((cleanup(f)))
@@ -22,6 +23,12 @@ static inline void fclosep(FILE **f) { if (*f) fclose(*f); }
 static inline void closep(int *fd) { if (*fd >= 0) close(*fd); }
 #define _cleanup_free_ _cleanup_(freep)
 #define _cleanup_fclose_ _cleanup_(fclosep)
+
+/* Returns CLOCK_MONOTONIC in milliseconds (never fails on Linux). */
+uint64_t monotonic_ms(void);
+/* Returns the time on clock (CLOCK_MONOTONIC, CLOCK_REALTIME) ms milliseconds from now: a deadline
+ * for pthread_cond_timedwait and the like. Never fails. */
+struct timespec timespec_after_ms(clockid_t clock, uint64_t ms);
 
 /* Opens path for writing (created or truncated) with exactly this mode, whatever the umask (a
  * file that existed gets the mode too). Returns the stream, or NULL with errno set. */

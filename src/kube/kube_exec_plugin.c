@@ -36,13 +36,6 @@ static char *find_executable(const char *command, const char *dir) {
         return NULL;
 }
 
-/* Returns the current monotonic time in milliseconds. */
-static int64_t now_ms(void) {
-        struct timespec ts;
-        clock_gettime(CLOCK_MONOTONIC, &ts);
-        return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
 /* Builds the environment for the plugin: ours, with the plugin's own entries and exec_info
  * replacing same-named ones. Returns a malloc'd NULL-terminated array (strings borrowed, except
  * the last, which the caller frees as *ret_info). */
@@ -110,11 +103,11 @@ static int spawn_collect(const char *exe, char **argv, char **envp, unsigned tim
         close(po[1]);
         close(pe[1]);
 
-        int64_t deadline = now_ms() + timeout_ms;
+        int64_t deadline = (int64_t)(monotonic_ms() + timeout_ms);
         int r = 0;
         struct pollfd fds[2] = {{.fd = po[0], .events = POLLIN}, {.fd = pe[0], .events = POLLIN}};
         while (fds[0].fd >= 0 || fds[1].fd >= 0) {
-                int64_t left = deadline - now_ms();
+                int64_t left = deadline - (int64_t)monotonic_ms();
                 if (left <= 0) {
                         r = -ETIMEDOUT;
                         break;
@@ -165,7 +158,7 @@ static int spawn_collect(const char *exe, char **argv, char **envp, unsigned tim
                         *ret_status = 0;
                         return 0;
                 }
-                if (now_ms() >= deadline) {
+                if ((int64_t)monotonic_ms() >= deadline) {
                         r = -ETIMEDOUT;
                         break;
                 }

@@ -167,14 +167,7 @@ int nvml_probe_run(struct nvml_lib *lib, unsigned timeout_ms, struct nvml_facts 
                 return -r;
         }
 
-        struct timespec deadline;
-        clock_gettime(CLOCK_MONOTONIC, &deadline);
-        deadline.tv_sec += timeout_ms / 1000;
-        deadline.tv_nsec += (long)(timeout_ms % 1000) * 1000000L;
-        if (deadline.tv_nsec >= 1000000000L) {
-                deadline.tv_sec++;
-                deadline.tv_nsec -= 1000000000L;
-        }
+        struct timespec deadline = timespec_after_ms(CLOCK_MONOTONIC, timeout_ms);
 
         pthread_mutex_lock(&st->lock);
         while (!st->done) {
