@@ -146,7 +146,7 @@ def fetch(url):
 _, page = fetch("http://127.0.0.1:%s/metrics" % eport)
 missing = [u for u in uuids if 'DCGM_FI_DEV_GPU_TEMP{' not in page or 'UUID="%s"' % u not in page]
 print("exporter: %d GPUs from nvidia-smi, series missing for: %s" % (len(uuids), missing or "none"))
-print("\n".join(l for l in page.splitlines() if l.startswith(("DCGM_FI_DEV_GPU_TEMP", "DCGM_FI_DEV_POWER_USAGE", "gpunode_exporter_nvml_up", "gpunode_exporter_sample_duration"))))
+print("\n".join(l for l in page.splitlines() if l.startswith(("DCGM_FI_DEV_GPU_TEMP", "DCGM_FI_DEV_POWER_USAGE", "DCGM_FI_PROF_", "gpunode_exporter_nvml_up", "gpunode_exporter_sample_duration"))))
 def med(fn, n=30):
     return statistics.median(fn() for _ in range(n))
 e = med(lambda: fetch("http://127.0.0.1:%s/metrics" % eport)[0])

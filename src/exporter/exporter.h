@@ -32,6 +32,12 @@ enum exp_metric {
         EXP_UNCORRECTABLE_REMAPPED_ROWS,
         EXP_CORRECTABLE_REMAPPED_ROWS,
         EXP_ROW_REMAP_FAILURE,
+        /* Profiling counters (DCGM's profiling module; here NVML GPM, and PCIe throughput): gpm.c. */
+        EXP_PROF_GR_ENGINE_ACTIVE,
+        EXP_PROF_PIPE_TENSOR_ACTIVE,
+        EXP_PROF_DRAM_ACTIVE,
+        EXP_PROF_PCIE_TX_BYTES,
+        EXP_PROF_PCIE_RX_BYTES,
         EXP_N_METRICS,
 };
 
@@ -78,11 +84,21 @@ enum exp_call {
         CALL_GPU_INSTANCE_BY_ID,
         CALL_GPU_INSTANCE_INFO,
         CALL_GPU_INSTANCE_PROFILE_INFO,
+        CALL_PCIE_THROUGHPUT,
+        CALL_GPM_SUPPORT,
+        CALL_GPM_SAMPLE_ALLOC,
+        CALL_GPM_SAMPLE_GET,
+        CALL_GPM_MIG_SAMPLE_GET,
+        CALL_GPM_METRICS_GET,
         EXP_N_CALLS,
 };
 
 /* Returns the NVML name of call c ("nvmlDeviceGetPowerUsage"). Never fails. */
 const char *exp_call_name(enum exp_call c);
+
+/* The profiling counters, EXP_PROF_FIRST .. EXP_N_METRICS - 1 (per GPU instance on MIG). */
+#define EXP_PROF_FIRST EXP_PROF_GR_ENGINE_ACTIVE
+#define EXP_N_PROF (EXP_N_METRICS - EXP_PROF_FIRST)
 
 /* ---- one sample ---- */
 
@@ -99,6 +115,9 @@ struct exp_gpu_instance {
         char profile[32]; /* GPU_I_PROFILE, go-nvlib's name ("3g.40gb", "1g.10gb+me"); "" unknown */
         bool has_fb, has_fb_reserved;
         double fb_free, fb_used, fb_reserved; /* MiB, from the MIG device's nvmlDeviceGetMemoryInfo */
+        /* The instance's own profiling counters (nvmlGpmMigSampleGet), EXP_PROF_* - EXP_PROF_FIRST. */
+        bool has_prof[EXP_N_PROF];
+        double prof[EXP_N_PROF];
 };
 
 struct exp_gpu {
@@ -151,8 +170,9 @@ void exp_render_gpus(struct buf *b, const struct exp_sample *s, const struct exp
 
 /*
  * The value of metric m for GPU g, or for its GPU instance inst (inst < g->n_instances; -1: the GPU):
- * an instance has its own framebuffer (FB_FREE, FB_USED, FB_RESERVED), no utilization series (DCGM
- * does not support them in MIG mode), and the GPU's value of everything else. Returns true and *ret,
+ * an instance has its own framebuffer (FB_FREE, FB_USED, FB_RESERVED) and profiling counters
+ * (DCGM_FI_PROF_*: DCGM reads them per GPU instance), no utilization series (DCGM does not support
+ * them in MIG mode), and the GPU's value of everything else. Returns true and *ret,
  * or false when there is no such series.
  */
 bool exp_gpu_value(const struct exp_gpu *g, int inst, enum exp_metric m, double *ret);

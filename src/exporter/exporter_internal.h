@@ -38,6 +38,22 @@ struct known_gpu {
         struct known_profile profiles[EXP_MAX_GPU_INSTANCES];
 };
 
+/* GPM state of one GPU or GPU instance kept between samples (gpm.c): two sample buffers, the one read
+ * last (prev) and the next one to read (cur); the rates come from the pair. */
+struct gpm_slot {
+        bool used;        /* an instance slot: gi_id is a GPU instance of the GPU */
+        bool seen;        /* gpm.c: the instance was found in this sample */
+        unsigned gi_id;
+        bool have_prev;   /* prev holds a sample */
+        nvmlGpmSample_t prev, cur;
+};
+
+/* GPM state of one GPU: its own slot (MIG off) or one per GPU instance (MIG on). */
+struct gpm_gpu {
+        struct gpm_slot whole;
+        struct gpm_slot inst[EXP_MAX_GPU_INSTANCES];
+};
+
 struct exporter {
         int refs; /* atomic: the owner, each worker, each helper thread */
         struct exp_options o;
@@ -65,6 +81,9 @@ struct exporter {
         bool stuck_gpu[MAX_GPUS]; /* a call on it has not returned: skipped */
         struct known_gpu known[MAX_GPUS];
         int64_t xid_last[MAX_GPUS];
+        /* Not under lock: gpm[i] belongs to the worker sampling GPU i (a stuck GPU is sampled by no one
+         * until its call returns); NULL until GPM answers for the GPU. */
+        struct gpm_gpu *gpm[MAX_GPUS];
         struct exp_stats stats;
 
         /* Under lock: what health reads. */
@@ -119,9 +138,39 @@ void exporter_publish(struct exporter *e);
 
 /* ---- sampler.c ---- */
 
+/* Notes that worker w is about to make call on gpu (-1: system). Returns false when w was abandoned. */
+bool exp_call_begin(struct worker_arg *w, enum exp_call call, int gpu);
+
+/* Notes that the call returned rc (counting errors other than "not supported"). Returns false when w
+ * was abandoned meanwhile: the caller must leave without another NVML call. */
+bool exp_call_end(struct worker_arg *w, enum exp_call call, int rc);
+
+/* One NVML call, noted for the watchdog; the enclosing function returns -ECANCELED when the worker
+ * was abandoned. */
+#define NVCALL(w, callid, gpu, rcvar, expr)                                         \
+        do {                                                                        \
+                if (!exp_call_begin((w), (callid), (gpu))) return -ECANCELED;       \
+                (rcvar) = (expr);                                                   \
+                if (!exp_call_end((w), (callid), (rcvar))) return -ECANCELED;       \
+        } while (0)
+
 /* Starts a sampler worker of the current generation. Caller holds e->lock. Returns 0, or -errno from
  * pthread_create (then no worker runs: e->worker_running is false). */
 int exporter_start_worker_locked(struct exporter *e);
+
+/* ---- gpm.c ---- */
+
+/*
+ * Reads GPU g's profiling counters (dev: its handle) into g: with GPM where the GPU supports it (the
+ * rates between this sample and the one before, per GPU instance on a GPU in MIG mode), the PCIe ones
+ * otherwise from nvmlDeviceGetPcieThroughput. Call after g's GPU instances are known. Returns 0 (a
+ * counter NVML does not give is left out), or -ECANCELED when the worker was abandoned.
+ */
+int exp_gpm_sample(struct worker_arg *w, struct nvml_lib *lib, struct exp_gpu *g, nvmlDevice_t dev);
+
+/* Frees the GPM sample buffers of every GPU (with nvmlGpmSampleFree when lib is not NULL: only while no
+ * thread is inside NVML and before nvmlShutdown) and the state. Returns nothing; never fails. */
+void exp_gpm_release(struct exporter *e, struct nvml_lib *lib);
 
 /* ---- xid_events.c ---- */
 

@@ -12,6 +12,7 @@ struct exporter *exporter_ref(struct exporter *e) {
 /* Drops a reference; the last one frees everything. Returns NULL. */
 struct exporter *exporter_unref(struct exporter *e) {
         if (__atomic_sub_fetch(&e->refs, 1, __ATOMIC_ACQ_REL) > 0) return NULL;
+        exp_gpm_release(e, NULL);
         nvml_lib_unref(e->lib);
         exp_page_unref(e->page);
         free(e->gpu_text);
@@ -233,7 +234,10 @@ struct exporter *exporter_stop(struct exporter *e) {
         struct nvml_lib *lib = e->lib;
         pthread_mutex_unlock(&e->lock);
         /* With a thread still inside NVML, leave the library initialised and mapped: the process is ending. */
-        if (shutdown) lib->nvmlShutdown();
+        if (shutdown) {
+                exp_gpm_release(e, lib);
+                lib->nvmlShutdown();
+        }
         exporter_unref(e);
         return NULL;
 }

@@ -31,6 +31,22 @@ static const struct exp_metric_def metric_defs[EXP_N_METRICS] = {
                                             "Number of remapped rows for correctable errors", false },
         [EXP_ROW_REMAP_FAILURE] = { "DCGM_FI_DEV_ROW_REMAP_FAILURE", "gauge", "Whether remapping of rows has failed",
                                     false },
+        /* The profiling fields: ratios are DCGM_FT_DOUBLE, the PCIe rates DCGM_FT_INT64 (bytes per second). */
+        [EXP_PROF_GR_ENGINE_ACTIVE] = { "DCGM_FI_PROF_GR_ENGINE_ACTIVE", "gauge",
+                                        "Ratio of time the graphics engine is active.", true },
+        [EXP_PROF_PIPE_TENSOR_ACTIVE] = { "DCGM_FI_PROF_PIPE_TENSOR_ACTIVE", "gauge",
+                                          "Ratio of cycles the tensor (HMMA) pipe is active.", true },
+        [EXP_PROF_DRAM_ACTIVE] = { "DCGM_FI_PROF_DRAM_ACTIVE", "gauge",
+                                   "Ratio of cycles the device memory interface is active sending or receiving data.",
+                                   true },
+        [EXP_PROF_PCIE_TX_BYTES] = { "DCGM_FI_PROF_PCIE_TX_BYTES", "gauge",
+                                     "The rate of data transmitted over the PCIe bus - including both protocol headers "
+                                     "and data payloads - in bytes per second.",
+                                     false },
+        [EXP_PROF_PCIE_RX_BYTES] = { "DCGM_FI_PROF_PCIE_RX_BYTES", "gauge",
+                                     "The rate of data received over the PCIe bus - including both protocol headers "
+                                     "and data payloads - in bytes per second.",
+                                     false },
 };
 
 static const char *const call_names[EXP_N_CALLS] = {
@@ -65,6 +81,12 @@ static const char *const call_names[EXP_N_CALLS] = {
         [CALL_GPU_INSTANCE_BY_ID] = "nvmlDeviceGetGpuInstanceById",
         [CALL_GPU_INSTANCE_INFO] = "nvmlGpuInstanceGetInfo",
         [CALL_GPU_INSTANCE_PROFILE_INFO] = "nvmlDeviceGetGpuInstanceProfileInfo",
+        [CALL_PCIE_THROUGHPUT] = "nvmlDeviceGetPcieThroughput",
+        [CALL_GPM_SUPPORT] = "nvmlGpmQueryDeviceSupport",
+        [CALL_GPM_SAMPLE_ALLOC] = "nvmlGpmSampleAlloc",
+        [CALL_GPM_SAMPLE_GET] = "nvmlGpmSampleGet",
+        [CALL_GPM_MIG_SAMPLE_GET] = "nvmlGpmMigSampleGet",
+        [CALL_GPM_METRICS_GET] = "nvmlGpmMetricsGet",
 };
 
 const struct exp_metric_def *exp_metric_def(enum exp_metric m) { return &metric_defs[m]; }
@@ -151,6 +173,13 @@ bool exp_gpu_value(const struct exp_gpu *g, int inst, enum exp_metric m, double 
         case EXP_ENC_UTIL:
         case EXP_DEC_UTIL:
                 return false; /* "not supported for MIG configurations" (dcgm-exporter #430, #105) */
+        case EXP_PROF_GR_ENGINE_ACTIVE:
+        case EXP_PROF_PIPE_TENSOR_ACTIVE:
+        case EXP_PROF_DRAM_ACTIVE:
+        case EXP_PROF_PCIE_TX_BYTES:
+        case EXP_PROF_PCIE_RX_BYTES:
+                *ret = gi->prof[m - EXP_PROF_FIRST];
+                return gi->has_prof[m - EXP_PROF_FIRST];
         default:
                 *ret = g->value[m];
                 return g->has[m];

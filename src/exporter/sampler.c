@@ -3,8 +3,7 @@
 
 #include "nvml/nvml_probe.h"
 
-/* Notes that worker w is about to make call on gpu (-1: system). Returns false when w was abandoned. */
-static bool call_begin(struct worker_arg *w, enum exp_call call, int gpu) {
+bool exp_call_begin(struct worker_arg *w, enum exp_call call, int gpu) {
         struct exporter *e = w->e;
         pthread_mutex_lock(&e->lock);
         bool current = w->gen == e->gen && !e->stop;
@@ -18,9 +17,7 @@ static bool call_begin(struct worker_arg *w, enum exp_call call, int gpu) {
         return current;
 }
 
-/* Notes that the call returned rc (counting errors other than "not supported"). Returns false when w
- * was abandoned meanwhile: the caller must leave without another NVML call. */
-static bool call_end(struct worker_arg *w, enum exp_call call, int rc) {
+bool exp_call_end(struct worker_arg *w, enum exp_call call, int rc) {
         struct exporter *e = w->e;
         pthread_mutex_lock(&e->lock);
         bool current = w->gen == e->gen;
@@ -29,14 +26,6 @@ static bool call_end(struct worker_arg *w, enum exp_call call, int rc) {
         pthread_mutex_unlock(&e->lock);
         return current;
 }
-
-/* One NVML call, noted for the watchdog. `ABANDONED` leaves the sample when the worker was abandoned. */
-#define NVCALL(w, callid, gpu, rcvar, expr)                       \
-        do {                                                      \
-                if (!call_begin((w), (callid), (gpu))) return -ECANCELED; \
-                (rcvar) = (expr);                                 \
-                if (!call_end((w), (callid), (rcvar))) return -ECANCELED; \
-        } while (0)
 
 /* Returns true for return codes after which NVML must be shut down and initialised again. */
 static bool rc_needs_reinit(int rc) {
@@ -345,7 +334,7 @@ static int sample_gpu(struct worker_arg *w, struct nvml_lib *lib, struct exp_gpu
 
         int r = sample_gpu_instances(w, lib, g, dev, memory_total);
         if (r < 0) return r;
-        return 0;
+        return exp_gpm_sample(w, lib, g, dev);
 
 lost:
         memset(g->has, 0, sizeof g->has);
@@ -447,6 +436,7 @@ static int sample_once(struct worker_arg *w, struct exp_sample *s) {
 
 reinit:
         if (rc_needs_reinit(rc) || !s->nvml_up) {
+                exp_gpm_release(e, lib); /* sample buffers do not outlive the NVML session */
                 NVCALL(w, CALL_SHUTDOWN, -1, rc, lib->nvmlShutdown());
                 pthread_mutex_lock(&e->lock);
                 e->nvml_initialized = false;

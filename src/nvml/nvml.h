@@ -404,6 +404,53 @@ typedef struct nvmlEventData_st {
 #define nvmlClocksEventReasonDisplayClockSetting 0x0000000000000100LL
 #define nvmlClocksEventReasonNone 0x0000000000000000LL
 
+/* nvmlPcieUtilCounter_t: nvmlDeviceGetPcieThroughput's counter (KB/s over 20 ms, 1 KB granularity). */
+typedef enum nvmlPcieUtilCounter_enum {
+        NVML_PCIE_UTIL_TX_BYTES = 0,
+        NVML_PCIE_UTIL_RX_BYTES = 1,
+        NVML_PCIE_UTIL_COUNT,
+} nvmlPcieUtilCounter_t;
+
+/* GPM (GPU performance monitoring, Hopper and later): metric ids gpunode reads (nvmlGpmMetricId_t). */
+#define NVML_GPM_METRIC_GRAPHICS_UTIL 1    /* percent of time any compute/graphics app was active, 0..100 */
+#define NVML_GPM_METRIC_ANY_TENSOR_UTIL 5  /* percent of time the SMs did any tensor operation, 0..100 */
+#define NVML_GPM_METRIC_DRAM_BW_UTIL 10    /* percent of DRAM bandwidth used vs theoretical maximum, 0..100 */
+#define NVML_GPM_METRIC_PCIE_TX_PER_SEC 20 /* PCIe traffic from this GPU, MiB/s */
+#define NVML_GPM_METRIC_PCIE_RX_PER_SEC 21 /* PCIe traffic to this GPU, MiB/s */
+#define NVML_GPM_METRIC_MAX 333            /* the API 13 header's bound: sizes nvmlGpmMetricsGet_t.metrics */
+
+/* An opaque sample buffer (nvmlGpmSampleAlloc / nvmlGpmSampleFree). */
+typedef struct nvmlGpmSample_st *nvmlGpmSample_t;
+
+/* nvmlGpmMetric_t: metricId in; nvmlReturn, value and metricInfo out. */
+typedef struct {
+        unsigned int metricId;
+        nvmlReturn_t nvmlReturn;
+        double value;
+        struct {
+                char *shortName;
+                char *longName;
+                char *unit;
+        } metricInfo;
+} nvmlGpmMetric_t;
+
+/* nvmlGpmMetricsGet_t: version NVML_GPM_METRICS_GET_VERSION; numMetrics entries of metrics[] are used. */
+typedef struct {
+        unsigned int version;
+        unsigned int numMetrics;
+        nvmlGpmSample_t sample1;
+        nvmlGpmSample_t sample2;
+        nvmlGpmMetric_t metrics[NVML_GPM_METRIC_MAX];
+} nvmlGpmMetricsGet_t;
+#define NVML_GPM_METRICS_GET_VERSION 1
+
+/* nvmlGpmSupport_t: nvmlGpmQueryDeviceSupport; version NVML_GPM_SUPPORT_VERSION. */
+typedef struct {
+        unsigned int version;
+        unsigned int isSupportedDevice;
+} nvmlGpmSupport_t;
+#define NVML_GPM_SUPPORT_VERSION 1
+
 /* Function pointer types, one per NVML entry point gpunode resolves (signatures from nvml.h). */
 typedef nvmlReturn_t (*nvmlInit_fn)(void);
 typedef nvmlReturn_t (*nvmlInitWithFlags_fn)(unsigned int flags);
@@ -470,6 +517,14 @@ typedef nvmlReturn_t (*nvmlDeviceGetEncoderUtilization_fn)(nvmlDevice_t device, 
                                                           unsigned int *samplingPeriodUs);
 typedef nvmlReturn_t (*nvmlDeviceGetDecoderUtilization_fn)(nvmlDevice_t device, unsigned int *utilization,
                                                           unsigned int *samplingPeriodUs);
+typedef nvmlReturn_t (*nvmlDeviceGetPcieThroughput_fn)(nvmlDevice_t device, nvmlPcieUtilCounter_t counter,
+                                                      unsigned int *value);
+typedef nvmlReturn_t (*nvmlGpmQueryDeviceSupport_fn)(nvmlDevice_t device, nvmlGpmSupport_t *gpmSupport);
+typedef nvmlReturn_t (*nvmlGpmSampleAlloc_fn)(nvmlGpmSample_t *gpmSample);
+typedef nvmlReturn_t (*nvmlGpmSampleFree_fn)(nvmlGpmSample_t gpmSample);
+typedef nvmlReturn_t (*nvmlGpmSampleGet_fn)(nvmlDevice_t device, nvmlGpmSample_t gpmSample);
+typedef nvmlReturn_t (*nvmlGpmMigSampleGet_fn)(nvmlDevice_t device, unsigned int gpuInstanceId, nvmlGpmSample_t gpmSample);
+typedef nvmlReturn_t (*nvmlGpmMetricsGet_fn)(nvmlGpmMetricsGet_t *metricsGet);
 typedef nvmlReturn_t (*nvmlEventSetCreate_fn)(nvmlEventSet_t *set);
 typedef nvmlReturn_t (*nvmlDeviceRegisterEvents_fn)(nvmlDevice_t device, unsigned long long eventTypes,
                                                     nvmlEventSet_t set);
@@ -502,4 +557,11 @@ _Static_assert(sizeof(nvmlComputeInstanceProfileInfo_t) == 36, "nvmlComputeInsta
 _Static_assert(sizeof(nvmlComputeInstanceInfo_t) == 32 && offsetof(nvmlComputeInstanceInfo_t, profileId) == 20,
                "nvmlComputeInstanceInfo_t layout");
 _Static_assert(sizeof(nvmlEventData_t) == 32 && offsetof(nvmlEventData_t, eventData) == 16, "nvmlEventData_t layout");
+_Static_assert(sizeof(nvmlGpmMetric_t) == 40 && offsetof(nvmlGpmMetric_t, value) == 8 &&
+                       offsetof(nvmlGpmMetric_t, metricInfo) == 16,
+               "nvmlGpmMetric_t layout");
+_Static_assert(sizeof(nvmlGpmMetricsGet_t) == 13344 && offsetof(nvmlGpmMetricsGet_t, sample2) == 16 &&
+                       offsetof(nvmlGpmMetricsGet_t, metrics) == 24,
+               "nvmlGpmMetricsGet_t layout");
+_Static_assert(sizeof(nvmlGpmSupport_t) == 8, "nvmlGpmSupport_t layout");
 #endif

@@ -65,6 +65,14 @@ struct nvml_lib {
         nvmlDeviceGetCurrentClocksEventReasons_fn nvmlDeviceGetCurrentClocksEventReasons;
         nvmlDeviceGetEncoderUtilization_fn nvmlDeviceGetEncoderUtilization;
         nvmlDeviceGetDecoderUtilization_fn nvmlDeviceGetDecoderUtilization;
+        nvmlDeviceGetPcieThroughput_fn nvmlDeviceGetPcieThroughput;
+        /* GPM (Hopper and later; drivers before R520 lack them all). */
+        nvmlGpmQueryDeviceSupport_fn nvmlGpmQueryDeviceSupport;
+        nvmlGpmSampleAlloc_fn nvmlGpmSampleAlloc;
+        nvmlGpmSampleFree_fn nvmlGpmSampleFree;
+        nvmlGpmSampleGet_fn nvmlGpmSampleGet;
+        nvmlGpmMigSampleGet_fn nvmlGpmMigSampleGet;
+        nvmlGpmMetricsGet_fn nvmlGpmMetricsGet;
         nvmlEventSetCreate_fn nvmlEventSetCreate;
         nvmlDeviceRegisterEvents_fn nvmlDeviceRegisterEvents;
         nvmlDeviceGetSupportedEventTypes_fn nvmlDeviceGetSupportedEventTypes;

@@ -206,6 +206,72 @@ def test_mig():
     check(stop(p) == 0, "SIGTERM: clean exit 0")
 
 
+PROF = ("DCGM_FI_PROF_GR_ENGINE_ACTIVE", "DCGM_FI_PROF_PIPE_TENSOR_ACTIVE", "DCGM_FI_PROF_DRAM_ACTIVE",
+        "DCGM_FI_PROF_PCIE_TX_BYTES", "DCGM_FI_PROF_PCIE_RX_BYTES")
+
+
+def prof_description(graphics_util=42.5):
+    """GPU 0 answers GPM (Hopper), GPU 1 does not (PCIe throughput only), GPU 2 answers GPM without its PCIe
+    metrics (PCIe throughput instead), GPU 3 has neither."""
+    d = description(4)
+    d["gpus"][0]["gpm"] = {"graphics_util": graphics_util, "any_tensor_util": 30, "dram_bw_util": 55.5,
+                           "pcie_tx_per_sec": 1000, "pcie_rx_per_sec": 2000.5}
+    d["gpus"][0]["pcie_tx_kbps"] = 7  # not used: GPM answers
+    d["gpus"][1].update(gpm_supported=False, gpm={"graphics_util": 99}, pcie_tx_kbps=2000, pcie_rx_kbps=3000)
+    d["gpus"][2].update(gpm={"graphics_util": 10, "dram_bw_util": 0}, pcie_tx_kbps=1, pcie_rx_kbps=2)
+    return d
+
+
+def test_profiling():
+    p, base, path = start_exporter("prof", prof_description(), "--check-interval", "0", reload=True)
+    # The GPM rates need two samples, an interval apart.
+    text = wait_for(lambda: (lambda t: t if "DCGM_FI_PROF_GR_ENGINE_ACTIVE{" in t else None)(metrics(base)), 10) or ""
+    g0 = 'gpu="0",UUID="%s",pci_bus_id="00000000:10:00.0",device="nvidia0",modelName="NVIDIA H100 80GB HBM3",' \
+         'Hostname="test-node",DCGM_FI_DRIVER_VERSION="550.54.15"' % uuid(0)
+    for name, want in zip(PROF, ("0.425000", "0.300000", "0.555000", "1048576000", "2097676288")):
+        check("%s{%s} %s" % (name, g0, want) in text, "%s from GPM on a GPM GPU (%s)" % (name, want))
+    check("# TYPE DCGM_FI_PROF_PCIE_TX_BYTES gauge" in text and
+          "# HELP DCGM_FI_PROF_GR_ENGINE_ACTIVE Ratio of time the graphics engine is active." in text,
+          "HELP and TYPE as dcgm-exporter's counters")
+    lines = text.splitlines()
+    got = {n: {l.split('gpu="')[1].split('"')[0] for l in lines if l.startswith(n + "{")} for n in PROF}
+    check(all(got[n] == {"0", "2"} for n in PROF[:1]) and got[PROF[1]] == {"0"} and got[PROF[2]] == {"0", "2"},
+          "activity ratios only where GPM answers them: %s" % {n: sorted(v) for n, v in got.items()})
+    check(all(got[n] == {"0", "1", "2"} for n in PROF[3:]), "PCIe rates on every GPU that gives them")
+    check(value(text, 'DCGM_FI_PROF_PCIE_TX_BYTES{gpu="1"') == 2048000 and
+          value(text, 'DCGM_FI_PROF_PCIE_RX_BYTES{gpu="1"') == 3072000 and
+          value(text, 'DCGM_FI_PROF_PCIE_RX_BYTES{gpu="2"') == 2048, "PCIe throughput without GPM: KB/s in bytes/s")
+    check(value(text, 'DCGM_FI_PROF_DRAM_ACTIVE{gpu="2"') == 0, "a zero ratio is a series")
+    check(all(value(text, 'gpunode_exporter_nvml_errors_total{call="%s"}' % c) == 0
+              for c in ("nvmlGpmQueryDeviceSupport", "nvmlGpmSampleGet", "nvmlGpmMetricsGet", "nvmlDeviceGetPcieThroughput")),
+          "no NVML errors counted on GPUs without GPM")
+    r = subprocess.run(["promtool", "check", "metrics"], input=text.encode(), capture_output=True, timeout=30)
+    out = (r.stdout + r.stderr).decode()
+    bad = [l for l in out.splitlines() if l.strip() and not (l.startswith("DCGM_FI_") and any(k in l for k in DCGM_LINT))]
+    check(r.returncode in (0, 3) and not bad, "promtool check metrics with the profiling series: %s" % bad[:3])
+    # The fake's counters advance by the described rate: a new rate shows in the next sample pair.
+    write_desc(path, prof_description(graphics_util=80))
+    check(wait_for(lambda: value(metrics(base), 'DCGM_FI_PROF_GR_ENGINE_ACTIVE{gpu="0"') == 0.8, 6),
+          "GR engine ratio follows the rate between two samples")
+    check(stop(p) == 0, "SIGTERM: clean exit 0")
+
+    # MIG: per GPU instance from nvmlGpmMigSampleGet (GPU 1: one 7g instance with GPM); GPU 0 has no GPM.
+    d = mig_description()
+    d["gpus"][1]["gpm_supported"] = True
+    d["gpus"][1]["mig_devices"][0]["gpm"] = {"graphics_util": 25, "any_tensor_util": 5, "dram_bw_util": 50}
+    d["gpus"][1]["pcie_tx_kbps"] = 9
+    p, base, _ = start_exporter("profmig", d, "--check-interval", "0")
+    text = wait_for(lambda: (lambda t: t if "DCGM_FI_PROF_GR_ENGINE_ACTIVE{" in t else None)(metrics(base)), 10) or ""
+    prof = [l for l in text.splitlines() if l.startswith("DCGM_FI_PROF_")]
+    check(any(l.startswith('DCGM_FI_PROF_GR_ENGINE_ACTIVE{gpu="1"') and 'GPU_I_PROFILE="7g.80gb",GPU_I_ID="0"' in l and
+              l.endswith(" 0.250000") for l in prof), "GR engine ratio per GPU instance from nvmlGpmMigSampleGet")
+    check(value(text, 'DCGM_FI_PROF_DRAM_ACTIVE{gpu="1"') == 0.5, "DRAM ratio per GPU instance")
+    check(not any(l.startswith('DCGM_FI_PROF_PCIE_') and 'gpu="1"' in l for l in prof),
+          "no PCIe series on a GPU instance that GPM gives none for: %s" % prof[:2])
+    check(not any('gpu="0"' in l for l in prof), "no profiling series on a MIG GPU without GPM")
+    check(stop(p) == 0, "SIGTERM: clean exit 0")
+
+
 def test_prometheus():
     exps = {n: start_exporter("prom%d" % n, description(n), "--check-interval", "0") for n in (8, 64)}
     exps["mig"] = start_exporter("prommig", mig_description(), "--check-interval", "0")
@@ -586,7 +652,7 @@ def main():
     signal.signal(signal.SIGALRM, lambda *_: (_ for _ in ()).throw(TimeoutError("suite took too long")))
     signal.alarm(240)
     try:
-        for t in (test_promtool_and_http, test_mig, test_prometheus, test_lost_and_driver, test_blocking, test_absent, test_hostile,
+        for t in (test_promtool_and_http, test_mig, test_profiling, test_prometheus, test_lost_and_driver, test_blocking, test_absent, test_hostile,
                   test_idle_flood, test_check_child, test_capabilities, test_http_protocol):
             print("# " + t.__name__, flush=True)
             try:

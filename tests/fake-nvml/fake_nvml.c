@@ -39,6 +39,10 @@
  *     "utilization": {"gpu": 0, "memory": 0},
  *     "clocks": {"sm": 1980, "mem": 2619, "graphics": 1980, "video": 1755},   MHz
  *     "pcie_replay": 0, "clocks_event_reasons": 1,
+ *     "pcie_tx_kbps": 2000, "pcie_rx_kbps": 3000,        nvmlDeviceGetPcieThroughput (KB/s)
+ *     "gpm": {"graphics_util": 42.5, "any_tensor_util": 30, "dram_bw_util": 55.5,
+ *             "pcie_tx_per_sec": 1000, "pcie_rx_per_sec": 2000},   GPM rates (percent, MiB/s)
+ *     "gpm_supported": true,                               default: whether "gpm" is an object
  *     "xid_events": [48, 64],                              delivered once each by nvmlEventSetWait
  *     "lost": false,                                       true: every per-device call returns 15
  *     "errors": {"nvmlDeviceGetPowerUsage": 3}             per call name, an nvmlReturn_t
@@ -1034,5 +1038,183 @@ EXPORT nvmlReturn_t nvmlEventSetWait_v2(nvmlEventSet_t set, nvmlEventData_t *dat
 
 EXPORT nvmlReturn_t nvmlEventSetFree(nvmlEventSet_t set) {
         free(set);
+        return NVML_SUCCESS;
+}
+
+/* ---- PCIe throughput and GPM ---- */
+
+EXPORT nvmlReturn_t nvmlDeviceGetPcieThroughput(nvmlDevice_t device, nvmlPcieUtilCounter_t counter, unsigned int *value) {
+        BEGIN("nvmlDeviceGetPcieThroughput");
+        if (!value) return NVML_ERROR_INVALID_ARGUMENT;
+        switch (counter) {
+        case NVML_PCIE_UTIL_TX_BYTES: return answer_uint(g, "pcie_tx_kbps", value);
+        case NVML_PCIE_UTIL_RX_BYTES: return answer_uint(g, "pcie_rx_kbps", value);
+        default: return NVML_ERROR_INVALID_ARGUMENT;
+        }
+}
+
+/* The GPM metrics the fake knows: their id and the key of their rate in a "gpm" object. */
+static const struct {
+        unsigned id;
+        const char *key;
+} gpm_keys[] = {
+        { NVML_GPM_METRIC_GRAPHICS_UTIL, "graphics_util" },     { NVML_GPM_METRIC_ANY_TENSOR_UTIL, "any_tensor_util" },
+        { NVML_GPM_METRIC_DRAM_BW_UTIL, "dram_bw_util" },       { NVML_GPM_METRIC_PCIE_TX_PER_SEC, "pcie_tx_per_sec" },
+        { NVML_GPM_METRIC_PCIE_RX_PER_SEC, "pcie_rx_per_sec" },
+};
+#define FAKE_GPM_N (sizeof gpm_keys / sizeof gpm_keys[0])
+#define FAKE_MAX_GI 32
+#define FAKE_GPM_MAGIC 0x47504d53u
+
+/* A sample: which GPU (and GPU instance, -1: the whole GPU) it was read from, when, and the counters. */
+struct nvmlGpmSample_st {
+        unsigned magic;
+        unsigned gpu;
+        int gi;
+        double t;
+        double acc[FAKE_GPM_N];
+};
+
+/* Counters that advance by the described rates (a percentage integrates to percent-seconds, MiB/s to
+ * MiB), so that two samples give the rate back the way the real library does from hardware counters. */
+static pthread_mutex_t gpm_lock = PTHREAD_MUTEX_INITIALIZER;
+struct gpm_counter {
+        bool started;
+        double t; /* when last read */
+        double acc[FAKE_GPM_N];
+};
+static struct gpm_counter gpm_counters[FAKE_MAX_GPUS][FAKE_MAX_GI + 1]; /* under gpm_lock; [k][0] the GPU, [k][1 + gi] instance gi */
+
+/* Returns CLOCK_MONOTONIC in seconds. Never fails. */
+static double mono_seconds(void) {
+        struct timespec ts;
+        clock_gettime(CLOCK_MONOTONIC, &ts);
+        return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+/* Returns true when GPU g answers GPM: "gpm_supported", by default whether it has a "gpm" object. */
+static bool gpm_supported(json_t *g) {
+        json_t *s = json_object_get(g, "gpm_supported");
+        if (json_is_boolean(s)) return json_is_true(s);
+        return json_is_object(json_object_get(g, "gpm"));
+}
+
+/* Returns true when s is a sample buffer of this library. */
+static bool gpm_sample_ok(nvmlGpmSample_t s) { return s && s->magic == FAKE_GPM_MAGIC; }
+
+/* Advances the counters of GPU k (instance gi, -1: the GPU) by rates (a "gpm" object, may be NULL)
+ * since they were last read and copies them into s. Returns nothing. */
+static void gpm_take(unsigned k, int gi, json_t *rates, nvmlGpmSample_t s) {
+        pthread_mutex_lock(&gpm_lock);
+        double now = mono_seconds();
+        struct gpm_counter *c = &gpm_counters[k][gi + 1];
+        for (size_t n = 0; c->started && n < FAKE_GPM_N; n++) {
+                json_t *v = json_object_get(rates, gpm_keys[n].key);
+                if (json_is_number(v)) c->acc[n] += json_number_value(v) * (now - c->t);
+        }
+        c->started = true;
+        c->t = now;
+        s->gpu = k;
+        s->gi = gi;
+        s->t = now;
+        memcpy(s->acc, c->acc, sizeof s->acc);
+        pthread_mutex_unlock(&gpm_lock);
+}
+
+EXPORT nvmlReturn_t nvmlGpmQueryDeviceSupport(nvmlDevice_t device, nvmlGpmSupport_t *gpmSupport) {
+        BEGIN("nvmlGpmQueryDeviceSupport");
+        if (!gpmSupport) return NVML_ERROR_INVALID_ARGUMENT;
+        if (gpmSupport->version != NVML_GPM_SUPPORT_VERSION) return NVML_ERROR_ARGUMENT_VERSION_MISMATCH;
+        gpmSupport->isSupportedDevice = gpm_supported(g);
+        return NVML_SUCCESS;
+}
+
+EXPORT nvmlReturn_t nvmlGpmSampleAlloc(nvmlGpmSample_t *gpmSample) {
+        if (!gpmSample) return NVML_ERROR_INVALID_ARGUMENT;
+        nvmlGpmSample_t s = calloc(1, sizeof *s);
+        if (!s) return NVML_ERROR_MEMORY;
+        s->magic = FAKE_GPM_MAGIC;
+        s->gi = -1;
+        *gpmSample = s;
+        return NVML_SUCCESS;
+}
+
+EXPORT nvmlReturn_t nvmlGpmSampleFree(nvmlGpmSample_t gpmSample) {
+        if (!gpm_sample_ok(gpmSample)) return NVML_ERROR_INVALID_ARGUMENT;
+        gpmSample->magic = 0;
+        free(gpmSample);
+        return NVML_SUCCESS;
+}
+
+/* Answers nvmlGpmSampleGet on a MIG device handle: a sample of its GPU instance. Returns an nvmlReturn_t. */
+static nvmlReturn_t mig_gpm_sample(nvmlDevice_t device, nvmlGpmSample_t gpmSample) {
+        BEGIN_MIG("nvmlGpmSampleGet");
+        unsigned long long gi;
+        unsigned k = (unsigned)((size_t)(device - mig_handles) / FAKE_MAX_MIG);
+        if (!gpm_sample_ok(gpmSample)) return NVML_ERROR_INVALID_ARGUMENT;
+        if (!gpm_supported(g)) return NVML_ERROR_NOT_SUPPORTED;
+        if (!get_u64(e, "gi", &gi) || gi >= FAKE_MAX_GI) return NVML_ERROR_NOT_FOUND;
+        long slot = find_slot_with(g, k, (unsigned)gi, -1, NULL, "gpm");
+        gpm_take(k, (int)gi, slot < 0 ? NULL : json_object_get(mig_entry(g, (size_t)slot % FAKE_MAX_MIG), "gpm"),
+                 gpmSample);
+        return NVML_SUCCESS;
+}
+
+EXPORT nvmlReturn_t nvmlGpmSampleGet(nvmlDevice_t device, nvmlGpmSample_t gpmSample) {
+        if (is_mig_handle(device)) return mig_gpm_sample(device, gpmSample);
+        BEGIN("nvmlGpmSampleGet");
+        if (!gpm_sample_ok(gpmSample)) return NVML_ERROR_INVALID_ARGUMENT;
+        if (!gpm_supported(g)) return NVML_ERROR_NOT_SUPPORTED;
+        gpm_take(device->index, -1, json_object_get(g, "gpm"), gpmSample);
+        return NVML_SUCCESS;
+}
+
+EXPORT nvmlReturn_t nvmlGpmMigSampleGet(nvmlDevice_t device, unsigned int gpuInstanceId, nvmlGpmSample_t gpmSample) {
+        BEGIN("nvmlGpmMigSampleGet");
+        unsigned k = device->index;
+        if (!gpm_sample_ok(gpmSample)) return NVML_ERROR_INVALID_ARGUMENT;
+        if (!gpm_supported(g)) return NVML_ERROR_NOT_SUPPORTED;
+        unsigned long long cur;
+        json_t *mm = json_object_get(g, "mig_mode");
+        if (!get_u64(mm, "current", &cur) || cur != NVML_DEVICE_MIG_ENABLE) return NVML_ERROR_NOT_SUPPORTED;
+        if (gpuInstanceId >= FAKE_MAX_GI || find_slot(g, k, gpuInstanceId, -1) < 0) return NVML_ERROR_NOT_FOUND;
+        rc = instance_rc(g, k, gpuInstanceId, -1, "nvmlGpmMigSampleGet");
+        if (rc != NVML_SUCCESS) return rc;
+        long slot = find_slot_with(g, k, gpuInstanceId, -1, NULL, "gpm");
+        gpm_take(k, (int)gpuInstanceId, slot < 0 ? NULL : json_object_get(mig_entry(g, (size_t)slot % FAKE_MAX_MIG), "gpm"),
+                 gpmSample);
+        return NVML_SUCCESS;
+}
+
+EXPORT nvmlReturn_t nvmlGpmMetricsGet(nvmlGpmMetricsGet_t *metricsGet) {
+        if (!metricsGet) return NVML_ERROR_INVALID_ARGUMENT;
+        if (metricsGet->version != NVML_GPM_METRICS_GET_VERSION) return NVML_ERROR_ARGUMENT_VERSION_MISMATCH;
+        nvmlGpmSample_t s1 = metricsGet->sample1, s2 = metricsGet->sample2;
+        if (metricsGet->numMetrics > NVML_GPM_METRIC_MAX || !gpm_sample_ok(s1) || !gpm_sample_ok(s2) ||
+            s1->gpu != s2->gpu || s1->gi != s2->gi || s1->gpu >= FAKE_MAX_GPUS)
+                return NVML_ERROR_INVALID_ARGUMENT;
+        _cleanup_json_ json_t *d = NULL;
+        json_t *g = NULL;
+        nvmlReturn_t rc = begin_gpu("nvmlGpmMetricsGet", s1->gpu, true, &d, &g);
+        if (rc != NVML_SUCCESS) return rc;
+        double dt = s2->t - s1->t;
+        if (!(dt > 0)) return NVML_ERROR_INVALID_ARGUMENT;
+        json_t *rates = json_object_get(g, "gpm");
+        if (s1->gi >= 0) {
+                long slot = find_slot_with(g, s1->gpu, (unsigned)s1->gi, -1, NULL, "gpm");
+                rates = slot < 0 ? NULL : json_object_get(mig_entry(g, (size_t)slot % FAKE_MAX_MIG), "gpm");
+        }
+        for (unsigned i = 0; i < metricsGet->numMetrics; i++) {
+                nvmlGpmMetric_t *m = &metricsGet->metrics[i];
+                m->nvmlReturn = NVML_ERROR_NOT_SUPPORTED;
+                m->value = 0;
+                m->metricInfo.shortName = m->metricInfo.longName = m->metricInfo.unit = NULL;
+                for (size_t n = 0; n < FAKE_GPM_N; n++) {
+                        if (gpm_keys[n].id != m->metricId || !json_is_number(json_object_get(rates, gpm_keys[n].key)))
+                                continue;
+                        m->nvmlReturn = NVML_SUCCESS;
+                        m->value = (s2->acc[n] - s1->acc[n]) / dt;
+                }
+        }
         return NVML_SUCCESS;
 }
