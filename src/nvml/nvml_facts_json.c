@@ -434,19 +434,17 @@ int nvml_facts_from_json(const char *json, size_t len, struct nvml_facts **ret, 
                 json_decref(d);
                 return invalid(ret_error, xstrdup("NVML description: not a JSON object"));
         }
+        /* gpus belongs to d: every refusal below says what it needs of gpus first, then releases d. */
         const json_t *gpus = json_object_get(d, "gpus");
-        if (gpus && !json_is_array(gpus)) {
+        size_t n_gpus = json_array_size(gpus);
+        char *why = NULL;
+        if (gpus && !json_is_array(gpus)) why = xstrdup("NVML description: \"gpus\" is not an array");
+        else if (n_gpus > MAX_GPUS) why = xasprintf("NVML description: %zu GPUs, more than %d", n_gpus, MAX_GPUS);
+        for (size_t i = 0; !why && i < n_gpus; i++)
+                if (!json_is_object(json_array_get(gpus, i))) why = xasprintf("NVML description: gpus[%zu] is not an object", i);
+        if (why) {
                 json_decref(d);
-                return invalid(ret_error, xstrdup("NVML description: \"gpus\" is not an array"));
-        }
-        for (size_t i = 0; i < json_array_size(gpus); i++)
-                if (!json_is_object(json_array_get(gpus, i))) {
-                        json_decref(d);
-                        return invalid(ret_error, xasprintf("NVML description: gpus[%zu] is not an object", i));
-                }
-        if (json_array_size(gpus) > MAX_GPUS) {
-                json_decref(d);
-                return invalid(ret_error, xasprintf("NVML description: %zu GPUs, more than %d", json_array_size(gpus), MAX_GPUS));
+                return invalid(ret_error, why);
         }
 
         struct nvml_facts *f = xcalloc(1, sizeof *f);

@@ -137,10 +137,44 @@ static void test_bad_input(void **state) {
         nvml_facts_free(f);
 }
 
+/* Returns a description of n GPUs, each with a name and a UUID. Free with free(). */
+static char *many_gpus(size_t n) {
+        struct buf b = {0};
+        buf_puts(&b, "{\"driver_version\": \"580.65.06\", \"gpus\": [");
+        for (size_t i = 0; i < n; i++)
+                buf_printf(&b, "%s{\"name\": \"NVIDIA H200\", \"uuid\": \"GPU-%08zx-0000-0000-0000-000000000000\"}", i ? ", " : "", i);
+        buf_puts(&b, "]}");
+        return b.data;
+}
+
+/* More than 1024 GPUs is refused with the count; 1024 load. The refusal used to read the array after
+ * releasing the document that held it (a use after free inside libjansson, where AddressSanitizer
+ * does not look): the meson test nvml-json-valgrind runs this file under valgrind. */
+static void test_too_many_gpus(void **state) {
+        (void)state;
+        for (size_t n = 1025; n <= 4096; n *= 4) {
+                _cleanup_free_ char *text = many_gpus(n);
+                struct nvml_facts *f = NULL;
+                char *err = NULL;
+                assert_int_equal(nvml_facts_from_json(text, strlen(text), &f, &err), -EINVAL);
+                assert_null(f);
+                _cleanup_free_ char *want = xasprintf("NVML description: %zu GPUs, more than 1024", n);
+                assert_string_equal(err, want);
+                free(err);
+        }
+        _cleanup_free_ char *text = many_gpus(1024);
+        struct nvml_facts *f = NULL;
+        assert_int_equal(nvml_facts_from_json(text, strlen(text), &f, NULL), 0);
+        assert_int_equal(f->n_gpus, 1024);
+        assert_string_equal(f->gpus[1023].uuid, "GPU-000003ff-0000-0000-0000-000000000000");
+        nvml_facts_free(f);
+}
+
 int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_every_testdata),
                 cmocka_unit_test(test_bad_input),
+                cmocka_unit_test(test_too_many_gpus),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }
