@@ -13,5 +13,6 @@
  * other input, and neither may take gpunode down or hang it. Returns 0; -EINVAL with "invalid
  * YAML at line L, column C: message" or "invalid UTF-8 at line L (byte B)" in *ret_error; -EIO
  * when the parser crashed; -ETIMEDOUT when it ran past 10 s; -EFBIG for a document whose JSON
- * form passes 64 MiB; -ELIBACC when libfyaml cannot be loaded; -errno when no child can be made. */
+ * form passes 64 MiB or whose parse needs more than the child's 256 MiB; a mapping with a key twice
+ * is -EINVAL ("duplicate key 'K'"); -ELIBACC when libfyaml cannot be loaded; -errno when no child can be made. */
 int yaml_to_json(const char *text, size_t len, json_t **ret, char **ret_error);

@@ -178,7 +178,9 @@ int docker_parse_daemon_json(const char *text, size_t len, struct docker_facts *
  * Returns 0, or -EINVAL with file->error set (path, line and column). */
 int crio_apply_file(struct crio_facts *c, struct runtime_config_file *file, const char *text, size_t len);
 
-/* Parses one CDI spec (YAML, or JSON when json is set) into ret (path copied). Returns 0, or
- * -EINVAL with ret->error naming path, line and column. */
+/* Parses one CDI spec (YAML, or JSON when json is set) into ret (path copied), in time linear in
+ * its size. Returns 0, or -EINVAL with ret->error naming the path (and line and column where the
+ * text does not parse), also when the spec holds more than 4 MiB or more than 100000 devices,
+ * device nodes, mounts or hooks (the sentence says which bound). */
 int cdi_parse_spec(const char *path, const char *text, size_t len, bool json, struct cdi_spec *ret);
 void cdi_spec_free(struct cdi_spec *s);

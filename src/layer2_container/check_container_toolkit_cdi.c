@@ -1,6 +1,10 @@
 /* check_container_toolkit_cdi.c: layer 2, container-toolkit: CDI specs against the GPUs NVML found and the driver version loaded. */
 #include <ctype.h>
 
+/* Evidence lines one spec may add about devices NVML does not see: a hostile or stale spec can list
+ * 100000; the count says the rest. */
+#define CDI_EVIDENCE_MAX 20
+
 #include "engine/check.h"
 #include "facts/node.h"
 #include "facts/layer2_container.h"
@@ -76,21 +80,26 @@ static size_t judge_spec(const struct cdi_spec *s, const struct nvml_facts *n, c
                                          by_index ? " by UUID" : by_uuid ? " by index" : "");
                 }
         }
+        size_t unknown = 0; /* devices listed that NVML does not see */
         for (size_t i = 0; i < s->n_devices; i++) {
                 const char *d = s->devices[i];
                 uint64_t idx;
                 if (parse_u64(d, 10, &idx) == 0 && idx >= n->device_count) {
                         problems++;
-                        finding_evidence(f, "%s: lists GPU %s but NVML found %u GPU(s)", s->path, d, n->device_count);
+                        if (unknown++ < CDI_EVIDENCE_MAX)
+                                finding_evidence(f, "%s: lists GPU %s but NVML found %u GPU(s)", s->path, d, n->device_count);
                 } else if (startswith(d, "GPU-") && all_uuids) {
                         bool known = false;
                         for (unsigned k = 0; k < n->n_gpus; k++) known |= streq(n->gpus[k].uuid, d);
                         if (!known) {
                                 problems++;
-                                finding_evidence(f, "%s: lists %s, which NVML does not see", s->path, d);
+                                if (unknown++ < CDI_EVIDENCE_MAX)
+                                        finding_evidence(f, "%s: lists %s, which NVML does not see", s->path, d);
                         }
                 }
         }
+        if (unknown > CDI_EVIDENCE_MAX)
+                finding_evidence(f, "%s: %zu more devices NVML does not see, not shown", s->path, unknown - CDI_EVIDENCE_MAX);
         return problems;
 }
 
