@@ -181,4 +181,8 @@ int nvml_mig_name_from_attributes(const struct nvml_mig_attributes *a, uint64_t 
  * Writes facts as the fake NVML's JSON description (tests/fake-nvml/README.md), so that a node's
  * facts replay through the fake. Returns 0 and a malloc'd string in *ret, or -ENOMEM.
  */
-int nvml_facts_to_json(const struct nvml_facts *f, char **ret);
+int nvml_facts_to_json(const struct nvml_facts *f, char **ret); /* in nvml_facts_json.c */
+
+/* Sets every fact of GPU index to "not queried", the state of a GPU the probe did not reach.
+ * Returns nothing. */
+void nvml_gpu_facts_init(struct nvml_gpu_facts *g, unsigned index);

@@ -36,10 +36,6 @@ bool nvml_probe_step(struct probe_state *st, const char *call, int gpu);
 /* Returns a fact with rc and v (v only counts when rc is NVML_SUCCESS). */
 struct nvml_fact_u64 nvml_fact(nvmlReturn_t rc, uint64_t v);
 
-/* Sets every fact of GPU index to "not queried", the state of a GPU the probe did not reach.
- * Returns nothing. */
-void nvml_gpu_facts_init(struct nvml_gpu_facts *g, unsigned index);
-
 /* Asks NVML every per-GPU fact, MIG devices included, into g (g->index set by the caller).
  * Returns false when the caller gave up waiting (the facts so far stay valid), else true; a
  * failing call is recorded in its fact's rc, never returned. */
