@@ -1,14 +1,32 @@
 # scenario-servers.sh: sourced by run-scenarios.sh and snapshot/run-snapshot-tests.sh: starts a node
-# scenario's live peers (the HTTPS API stand-in and the metrics server) and stops them.
+# scenario's live peers (the HTTPS API stand-in, the metrics server, the kubelet's pod-resources
+# service) and stops them.
 # The sourcing script sets $here (the tests folder) and $tmp (its private folder), and calls
 # stop_servers from its EXIT trap.
 
 # Servers started for a scenario (layers 3 and 4): always killed, also when the script is interrupted.
-pids=()
+pids=() sockets=()
 stop_servers() {
         local p
         for p in "${pids[@]}"; do kill "$p" 2>/dev/null; wait "$p" 2>/dev/null; done
         pids=()
+        # the fake kubelet's socket lives in the scenario's root: leave the tree as it was
+        for p in "${sockets[@]}"; do [ -S "$p" ] && rm -f "$p"; done
+        sockets=()
+}
+# start_kubelet LIST SOCKET: starts fake_kubelet.py answering pod-resources List with LIST (protobuf's
+# JSON mapping) on SOCKET, a path in the scenario's root; returns 1 when it was not ready within 10 s.
+start_kubelet() {
+        local list=$1 sock=$2 out=$tmp/kubelet.out i
+        : > "$out"
+        /usr/bin/python3 "$here/kubelet/fake_kubelet.py" --socket "$sock" --list "$list" --lifetime 120 >> "$out" 2> /dev/null &
+        pids+=($!)
+        sockets+=("$sock")
+        for i in $(seq 100); do
+                [ "$(head -n 1 "$out" 2>/dev/null)" = ready ] && return 0
+                sleep 0.1
+        done
+        return 1
 }
 # hold_closed_port: sets $port to a TCP port on 127.0.0.1 that refuses connections for as long as the
 # scenario runs: a process keeps it bound without listening, so no concurrent test can take it.
@@ -62,6 +80,10 @@ setup_servers() {
                 start_server "$tmp/metrics.out" /usr/bin/python3 "$here/kube-server/metrics_server.py" --dir "$dir/metrics" \
                         --lifetime 120 || return 1
                 metrics_port=$port
+        fi
+        # the kubelet's pod-resources service (podresources.json: its List answer) on the root's socket
+        if [ -f "$dir/podresources.json" ]; then
+                start_kubelet "$dir/podresources.json" "$dir/root/var/lib/kubelet/pod-resources/kubelet.sock" || return 1
         fi
         # a port nothing listens on ("exporter down")
         hold_closed_port || return 1

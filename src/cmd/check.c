@@ -1,6 +1,7 @@
 /* check.c: `gpunode check`: probe, judge, attribute, render. */
 #include "cmd/commands.h"
 #include "cmd/options.h"
+#include "diagnose/gpus.h"
 #include "facts/node.h"
 #include "facts/layer3_kubernetes.h"
 #include "basic/hostfs.h"
@@ -224,6 +225,7 @@ static int cmd_check(int argc, char **argv) {
         }
         struct report rep;
         report_build(&facts, name, display_root, &rep);
+        report_add_gpus(&rep, &facts);
         switch (format) {
         case FORMAT_TEXT: r = output_text(stdout, &rep, &topts); break;
         case FORMAT_JSON: r = output_json(stdout, &rep); break;

@@ -136,6 +136,19 @@ void report_free(struct report *r) {
                 free(f->remedy);
         }
         free(r->findings);
+        for (size_t i = 0; i < r->n_gpus; i++) {
+                struct report_gpu *g = &r->gpus[i];
+                free(g->uuid);
+                free(g->pci_bus_id);
+                free(g->name);
+                for (size_t p = 0; p < g->n_pods; p++) {
+                        free(g->pods[p].namespace);
+                        free(g->pods[p].pod);
+                        free(g->pods[p].container);
+                }
+                free(g->pods);
+        }
+        free(r->gpus);
         free(r->node);
         free(r->root);
         *r = (struct report){0};

@@ -71,6 +71,20 @@ const char *verdict_name(enum verdict v);
 /* Human name of a layer ("hardware enablement"), NULL outside 1..4. */
 const char *layer_name(int layer);
 
+/* A container holding a GPU (the JSON report's gpus[].pods[]). */
+struct report_pod {
+        char *namespace, *pod, *container;
+};
+
+/* A GPU of the node as the report shows it: what NVML named it, and who holds it. The engine only
+ * keeps these for the outputs (src/diagnose/gpus.c fills them from the facts). */
+struct report_gpu {
+        unsigned index;
+        char *uuid, *pci_bus_id, *name; /* NULL when NVML did not say */
+        struct report_pod *pods;
+        size_t n_pods;
+};
+
 struct report {
         char *node;
         char *root;
@@ -78,6 +92,8 @@ struct report {
         size_t n_findings;
         enum verdict verdict;
         const struct finding *root_cause; /* NULL when healthy */
+        struct report_gpu *gpus;          /* NULL and 0 until filled */
+        size_t n_gpus;
 };
 
 /* Runs every check in registry order over the facts, marks checks resting on a failed one as

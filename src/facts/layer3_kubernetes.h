@@ -68,9 +68,26 @@ struct kube_api_facts {
         size_t n_csi_drivers;
 };
 
+/* One device a container holds, from the kubelet's pod-resources List. */
+struct podres_holder {
+        char *namespace, *pod, *container;
+        char *resource_name;           /* "nvidia.com/gpu", "nvidia.com/mig-1g.10gb", ... */
+        char *device_id;               /* as the device plugin named it: "GPU-<uuid>", "GPU-<uuid>::2", "MIG-<uuid>", "3" */
+};
+
+/* Which pod, namespace and container holds which device: the kubelet's pod-resources List on
+ * PODRES_SOCKET (kube/podresources.h), or its answer recorded in a snapshot. */
+struct podres_facts {
+        int rc;                        /* 0 answered; -ENOENT no socket (not a kubelet node, or not mounted); -errno */
+        char *error;                   /* the sentence for rc, naming the socket */
+        struct podres_holder *holders; /* every (container, device id) pair, in the kubelet's order */
+        size_t n_holders;
+};
+
 struct kube_facts {
         struct kubelet_facts kubelet;
         struct kube_api_facts api;
+        struct podres_facts podres;
 };
 
 /* What steers the Kubernetes and metrics probes (cmd/options.h parses them). */
@@ -89,6 +106,11 @@ struct kube_facts *probe_kube(const struct kube_probe_options *opts, const char 
 /* Reads the kubelet's folders and the GPU Operator's validation files. Never fails. */
 void probe_kubelet(struct kubelet_facts *ret);
 void kube_facts_free(struct kube_facts *k);
+/* Asks the kubelet's pod-resources List, bounded by opts->timeout_ms (0: 5 s), or, in check
+ * --snapshot, its recorded answer (kube/net_replay.h); records the call while collecting. Never
+ * fails: ret->rc and ret->error say why there is no answer (-ENOENT: no socket). */
+void probe_podresources(const struct kube_probe_options *opts, struct podres_facts *ret);
+void podres_facts_free(struct podres_facts *p);
 
 /* Returns the role of a pod from its labels and name. */
 enum kube_pod_role kube_pod_role_of(const struct kube_pod_info *p);

@@ -113,7 +113,7 @@ bool net_replaying(void) { return replayer != NULL; }
 /* Returns the member name for exchange number i (from 1) of request: api/NNNN-<request as a name>.<ext>. */
 static char *member_name(size_t i, enum net_kind kind, const char *request) {
         struct buf b = {0};
-        buf_printf(&b, "api/%04zu-%s", i, kind == NET_API ? "" : "metrics-");
+        buf_printf(&b, "api/%04zu-%s", i, kind == NET_API ? "" : kind == NET_GRPC ? "grpc-" : "metrics-");
         const char *p = kind == NET_METRICS && strstr(request, "://") ? strstr(request, "://") + 3 : request;
         size_t n = 0;
         bool dash = true; /* no leading or doubled dashes */
@@ -130,7 +130,7 @@ static char *member_name(size_t i, enum net_kind kind, const char *request) {
                 }
         }
         while (b.len > 0 && (b.data[b.len - 1] == '-' || b.data[b.len - 1] == '.')) b.data[--b.len] = 0;
-        buf_puts(&b, kind == NET_API ? ".json" : ".txt");
+        buf_puts(&b, kind == NET_METRICS ? ".txt" : ".json");
         return b.data;
 }
 
@@ -207,8 +207,9 @@ int net_replay(enum net_kind kind, const char *request, const char *shown, const
         }
         if (!x) x = last;
         if (!x) {
-                *ret_error = xasprintf("GET %s: not in the snapshot (gpunode collect did not %s on the node)",
-                                       shown ? shown : request, kind == NET_API ? "ask the API for it" : "fetch it");
+                *ret_error = xasprintf("%s %s: not in the snapshot (gpunode collect did not %s on the node)",
+                                       kind == NET_GRPC ? "call" : "GET", shown ? shown : request,
+                                       kind == NET_API ? "ask the API for it" : kind == NET_GRPC ? "make it" : "fetch it");
                 return NET_NOT_RECORDED;
         }
         x->answered = true;
@@ -238,6 +239,11 @@ int net_replay_setup(char **ret_server, char **ret_source, char **ret_error) {
         return s->rc;
 }
 
+/* Returns the index's name of a kind ("api", "metrics", "grpc"). */
+static const char *kind_name(enum net_kind kind) {
+        return kind == NET_API ? "api" : kind == NET_GRPC ? "grpc" : "metrics";
+}
+
 /* Returns the index's {class, message} object for rc and error (a new reference), or null for 0. */
 static json_t *error_json(int rc, const char *error) {
         if (rc >= 0) return json_null();
@@ -264,7 +270,7 @@ int net_log_to_index(const struct net_log *log, char **ret) {
         json_t *xs = json_array();
         for (size_t i = 0; i < log->n; i++) {
                 const struct net_exchange *x = &log->v[i];
-                json_t *e = json_pack("{s:s,s:s,s:I,s:o,s:s?}", "kind", x->kind == NET_API ? "api" : "metrics", "request",
+                json_t *e = json_pack("{s:s,s:s,s:I,s:o,s:s?}", "kind", kind_name(x->kind), "request",
                                       x->request, "status", (json_int_t)x->status, "error", error_json(x->rc, x->error),
                                       "member", x->member);
                 if (!e) {
@@ -375,10 +381,13 @@ static int parse_setup(const json_t *j, struct net_setup *s) {
 static int parse_exchange(const json_t *j, struct net_exchange *x, const char **ret_why) {
         if (!json_is_object(j)) return *ret_why = "not an object", -EINVAL;
         const char *kind = json_string_value(json_object_get(j, "kind"));
-        if (!kind || !(streq(kind, "api") || streq(kind, "metrics"))) return *ret_why = "kind is not api or metrics", -EINVAL;
-        x->kind = streq(kind, "api") ? NET_API : NET_METRICS;
+        if (!kind || !(streq(kind, "api") || streq(kind, "metrics") || streq(kind, "grpc")))
+                return *ret_why = "kind is not api, metrics or grpc", -EINVAL;
+        x->kind = streq(kind, "api") ? NET_API : streq(kind, "grpc") ? NET_GRPC : NET_METRICS;
         const char *req = json_string_value(json_object_get(j, "request"));
-        if (!req || !*req || !text_ok(req, NET_REQUEST_MAX, false) || (x->kind == NET_API && (req[0] != '/' || strchr(req, ' '))))
+        /* API paths and gRPC methods ("/service/method") start with a slash and hold no space */
+        if (!req || !*req || !text_ok(req, NET_REQUEST_MAX, false) ||
+            (x->kind != NET_METRICS && (req[0] != '/' || strchr(req, ' '))))
                 return *ret_why = "request missing, too long, or with control characters", -EINVAL;
         x->request = xstrdup(req);
         json_t *st = json_object_get(j, "status");

@@ -7,7 +7,8 @@
 
 /*
  * While collecting, kube_get() and http_fetch() hand every exchange to the recorder (request, HTTP
- * status, body, or the error they returned); probe_kube hands it how the API client was set up
+ * status, body, or the error they returned), and the pod-resources probe its List call (the answer
+ * decoded, as JSON: podres_list_to_json); probe_kube hands it how the API client was set up
  * (server, where the credentials came from) and the options that shaped the requests. The writer
  * stores the bodies as api/<NNNN>-<request>.json|.txt (redacted) and api/INDEX.json:
  *
@@ -15,7 +16,8 @@
  *    "options": {"node": N, "timeout_ms": T, "operator_namespace": S|null, "dcgm_url": U|null,
  *                "node_exporter_url": U|null},
  *    "setup": null | {"error": null|{"class": C, "message": M}, "server": U|null, "source": S|null},
- *    "exchanges": [{"kind": "api"|"metrics", "request": "/api/v1/nodes/n" or a URL, "status": 200,
+ *    "exchanges": [{"kind": "api"|"metrics"|"grpc", "request": "/api/v1/nodes/n", a URL, or a gRPC
+ *                   method ("/v1.PodResourcesLister/List"), "status": 200 (0 for grpc),
  *                   "error": null|{"class": C, "message": M}, "member": "api/0001-....json"|null}, ...]}
  *
  * Error classes (C): timeout, refused, unreachable, tls, unauthorized, forbidden, not-found, io,
@@ -38,11 +40,13 @@
 #define NET_MESSAGE_MAX 4096u
 #define NET_BODY_MAX ((size_t)64 << 20)
 
-enum net_kind { NET_API, NET_METRICS };
+/* NET_GRPC: a unary call on a host socket (the kubelet's pod-resources List), request its method path
+ * ("/v1.PodResourcesLister/List"), body the decoded answer as JSON. */
+enum net_kind { NET_API, NET_METRICS, NET_GRPC };
 
 struct net_exchange {
         enum net_kind kind;
-        char *request;         /* API: path with query; metrics: the URL */
+        char *request;         /* API: path with query; metrics: the URL; grpc: the method path */
         int rc;                /* what the client returned: 0 or a negative errno */
         long status;           /* HTTP status, 0 when none came */
         char *error;           /* the client's sentence when rc < 0 */

@@ -4,6 +4,8 @@
 #include "grpc/grpc_wire.h"
 
 #include "basic/dl_protobuf_c.h"
+
+#include <jansson.h>
 #include "podresources.pb-c.h"
 
 struct podres_client {
@@ -221,5 +223,149 @@ int podres_allocatable(struct podres_client *c, struct podres_allocatable **ret,
         }
         r = podres_decode_allocatable(msg, len, ret, &text);
         if (r < 0) return decode_failed(c, r, method, ret_error, TAKE_PTR(text));
+        return 0;
+}
+
+/* Returns a JSON array of the strings v[0..n) (a new reference). */
+static json_t *strings_json(char *const *v, size_t n) {
+        json_t *a = json_array();
+        for (size_t i = 0; i < n; i++) json_array_append_new(a, json_string(v[i]));
+        return a;
+}
+
+int podres_list_to_json(const struct podres_list *l, char **ret) {
+        json_t *pods = json_array();
+        for (size_t p = 0; p < l->n_pods; p++) {
+                const struct podres_pod *pod = &l->pods[p];
+                json_t *containers = json_array();
+                for (size_t c = 0; c < pod->n_containers; c++) {
+                        const struct podres_container *ct = &pod->containers[c];
+                        json_t *devices = json_array();
+                        for (size_t d = 0; d < ct->n_devices; d++) {
+                                const struct podres_devices *dv = &ct->devices[d];
+                                json_t *o = json_pack("{s:s?,s:o}", "resourceName", dv->resource_name, "deviceIds",
+                                                      strings_json(dv->device_ids, dv->n_device_ids));
+                                if (o && dv->n_numa_nodes) {
+                                        json_t *nodes = json_array();
+                                        for (size_t k = 0; k < dv->n_numa_nodes; k++)
+                                                json_array_append_new(nodes, json_pack("{s:I}", "ID", (json_int_t)dv->numa_nodes[k]));
+                                        json_object_set_new(o, "topology", json_pack("{s:o}", "nodes", nodes));
+                                }
+                                if (o) json_array_append_new(devices, o);
+                        }
+                        json_t *o = json_pack("{s:s?,s:o}", "name", ct->name, "devices", devices);
+                        if (o) json_array_append_new(containers, o);
+                }
+                json_t *o = json_pack("{s:s?,s:s?,s:o}", "name", pod->name, "namespace", pod->namespace, "containers", containers);
+                if (o) json_array_append_new(pods, o);
+        }
+        json_t *root = json_pack("{s:o}", "podResources", pods);
+        *ret = root ? json_dumps(root, JSON_INDENT(1) | JSON_PRESERVE_ORDER) : NULL;
+        json_decref(root);
+        return *ret ? 0 : -ENOMEM;
+}
+
+/* Returns a copy of the string member key of o ("" when absent or null), or NULL when it is
+ * another type or not UTF-8 text without NULs. */
+static char *json_text_field(const json_t *o, const char *key) {
+        const json_t *v = json_object_get(o, key);
+        if (!v || json_is_null(v)) return xstrdup("");
+        if (!json_is_string(v) || strlen(json_string_value(v)) != json_string_length(v)) return NULL;
+        return copy_string(json_string_value(v));
+}
+
+/* Returns the array member key of o (absent or null: an empty array is meant, NULL returned with
+ * *ret_ok true), or NULL with *ret_ok false when it is another type. */
+static const json_t *json_array_field(const json_t *o, const char *key, bool *ret_ok) {
+        const json_t *v = json_object_get(o, key);
+        *ret_ok = !v || json_is_null(v) || json_is_array(v);
+        return v && json_is_array(v) ? v : NULL;
+}
+
+/* Fills d from one ContainerDevices object. Returns 0 or -EBADMSG with a constant reason in *ret_why. */
+static int devices_from_json(const json_t *j, struct podres_devices *d, const char **ret_why) {
+        bool ok;
+        if (!json_is_object(j)) return *ret_why = "a device entry is not an object", -EBADMSG;
+        if (!(d->resource_name = json_text_field(j, "resourceName"))) return *ret_why = "a resourceName is not text", -EBADMSG;
+        const json_t *ids = json_array_field(j, "deviceIds", &ok);
+        if (!ok) return *ret_why = "deviceIds is not an array", -EBADMSG;
+        if (ids && json_array_size(ids)) d->device_ids = xcalloc(json_array_size(ids), sizeof *d->device_ids);
+        for (size_t i = 0; ids && i < json_array_size(ids); i++) {
+                const json_t *s = json_array_get(ids, i);
+                if (!json_is_string(s) || strlen(json_string_value(s)) != json_string_length(s) ||
+                    !(d->device_ids[i] = copy_string(json_string_value(s))))
+                        return *ret_why = "a device id is not text", -EBADMSG;
+                d->n_device_ids = i + 1;
+        }
+        const json_t *nodes = json_array_field(json_object_get(j, "topology"), "nodes", &ok);
+        if (!ok) return *ret_why = "topology.nodes is not an array", -EBADMSG;
+        if (nodes && json_array_size(nodes)) d->numa_nodes = xcalloc(json_array_size(nodes), sizeof *d->numa_nodes);
+        for (size_t i = 0; nodes && i < json_array_size(nodes); i++) {
+                const json_t *id = json_object_get(json_array_get(nodes, i), "ID");
+                /* protobuf's JSON mapping writes int64 as a string; the number form is accepted too */
+                if (json_is_integer(id)) d->numa_nodes[i] = json_integer_value(id);
+                else if (!json_is_string(id) || parse_i64(json_string_value(id), &d->numa_nodes[i]) < 0)
+                        return *ret_why = "a topology node ID is not an integer", -EBADMSG;
+                d->n_numa_nodes = i + 1;
+        }
+        return 0;
+}
+
+int podres_list_from_json(const char *text, size_t len, struct podres_list **ret, char **ret_error) {
+        json_error_t jerr;
+        json_t *root = json_loadb(text, len, JSON_REJECT_DUPLICATES, &jerr);
+        if (!root) return errorf(ret_error, -EBADMSG, "not JSON (line %d: %s)", jerr.line, jerr.text);
+        struct podres_list *l = xcalloc(1, sizeof *l);
+        const char *why = NULL;
+        bool ok = json_is_object(root);
+        const json_t *pods = ok ? json_array_field(root, "podResources", &ok) : NULL;
+        if (!ok) why = "not a ListPodResourcesResponse ({\"podResources\": [...]})";
+        if (!why && pods && json_array_size(pods)) l->pods = xcalloc(json_array_size(pods), sizeof *l->pods);
+        for (size_t p = 0; !why && pods && p < json_array_size(pods); p++) {
+                const json_t *jp = json_array_get(pods, p);
+                struct podres_pod *pod = &l->pods[p];
+                l->n_pods = p + 1;
+                if (!json_is_object(jp)) {
+                        why = "a pod is not an object";
+                        break;
+                }
+                pod->name = json_text_field(jp, "name");
+                pod->namespace = json_text_field(jp, "namespace");
+                if (!pod->name || !pod->namespace) {
+                        why = "a pod's name or namespace is not text";
+                        break;
+                }
+                const json_t *cs = json_array_field(jp, "containers", &ok);
+                if (!ok) {
+                        why = "a pod's containers is not an array";
+                        break;
+                }
+                if (cs && json_array_size(cs)) pod->containers = xcalloc(json_array_size(cs), sizeof *pod->containers);
+                for (size_t c = 0; !why && cs && c < json_array_size(cs); c++) {
+                        const json_t *jc = json_array_get(cs, c);
+                        struct podres_container *ct = &pod->containers[c];
+                        pod->n_containers = c + 1;
+                        if (!json_is_object(jc) || !(ct->name = json_text_field(jc, "name"))) {
+                                why = "a container is not an object with a text name";
+                                break;
+                        }
+                        const json_t *ds = json_array_field(jc, "devices", &ok);
+                        if (!ok) {
+                                why = "a container's devices is not an array";
+                                break;
+                        }
+                        if (ds && json_array_size(ds)) ct->devices = xcalloc(json_array_size(ds), sizeof *ct->devices);
+                        for (size_t d = 0; !why && ds && d < json_array_size(ds); d++) {
+                                ct->n_devices = d + 1;
+                                devices_from_json(json_array_get(ds, d), &ct->devices[d], &why);
+                        }
+                }
+        }
+        json_decref(root);
+        if (why) {
+                podres_list_free(l);
+                return errorf(ret_error, -EBADMSG, "%s", why);
+        }
+        *ret = l;
         return 0;
 }

@@ -90,3 +90,13 @@ int podres_allocatable(struct podres_client *c, struct podres_allocatable **ret,
  * PODRES_DECODE_BUDGET), -ELIBACC (no libprotobuf-c), with a sentence in *ret_error. */
 int podres_decode_list(const uint8_t *data, size_t len, struct podres_list **ret, char **ret_error);
 int podres_decode_allocatable(const uint8_t *data, size_t len, struct podres_allocatable **ret, char **ret_error);
+
+/* Writes l in protobuf's JSON mapping of ListPodResourcesResponse ({"podResources": [{"name",
+ * "namespace", "containers": [{"name", "devices": [{"resourceName", "deviceIds", "topology"}]}]}]},
+ * the form fake_kubelet.py reads): what a snapshot keeps of a List answer. Returns 0 with *ret
+ * (malloc'd) or -ENOMEM. */
+int podres_list_to_json(const struct podres_list *l, char **ret);
+/* Parses that JSON (len bytes; from a snapshot, so hostile): absent or null arrays are empty, any
+ * other type, a string that is not UTF-8 or holds a NUL, is refused. Returns 0 with *ret (free
+ * with podres_list_free), or -EBADMSG with a sentence in *ret_error. */
+int podres_list_from_json(const char *text, size_t len, struct podres_list **ret, char **ret_error);

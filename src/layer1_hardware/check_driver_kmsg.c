@@ -2,6 +2,7 @@
 #include "facts/node.h"
 #include "layer1_hardware/kmsg_evidence.h"
 #include "layer1_hardware/kmsg.h"
+#include "layer1_hardware/nvml_evidence.h"
 #include "nvml/nvml_probe.h"
 
 #include <strings.h>
@@ -24,6 +25,16 @@ static char *kmsg_gpu_label(const struct node_facts *facts, const struct kmsg_gp
                                 n->uuid_rc == NVML_SUCCESS ? n->uuid : "");
         if (g->uuid[0]) return xasprintf("%s (%s)", g->pci, g->uuid);
         return xstrdup(g->pci);
+}
+
+/* Adds to f the pods holding a kernel-log GPU (matched through its NVML record when NVML knows
+ * its PCI address, else by the UUID the driver logged for it), with what that means for them. */
+static void kmsg_gpu_holders(const struct node_facts *facts, const struct kmsg_gpu *g, const char *meaning,
+                             struct finding *f) {
+        const struct nvml_gpu_facts *n = nvml_gpu_at(facts, g->pci);
+        _cleanup_free_ char *label = kmsg_gpu_label(facts, g);
+        if (n) gpu_holders_evidence_as(facts, label, (int)n->index, NULL, n, meaning, f);
+        else if (g->uuid[0]) gpu_holders_evidence_as(facts, label, -1, g->uuid, NULL, meaning, f);
 }
 
 /* Returns true, after warning in f that it cannot tell, when the kernel log could not be read;
@@ -51,6 +62,7 @@ static void run_fallen_off_bus(const struct node_facts *facts, struct finding *f
                                 lost++;
                                 finding_evidence(f, "NVML: GPU %u %s: %s", g->index, g->pci_rc == NVML_SUCCESS ? g->pci_bus_id_legacy : "",
                                                  nvml_return_message(NVML_ERROR_GPU_IS_LOST));
+                                gpu_holders_evidence(facts, g, f);
                         }
                 }
         size_t fallen = 0;
@@ -63,6 +75,7 @@ static void run_fallen_off_bus(const struct node_facts *facts, struct finding *f
                         _cleanup_free_ char *label = kmsg_gpu_label(facts, g);
                         finding_evidence(f, "kernel log: %s has fallen off the bus (%llu line(s))", label,
                                          (unsigned long long)g->fallen_off_bus);
+                        kmsg_gpu_holders(facts, g, "that job is dead", f);
                 }
                 if (fallen == 0) kmsg_evidence(&facts->kmsg, KMSG_EV_FALLEN_OFF_BUS, f);
         } else if (lost == 0 && kmsg_unreadable(facts, f)) {
@@ -91,17 +104,22 @@ static void run_xid_errors(const struct node_facts *facts, struct finding *f) {
                 if (!g->xid_count) continue;
                 gpus_with_xids++;
                 _cleanup_free_ char *label = kmsg_gpu_label(facts, g);
+                enum xid_severity gpu_worst = XID_INFO;
                 for (size_t x = 0; x < g->n_xids; x++) {
                         const struct kmsg_xid_stat *st = &g->xids[x];
                         const struct xid_info *info = xid_lookup(st->xid);
                         finding_evidence(f, "%s: Xid %d x%llu (%s, %s): %s", label, st->xid, (unsigned long long)st->count,
                                          xid_severity_name(st->worst), info->meaning, st->last.text);
+                        if (st->worst > gpu_worst) gpu_worst = st->worst;
                         if (st->worst > worst || (st->worst == worst && worst_gpu == NULL)) {
                                 worst = st->worst;
                                 worst_gpu = g;
                                 worst_xid = st->xid;
                         }
                 }
+                if (gpu_worst == XID_CRITICAL) kmsg_gpu_holders(facts, g, "that job is dead", f);
+                else if (gpu_worst >= XID_APPLICATION)
+                        kmsg_gpu_holders(facts, g, "that job met the error (an application Xid: most often its own fault)", f);
         }
         finding_evidence(f, "%s: %llu lines scanned", facts->kmsg.source, (unsigned long long)sum->lines);
         if (gpus_with_xids == 0) {
@@ -131,7 +149,8 @@ const struct check_def check_driver_gpu_fallen_off_bus = {
         .id = "driver.gpu-fallen-off-bus", .layer = 1, .component = "driver",
         .title = "no GPU has fallen off the bus",
         .reads = "kernel log (Xid 79 and the 3-line \"fallen off the bus\" message), NVML GPU_IS_LOST answers",
-        .outcomes = "pass: none; fail: a GPU is lost (drain and reboot); warn: the kernel log cannot be read",
+        .outcomes = "pass: none; fail: a GPU is lost (drain and reboot); warn: the kernel log cannot be read. A pod named as "
+                    "holding the GPU (the kubelet's pod-resources List) lost it: that job is dead and must be rescheduled",
         .remedy = "cordon, drain and reboot the node; repeated falls mean PCIe, power or cooling trouble: open an RMA",
         .depends = {"driver.module-loaded"},
         .run = run_fallen_off_bus,
@@ -142,7 +161,9 @@ const struct check_def check_driver_xid_errors = {
         .title = "no critical Xid errors in the kernel log",
         .reads = "kernel log (/dev/kmsg or --kmsg FILE): NVRM Xid lines per GPU, classified by the Xid catalog",
         .outcomes = "pass: none or informational; warn: application Xids (13, 31, 43, 45, 68, ...) or an unreadable log; "
-                    "fail: critical Xids (48, 64, 79, 95, 109, 119, ...) with NVIDIA's action",
+                    "fail: critical Xids (48, 64, 79, 95, 109, 119, ...) with NVIDIA's action. A pod named as holding the "
+                    "GPU (the kubelet's pod-resources List) ran there: after a critical Xid that job is dead (restart it "
+                    "elsewhere); after an application Xid it met the error, most often its own fault",
         .remedy = "follow NVIDIA's action for the Xid: restart the application, reset the GPU, or drain and reboot the node",
         .depends = {"driver.module-loaded"},
         .run = run_xid_errors,

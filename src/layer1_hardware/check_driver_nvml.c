@@ -94,6 +94,7 @@ static void run_gpu_count(const struct node_facts *facts, struct finding *f) {
                 }
                 _cleanup_free_ char *label = nvml_gpu_label(g);
                 finding_evidence(f, "%s: %s", label, nvml_return_message(g->handle_rc != NVML_SUCCESS ? g->handle_rc : g->name_rc));
+                gpu_holders_evidence(facts, g, f);
         }
         note_timeout(n, f);
         finding_evidence(f, "PCI: %zu GPU(s) bound to nvidia; NVML: %u counted, %zu answering", bound, n->device_count, answering);
@@ -153,7 +154,12 @@ static void run_memory_errors(const struct node_facts *facts, struct finding *f)
                 const struct nvml_gpu_facts *g = &n->gpus[i];
                 _cleanup_free_ char *label = nvml_gpu_label(g);
                 if (g->remapped_rows_rc == NVML_SUCCESS) {
-                        if (g->remapped_failure) failed++, finding_evidence(f, "%s: row remapping failed", label);
+                        if (g->remapped_failure) {
+                                failed++;
+                                finding_evidence(f, "%s: row remapping failed", label);
+                                gpu_holders_evidence_as(facts, label, (int)g->index, NULL, g,
+                                                        "that job ran on memory that cannot be repaired: it must move", f);
+                        }
                         if (g->remapped_pending) pending++, finding_evidence(f, "%s: row remapping pending (needs a GPU reset)", label);
                         if (g->remapped_uncorrectable || g->remapped_correctable)
                                 finding_evidence(f, "%s: remapped rows: %u uncorrectable, %u correctable", label,
@@ -211,6 +217,8 @@ static void run_recovery_action(const struct node_facts *facts, struct finding *
                 _cleanup_free_ char *label = nvml_gpu_label(g);
                 finding_evidence(f, "%s: recovery action %llu (%s)", label, (unsigned long long)g->recovery_action.value,
                                  recovery_action_text(g->recovery_action.value));
+                _cleanup_free_ char *meaning = xasprintf("that job dies with the %s", recovery_action_text(g->recovery_action.value));
+                gpu_holders_evidence_as(facts, label, (int)g->index, NULL, g, meaning, f);
         }
         if (known == 0) {
                 finding_skip(f, "this driver does not report a GPU recovery action (NVML field 230)");
@@ -247,7 +255,8 @@ const struct check_def check_driver_gpu_count = {
         .id = "driver.gpu-count", .layer = 1, .component = "driver",
         .title = "NVML sees every GPU the PCI bus has",
         .reads = "nvmlDeviceGetCount and each device handle, against PCI GPUs bound to nvidia",
-        .outcomes = "pass: counts agree and every GPU answers; fail: a GPU missing or lost",
+        .outcomes = "pass: counts agree and every GPU answers; fail: a GPU missing or lost. A pod named as holding a lost "
+                    "GPU (the kubelet's pod-resources List) lost it: that job is dead and must be rescheduled",
         .remedy = "find the missing PCI address in the kernel log (NVRM lines); reset or reboot, then RMA if it persists",
         .depends = {"driver.nvml-init", "driver.gpu-fallen-off-bus"},
         .run = run_gpu_count,
@@ -267,7 +276,8 @@ const struct check_def check_driver_memory_errors = {
         .id = "driver.memory-errors", .layer = 1, .component = "driver",
         .title = "no failed or pending row remaps, no fresh uncorrectable ECC errors",
         .reads = "nvmlDeviceGetRemappedRows, nvmlDeviceGetTotalEccErrors (volatile, uncorrected)",
-        .outcomes = "pass: clean; warn: remap pending (reset needed) or uncorrectable ECC since load; fail: remap failed (RMA)",
+        .outcomes = "pass: clean; warn: remap pending (reset needed) or uncorrectable ECC since load; fail: remap failed (RMA). "
+                    "A pod named as holding a GPU whose remap failed ran on memory that cannot be repaired: move that job",
         .remedy = "reset the GPU when idle to apply pending remaps; a failed remap makes the GPU an RMA candidate",
         .depends = {"driver.nvml-init"},
         .run = run_memory_errors,
@@ -277,7 +287,8 @@ const struct check_def check_driver_recovery_action = {
         .id = "driver.recovery-action", .layer = 1, .component = "driver",
         .title = "the driver asks for no GPU recovery action",
         .reads = "NVML field 230 (NVML_FI_DEV_GET_GPU_RECOVERY_ACTION) per GPU",
-        .outcomes = "pass: none; fail: GPU reset, node reboot or drain requested; skip: driver too old to say",
+        .outcomes = "pass: none; fail: GPU reset, node reboot or drain requested; skip: driver too old to say. A pod named as "
+                    "holding the GPU (the kubelet's pod-resources List) dies with the reset or reboot: drain it first",
         .remedy = "drain the node, then do what the driver asks: a GPU reset (`nvidia-smi -r`) or a reboot",
         .depends = {"driver.nvml-init"},
         .run = run_recovery_action,

@@ -204,5 +204,6 @@ struct kube_facts *probe_kube(const struct kube_probe_options *opts, const char 
         struct kube_facts *k = xcalloc(1, sizeof *k);
         probe_kubelet(&k->kubelet);
         probe_api(opts, hostname, &k->api);
+        probe_podresources(opts, &k->podres);
         return k;
 }

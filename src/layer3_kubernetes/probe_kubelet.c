@@ -78,6 +78,7 @@ static void kubelet_facts_free(struct kubelet_facts *k) {
 void kube_facts_free(struct kube_facts *k) {
         if (!k) return;
         kubelet_facts_free(&k->kubelet);
+        podres_facts_free(&k->podres);
         struct kube_api_facts *a = &k->api;
         free(a->error);
         free(a->server);

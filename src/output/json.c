@@ -43,6 +43,27 @@ static json_t *finding_to_json(const struct finding *f) {
                          "depends_on", deps);
 }
 
+/* Returns text as a JSON string, or null for NULL (a new reference). */
+static json_t *json_text_or_null(const char *text) { return text ? json_text(text) : json_null(); }
+
+/* Returns the report's GPUs as the "gpus" array (a new reference): [{index, uuid, pci_bus_id, name,
+ * pods: [{namespace, pod, container}]}], an empty array when NVML named none. */
+static json_t *gpus_to_json(const struct report *r) {
+        json_t *gpus = json_array();
+        for (size_t i = 0; i < r->n_gpus; i++) {
+                const struct report_gpu *g = &r->gpus[i];
+                json_t *pods = json_array();
+                for (size_t p = 0; p < g->n_pods; p++)
+                        json_array_append_new(pods, json_pack("{s:o, s:o, s:o}", "namespace", json_text(g->pods[p].namespace),
+                                                              "pod", json_text(g->pods[p].pod), "container",
+                                                              json_text(g->pods[p].container)));
+                json_array_append_new(gpus, json_pack("{s:I, s:o, s:o, s:o, s:o}", "index", (json_int_t)g->index, "uuid",
+                                                      json_text_or_null(g->uuid), "pci_bus_id", json_text_or_null(g->pci_bus_id),
+                                                      "name", json_text_or_null(g->name), "pods", pods));
+        }
+        return gpus;
+}
+
 json_t *report_to_json(const struct report *r) {
         json_t *checks = json_array();
         for (size_t i = 0; i < r->n_findings; i++) json_array_append_new(checks, finding_to_json(&r->findings[i]));
@@ -74,14 +95,15 @@ json_t *report_to_json(const struct report *r) {
                 root_cause = json_pack("{s:i, s:s, s:s, s:o, s:o}", "layer", f->def->layer, "component", f->def->component,
                                        "check", f->def->id, "summary", json_text(f->summary), "remedy", json_text(f->remedy));
         }
-        return json_pack("{s:s, s:o, s:o, s:s, s:o, s:o, s:o}",
+        return json_pack("{s:s, s:o, s:o, s:s, s:o, s:o, s:o, s:o}",
                          "schema", REPORT_SCHEMA,
                          "node", json_text(r->node),
                          "root", json_text(r->root),
                          "verdict", verdict_name(r->verdict),
                          "root_cause", root_cause,
                          "layers", layers,
-                         "checks", checks);
+                         "checks", checks,
+                         "gpus", gpus_to_json(r));
 }
 
 int output_json(FILE *out, const struct report *r) {

@@ -226,6 +226,12 @@ static void test_hostile_index(void **state) {
         BAD(HEAD "\"schema\":\"gpunode.snapshot-api/v1\",\"exchanges\":[]}", -EINVAL, "not JSON"); /* duplicate key */
         BAD(HEAD "\"exchanges\":[1]}", -EINVAL, "exchange 1: not an object");
         BAD(HEAD "\"exchanges\":[{\"kind\":\"ftp\",\"request\":\"/x\"}]}", -EINVAL, "kind");
+        /* grpc exchanges (the kubelet's pod-resources List) obey the API's rules */
+        BAD(HEAD "\"exchanges\":[{\"kind\":\"grpc\",\"request\":\"v1.PodResourcesLister/List\",\"member\":\"api/a.json\"}]}", -EINVAL, "request");
+        BAD(HEAD "\"exchanges\":[{\"kind\":\"grpc\",\"request\":\"/v1.X/List\",\"member\":\"api/../x.json\"}]}", -EINVAL, "member");
+        BAD(HEAD "\"exchanges\":[{\"kind\":\"grpc\",\"request\":\"/v1.X/List\",\"member\":\"/etc/x.json\"}]}", -EINVAL, "member");
+        BAD(HEAD "\"exchanges\":[{\"kind\":\"grpc\",\"request\":\"/v1.X/List\"}]}", -EINVAL, "without a member");
+        BAD(HEAD "\"exchanges\":[{\"kind\":\"grpc\",\"request\":\"/v1.X/List\",\"error\":{\"class\":\"bogus\",\"message\":\"m\"}}]}", -EINVAL, "class");
         BAD(HEAD "\"exchanges\":[{\"kind\":\"api\",\"request\":\"x\",\"member\":\"api/a.json\"}]}", -EINVAL, "request");
         BAD(HEAD "\"exchanges\":[{\"kind\":\"api\",\"request\":\"/x\\ny\",\"member\":\"api/a.json\"}]}", -EINVAL, "request");
         BAD(HEAD "\"exchanges\":[{\"kind\":\"api\",\"request\":\"/x\",\"member\":\"api/../../etc/passwd.json\"}]}", -EINVAL, "member");
