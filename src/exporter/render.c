@@ -1,6 +1,8 @@
 /* render.c: the exporter's page as Prometheus text: DCGM-compatible GPU series, its own health, gzip. */
 #include "exporter/exporter.h"
 
+#include "layer1_hardware/xid.h"
+
 #include <inttypes.h>
 #include <math.h>
 #include <zlib.h>
@@ -151,12 +153,26 @@ bool exp_gpu_value(const struct exp_gpu *g, int inst, enum exp_metric m, double 
         }
 }
 
+/*
+ * Appends dcgm-exporter's Xid labels for the last Xid v (0: none yet) to b: err_code, the number,
+ * and err_msg, its meaning from gpunode's Xid catalog ("No Error" for 0, as dcgm-exporter says).
+ * Returns nothing; never fails.
+ */
+static void xid_labels(struct buf *b, double v) {
+        int code = v >= 0 && v < 1e9 ? (int)v : -1;
+        buf_printf(b, ",err_code=\"%d\",err_msg=\"", code);
+        exp_escape_label(b, code == 0 ? "No Error" : xid_lookup(code)->meaning);
+        buf_puts(b, "\"");
+}
+
 /* Appends the series lines of metric d for GPU g (instance inst, -1: the GPU) with value v: one, or
  * one per container holding it, each with its pod labels (dcgm-exporter repeats a time-sliced GPU's
  * series per container). Returns nothing. */
 static void series_lines(struct buf *b, const struct exp_metric_def *d, enum exp_metric m, const struct exp_gpu *g,
                          int inst, const struct buf *head, const struct buf *tail, double v) {
         const struct exp_holders *h = inst >= 0 ? &g->instances[inst].holders : &g->holders;
+        struct buf err = { 0 };
+        if (m == EXP_XID_ERRORS) xid_labels(&err, v);
         for (unsigned k = 0; k < (h->n ? h->n : 1); k++) {
                 buf_puts(b, d->name);
                 buf_puts(b, "{");
@@ -168,13 +184,17 @@ static void series_lines(struct buf *b, const struct exp_metric_def *d, enum exp
                         buf_printf(b, "\",GPU_I_ID=\"%u\"", gi->id);
                 }
                 buf_append(b, tail->data, tail->len);
-                /* the attributes, keys sorted as dcgm-exporter renders them: container, namespace, pod */
-                if (h->n) buf_puts(b, h->v[k].text);
+                /* the attributes, keys sorted as dcgm-exporter renders them: container, err_code,
+                 * err_msg, namespace, pod */
+                const struct exp_holder *ho = h->n ? &h->v[k] : NULL;
+                if (ho) buf_append(b, ho->text, ho->split);
+                if (err.len) buf_append(b, err.data, err.len);
+                if (ho) buf_puts(b, ho->text + ho->split);
                 buf_puts(b, "} ");
                 exp_format_value(b, v, d->is_double);
                 buf_puts(b, "\n");
         }
-        (void)m;
+        buf_free(&err);
 }
 
 void exp_render_gpus(struct buf *b, const struct exp_sample *s, const struct exp_render_options *o) {
