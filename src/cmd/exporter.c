@@ -61,6 +61,8 @@ static int cmd_exporter(int argc, char **argv) {
                 {"hostname-label", required_argument, NULL, 'N'},
                 {"no-xid-events", no_argument, NULL, 'X'},
                 {"check-timeout", required_argument, NULL, 't'},
+                {"kubernetes", no_argument, NULL, 'K'},
+                {"no-kubernetes", no_argument, NULL, 'k'},
                 OPTION_KUBECONFIG,
                 {0},
         };
@@ -71,7 +73,7 @@ static int cmd_exporter(int argc, char **argv) {
         shared_options_init(&so);
         struct exp_options o = { .interval_ms = 10000, .sample_timeout_ms = 10000, .check_interval_ms = 60000,
                                  .check_timeout_ms = 60000,
-                                 .hostname_label = "Hostname", .xid_events = true };
+                                 .hostname_label = "Hostname", .xid_events = true, .kubernetes = true };
         bool no_hostname = false;
         int c;
         optind = 1;
@@ -93,6 +95,8 @@ static int cmd_exporter(int argc, char **argv) {
                         o.hostname_label = optarg;
                         break;
                 case 'X': o.xid_events = false; break;
+                case 'K': o.kubernetes = true; break;
+                case 'k': o.kubernetes = false; break;
                 case 't': dst = &o.check_timeout_ms; break;
                 default: {
                         _cleanup_free_ char *error = NULL;
@@ -203,6 +207,11 @@ const struct command command_exporter = {
                 "  --no-hostname          drop the Hostname label ($NODE_NAME, else the host name)\n"
                 "  --hostname-label NAME  Hostname (dcgm-exporter up to 4.8) or hostname (later releases)\n"
                 "  --no-xid-events        do not listen for Xid events (DCGM_FI_DEV_XID_ERRORS is then left out)\n"
+                "  --kubernetes           (default) label the series of every GPU and MIG instance a container\n"
+                "                         holds with container, namespace and pod, as dcgm-exporter does, from the\n"
+                "                         kubelet's pod-resources List (ROOT/var/lib/kubelet/pod-resources/kubelet.sock,\n"
+                "                         once per sample); when it fails the series go unlabelled and /health says why\n"
+                "  --no-kubernetes        no pod labels; the kubelet is never asked\n"
                 "serves /metrics, /health (503 with the reason when stale or NVML fails) and an index page;\n"
                 "stops cleanly on SIGTERM or SIGINT\n",
 };

@@ -104,6 +104,32 @@ const char *exp_call_name(enum exp_call c);
 
 /* The most GPU instances kept per GPU (NVML allows 7 on A100/H100/B200, 8 slices at most). */
 #define EXP_MAX_GPU_INSTANCES 16
+/* The most containers whose labels one GPU or GPU instance carries (time-slicing replicas): each
+ * repeats every series of the GPU, so a hostile or huge List cannot blow the page up. */
+#define EXP_MAX_HOLDERS 128
+
+/*
+ * A container that holds a GPU or GPU instance (the kubelet's pod-resources List): its labels,
+ * escaped and ready to append after DCGM_FI_DRIVER_VERSION. dcgm-exporter renders these
+ * "attributes" sorted by key, so the Xid labels (err_code, err_msg) go between container and
+ * namespace: text[0..split) is `,container="C"`, text[split..] `,namespace="N",pod="P"`.
+ */
+struct exp_holder {
+        char *text;
+        size_t split;
+};
+
+/* The containers holding one GPU or GPU instance; none: its series carry no pod labels. */
+struct exp_holders {
+        struct exp_holder *v;
+        unsigned n;
+};
+
+/* A MIG device (a compute instance) of a GPU in MIG mode, for matching the device plugin's MIG ids. */
+struct exp_mig_device {
+        char uuid[NVML_DEVICE_UUID_V2_BUFFER_SIZE]; /* "MIG-..." */
+        unsigned instance;                          /* its GPU instance: an index into exp_gpu.instances */
+};
 
 /*
  * One MIG GPU instance, as dcgm-exporter reports it (one entity per GPU instance, whatever its compute
@@ -118,6 +144,7 @@ struct exp_gpu_instance {
         /* The instance's own profiling counters (nvmlGpmMigSampleGet), EXP_PROF_* - EXP_PROF_FIRST. */
         bool has_prof[EXP_N_PROF];
         double prof[EXP_N_PROF];
+        struct exp_holders holders;            /* the containers holding one of its MIG devices */
 };
 
 struct exp_gpu {
@@ -134,6 +161,11 @@ struct exp_gpu {
          * (as dcgm-exporter's default "flex" device mode does), none for the GPU itself. */
         unsigned n_instances;
         struct exp_gpu_instance instances[EXP_MAX_GPU_INSTANCES];
+        /* Pod attribution: the containers holding the GPU as a whole, and its MIG devices (read only
+         * when attribution is on), both freed by exp_sample_clear. */
+        struct exp_holders holders;
+        struct exp_mig_device *mig_devices;
+        unsigned n_mig_devices;
 };
 
 struct exp_sample {
@@ -146,8 +178,25 @@ struct exp_sample {
         bool partial;            /* some GPUs were skipped because a call on them is stuck */
 };
 
-/* Frees what s holds (not s). Returns nothing. */
+/* Frees what s holds (not s): its GPUs with their holders and MIG devices. Returns nothing. */
 void exp_sample_clear(struct exp_sample *s);
+
+struct podres_list;
+
+/*
+ * Pod attribution: gives each GPU and GPU instance of s the containers that hold it in l, the
+ * kubelet's List answer, as dcgm-exporter's pod mapper does. Only the device plugin's resources
+ * count (nvidia.com/gpu, nvidia.com/gpu.shared, nvidia.com/mig-*); a device id names a GPU by UUID
+ * ("GPU-...", time-slicing replicas "GPU-...::N" with the suffix dropped) or by index ("0"), a
+ * GPU instance by MIG device UUID ("MIG-...", or the older "MIG-GPU-<uuid>/<gi>/<ci>"). A container
+ * listing one device twice counts once; past EXP_MAX_HOLDERS a device's further containers are
+ * left out. Ids that match nothing are ignored. Replaces what s held before. Returns the number of
+ * (device, container) pairs given labels; never fails.
+ */
+unsigned exp_attribute_pods(struct exp_sample *s, const struct podres_list *l);
+
+/* Drops every holder of s's GPUs and instances (series without pod labels). Returns nothing. */
+void exp_clear_holders(struct exp_sample *s);
 
 /* ---- rendering (pure: no NVML, no clock) ---- */
 
@@ -184,6 +233,9 @@ struct exp_stats {
         unsigned stuck_workers;
         uint64_t stuck_total;
         uint64_t xid_events_total;
+        bool pod_attribution;            /* --kubernetes: the kubelet is asked who holds each GPU */
+        bool pod_attribution_up;         /* the last List succeeded */
+        uint64_t pod_attribution_errors; /* failed List calls since start */
 };
 
 /* Appends gpunode's own series about the sampler (gpunode_exporter_*) to b. Returns nothing. */
@@ -264,6 +316,8 @@ struct exp_options {
         const char *hostname; /* NULL: no label */
         const char *hostname_label;
         bool xid_events;
+        bool kubernetes;            /* pod attribution from the kubelet's pod-resources List */
+        const char *podres_socket;  /* host path below root; NULL: PODRES_SOCKET */
 };
 
 struct exporter;

@@ -106,6 +106,14 @@ struct exporter {
 
         pthread_t xid_thread, check_thread;
         bool xid_running, check_running;
+
+        /* Pod attribution (o.kubernetes): one client for the exporter's lifetime, used by the sampler
+         * worker once per sample under podres_lock (a replacement worker may overlap an abandoned one);
+         * under lock: why the last List failed ("" when it succeeded), for /health. */
+        pthread_mutex_t podres_lock;
+        struct podres_client *podres;
+        char *podres_socket;
+        char podres_problem[256];
 };
 
 struct worker_arg {
@@ -153,6 +161,13 @@ bool exp_call_end(struct worker_arg *w, enum exp_call call, int rc);
                 (rcvar) = (expr);                                                   \
                 if (!exp_call_end((w), (callid), (rcvar))) return -ECANCELED;       \
         } while (0)
+
+/* How long one List call may take: half the interval, within [100 ms, 2 s], so that a kubelet that
+ * hangs delays a sample by at most that and never stops the page. */
+static inline unsigned podres_timeout_ms(unsigned interval_ms) {
+        unsigned t = interval_ms / 2;
+        return t < 100 ? 100 : t > 2000 ? 2000 : t;
+}
 
 /* Starts a sampler worker of the current generation. Caller holds e->lock. Returns 0, or -errno from
  * pthread_create (then no worker runs: e->worker_running is false). */

@@ -1,6 +1,8 @@
 /* lifecycle.c: the exporter object: start, the stuck-sampler watchdog, health, stop; its references and the published page. */
 #include "exporter/exporter_internal.h"
 
+#include "kube/podresources.h"
+
 #include <sys/eventfd.h>
 
 /* Returns e with one more reference. */
@@ -22,6 +24,9 @@ struct exporter *exporter_unref(struct exporter *e) {
         free(e->hostname);
         free(e->hostname_label);
         free(e->kubeconfig);
+        podres_client_free(e->podres);
+        free(e->podres_socket);
+        pthread_mutex_destroy(&e->podres_lock);
         if (e->check_wake_fd >= 0) close(e->check_wake_fd);
         pthread_mutex_destroy(&e->lock);
         pthread_mutex_destroy(&e->publish_lock);
@@ -121,6 +126,14 @@ int exporter_start(const struct exp_options *o, struct exporter **ret) {
         e->o.hostname = e->hostname;
         e->o.hostname_label = e->hostname_label;
         e->o.kubeconfig = e->kubeconfig;
+        e->podres_socket = o->podres_socket ? xstrdup(o->podres_socket) : NULL;
+        e->o.podres_socket = e->podres_socket;
+        pthread_mutex_init(&e->podres_lock, NULL);
+        if (o->kubernetes) {
+                /* no I/O here: the first sample connects (and says so on /health when it cannot) */
+                e->podres = podres_client_new(e->podres_socket, podres_timeout_ms(o->interval_ms));
+                e->stats.pod_attribution = true;
+        }
         pthread_mutex_init(&e->lock, NULL);
         pthread_mutex_init(&e->publish_lock, NULL);
         pthread_mutex_init(&e->page_lock, NULL);
@@ -157,7 +170,8 @@ int exporter_start(const struct exp_options *o, struct exporter **ret) {
         return 0;
 }
 
-/* Fills reason with "ok" or why the exporter is unhealthy. Returns true when healthy; never fails. */
+/* Fills reason with "ok" or why the exporter is unhealthy, then why pod attribution fails, if it does.
+ * Returns true when healthy (attribution aside); never fails. */
 bool exporter_health(struct exporter *e, char *reason, size_t reason_size) {
         pthread_mutex_lock(&e->lock);
         struct timespec now = now_mono();
@@ -192,6 +206,10 @@ bool exporter_health(struct exporter *e, char *reason, size_t reason_size) {
                 snprintf(reason, reason_size, "NVML failing: %s", e->nvml_problem);
         }
         if (ok) snprintf(reason, reason_size, "ok");
+        /* Attribution is not health: a failing List is said, the status stays NVML's. */
+        size_t l = strlen(reason);
+        if (e->o.kubernetes && e->podres_problem[0] && l + 32 < reason_size)
+                snprintf(reason + l, reason_size - l, "; pod attribution failing: %s", e->podres_problem);
         pthread_mutex_unlock(&e->lock);
         return ok;
 }

@@ -1,6 +1,8 @@
 /* render.c: the exporter's page as Prometheus text: DCGM-compatible GPU series, its own health, gzip. */
 #include "exporter/exporter.h"
 
+#include "layer1_hardware/xid.h"
+
 #include <inttypes.h>
 #include <math.h>
 #include <zlib.h>
@@ -93,12 +95,6 @@ const struct exp_metric_def *exp_metric_def(enum exp_metric m) { return &metric_
 
 const char *exp_call_name(enum exp_call c) { return (unsigned)c < EXP_N_CALLS ? call_names[c] : "unknown"; }
 
-void exp_sample_clear(struct exp_sample *s) {
-        free(s->gpus);
-        s->gpus = NULL;
-        s->n_gpus = 0;
-}
-
 void exp_escape_label(struct buf *b, const char *s) {
         const char *run = s;
         for (; *s; s++) {
@@ -186,22 +182,48 @@ bool exp_gpu_value(const struct exp_gpu *g, int inst, enum exp_metric m, double 
         }
 }
 
-/* Appends one series line of metric d for GPU g (instance inst, -1: the GPU) with value v. Returns nothing. */
-static void series_line(struct buf *b, const struct exp_metric_def *d, const struct exp_gpu *g, int inst,
-                        const struct buf *head, const struct buf *tail, double v) {
-        buf_puts(b, d->name);
-        buf_puts(b, "{");
-        buf_append(b, head->data, head->len);
-        if (inst >= 0) {
-                const struct exp_gpu_instance *gi = &g->instances[inst];
-                buf_puts(b, ",GPU_I_PROFILE=\"");
-                exp_escape_label(b, gi->profile);
-                buf_printf(b, "\",GPU_I_ID=\"%u\"", gi->id);
+/*
+ * Appends dcgm-exporter's Xid labels for the last Xid v (0: none yet) to b: err_code, the number,
+ * and err_msg, its meaning from gpunode's Xid catalog ("No Error" for 0, as dcgm-exporter says).
+ * Returns nothing; never fails.
+ */
+static void xid_labels(struct buf *b, double v) {
+        int code = v >= 0 && v < 1e9 ? (int)v : -1;
+        buf_printf(b, ",err_code=\"%d\",err_msg=\"", code);
+        exp_escape_label(b, code == 0 ? "No Error" : xid_lookup(code)->meaning);
+        buf_puts(b, "\"");
+}
+
+/* Appends the series lines of metric d for GPU g (instance inst, -1: the GPU) with value v: one, or
+ * one per container holding it, each with its pod labels (dcgm-exporter repeats a time-sliced GPU's
+ * series per container). Returns nothing. */
+static void series_lines(struct buf *b, const struct exp_metric_def *d, enum exp_metric m, const struct exp_gpu *g,
+                         int inst, const struct buf *head, const struct buf *tail, double v) {
+        const struct exp_holders *h = inst >= 0 ? &g->instances[inst].holders : &g->holders;
+        struct buf err = { 0 };
+        if (m == EXP_XID_ERRORS) xid_labels(&err, v);
+        for (unsigned k = 0; k < (h->n ? h->n : 1); k++) {
+                buf_puts(b, d->name);
+                buf_puts(b, "{");
+                buf_append(b, head->data, head->len);
+                if (inst >= 0) {
+                        const struct exp_gpu_instance *gi = &g->instances[inst];
+                        buf_puts(b, ",GPU_I_PROFILE=\"");
+                        exp_escape_label(b, gi->profile);
+                        buf_printf(b, "\",GPU_I_ID=\"%u\"", gi->id);
+                }
+                buf_append(b, tail->data, tail->len);
+                /* the attributes, keys sorted as dcgm-exporter renders them: container, err_code,
+                 * err_msg, namespace, pod */
+                const struct exp_holder *ho = h->n ? &h->v[k] : NULL;
+                if (ho) buf_append(b, ho->text, ho->split);
+                if (err.len) buf_append(b, err.data, err.len);
+                if (ho) buf_puts(b, ho->text + ho->split);
+                buf_puts(b, "} ");
+                exp_format_value(b, v, d->is_double);
+                buf_puts(b, "\n");
         }
-        buf_append(b, tail->data, tail->len);
-        buf_puts(b, "} ");
-        exp_format_value(b, v, d->is_double);
-        buf_puts(b, "\n");
+        buf_free(&err);
 }
 
 void exp_render_gpus(struct buf *b, const struct exp_sample *s, const struct exp_render_options *o) {
@@ -225,9 +247,9 @@ void exp_render_gpus(struct buf *b, const struct exp_sample *s, const struct exp
                 buf_printf(b, "# HELP %s %s\n# TYPE %s %s\n", d->name, d->help, d->name, d->type);
                 for (unsigned i = 0; i < s->n_gpus; i++) {
                         const struct exp_gpu *g = &s->gpus[i];
-                        if (exp_gpu_value(g, -1, m, &v)) series_line(b, d, g, -1, &head[i], &tail, v);
+                        if (exp_gpu_value(g, -1, m, &v)) series_lines(b, d, m, g, -1, &head[i], &tail, v);
                         for (unsigned k = 0; k < g->n_instances; k++)
-                                if (exp_gpu_value(g, (int)k, m, &v)) series_line(b, d, g, (int)k, &head[i], &tail, v);
+                                if (exp_gpu_value(g, (int)k, m, &v)) series_lines(b, d, m, g, (int)k, &head[i], &tail, v);
                 }
         }
         for (unsigned i = 0; i < s->n_gpus; i++) buf_free(&head[i]);
@@ -277,6 +299,14 @@ void exp_render_self(struct buf *b, const struct exp_sample *s, const struct exp
         buf_puts(b, "# HELP gpunode_exporter_xid_events_total Xid events NVML delivered since start.\n"
                     "# TYPE gpunode_exporter_xid_events_total counter\n");
         buf_printf(b, "gpunode_exporter_xid_events_total %" PRIu64 "\n", st->xid_events_total);
+        if (st->pod_attribution) {
+                buf_puts(b, "# HELP gpunode_exporter_pod_attribution_up 1 when the last call of the kubelet's pod-resources List succeeded (the pod, namespace and container labels are current).\n"
+                            "# TYPE gpunode_exporter_pod_attribution_up gauge\n");
+                buf_printf(b, "gpunode_exporter_pod_attribution_up %d\n", st->pod_attribution_up);
+                buf_puts(b, "# HELP gpunode_exporter_pod_attribution_errors_total Calls of the kubelet's pod-resources List that failed.\n"
+                            "# TYPE gpunode_exporter_pod_attribution_errors_total counter\n");
+                buf_printf(b, "gpunode_exporter_pod_attribution_errors_total %" PRIu64 "\n", st->pod_attribution_errors);
+        }
         (void)o;
 }
 

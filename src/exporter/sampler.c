@@ -1,6 +1,7 @@
 /* sampler.c: the exporter's NVML sampler worker: reads every GPU, renders and publishes the page, noting each call for the watchdog. */
 #include "exporter/exporter_internal.h"
 
+#include "kube/podresources.h"
 #include "nvml/nvml_probe.h"
 
 bool exp_call_begin(struct worker_arg *w, enum exp_call call, int gpu) {
@@ -113,6 +114,16 @@ static int gpu_instance_profile(struct worker_arg *w, struct nvml_lib *lib, unsi
         return 0;
 }
 
+/* Notes MIG device uuid of GPU instance instance (an index into g->instances) in g, for pod
+ * attribution. Returns nothing; never fails. */
+static void add_mig_device(struct exp_gpu *g, const char *uuid, unsigned instance) {
+        if (g->n_mig_devices >= 64) return;
+        g->mig_devices = xrealloc(g->mig_devices, (g->n_mig_devices + 1) * sizeof *g->mig_devices);
+        struct exp_mig_device *d = &g->mig_devices[g->n_mig_devices++];
+        snprintf(d->uuid, sizeof d->uuid, "%s", uuid);
+        d->instance = instance;
+}
+
 /*
  * On a GPU in MIG mode, reads its GPU instances into g->instances: each instance's id, profile name and
  * framebuffer (from the first MIG device of the instance: its compute instances share the memory).
@@ -126,6 +137,7 @@ static int sample_gpu_instances(struct worker_arg *w, struct nvml_lib *lib, stru
         unsigned i = g->index;
         nvmlReturn_t rc;
         unsigned cur = 0, pend = 0, max = 0;
+        bool attribution = e->o.kubernetes; /* set at the start, never changed */
         NVCALL(w, CALL_MIG_MODE, (int)i, rc, lib->nvmlDeviceGetMigMode ? lib->nvmlDeviceGetMigMode(dev, &cur, &pend) : NS);
         if (rc != NVML_SUCCESS || cur != NVML_DEVICE_MIG_ENABLE) return 0;
         NVCALL(w, CALL_MIG_MAX_COUNT, (int)i, rc,
@@ -139,15 +151,23 @@ static int sample_gpu_instances(struct worker_arg *w, struct nvml_lib *lib, stru
                 if (rc == NVML_ERROR_NOT_FOUND) continue;
                 if (rc != NVML_SUCCESS) {
                         n = 0; /* a partial list would hide instances: report the GPU whole */
+                        g->n_mig_devices = 0;
                         break;
                 }
                 unsigned gi_id = 0;
                 NVCALL(w, CALL_GPU_INSTANCE_ID, (int)i, rc,
                        lib->nvmlDeviceGetGpuInstanceId ? lib->nvmlDeviceGetGpuInstanceId(mdev, &gi_id) : NS);
                 if (rc != NVML_SUCCESS) continue;
-                bool seen = false;
-                for (unsigned j = 0; j < n && !seen; j++) seen = g->instances[j].id == gi_id;
-                if (seen || n == EXP_MAX_GPU_INSTANCES) continue; /* another compute instance of the same GPU instance */
+                int seen = -1;
+                for (unsigned j = 0; j < n && seen < 0; j++)
+                        if (g->instances[j].id == gi_id) seen = (int)j;
+                if (seen >= 0 && attribution) {
+                        /* another compute instance of the same GPU instance: a container may hold it */
+                        char other[NVML_DEVICE_UUID_V2_BUFFER_SIZE] = "";
+                        NVCALL(w, CALL_UUID, (int)i, rc, lib->nvmlDeviceGetUUID ? lib->nvmlDeviceGetUUID(mdev, other, sizeof other) : NS);
+                        if (rc == NVML_SUCCESS) add_mig_device(g, other, (unsigned)seen);
+                }
+                if (seen >= 0 || n == EXP_MAX_GPU_INSTANCES) continue;
                 struct exp_gpu_instance *gi = &g->instances[n++];
                 memset(gi, 0, sizeof *gi);
                 gi->id = gi_id;
@@ -180,6 +200,7 @@ static int sample_gpu_instances(struct worker_arg *w, struct nvml_lib *lib, stru
                 char mig_uuid[NVML_DEVICE_UUID_V2_BUFFER_SIZE] = "";
                 NVCALL(w, CALL_UUID, (int)i, rc, lib->nvmlDeviceGetUUID ? lib->nvmlDeviceGetUUID(mdev, mig_uuid, sizeof mig_uuid) : NS);
                 if (rc != NVML_SUCCESS) mig_uuid[0] = 0;
+                if (mig_uuid[0] && attribution) add_mig_device(g, mig_uuid, n - 1);
                 bool known = false;
                 pthread_mutex_lock(&e->lock);
                 struct known_gpu *kg = &e->known[i];
@@ -469,6 +490,32 @@ static void render_and_publish(struct exporter *e, const struct exp_sample *s, b
         exporter_publish(e);
 }
 
+/*
+ * Pod attribution for sample s, when on: one List call of the kubelet's pod-resources service
+ * (bounded by podres_timeout_ms), its containers matched to s's GPUs and GPU instances. Returns
+ * nothing: a failure is counted, kept for /health, and leaves s without pod labels.
+ */
+static void attribute_pods(struct exporter *e, struct exp_sample *s) {
+        if (!e->podres || !s->nvml_up || s->n_gpus == 0) return; /* no GPU series to label */
+        struct podres_list *l = NULL;
+        char *err = NULL;
+        pthread_mutex_lock(&e->podres_lock);
+        int r = podres_list(e->podres, &l, &err);
+        pthread_mutex_unlock(&e->podres_lock);
+        pthread_mutex_lock(&e->lock);
+        e->stats.pod_attribution_up = r >= 0;
+        if (r < 0) {
+                e->stats.pod_attribution_errors++;
+                snprintf(e->podres_problem, sizeof e->podres_problem, "%s", err ? err : strerror(-r));
+        } else {
+                e->podres_problem[0] = 0;
+        }
+        pthread_mutex_unlock(&e->lock);
+        if (r >= 0) exp_attribute_pods(s, l);
+        podres_list_free(l);
+        free(err);
+}
+
 /* The sampler worker: samples, publishes, sleeps, until stopped or abandoned. Returns NULL. */
 static void *worker_main(void *arg) {
         struct worker_arg *w = arg;
@@ -486,6 +533,7 @@ static void *worker_main(void *arg) {
                 pthread_mutex_lock(&e->lock);
                 bool current = w->gen == e->gen;
                 pthread_mutex_unlock(&e->lock);
+                if (current) attribute_pods(e, &s);
                 if (current) render_and_publish(e, &s, !s.partial);
                 exp_sample_clear(&s);
                 pthread_mutex_lock(&e->lock);

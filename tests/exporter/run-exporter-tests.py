@@ -165,6 +165,10 @@ def test_promtool_and_http():
     check(not any("libfyaml" in l or "libcurl" in l for l in open("/proc/%d/maps" % p.pid)),
           "libfyaml and libcurl stay out of the exporter process")
     check(wait_for(lambda: value(metrics(base), 'DCGM_FI_DEV_XID_ERRORS{gpu="1"') == 79, 5), "Xid from the event thread")
+    check(('DCGM_FI_DEV_XID_ERRORS{gpu="1",UUID="%s",pci_bus_id="00000000:11:00.0",device="nvidia1",modelName="NVIDIA H100 80GB HBM3",'
+           'Hostname="test-node",DCGM_FI_DRIVER_VERSION="550.54.15",err_code="79",'
+           'err_msg="GPU has fallen off the bus (no longer reachable over PCIe)"} 79' % uuid(1)) in metrics(base),
+          "Xid series: err_code and err_msg after the standard labels")
     r = subprocess.run(["promtool", "check", "metrics"], input=text.encode(),
                        capture_output=True, timeout=30)
     out = (r.stdout + r.stderr).decode()
@@ -275,6 +279,9 @@ def test_profiling():
 def test_prometheus():
     exps = {n: start_exporter("prom%d" % n, description(n), "--check-interval", "0") for n in (8, 64)}
     exps["mig"] = start_exporter("prommig", mig_description(), "--check-interval", "0")
+    k8sroot = os.path.join(TMP, "promk8sroot")
+    kl = start_kubelet(k8sroot)
+    exps["k8s"] = start_exporter("promk8s", attribution_desc(), "--check-interval", "0", "--root", k8sroot)
     port = free_port()
     cfg = os.path.join(TMP, "prometheus.yml")
     with open(cfg, "w") as f:
@@ -308,13 +315,227 @@ def test_prometheus():
             return set()
     check(wait_for(lambda: instances() == MIG_INSTANCES, 40), "Prometheus has the MIG series of every GPU instance (%s)"
           % sorted(instances()))
+
+    def pods():
+        q = urllib.parse.quote('DCGM_FI_DEV_GPU_TEMP{job="ek8s"}')
+        try:
+            body = get("http://127.0.0.1:%d/api/v1/query?query=%s" % (port, q), timeout=2)[2]
+            return {(r["metric"]["gpu"], r["metric"].get("GPU_I_ID", ""), r["metric"].get("container", ""),
+                     r["metric"].get("namespace", ""), r["metric"].get("pod", "")) for r in json.loads(body)["data"]["result"]}
+        except Exception:
+            return set()
+    check(wait_for(lambda: pods() == POD_SERIES, 40), "Prometheus has the pod, namespace and container labels (%s)"
+          % sorted(pods() ^ POD_SERIES))
     q = urllib.parse.quote('up{job=~"e.*"}')
     body = get("http://127.0.0.1:%d/api/v1/query?query=%s" % (port, q))[2]
     res = json.loads(body)["data"]["result"]
-    check(len(res) == 3 and all(r["value"][1] == "1" for r in res), "all three targets up")
+    check(len(res) == 4 and all(r["value"][1] == "1" for r in res), "all four targets up")
     stop(prom)
+    stop_kubelet(kl, k8sroot)
     for p, _, _ in exps.values():
         stop(p)
+
+
+# ---- pod attribution: a fake kubelet (tests/kubelet/fake_kubelet.py) under a temp root ----
+
+KUBELET = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "kubelet", "fake_kubelet.py")
+PODRES = "var/lib/kubelet/pod-resources/kubelet.sock"
+
+
+def mig_uuid(gpu, k):
+    return "MIG-2000000%d-%04x-5555-6666-777788889999" % (gpu, k)
+
+
+def muuid(i):
+    """The UUID of GPU i in mig_description()."""
+    return "GPU-1000000%d-1111-2222-3333-444455556666" % i
+
+
+# Two pods on mig_description()'s five GPUs: GPU 2 by UUID, time-sliced between two containers (one
+# listing two replicas of it), GPU 3 by index (a restartable init container, and a container whose
+# name needs escaping), GPU 4 by UUID, GPU 0's GPU instance 2 through the MIG device of its second
+# compute instance, GPU 1's 7g instance by MIG UUID; ids of other resources, unknown ids and a
+# container without devices are ignored.
+POD_LIST = {"podResources": [
+    {"name": "train-0", "namespace": "ml", "containers": [
+        {"name": "init-sync", "devices": [{"resourceName": "nvidia.com/gpu", "deviceIds": ["3"]}]},
+        {"name": "main", "devices": [
+            {"resourceName": "nvidia.com/gpu", "deviceIds": [muuid(2) + "::0", muuid(2) + "::1"]},
+            {"resourceName": "example.com/fpga", "deviceIds": [muuid(4), "0"]}]}]},
+    {"name": "infer-1", "namespace": "serve", "containers": [
+        {"name": "srv", "devices": [
+            {"resourceName": "nvidia.com/gpu", "deviceIds": [muuid(2) + "::2", "GPU-deadbeef-0000-0000-0000-000000000000"]},
+            {"resourceName": "nvidia.com/mig-3g.40gb", "deviceIds": [mig_uuid(0, 0xff)]}]},
+        {"name": "tiny", "devices": [
+            {"resourceName": "nvidia.com/mig-7g.80gb", "deviceIds": [mig_uuid(1, 0)]},
+            {"resourceName": "nvidia.com/gpu", "deviceIds": [muuid(4)]}]},
+        {"name": "idle", "devices": []},
+        {"name": 'odd"name\\x', "devices": [{"resourceName": "nvidia.com/gpu", "deviceIds": ["3"]}]}]},
+]}
+
+# (gpu, GPU_I_ID or "", container, namespace, pod) of every DCGM_FI_DEV_GPU_TEMP series for POD_LIST.
+POD_SERIES = {("0", "2", "srv", "serve", "infer-1"), ("0", "3", "", "", ""), ("0", "9", "", "", ""), ("0", "10", "", "", ""),
+              ("1", "0", "tiny", "serve", "infer-1"),
+              ("2", "", "main", "ml", "train-0"), ("2", "", "srv", "serve", "infer-1"),
+              ("3", "", "init-sync", "ml", "train-0"), ("3", "", 'odd"name\\x', "serve", "infer-1"),
+              ("4", "", "tiny", "serve", "infer-1")}
+
+
+def parse_series(line):
+    """Returns (name, [(label, value)] in order, value) of one exposition line, escapes undone."""
+    name, rest = line.split("{", 1)
+    labels, i = [], 0
+    while rest[i] != "}":
+        eq = rest.index("=", i)
+        key = rest[i:eq]
+        j, val = eq + 2, ""
+        while rest[j] != '"':
+            if rest[j] == "\\":
+                val += {"n": "\n", "\\": "\\", '"': '"'}[rest[j + 1]]
+                j += 2
+            else:
+                val += rest[j]
+                j += 1
+        labels.append((key, val))
+        i = j + 1
+        if rest[i] == ",":
+            i += 1
+    return name, labels, rest[i + 1:].strip()
+
+
+def series(text, name):
+    return [parse_series(l) for l in text.splitlines() if l.startswith(name + "{")]
+
+
+def pod_tuples(text):
+    out = set()
+    for _, labels, _ in series(text, "DCGM_FI_DEV_GPU_TEMP"):
+        d = dict(labels)
+        out.add((d["gpu"], d.get("GPU_I_ID", ""), d.get("container", ""), d.get("namespace", ""), d.get("pod", "")))
+    return out
+
+
+def start_kubelet(root, mode="normal", pods=None):
+    """Starts fake_kubelet.py at ROOT/PODRES serving pods (POD_LIST by default) in mode; returns it once ready."""
+    sock = os.path.join(root, PODRES)
+    lst = os.path.join(TMP, "podlist-%d.json" % len(PROCS))
+    with open(lst, "w") as f:
+        json.dump(POD_LIST if pods is None else pods, f)
+    p = subprocess.Popen(["/usr/bin/python3", KUBELET, "--socket", sock, "--mode", mode, "--list", lst, "--lifetime", "200"],
+                         stdout=subprocess.PIPE, stderr=open(os.path.join(TMP, "kubelet.log"), "a"))
+    PROCS.append(p)
+    line = p.stdout.readline()
+    if b"ready" not in line:
+        raise RuntimeError("fake kubelet did not start (%r)" % line)
+    return p
+
+
+def stop_kubelet(p, root):
+    p.kill()
+    p.wait()
+    try:
+        os.unlink(os.path.join(root, PODRES))
+    except FileNotFoundError:
+        pass
+
+
+def attribution_desc():
+    d = mig_description()
+    d["gpus"][2]["xid_events"] = [48]
+    return d
+
+
+def promtool_ok(text, what):
+    r = subprocess.run(["promtool", "check", "metrics"], input=text.encode(), capture_output=True, timeout=30)
+    out = (r.stdout + r.stderr).decode()
+    bad = [l for l in out.splitlines() if l.strip() and not (l.startswith("DCGM_FI_") and any(k in l for k in DCGM_LINT))]
+    check(r.returncode in (0, 3) and not bad, "promtool check metrics (%s): %s" % (what, bad[:3]))
+
+
+def test_pod_attribution():
+    root = os.path.join(TMP, "k8sroot")
+    kl = start_kubelet(root)
+    p, base, _ = start_exporter("pods", attribution_desc(), "--check-interval", "0", "--root", root)
+    text = wait_for(lambda: (lambda t: t if pod_tuples(t) == POD_SERIES else None)(metrics(base)), 10) or metrics(base)
+    check(pod_tuples(text) == POD_SERIES, "pod labels on every series a container holds, per container (%s)"
+          % sorted(pod_tuples(text) ^ POD_SERIES))
+    line = ('DCGM_FI_DEV_GPU_TEMP{gpu="2",UUID="%s",pci_bus_id="00000000:2A:00.0",device="nvidia2",'
+            'modelName="NVIDIA H100 80GB HBM3",Hostname="test-node",DCGM_FI_DRIVER_VERSION="550.90.07",'
+            'container="main",namespace="ml",pod="train-0"} 42' % muuid(2))
+    temps = [l for l in text.splitlines() if l.startswith('DCGM_FI_DEV_GPU_TEMP{gpu="2"')]
+    check(line in text, "exact line: dcgm-exporter's labels, then container, namespace, pod (%s)" % temps[:1])
+    mig = [l for n, l, _ in series(text, "DCGM_FI_DEV_FB_USED") if dict(l).get("pod") == "infer-1" and dict(l).get("GPU_I_ID") == "2"]
+    check(len(mig) == 1 and [k for k, _ in mig[0]] == ["gpu", "UUID", "pci_bus_id", "device", "modelName", "GPU_I_PROFILE",
+                                                      "GPU_I_ID", "Hostname", "DCGM_FI_DRIVER_VERSION", "container",
+                                                      "namespace", "pod"],
+          "MIG instance: its labels, then the pod labels (%s)" % mig[:1])
+    check('container="odd\\"name\\\\x"' in text, "label values escaped")
+    # Xid: err_code and err_msg among the attributes, keys sorted as dcgm-exporter renders them
+    xid = wait_for(lambda: [l for _, l, v in series(metrics(base), "DCGM_FI_DEV_XID_ERRORS")
+                            if dict(l)["gpu"] == "2" and v == "48"], 5)
+    check(xid and len(xid) == 2 and all([k for k, _ in l][-5:] == ["container", "err_code", "err_msg", "namespace", "pod"] and
+                                        dict(l)["err_code"] == "48" and
+                                        dict(l)["err_msg"] == "Double-bit (uncorrectable) ECC error" for l in xid),
+          "Xid 48 on a time-sliced GPU: err_code, err_msg between container and namespace, per container (%s)" % xid[:1])
+    idle = [l for _, l, _ in series(metrics(base), "DCGM_FI_DEV_XID_ERRORS") if dict(l)["gpu"] == "0" and dict(l)["GPU_I_ID"] == "3"]
+    check(idle and dict(idle[0]).get("err_code") == "0" and dict(idle[0]).get("err_msg") == "No Error" and
+          "pod" not in dict(idle[0]), "no Xid yet: err_code 0, No Error, no pod labels")
+    text = metrics(base)
+    check(value(text, "gpunode_exporter_pod_attribution_up ") == 1 and
+          value(text, "gpunode_exporter_pod_attribution_errors_total ") == 0, "attribution_up 1, no errors")
+    promtool_ok(text, "pod and Xid labels")
+    st, _, body = get(base + "/health")
+    check(st == 200 and body == b"ok\n", "/health ok (%r)" % body[:100])
+
+    # a kubelet that hangs: List times out (half the 1 s interval); series stay, without pod labels
+    stop_kubelet(kl, root)
+    kl = start_kubelet(root, "hang")
+    text = wait_for(lambda: (lambda t: t if value(t, "gpunode_exporter_pod_attribution_up ") == 0 else None)(metrics(base)), 8)
+    check(bool(text), "hanging kubelet: attribution_up 0")
+    text = metrics(base)
+    check(text and 'pod="' not in text and 'DCGM_FI_DEV_GPU_TEMP{gpu="2"' in text, "hanging kubelet: series served, no pod labels")
+    check((value(text, "gpunode_exporter_pod_attribution_errors_total ") or 0) >= 1, "hanging kubelet: errors counted")
+    st, _, body = get(base + "/health")
+    check(st == 200 and b"pod attribution failing" in body and b"kubelet.sock" in body,
+          "hanging kubelet: /health 200 with the reason (%r)" % body[:200])
+    t0 = time.time()
+    for _ in range(10):
+        metrics(base)
+    check(time.time() - t0 < 1, "scrapes stay fast while the kubelet hangs (%.0f ms for 10)" % ((time.time() - t0) * 1000))
+    age = value(metrics(base), "gpunode_exporter_sample_age_seconds ")
+    check(age is not None and 0 <= age < 3, "samples go on while the kubelet hangs (age %s)" % age)
+
+    # restarted: the labels come back
+    stop_kubelet(kl, root)
+    kl = start_kubelet(root)
+    check(wait_for(lambda: pod_tuples(metrics(base)) == POD_SERIES, 8), "kubelet restarted: the pod labels come back")
+    check(value(metrics(base), "gpunode_exporter_pod_attribution_up ") == 1 and get(base + "/health")[2] == b"ok\n",
+          "kubelet restarted: attribution_up 1, /health ok")
+
+    # garbage instead of HTTP/2
+    stop_kubelet(kl, root)
+    kl = start_kubelet(root, "garbage")
+    check(wait_for(lambda: value(metrics(base), "gpunode_exporter_pod_attribution_up ") == 0, 8), "garbage: attribution_up 0")
+    text = metrics(base)
+    check('pod="' not in text and 'DCGM_FI_DEV_GPU_TEMP{gpu="2"' in text, "garbage: series without pod labels")
+    st, _, body = get(base + "/health")
+    check(st == 200 and b"pod attribution failing" in body, "garbage: /health 200 with the reason (%r)" % body[:200])
+
+    # no socket at all (a node without a kubelet)
+    stop_kubelet(kl, root)
+    time.sleep(1.5)
+    st, _, body = get(base + "/health")
+    check(st == 200 and b"no such socket" in body, "socket absent: /health 200 saying so (%r)" % body[:200])
+    promtool_ok(metrics(base), "attribution failing")
+    check(stop(p) == 0, "clean exit")
+
+    # --no-kubernetes: never asked, no attribution series
+    kl = start_kubelet(root)
+    p, base, _ = start_exporter("nopods", attribution_desc(), "--check-interval", "0", "--root", root, "--no-kubernetes")
+    text = wait_for(lambda: (lambda t: t if "GPU_I_ID" in t else None)(metrics(base)), 10) or ""
+    check('pod="' not in text and "pod_attribution" not in text, "--no-kubernetes: no pod labels, no attribution series")
+    check(stop(p) == 0, "clean exit")
+    stop_kubelet(kl, root)
 
 
 def test_lost_and_driver():
@@ -650,10 +871,12 @@ def test_http_protocol():
 
 def main():
     signal.signal(signal.SIGALRM, lambda *_: (_ for _ in ()).throw(TimeoutError("suite took too long")))
-    signal.alarm(240)
+    signal.alarm(560)
     try:
-        for t in (test_promtool_and_http, test_mig, test_profiling, test_prometheus, test_lost_and_driver, test_blocking, test_absent, test_hostile,
+        for t in (test_promtool_and_http, test_mig, test_profiling, test_pod_attribution, test_prometheus, test_lost_and_driver, test_blocking, test_absent, test_hostile,
                   test_idle_flood, test_check_child, test_capabilities, test_http_protocol):
+            if os.environ.get("EXPORTER_TESTS") and t.__name__ not in os.environ["EXPORTER_TESTS"].split(","):
+                continue  # EXPORTER_TESTS=test_a,test_b runs only those
             print("# " + t.__name__, flush=True)
             try:
                 t()
