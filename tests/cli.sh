@@ -115,6 +115,77 @@ noesc "$tmp/out" "collect --root error"
 noesc "$tmp/out" "labels --config-file error"
 "$gpunode" exporter --root "/nonexistent/$evil" > "$tmp/out" 2>&1
 noesc "$tmp/out" "exporter --root error"
+
+# dcgm-exporter's flags and environment (a flag wins over its variable, a variable over the default;
+# unknown DCGM_EXPORTER_* are ignored). Runs that start are stopped after half a second: what they
+# took is in the start line "listening on ADDR, sampling every N s".
+exporter_run() { # exporter_run ARGS...: half a second of the exporter on the fake-less NVML; stderr in $tmp/exp.err
+        timeout -s INT 0.5 "$gpunode" exporter --nvml-library /nonexistent/libnvidia-ml.so.1 --check-interval 0 "$@" \
+                > /dev/null 2> "$tmp/exp.err"
+}
+says() { # says TEXT DESCRIPTION: the last exporter_run's stderr holds TEXT
+        if grep -qF -- "$1" "$tmp/exp.err"; then passed=$((passed + 1)); else
+                echo "FAIL $2: stderr lacks '$1'"; cat "$tmp/exp.err"; failed=$((failed + 1)); fi
+}
+DCGM_EXPORTER_LISTEN=127.0.0.1:0 DCGM_EXPORTER_INTERVAL=2500 DCGM_EXPORTER_FROBNICATE=yes exporter_run
+says "listening on 127.0.0.1:0, sampling every 2.5 s" "DCGM_EXPORTER_LISTEN and DCGM_EXPORTER_INTERVAL (ms); unknown variable ignored"
+DCGM_EXPORTER_LISTEN=bogus DCGM_EXPORTER_INTERVAL=2500 exporter_run -a 127.0.0.1:0 -c 1500
+says "listening on 127.0.0.1:0, sampling every 1.5 s" "-a and -c win over the environment"
+DCGM_EXPORTER_LISTEN=bogus DCGM_EXPORTER_INTERVAL=2500 exporter_run --address 127.0.0.1:0 --interval 3s
+says "listening on 127.0.0.1:0, sampling every 3 s" "--address and --interval win over the environment"
+exporter_run --listen 127.0.0.1:0 --collect-interval 250
+says "sampling every 0.25 s" "--collect-interval in milliseconds"
+exporter_run --listen 127.0.0.1:0 --interval 1m30s
+says "sampling every 90 s" "--interval takes a Go duration"
+DCGM_EXPORTER_LISTEN=bogus expect 64 "DCGM_EXPORTER_LISTEN over the default" -- "$gpunode" exporter --nvml-library /nonexistent/libnvidia-ml.so.1
+grep -qF "cannot listen on bogus" /tmp/gpunode-cli.err && passed=$((passed + 1)) || { echo "FAIL: DCGM_EXPORTER_LISTEN not used"; failed=$((failed + 1)); }
+for bad in 0 -5 1s 1.5 abc 86400001; do
+        expect 64 "-c $bad refused" -- "$gpunode" exporter -c "$bad"
+        DCGM_EXPORTER_INTERVAL=$bad expect 64 "DCGM_EXPORTER_INTERVAL=$bad refused" -- "$gpunode" exporter
+done
+grep -qF "DCGM_EXPORTER_INTERVAL: '86400001' is not 1..86400000 milliseconds" /tmp/gpunode-cli.err && passed=$((passed + 1)) ||
+        { echo "FAIL: the interval refusal names the variable"; failed=$((failed + 1)); }
+expect 64 "--interval 1m30 refused" -- "$gpunode" exporter --interval 1m30
+expect 64 "--kubernetes=maybe refused" -- "$gpunode" exporter --kubernetes=maybe
+DCGM_EXPORTER_KUBERNETES=maybe expect 64 "DCGM_EXPORTER_KUBERNETES=maybe refused" -- "$gpunode" exporter
+expect 64 "--kubernetes-gpu-id-type bogus refused" -- "$gpunode" exporter --kubernetes-gpu-id-type bogus
+DCGM_EXPORTER_KUBERNETES_GPU_ID_TYPE=pod expect 64 "DCGM_EXPORTER_KUBERNETES_GPU_ID_TYPE=pod refused" -- "$gpunode" exporter
+DCGM_EXPORTER_NO_HOSTNAME=sometimes expect 64 "DCGM_EXPORTER_NO_HOSTNAME=sometimes refused" -- "$gpunode" exporter
+DCGM_EXPORTER_KUBERNETES=maybe DCGM_EXPORTER_KUBERNETES_GPU_ID_TYPE=pod exporter_run -a 127.0.0.1:0 -k --kubernetes-gpu-id-type device-name
+says "listening on 127.0.0.1:0" "-k and --kubernetes-gpu-id-type win over their variables"
+DCGM_EXPORTER_KUBERNETES=true DCGM_EXPORTER_KUBERNETES_GPU_ID_TYPE=device-name DCGM_EXPORTER_NO_HOSTNAME=1 exporter_run -a 127.0.0.1:0
+says "listening on 127.0.0.1:0" "DCGM_EXPORTER_KUBERNETES, _GPU_ID_TYPE, _NO_HOSTNAME accepted"
+exporter_run -a 127.0.0.1:0 --kubernetes=false --no-kubernetes --kubernetes=true -n --no-hostname=false
+says "listening on 127.0.0.1:0" "--kubernetes=BOOL, --no-kubernetes, -n, --no-hostname=BOOL accepted"
+# the collectors CSV: dcgm-exporter's format; unknown counters and wrong types refused by name and line
+printf '# three counters\n\nDCGM_FI_DEV_GPU_TEMP, gauge, GPU temperature (in C).\r\n  DCGM_FI_DEV_DEC_UTIL ,   gauge, "Decoder, in %%"\nDCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION, counter, mJ\n' > "$tmp/three.csv"
+printf 'DCGM_FI_DEV_SM_CLOCK, gauge, SM clock\n# DCGM_FI_DEV_ECC_SBE_VOL_TOTAL, counter, commented out\nDCGM_FI_DEV_ECC_DBE_VOL_TOTAL, counter, Total number of double-bit volatile ECC errors.\n' > "$tmp/unknown.csv"
+printf 'DCGM_FI_DEV_SM_CLOCK, gauge, SM clock\nDCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION, gauge, energy\n' > "$tmp/type.csv"
+DCGM_EXPORTER_COLLECTORS=$tmp/unknown.csv exporter_run -a 127.0.0.1:0 -f "$tmp/three.csv"
+says "serving the 3 counter(s) $tmp/three.csv names" "-f wins over DCGM_EXPORTER_COLLECTORS; quotes, CRLF, spaces"
+DCGM_EXPORTER_COLLECTORS=$here/../etc/default-counters.csv exporter_run -a 127.0.0.1:0
+says "serving the 19 counter(s)" "the shipped etc/default-counters.csv is accepted"
+DCGM_EXPORTER_COLLECTORS=$tmp/unknown.csv expect 64 "unknown counter refused" -- "$gpunode" exporter
+contains_file /tmp/gpunode-cli.err "counter DCGM_FI_DEV_ECC_DBE_VOL_TOTAL in $tmp/unknown.csv line 3 is not one gpunode serves; it serves: DCGM_FI_DEV_SM_CLOCK, " \
+        "the unknown counter named with file and line, and what is served"
+contains_file /tmp/gpunode-cli.err "DCGM_FI_DRIVER_VERSION (label)" "the served list names the driver label"
+expect 64 "wrong type refused" -- "$gpunode" exporter --collectors "$tmp/type.csv"
+contains_file /tmp/gpunode-cli.err "counter DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION in $tmp/type.csv line 2 has type gauge; it is a counter" \
+        "the type refusal"
+csv_refused() { # csv_refused TEXT MESSAGE DESCRIPTION
+        printf "$1" > "$tmp/bad.csv"
+        expect 64 "$3" -- "$gpunode" exporter -f "$tmp/bad.csv"
+        contains_file /tmp/gpunode-cli.err "$2" "$3: message"
+}
+csv_refused 'DCGM_FI_DEV_SM_CLOCK, gauge\n' "line 1: 2 field(s), not the 3" "two fields"
+csv_refused 'DCGM_FI_DEV_SM_CLOCK, gauge, SM, clock\n' "line 1: 4 field(s)" "an unquoted comma in the help"
+csv_refused 'DCGM_FI_DEV_SM_CLOCK, gauge, "SM\n' "line 1: a quoted field is not closed" "an open quote"
+csv_refused 'DCGM_FI_DEV_SM_CLOCK, gauge, a\nDCGM_FI_DEV_SM_CLOCK, gauge, b\n' "line 2 was named on line 1 already" "a counter twice"
+csv_refused 'DCGM_FI_DEV_SM_CLOCK, gague, a\n' "type 'gague' of DCGM_FI_DEV_SM_CLOCK is not gauge, counter or label" "an unknown type"
+csv_refused 'DCGM_FI_DRIVER_VERSION, gauge, a\n' "gpunode serves it as a label" "the driver version as a gauge"
+csv_refused 'DCGM_FI_NVML_VERSION, label, NVML Version\n' "counter DCGM_FI_NVML_VERSION in $tmp/bad.csv line 1 is not one gpunode serves" "an unserved label"
+expect 64 "a missing collectors file" -- "$gpunode" exporter -f "$tmp/none.csv"
+contains_file /tmp/gpunode-cli.err "cannot read the collectors file $tmp/none.csv" "a missing collectors file: message"
 # SIGTERM or SIGINT ends check --snapshot at once, even while its report is stuck on a full pipe
 # that nobody reads: exit 128+signal within 2 s of the signal, the extracted folder removed. The
 # delays land in extraction (the signal waits for the folder to be complete), the analysis and the

@@ -23,12 +23,89 @@ int parse_duration_ms(const char *s, uint64_t min_ms, uint64_t max_ms, uint64_t 
                       : streq(end, "m")                 ? 60000
                       : streq(end, "h")                 ? 3600000
                                                         : -1;
-        if (mult < 0) return -EINVAL;
+        if (mult < 0) return parse_go_duration_ms(s, min_ms, max_ms, ret); /* "1m30s" */
         double ms = v * mult;
         if (ms < (double)min_ms || ms > (double)max_ms) return -EINVAL;
         if (ms > 0 && ms < 1) return -EINVAL; /* below a millisecond cannot be honoured */
         *ret = (uint64_t)llround(ms);
         return 0;
+}
+
+int parse_go_duration_ms(const char *s, uint64_t min_ms, uint64_t max_ms, uint64_t *ret) {
+        /* Go's grammar, [-+]?([0-9]*(\.[0-9]*)?[a-z]+)+ or "0" (less the "-": no negative intervals),
+         * scanned by hand: strtod would also take exponents, hex, "inf" and leading spaces. The sum is
+         * kept in nanoseconds, as Go does. */
+        static const struct {
+                const char *unit;
+                double ns;
+        } units[] = {
+                {"ns", 1}, {"us", 1e3}, {"\u00b5s", 1e3}, {"\u03bcs", 1e3}, {"ms", 1e6}, {"s", 1e9}, {"m", 60e9}, {"h", 3600e9},
+        };
+        const char *p = s;
+        if (*p == '+') p++;
+        if (streq(p, "0")) {
+                if (min_ms > 0) return -EINVAL;
+                *ret = 0;
+                return 0;
+        }
+        if (!*p) return -EINVAL;
+        double total_ns = 0;
+        while (*p) {
+                const char *num = p;
+                size_t digits = 0;
+                while (*p >= '0' && *p <= '9') p++, digits++;
+                if (*p == '.') {
+                        p++;
+                        while (*p >= '0' && *p <= '9') p++, digits++;
+                }
+                if (digits == 0 || (size_t)(p - num) > 40) return -EINVAL;
+                char buf[48];
+                memcpy(buf, num, (size_t)(p - num));
+                buf[p - num] = 0;
+                double v = strtod(buf, NULL); /* digits and one dot only: always a finite number */
+                /* the unit: every character up to the next number, as Go takes it */
+                const char *unit = p;
+                while (*p && *p != '.' && !(*p >= '0' && *p <= '9')) p++;
+                size_t k;
+                for (k = 0; k < ELEMENTSOF(units); k++)
+                        if (strlen(units[k].unit) == (size_t)(p - unit) && memcmp(units[k].unit, unit, (size_t)(p - unit)) == 0)
+                                break;
+                if (k == ELEMENTSOF(units)) return -EINVAL;
+                total_ns += v * units[k].ns;
+                if (total_ns > 9.2e18) return -EINVAL; /* past Go's int64 nanoseconds */
+        }
+        double ms = total_ns / 1e6;
+        if (ms < (double)min_ms || ms > (double)max_ms) return -EINVAL;
+        if (ms > 0 && ms < 1) return -EINVAL; /* below a millisecond cannot be honoured */
+        *ret = (uint64_t)llround(ms);
+        return 0;
+}
+
+int parse_go_bool(const char *s, bool *ret) {
+        static const char *const yes[] = {"1", "t", "T", "TRUE", "true", "True"};
+        static const char *const no[] = {"0", "f", "F", "FALSE", "false", "False"};
+        for (size_t i = 0; i < ELEMENTSOF(yes); i++) {
+                if (streq(s, yes[i])) {
+                        *ret = true;
+                        return 0;
+                }
+                if (streq(s, no[i])) {
+                        *ret = false;
+                        return 0;
+                }
+        }
+        return -EINVAL;
+}
+
+const char *env_first(const char *const *names, const char **ret_name) {
+        for (; *names; names++) {
+                const char *v = getenv(*names);
+                if (v && *v) {
+                        if (ret_name) *ret_name = *names;
+                        return v;
+                }
+        }
+        return NULL;
 }
 
 int shared_option(int c, const char *arg, struct shared_options *o, char **ret_error) {

@@ -55,10 +55,26 @@ void shared_options_init(struct shared_options *o);
  * be ...", without the command's name) when the argument is not valid. */
 int shared_option(int c, const char *arg, struct shared_options *o, char **ret_error);
 
-/* Parses a duration: plain seconds ("10", "1.5") or with a unit ("500ms", "10s", "5m", "2h"). Returns
- * 0 with milliseconds in *ret when the value lies in min_ms..max_ms, else -EINVAL (garbage, a
- * negative or non-finite number, an unknown unit, out of range). */
+/* Parses a duration: plain seconds ("10", "1.5"), one number with a unit ("500ms", "10s", "5m", "2h"),
+ * or a Go duration (parse_go_duration_ms: "1m30s"). Returns 0 with milliseconds in *ret when the
+ * value lies in min_ms..max_ms, else -EINVAL (garbage, a negative or non-finite number, an unknown
+ * unit, out of range). */
 int parse_duration_ms(const char *s, uint64_t min_ms, uint64_t max_ms, uint64_t *ret);
+
+/* Parses a Go duration (time.ParseDuration): "0", or one or more decimal numbers each with a unit
+ * ("60s", "1m30s", "1.5h", "300ms", "2h45m"; units ns, us, µs, μs, ms, s, m, h), an optional leading
+ * "+". Returns 0 with milliseconds (rounded) in *ret when the value lies in min_ms..max_ms, else -EINVAL
+ * (garbage, a negative sign, a number without a unit, an unknown unit, a non-zero value below a
+ * millisecond, out of range). */
+int parse_go_duration_ms(const char *s, uint64_t min_ms, uint64_t max_ms, uint64_t *ret);
+
+/* Parses a Go boolean (strconv.ParseBool, as the Go tools' flags and environment take them): 1 t T
+ * TRUE true True, 0 f F FALSE false False. Returns 0 with the value in *ret, else -EINVAL. */
+int parse_go_bool(const char *s, bool *ret);
+
+/* Returns the value of the first of the NULL-terminated names that is set and not empty in the
+ * environment, with its name in *ret_name (when not NULL), or NULL when none is. Never fails. */
+const char *env_first(const char *const *names, const char **ret_name);
 
 /* The node's name, by the one rule every command follows: flag (--node) when not NULL or empty,
  * else $NODE_NAME, else the host name under the root (/proc/sys/kernel/hostname, through hostfs, so

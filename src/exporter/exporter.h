@@ -51,6 +51,36 @@ struct exp_metric_def {
 /* Returns the definition of metric m (m < EXP_N_METRICS). Never fails. */
 const struct exp_metric_def *exp_metric_def(enum exp_metric m);
 
+/* Returns the index in the table of the metric named name ("DCGM_FI_DEV_SM_CLOCK"), or -ENOENT. Never
+ * fails otherwise. */
+int exp_metric_by_name(const char *name);
+
+/* The longest CSV help text kept (bytes, escaped for # HELP). */
+#define EXP_HELP_MAX 256
+
+/*
+ * Which DCGM counters the page holds, with whose help text: what a collectors CSV in dcgm-exporter's
+ * format (-f/--collectors) names. Checked at render time, once per counter per sample; the sampler
+ * still reads every counter. Zero-initialised: not filtered (every counter, the table's help).
+ */
+struct exp_counters {
+        bool filtered;                          /* a CSV was given: only the enabled counters */
+        bool enabled[EXP_N_METRICS];            /* named in the CSV */
+        bool driver_label;                      /* DCGM_FI_DRIVER_VERSION named (type label) */
+        char help[EXP_N_METRICS][EXP_HELP_MAX]; /* the CSV's help, escaped; "": the table's */
+};
+
+/*
+ * Parses a collectors CSV in dcgm-exporter's format (text[0..len), file named in errors): lines
+ * "FIELD, TYPE, HELP" (fields trimmed of spaces, double-quoted fields allowed), '#' comment lines and
+ * blank lines. Every field must be one of the table's counters with its own type (gauge, counter), or
+ * DCGM_FI_DRIVER_VERSION with type label. Returns 0 and *ret, or -EINVAL with a malloc'd sentence in
+ * *ret_error naming the file and line: an unknown counter ("counter X in FILE line N is not one
+ * gpunode serves; it serves: ..."), a type that differs, a field twice, not three fields, a help
+ * text too long or holding control characters.
+ */
+int exp_counters_parse(const char *text, size_t len, const char *file, struct exp_counters *ret, char **ret_error);
+
 /* NVML calls the sampler makes, for the error counter's `call` label. */
 enum exp_call {
         CALL_LIBRARY_OPEN, /* dlopen of libnvidia-ml.so.1 (not an NVML call, counted alike) */
@@ -203,6 +233,7 @@ void exp_clear_holders(struct exp_sample *s);
 struct exp_render_options {
         const char *hostname;       /* NULL: no hostname label */
         const char *hostname_label; /* "Hostname" (dcgm-exporter <= 4.8) or "hostname" */
+        const struct exp_counters *counters; /* NULL or not filtered: every counter, the table's help */
 };
 
 /* Appends s to b with Prometheus label-value escaping (\\, \", \n). Returns nothing; never fails. */
@@ -316,8 +347,15 @@ struct exp_options {
         const char *hostname; /* NULL: no label */
         const char *hostname_label;
         bool xid_events;
-        bool kubernetes;            /* pod attribution from the kubelet's pod-resources List */
         const char *podres_socket;  /* host path below root; NULL: PODRES_SOCKET */
+        struct exp_counters counters; /* -f/--collectors; zero: every counter */
+        /* -k/--kubernetes (dcgm-exporter's DCGM_EXPORTER_KUBERNETES), --no-kubernetes: attribute GPUs to
+         * the pods using them (pod, namespace, container labels); true by default (dcgm-exporter's is false): the series of a GPU
+         * no container holds stay as they are, and a node without the socket says so on /health. */
+        bool kubernetes;
+        /* --kubernetes-gpu-id-type: how the kubelet's pod resources name a GPU (dcgm-exporter's "uid":
+         * its UUID; "device-name": nvidia<index>). */
+        enum exp_gpu_id_type { EXP_GPU_ID_UID, EXP_GPU_ID_DEVICE_NAME } kubernetes_gpu_id_type;
 };
 
 struct exporter;

@@ -93,6 +93,154 @@ static const char *const call_names[EXP_N_CALLS] = {
 
 const struct exp_metric_def *exp_metric_def(enum exp_metric m) { return &metric_defs[m]; }
 
+int exp_metric_by_name(const char *name) {
+        for (unsigned m = 0; m < EXP_N_METRICS; m++)
+                if (metric_defs[m].name && streq(metric_defs[m].name, name)) return (int)m;
+        return -ENOENT;
+}
+
+/* The one field of dcgm-exporter's CSVs that gpunode serves as a label, not a series. */
+#define DRIVER_VERSION_FIELD "DCGM_FI_DRIVER_VERSION"
+
+/* Returns the malloc'd list of what a collectors CSV may name: every counter of the table, then the
+ * driver version label. Never fails (aborts on OOM). */
+static char *served_list(void) {
+        struct buf b = { 0 };
+        for (unsigned m = 0; m < EXP_N_METRICS; m++)
+                if (metric_defs[m].name) buf_printf(&b, "%s, ", metric_defs[m].name);
+        buf_puts(&b, DRIVER_VERSION_FIELD " (label)");
+        return b.data;
+}
+
+/*
+ * Splits one CSV line (NUL-terminated, no newline; modified in place) into fields as dcgm-exporter's
+ * reader does: separated by commas, spaces around them trimmed, a field may be double-quoted (""
+ * inside is one quote, commas inside are kept). Returns the number of fields (up to max stored in
+ * fields[]; more are counted), or -EINVAL for an unterminated quote or text after a closing one.
+ */
+static int csv_split(char *line, char **fields, int max) {
+        int n = 0;
+        char *p = line;
+        for (;;) {
+                while (*p == ' ' || *p == '\t') p++;
+                char *start = p, *end;
+                if (*p == '"') {
+                        char *w = start;
+                        for (p++;; p++) {
+                                if (!*p) return -EINVAL;
+                                if (*p == '"' && p[1] == '"') *w++ = *p++;
+                                else if (*p == '"') break;
+                                else *w++ = *p;
+                        }
+                        end = w;
+                        p++;
+                        while (*p == ' ' || *p == '\t') p++;
+                        if (*p && *p != ',') return -EINVAL;
+                } else {
+                        while (*p && *p != ',') p++;
+                        end = p;
+                        while (end > start && (end[-1] == ' ' || end[-1] == '\t')) end--;
+                }
+                bool more = *p == ',';
+                *end = 0;
+                if (n < max) fields[n] = start;
+                n++;
+                if (!more) return n;
+                p++;
+        }
+}
+
+int exp_counters_parse(const char *text, size_t len, const char *file, struct exp_counters *ret, char **ret_error) {
+        struct exp_counters c = { .filtered = true };
+        unsigned first_line[EXP_N_METRICS] = { 0 }, driver_line = 0;
+        unsigned lineno = 0;
+        for (size_t off = 0; off < len;) {
+                const char *nl = memchr(text + off, '\n', len - off);
+                size_t n = nl ? (size_t)(nl - (text + off)) : len - off;
+                _cleanup_free_ char *line = xstrndup(text + off, n);
+                off += n + 1;
+                lineno++;
+                if (strlen(line) != n) {
+                        *ret_error = xasprintf("%s line %u: a NUL byte", file, lineno);
+                        return -EINVAL;
+                }
+                if (n > 0 && line[n - 1] == '\r') line[--n] = 0; /* CRLF */
+                const char *q = line;
+                while (*q == ' ' || *q == '\t') q++;
+                if (!*q || *q == '#') continue; /* blank, comment */
+                char *f[3];
+                int k = csv_split(line, f, 3);
+                if (k < 0) {
+                        *ret_error = xasprintf("%s line %u: a quoted field is not closed, or text follows its quote", file, lineno);
+                        return -EINVAL;
+                }
+                if (k != 3) {
+                        *ret_error = xasprintf("%s line %u: %d field(s), not the 3 of dcgm-exporter's format (FIELD, TYPE, HELP)",
+                                               file, lineno, k);
+                        return -EINVAL;
+                }
+                const char *name = f[0], *type = f[1], *help = f[2];
+                if (!streq(type, "gauge") && !streq(type, "counter") && !streq(type, "label") && !streq(type, "histogram") &&
+                    !streq(type, "summary")) {
+                        *ret_error = xasprintf("%s line %u: type '%.40s' of %.80s is not gauge, counter or label", file,
+                                               lineno, type, name);
+                        return -EINVAL;
+                }
+                if (streq(name, DRIVER_VERSION_FIELD)) {
+                        if (!streq(type, "label")) {
+                                *ret_error = xasprintf("counter %s in %s line %u has type %s; gpunode serves it as a label "
+                                                       "on every series (type label)", name, file, lineno, type);
+                                return -EINVAL;
+                        }
+                        if (driver_line) {
+                                *ret_error = xasprintf("%s in %s line %u was named on line %u already", name, file, lineno, driver_line);
+                                return -EINVAL;
+                        }
+                        driver_line = lineno;
+                        c.driver_label = true;
+                        continue;
+                }
+                int m = exp_metric_by_name(name);
+                if (m < 0) {
+                        _cleanup_free_ char *list = served_list();
+                        *ret_error = xasprintf("counter %.80s in %s line %u is not one gpunode serves; it serves: %s", name,
+                                               file, lineno, list);
+                        return -EINVAL;
+                }
+                if (!streq(type, metric_defs[m].type)) {
+                        *ret_error = xasprintf("counter %s in %s line %u has type %s; it is a %s", name, file, lineno, type,
+                                               metric_defs[m].type);
+                        return -EINVAL;
+                }
+                if (first_line[m]) {
+                        *ret_error = xasprintf("counter %s in %s line %u was named on line %u already", name, file, lineno,
+                                               first_line[m]);
+                        return -EINVAL;
+                }
+                first_line[m] = lineno;
+                c.enabled[m] = true;
+                /* # HELP text: a backslash is escaped (a newline cannot occur in a line) */
+                size_t w = 0;
+                for (const char *h = help; *h; h++) {
+                        if ((unsigned char)*h < 0x20 && *h != '\t') {
+                                *ret_error = xasprintf("%s line %u: the help text of %s holds a control character", file, lineno, name);
+                                return -EINVAL;
+                        }
+                        size_t need = *h == '\\' ? 2 : 1;
+                        if (w + need >= EXP_HELP_MAX) {
+                                *ret_error = xasprintf("%s line %u: the help text of %s is longer than %d bytes", file, lineno,
+                                                       name, EXP_HELP_MAX - 1);
+                                return -EINVAL;
+                        }
+                        if (*h == '\\') c.help[m][w++] = '\\';
+                        c.help[m][w++] = *h;
+                }
+                c.help[m][w] = 0;
+        }
+        *ret = c;
+        return 0;
+}
+
 const char *exp_call_name(enum exp_call c) { return (unsigned)c < EXP_N_CALLS ? call_names[c] : "unknown"; }
 
 void exp_escape_label(struct buf *b, const char *s) {
@@ -141,6 +289,8 @@ static void gpu_labels_tail(struct buf *b, const char *driver, const struct exp_
                 exp_escape_label(b, o->hostname);
                 buf_puts(b, "\"");
         }
+        /* A collectors CSV without DCGM_FI_DRIVER_VERSION drops the label, as dcgm-exporter does. */
+        if (o->counters && o->counters->filtered && !o->counters->driver_label) return;
         buf_puts(b, ",DCGM_FI_DRIVER_VERSION=\"");
         exp_escape_label(b, driver);
         buf_puts(b, "\"");
@@ -234,8 +384,11 @@ void exp_render_gpus(struct buf *b, const struct exp_sample *s, const struct exp
         gpu_labels_tail(&tail, s->driver_version, o);
         for (unsigned i = 0; i < s->n_gpus; i++)
                 if (s->gpus[i].sampled) gpu_labels_head(&head[i], &s->gpus[i]);
+        const struct exp_counters *c = o->counters && o->counters->filtered ? o->counters : NULL;
         for (unsigned m = 0; m < EXP_N_METRICS; m++) {
                 const struct exp_metric_def *d = &metric_defs[m];
+                if (c && !c->enabled[m]) continue; /* not in the collectors CSV */
+                const char *help = c && c->help[m][0] ? c->help[m] : d->help;
                 bool any = false;
                 double v;
                 for (unsigned i = 0; i < s->n_gpus && !any; i++) {
@@ -244,7 +397,7 @@ void exp_render_gpus(struct buf *b, const struct exp_sample *s, const struct exp
                         for (unsigned k = 0; k < g->n_instances && !any; k++) any = exp_gpu_value(g, (int)k, m, &v);
                 }
                 if (!any) continue;
-                buf_printf(b, "# HELP %s %s\n# TYPE %s %s\n", d->name, d->help, d->name, d->type);
+                buf_printf(b, "# HELP %s %s\n# TYPE %s %s\n", d->name, help, d->name, d->type);
                 for (unsigned i = 0; i < s->n_gpus; i++) {
                         const struct exp_gpu *g = &s->gpus[i];
                         if (exp_gpu_value(g, -1, m, &v)) series_lines(b, d, m, g, -1, &head[i], &tail, v);

@@ -468,7 +468,8 @@ reinit:
 
 /* Renders sample s (and the stats) as the GPU part of the page and publishes. Returns nothing. */
 static void render_and_publish(struct exporter *e, const struct exp_sample *s, bool complete) {
-        struct exp_render_options ro = { .hostname = e->hostname, .hostname_label = e->hostname_label };
+        struct exp_render_options ro = { .hostname = e->hostname, .hostname_label = e->hostname_label,
+                                         .counters = &e->o.counters };
         pthread_mutex_lock(&e->lock);
         e->stats.samples_total++;
         struct exp_stats stats = e->stats;

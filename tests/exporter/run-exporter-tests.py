@@ -869,12 +869,63 @@ def test_http_protocol():
     check(stop(p) == 0, "clean exit")
 
 
+def test_collectors_csv():
+    """dcgm-exporter's -f CSV and DCGM_EXPORTER_INTERVAL: only the CSV's counters, with its help texts."""
+    csv = os.path.join(TMP, "three.csv")
+    with open(csv, "w") as f:
+        f.write("# Format\n# DCGM FIELD, Prometheus metric type, help message\n\n"
+                "DCGM_FI_DEV_GPU_TEMP,    gauge, Temperature of the GPU (from the CSV).\n"
+                "DCGM_FI_DEV_POWER_USAGE, gauge, Power from the CSV (in W).\n"
+                "# DCGM_FI_DEV_SM_CLOCK, gauge, commented out\n"
+                "DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION, counter, \"Energy, from the CSV \\ (in mJ).\"\n"
+                "DCGM_FI_DRIVER_VERSION, label, Driver Version\n")
+    path = os.path.join(TMP, "csv.json")
+    write_desc(path, description(2))
+    port = free_port()
+    env = dict(os.environ, GPUNODE_FAKE_NVML=path, NODE_NAME="test-node", DCGM_EXPORTER_INTERVAL="1000",
+               DCGM_EXPORTER_COLLECTORS=csv, DCGM_EXPORTER_LISTEN="127.0.0.1:%d" % port)
+    log = open(os.path.join(TMP, "csv.log"), "w")
+    p = subprocess.Popen([GPUNODE, "exporter", "--nvml-library", FAKE, "--check-interval", "0"], env=env, stdout=log,
+                         stderr=log)
+    PROCS.append(p)
+    base = "http://127.0.0.1:%d" % port
+    text = wait_for(lambda: (lambda t: t if "DCGM_FI_DEV_GPU_TEMP{" in t else None)(metrics_or_empty(base)), 10) or ""
+    families = {l.split()[2] for l in text.splitlines() if l.startswith("# TYPE ")}
+    dcgm = {f for f in families if f.startswith("DCGM_")}
+    check(dcgm == {"DCGM_FI_DEV_GPU_TEMP", "DCGM_FI_DEV_POWER_USAGE", "DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION"},
+          "only the CSV's three DCGM families: %s" % sorted(dcgm))
+    check(all(f.startswith("DCGM_") or f.startswith("gpunode_exporter_") for f in families) and
+          "gpunode_exporter_nvml_up" in families, "plus gpunode's own")
+    check("# HELP DCGM_FI_DEV_GPU_TEMP Temperature of the GPU (from the CSV).\n" in text and
+          "# HELP DCGM_FI_DEV_POWER_USAGE Power from the CSV (in W).\n" in text and
+          "# HELP DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION Energy, from the CSV \\\\ (in mJ).\n" in text,
+          "the CSV's help texts (quoted, the backslash escaped)")
+    check("# TYPE DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION counter\n" in text, "the CSV's type")
+    check('DCGM_FI_DRIVER_VERSION="550.54.15"' in text, "DCGM_FI_DRIVER_VERSION named: the label stays")
+    n = value(text, "gpunode_exporter_samples_total ")
+    time.sleep(2.5)
+    n2 = value(metrics_or_empty(base), "gpunode_exporter_samples_total ")
+    check(n is not None and n2 is not None and 1 <= n2 - n <= 4, "DCGM_EXPORTER_INTERVAL=1000 samples each second (%s -> %s)" % (n, n2))
+    r = subprocess.run(["promtool", "check", "metrics"], input=text.encode(), capture_output=True, timeout=30)
+    out = (r.stdout + r.stderr).decode()
+    bad = [l for l in out.splitlines() if l.strip() and not (l.startswith("DCGM_FI_") and any(k in l for k in DCGM_LINT))]
+    check(r.returncode in (0, 3) and not bad, "promtool check metrics with the CSV's help texts: %s" % bad[:3])
+    check(stop(p) == 0, "SIGTERM: clean exit 0")
+
+
+def metrics_or_empty(base):
+    try:
+        return metrics(base)
+    except Exception:
+        return ""
+
+
 def main():
     signal.signal(signal.SIGALRM, lambda *_: (_ for _ in ()).throw(TimeoutError("suite took too long")))
     signal.alarm(560)
     try:
         for t in (test_promtool_and_http, test_mig, test_profiling, test_pod_attribution, test_prometheus, test_lost_and_driver, test_blocking, test_absent, test_hostile,
-                  test_idle_flood, test_check_child, test_capabilities, test_http_protocol):
+                  test_idle_flood, test_check_child, test_capabilities, test_http_protocol, test_collectors_csv):
             if os.environ.get("EXPORTER_TESTS") and t.__name__ not in os.environ["EXPORTER_TESTS"].split(","):
                 continue  # EXPORTER_TESTS=test_a,test_b runs only those
             print("# " + t.__name__, flush=True)

@@ -35,6 +35,72 @@ static void test_durations(void **state) {
                 if (parse_duration_ms(bad[i], 0, 86400000, &ms) != -EINVAL) fail_msg("'%s' was accepted", bad[i]);
 }
 
+static void test_go_durations(void **state) {
+        static const struct {
+                const char *s;
+                uint64_t ms;
+        } good[] = {
+                {"60s", 60000}, {"1m30s", 90000}, {"1h", 3600000}, {"2h45m", 9900000}, {"1.5h", 5400000},
+                {"300ms", 300}, {"1m0.5s", 60500}, {".5s", 500}, {"5.s", 5000}, {"+10s", 10000}, {"1000000us", 1000},
+                {"2000000ns", 2}, {"1500\u00b5s", 2}, {"3000\u03bcs", 3}, {"1h1m1s1ms", 3661001}, {"0", 0}, {"0s", 0},
+        };
+        uint64_t ms;
+        for (size_t i = 0; i < ELEMENTSOF(good); i++) {
+                if (parse_go_duration_ms(good[i].s, 0, 365ull * 86400000, &ms) != 0) fail_msg("'%s' was refused", good[i].s);
+                if (ms != good[i].ms) fail_msg("'%s' gave %llu ms, not %llu", good[i].s, (unsigned long long)ms,
+                                               (unsigned long long)good[i].ms);
+        }
+        /* Go's refusals (no unit, unknown unit, garbage), and gpunode's: a sign, below a millisecond, range */
+        static const char *const bad[] = {"", "10", "00", "1.5", "s", "5sec", "5 s", " 5s", "5s ", "1m30", "1d", "1e3s",
+                                          "0x10s", "-5s", "-0", "inf", "nan", "5..5s", ".s", "1h-5m", "100us",
+                                          "9999999999999999h", "1m30s\n"};
+        for (size_t i = 0; i < ELEMENTSOF(bad); i++)
+                if (parse_go_duration_ms(bad[i], 0, 365ull * 86400000, &ms) != -EINVAL) fail_msg("'%s' was accepted", bad[i]);
+        assert_int_equal(parse_go_duration_ms("0", 1, 1000, &ms), -EINVAL);
+        assert_int_equal(parse_go_duration_ms("2s", 1, 1000, &ms), -EINVAL);
+        assert_int_equal(parse_go_duration_ms("1s", 1, 1000, &ms), 0);
+        assert_int_equal(ms, 1000);
+        /* parse_duration_ms takes Go's compound forms too, and keeps its own */
+        assert_int_equal(parse_duration_ms("1m30s", 1, 86400000, &ms), 0);
+        assert_int_equal(ms, 90000);
+        assert_int_equal(parse_duration_ms("10", 1, 86400000, &ms), 0);
+        assert_int_equal(ms, 10000);
+        assert_int_equal(parse_duration_ms("1m30", 1, 86400000, &ms), -EINVAL);
+}
+
+static void test_go_bools(void **state) {
+        static const char *const yes[] = {"1", "t", "T", "TRUE", "true", "True"};
+        static const char *const no[] = {"0", "f", "F", "FALSE", "false", "False"};
+        bool b;
+        for (size_t i = 0; i < ELEMENTSOF(yes); i++) {
+                b = false;
+                assert_int_equal(parse_go_bool(yes[i], &b), 0);
+                assert_true(b);
+                assert_int_equal(parse_go_bool(no[i], &b), 0);
+                assert_false(b);
+        }
+        static const char *const bad[] = {"", "yes", "no", "on", "off", "tRUE", "2", " true", "true "};
+        for (size_t i = 0; i < ELEMENTSOF(bad); i++)
+                if (parse_go_bool(bad[i], &b) != -EINVAL) fail_msg("'%s' was accepted", bad[i]);
+}
+
+static void test_env_first(void **state) {
+        static const char *const names[] = {"GPUNODE_TEST_ENV_A", "GPUNODE_TEST_ENV_B", NULL};
+        const char *name = NULL;
+        unsetenv("GPUNODE_TEST_ENV_A");
+        unsetenv("GPUNODE_TEST_ENV_B");
+        assert_null(env_first(names, &name));
+        setenv("GPUNODE_TEST_ENV_B", "b", 1);
+        setenv("GPUNODE_TEST_ENV_A", "", 1); /* set but empty: as unset */
+        assert_string_equal(env_first(names, &name), "b");
+        assert_string_equal(name, "GPUNODE_TEST_ENV_B");
+        setenv("GPUNODE_TEST_ENV_A", "a", 1); /* the first name wins */
+        assert_string_equal(env_first(names, &name), "a");
+        assert_string_equal(name, "GPUNODE_TEST_ENV_A");
+        unsetenv("GPUNODE_TEST_ENV_A");
+        unsetenv("GPUNODE_TEST_ENV_B");
+}
+
 static void test_shared_option_errors(void **state) {
         struct shared_options o;
         shared_options_init(&o);
@@ -108,6 +174,9 @@ static void test_node_name_rule(void **state) {
 int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_durations),
+                cmocka_unit_test(test_go_durations),
+                cmocka_unit_test(test_go_bools),
+                cmocka_unit_test(test_env_first),
                 cmocka_unit_test(test_shared_option_errors),
                 cmocka_unit_test(test_node_name_rule),
         };
