@@ -5,10 +5,7 @@
  * fails: what it cannot read, it says. */
 static void run_node_exporter_metrics(const struct node_facts *facts, struct finding *f) {
         const struct metrics_endpoint *ep = facts->metrics ? &facts->metrics->node_exporter : NULL;
-        if (!ep || !ep->url) {
-                finding_skip(f, "%s", ep && ep->skip_reason ? ep->skip_reason : "the Kubernetes probes did not run");
-                return;
-        }
+        if (metrics_endpoint_skip(ep, f)) return;
         const struct kube_api_facts *a = metrics_pods_known(facts);
         size_t n_pods = 0;
         _cleanup_free_ char *pod_failure = NULL;

@@ -35,3 +35,9 @@ void metrics_agent_pods_judge(const struct node_facts *facts, struct finding *f,
                 finding_pass(f, "%zu %s pod(s) Running and Ready", n, what);
         }
 }
+
+bool metrics_endpoint_skip(const struct metrics_endpoint *ep, struct finding *f) {
+        if (ep && ep->url) return false;
+        finding_skip(f, "%s", ep && ep->skip_reason ? ep->skip_reason : "the Kubernetes probes did not run");
+        return true;
+}
