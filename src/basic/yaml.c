@@ -266,19 +266,12 @@ _Noreturn static void child_parse(int fd, const char *text, size_t len) {
         _exit(0);
 }
 
-/* Returns milliseconds of CLOCK_MONOTONIC. */
-static int64_t now_ms(void) {
-        struct timespec ts;
-        clock_gettime(CLOCK_MONOTONIC, &ts);
-        return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
 /* Reads the child's answer until EOF, the size cap or the deadline. Returns 0, -EFBIG or -ETIMEDOUT. */
 static int read_answer(int fd, struct buf *b) {
-        int64_t deadline = now_ms() + YAML_CHILD_TIMEOUT_MS;
+        int64_t deadline = (int64_t)monotonic_ms() + YAML_CHILD_TIMEOUT_MS;
         char chunk[16384];
         for (;;) {
-                int64_t left = deadline - now_ms();
+                int64_t left = deadline - (int64_t)monotonic_ms();
                 if (left <= 0) return -ETIMEDOUT;
                 struct pollfd p = {.fd = fd, .events = POLLIN};
                 int r = poll(&p, 1, (int)left);
