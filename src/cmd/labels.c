@@ -190,14 +190,71 @@ static int label_once(const char *library, unsigned timeout_ms, const char *mach
         return r;
 }
 
-/* Runs `gpunode labels` (argv[0] "labels"). Returns the exit code. */
+/* getopt_long codes of GFD's option names that gpunode's own do not cover. */
+enum {
+        OPT_ONESHOT = 0x200,
+        OPT_SLEEP_INTERVAL,
+        OPT_FAIL_ON_INIT_ERROR,
+        OPT_USE_NODE_FEATURE_API,
+};
+
+/* Parses a MIG strategy: none, single or mixed. Returns 0 and *ret, or -EINVAL. */
+static int parse_mig_strategy(const char *s, enum mig_strategy *ret) {
+        if (streq(s, "none")) *ret = MIG_STRATEGY_NONE;
+        else if (streq(s, "single")) *ret = MIG_STRATEGY_SINGLE;
+        else if (streq(s, "mixed")) *ret = MIG_STRATEGY_MIXED;
+        else return -EINVAL;
+        return 0;
+}
+
+/* Parses GFD's sleep interval: a Go duration ("60s", "1m30s") or "infinite" (label once, then wait
+ * for the end). Returns 0 with *ret_ms and *ret_infinite, or -EINVAL. */
+static int parse_sleep_interval(const char *s, uint64_t *ret_ms, bool *ret_infinite) {
+        if (streq(s, "infinite")) {
+                *ret_infinite = true;
+                return 0;
+        }
+        if (parse_go_duration_ms(s, 1, 365ull * 86400000, ret_ms) < 0) return -EINVAL;
+        *ret_infinite = false;
+        return 0;
+}
+
+/* A GFD boolean flag's value: none (--oneshot) is true, else a Go boolean (--oneshot=false). Returns
+ * 0 and *ret, or -EINVAL after saying so on stderr. */
+static int bool_flag(const char *name, const char *arg, bool *ret) {
+        if (!arg) {
+                *ret = true;
+                return 0;
+        }
+        if (parse_go_bool(arg, ret) == 0) return 0;
+        fprintf_escaped(stderr, "gpunode labels: --%s: '%s' is not true or false\n", name, arg);
+        return -EINVAL;
+}
+
+/* A GFD boolean variable: the first of names set, parsed into *ret when *given is false. Returns 0
+ * (set or not), or -EINVAL after saying so on stderr. */
+static int bool_env(const char *const *names, bool given, bool *ret) {
+        const char *name, *v = given ? NULL : env_first(names, &name);
+        if (!v) return 0;
+        if (parse_go_bool(v, ret) == 0) return 0;
+        fprintf_escaped(stderr, "gpunode labels: %s: '%s' is not true or false\n", name, v);
+        return -EINVAL;
+}
+
+/* Runs `gpunode labels` (argv[0] "labels"). Returns the exit code. GFD's flags and environment are
+ * accepted too; a flag wins over its variable, a variable over the default. */
 static int cmd_labels(int argc, char **argv) {
         static const struct option longopts[] = {
                 {"output", required_argument, NULL, 'o'},
+                {"output-file", required_argument, NULL, 'o'},
                 {"interval", required_argument, NULL, 'i'},
+                {"sleep-interval", required_argument, NULL, OPT_SLEEP_INTERVAL},
                 {"once", no_argument, NULL, '1'},
+                {"oneshot", optional_argument, NULL, OPT_ONESHOT},
                 {"mig-strategy", required_argument, NULL, 'm'},
-                {"no-timestamp", no_argument, NULL, 'T'},
+                {"no-timestamp", optional_argument, NULL, 'T'},
+                {"fail-on-init-error", optional_argument, NULL, OPT_FAIL_ON_INIT_ERROR},
+                {"use-node-feature-api", optional_argument, NULL, OPT_USE_NODE_FEATURE_API},
                 {"machine-type-file", required_argument, NULL, 'M'},
                 {"sharing", required_argument, NULL, 's'},
                 {"replicas", required_argument, NULL, 'n'},
@@ -211,31 +268,65 @@ static int cmd_labels(int argc, char **argv) {
         struct shared_options so;
         shared_options_init(&so);
         uint64_t interval_ms = 60000, n;
-        bool once = false;
+        bool once = false, infinite = false, no_timestamp = false, fail_on_init_error = true, node_feature_api = false;
+        bool output_given = false, interval_given = false, once_given = false, mig_given = false, timestamp_given = false,
+             fail_given = false, nfd_given = false, machine_given = false;
         struct label_options o = {.timestamp = true};
         int c;
         optind = 1;
         while ((c = getopt_long(argc, argv, "o:", longopts, NULL)) != -1) {
                 switch (c) {
-                case 'o': output = optarg; break;
+                case 'o':
+                        output = *optarg ? optarg : "-"; /* GFD: an empty output file is standard output */
+                        output_given = true;
+                        break;
                 case 'i':
                         if (parse_duration_ms(optarg, 1, 365ull * 86400000, &interval_ms) < 0) {
-                                fprintf_escaped(stderr, "gpunode labels: --interval must be a duration (60s, 500ms, 5m), not '%s'\n", optarg);
+                                fprintf_escaped(stderr, "gpunode labels: --interval must be a duration (60s, 500ms, 5m, 1m30s), not '%s'\n", optarg);
                                 return EXIT_USAGE;
                         }
+                        infinite = false;
+                        interval_given = true;
                         break;
-                case '1': once = true; break;
+                case OPT_SLEEP_INTERVAL:
+                        if (parse_sleep_interval(optarg, &interval_ms, &infinite) < 0) {
+                                fprintf_escaped(stderr, "gpunode labels: --sleep-interval must be a Go duration (60s, 1m30s) or infinite, not '%s'\n",
+                                                optarg);
+                                return EXIT_USAGE;
+                        }
+                        interval_given = true;
+                        break;
+                case '1':
+                        once = true;
+                        once_given = true;
+                        break;
+                case OPT_ONESHOT:
+                        if (bool_flag("oneshot", optarg, &once) < 0) return EXIT_USAGE;
+                        once_given = true;
+                        break;
                 case 'm':
-                        if (streq(optarg, "none")) o.mig_strategy = MIG_STRATEGY_NONE;
-                        else if (streq(optarg, "single")) o.mig_strategy = MIG_STRATEGY_SINGLE;
-                        else if (streq(optarg, "mixed")) o.mig_strategy = MIG_STRATEGY_MIXED;
-                        else {
+                        if (parse_mig_strategy(optarg, &o.mig_strategy) < 0) {
                                 fprintf_escaped(stderr, "gpunode labels: --mig-strategy must be none, single or mixed, not '%s'\n", optarg);
                                 return EXIT_USAGE;
                         }
+                        mig_given = true;
                         break;
-                case 'T': o.timestamp = false; break;
-                case 'M': machine_file = optarg; break;
+                case 'T':
+                        if (bool_flag("no-timestamp", optarg, &no_timestamp) < 0) return EXIT_USAGE;
+                        timestamp_given = true;
+                        break;
+                case OPT_FAIL_ON_INIT_ERROR:
+                        if (bool_flag("fail-on-init-error", optarg, &fail_on_init_error) < 0) return EXIT_USAGE;
+                        fail_given = true;
+                        break;
+                case OPT_USE_NODE_FEATURE_API:
+                        if (bool_flag("use-node-feature-api", optarg, &node_feature_api) < 0) return EXIT_USAGE;
+                        nfd_given = true;
+                        break;
+                case 'M':
+                        machine_file = optarg;
+                        machine_given = true;
+                        break;
                 case 's':
                         if (streq(optarg, "none")) o.sharing = SHARING_NONE;
                         else if (streq(optarg, "time-slicing")) o.sharing = SHARING_TIME_SLICING;
@@ -266,6 +357,33 @@ static int cmd_labels(int argc, char **argv) {
                 fprintf_escaped(stderr, "gpunode labels: unexpected argument '%s'\n", argv[optind]);
                 return EXIT_USAGE;
         }
+        /* GFD's environment (its names, then the older unprefixed ones it also reads), where no flag
+         * said otherwise. */
+        const char *v, *name;
+        if (!output_given && (v = env_first((const char *const[]){"GFD_OUTPUT_FILE", NULL}, NULL))) output = v;
+        if (!interval_given && (v = env_first((const char *const[]){"GFD_SLEEP_INTERVAL", NULL}, NULL)) &&
+            parse_sleep_interval(v, &interval_ms, &infinite) < 0) {
+                fprintf_escaped(stderr, "gpunode labels: GFD_SLEEP_INTERVAL must be a Go duration (60s, 1m30s) or infinite, not '%s'\n", v);
+                return EXIT_USAGE;
+        }
+        if (!mig_given && (v = env_first((const char *const[]){"GFD_MIG_STRATEGY", "MIG_STRATEGY", NULL}, &name)) &&
+            parse_mig_strategy(v, &o.mig_strategy) < 0) {
+                fprintf_escaped(stderr, "gpunode labels: %s must be none, single or mixed, not '%s'\n", name, v);
+                return EXIT_USAGE;
+        }
+        if (!machine_given && (v = env_first((const char *const[]){"GFD_MACHINE_TYPE_FILE", NULL}, NULL))) machine_file = v;
+        if (!config) config = env_first((const char *const[]){"GFD_CONFIG_FILE", "CONFIG_FILE", NULL}, NULL);
+        if (bool_env((const char *const[]){"GFD_ONESHOT", NULL}, once_given, &once) < 0 ||
+            bool_env((const char *const[]){"GFD_NO_TIMESTAMP", NULL}, timestamp_given, &no_timestamp) < 0 ||
+            bool_env((const char *const[]){"GFD_FAIL_ON_INIT_ERROR", "FAIL_ON_INIT_ERROR", NULL}, fail_given, &fail_on_init_error) < 0 ||
+            bool_env((const char *const[]){"GFD_USE_NODE_FEATURE_API", "USE_NODE_FEATURE_API", NULL}, nfd_given, &node_feature_api) < 0)
+                return EXIT_USAGE;
+        if (node_feature_api) {
+                fprintf(stderr, "gpunode labels: the NFD NodeFeature API is not implemented: gpunode writes the feature file "
+                                "(--output-file); set --use-node-feature-api=false (GFD_USE_NODE_FEATURE_API=false)\n");
+                return EXIT_USAGE;
+        }
+        o.timestamp = !no_timestamp;
         if (config) {
                 _cleanup_free_ char *err = NULL;
                 if (read_sharing_config(config, &o, &err) < 0) {
@@ -301,6 +419,14 @@ static int cmd_labels(int argc, char **argv) {
         for (;;) {
                 _cleanup_free_ char *text = NULL, *err = NULL;
                 r = label_once(library, timeout_ms, machine_file, &o, &text, &err);
+                if (r == -ENODEV && !fail_on_init_error) {
+                        /* As GFD's fallback to its null resource manager: no GPU labels, only the timestamp. */
+                        fprintf_escaped(stderr, "gpunode labels: %s; labelling without GPUs (--fail-on-init-error=false)\n",
+                                        err ? err : strerror(-r));
+                        free(text);
+                        text = o.timestamp ? xasprintf("nvidia.com/gfd.timestamp=%lld\n", (long long)o.now) : xstrdup("");
+                        r = 0;
+                }
                 if (r < 0) {
                         /* As GFD: a failed round writes nothing; a loop then removes its labels (stale
                          * labels would steer pods to GPUs that no longer answer) and exits non-zero. */
@@ -321,6 +447,11 @@ static int cmd_labels(int argc, char **argv) {
                         break;
                 }
                 if (once) break;
+                if (infinite) {
+                        /* GFD's "infinite": labelled once, the file stays when it ends */
+                        while (sigwaitinfo(&term, NULL) < 0 && errno == EINTR) {}
+                        break;
+                }
                 struct timespec ts = {.tv_sec = (time_t)(interval_ms / 1000), .tv_nsec = (long)(interval_ms % 1000) * 1000000L};
                 int sig = sigtimedwait(&term, NULL, &ts);
                 if (sig == SIGINT || sig == SIGTERM) {
@@ -342,18 +473,27 @@ const struct command command_labels = {
         .summary = "GPU feature discovery (GFD) compatible node labels for NFD",
         .usage = "[OPTIONS]",
         .options =
-                "  -o, --output FILE       NFD feature file, - for standard output\n"
-                "                          (default /etc/kubernetes/node-feature-discovery/features.d/gfd)\n"
-                "  --once                  label once and exit (default: every --interval)\n"
-                "  --interval DURATION     time between rounds (default 60s; 500ms, 5m accepted)\n"
-                "  --mig-strategy S        none, single or mixed (default none)\n"
+                "  -o, --output, --output-file FILE  NFD feature file, - (or empty) for standard output (env\n"
+                "                          GFD_OUTPUT_FILE; default /etc/kubernetes/node-feature-discovery/features.d/gfd)\n"
+                "  --once, --oneshot[=BOOL]  label once and exit (env GFD_ONESHOT; default: every interval)\n"
+                "  --interval DURATION     time between rounds (default 60s; 500ms, 5m, 1m30s accepted)\n"
+                "  --sleep-interval D      the same as GFD takes it: a Go duration (60s, 1m30s) or infinite (label\n"
+                "                          once, keep the file until stopped) (env GFD_SLEEP_INTERVAL)\n"
+                "  --mig-strategy S        none, single or mixed (env GFD_MIG_STRATEGY, MIG_STRATEGY; default none)\n"
                 "  --sharing S --replicas N  none, time-slicing or mps with N replicas of nvidia.com/gpu\n"
                 "  --config-file FILE      the device plugin / GFD config (sharing.timeSlicing or sharing.mps)\n"
-                "  --no-timestamp          leave out nvidia.com/gfd.timestamp\n"
-                "  --machine-type-file F   file under the root naming the machine (default /sys/class/dmi/id/product_name)\n"
+                "                          (env GFD_CONFIG_FILE, CONFIG_FILE)\n"
+                "  --no-timestamp[=BOOL]   leave out nvidia.com/gfd.timestamp (env GFD_NO_TIMESTAMP)\n"
+                "  --fail-on-init-error[=BOOL]  exit 1 when NVML cannot initialise (default true); false: label\n"
+                "                          without GPUs, as GFD (env GFD_FAIL_ON_INIT_ERROR, FAIL_ON_INIT_ERROR)\n"
+                "  --use-node-feature-api[=BOOL]  accepted; true is refused: the NodeFeature API is not implemented\n"
+                "                          (env GFD_USE_NODE_FEATURE_API, USE_NODE_FEATURE_API)\n"
+                "  --machine-type-file F   file under the root naming the machine (env GFD_MACHINE_TYPE_FILE;\n"
+                "                          default /sys/class/dmi/id/product_name)\n"
                 "  --root DIR              host root (env GPUNODE_ROOT, default /); the output path is not under it\n"
                 "  --nvml-library PATH     load this file instead of libnvidia-ml.so.1\n"
                 "  --nvml-timeout MS       bound on all NVML calls of a round (default 10000)\n"
+                "a flag wins over its environment variable; a variable set empty counts as unset\n"
                 "exit status: 0 written, 1 NVML failed (nothing written; a loop removes its file, as GFD does),\n"
                 "64 usage error, 70 the file could not be written\n",
 };

@@ -130,5 +130,85 @@ left=$(cd "$tmp/kill" && ls -A | tr '\n' ' ')
 # usage errors
 "$gpunode" labels --mig-strategy double > /dev/null 2>&1; [ $? -eq 64 ] && ok "bad --mig-strategy: 64" || fail "bad --mig-strategy"
 "$gpunode" labels --interval 0 > /dev/null 2>&1; [ $? -eq 64 ] && ok "bad --interval: 64" || fail "bad --interval"
+
+# GFD's flags and environment: the same file as gpunode's own names
+t4() { GPUNODE_FAKE_NVML=$here/t4/nvml.json "$gpunode" labels --root "$here/t4/root" --nvml-library "$fake" "$@"; }
+t4 --once -o "$tmp/gfd/own" --no-timestamp --mig-strategy single 2> /dev/null
+GFD_OUTPUT_FILE=$tmp/gfd/env GFD_ONESHOT=true GFD_NO_TIMESTAMP=1 GFD_MIG_STRATEGY=single t4 2> "$tmp/gfd.err"
+[ -s "$tmp/gfd/own" ] && cmp -s "$tmp/gfd/own" "$tmp/gfd/env" && ok "GFD_OUTPUT_FILE, GFD_ONESHOT, GFD_NO_TIMESTAMP, GFD_MIG_STRATEGY: as -o --once" ||
+        { fail "GFD environment: $(cat "$tmp/gfd.err")"; diff "$tmp/gfd/own" "$tmp/gfd/env"; }
+t4 --oneshot --output-file "$tmp/gfd/flags" --no-timestamp=true --mig-strategy=single 2> "$tmp/gfd.err"
+cmp -s "$tmp/gfd/own" "$tmp/gfd/flags" && ok "--oneshot --output-file --no-timestamp=true: as -o --once" ||
+        fail "GFD flags: $(cat "$tmp/gfd.err")"
+MIG_STRATEGY=single t4 --oneshot -o "$tmp/gfd/old" --no-timestamp 2> /dev/null
+cmp -s "$tmp/gfd/own" "$tmp/gfd/old" && ok "MIG_STRATEGY (GFD's older name)" || fail "MIG_STRATEGY"
+# a flag wins over its variable; a variable over the default
+GFD_OUTPUT_FILE=$tmp/gfd/not-this GFD_MIG_STRATEGY=mixed GFD_NO_TIMESTAMP=false t4 --once -o "$tmp/gfd/flagwins" \
+        --no-timestamp --mig-strategy single 2> /dev/null
+cmp -s "$tmp/gfd/own" "$tmp/gfd/flagwins" && [ ! -e "$tmp/gfd/not-this" ] && ok "flags win over GFD_*" || fail "flags over GFD_*"
+GFD_NO_TIMESTAMP=true t4 --once -o - --no-timestamp=false > "$tmp/gfd/ts" 2> /dev/null
+grep -qE '^nvidia.com/gfd.timestamp=[0-9]+$' "$tmp/gfd/ts" && ok "--no-timestamp=false wins over GFD_NO_TIMESTAMP=true" || fail "--no-timestamp=false"
+GFD_OUTPUT_FILE=- t4 --once --output-file= > "$tmp/gfd/empty" 2> /dev/null
+[ -s "$tmp/gfd/empty" ] && ok "--output-file= (empty): standard output, as GFD" || fail "--output-file="
+printf 'ATOS BullSequana\n' > "$tmp/gfd/product"
+mkdir -p "$tmp/gfd/root" && cp -a "$here/t4/root/." "$tmp/gfd/root/" && cp "$tmp/gfd/product" "$tmp/gfd/root/machine"
+GFD_MACHINE_TYPE_FILE=/machine GPUNODE_FAKE_NVML=$here/t4/nvml.json "$gpunode" labels --once -o - --root "$tmp/gfd/root" \
+        --nvml-library "$fake" > "$tmp/gfd/machine" 2> /dev/null
+grep -qx 'nvidia.com/gpu.machine=ATOS-BullSequana' "$tmp/gfd/machine" && ok "GFD_MACHINE_TYPE_FILE (under the root)" ||
+        { fail "GFD_MACHINE_TYPE_FILE"; grep machine "$tmp/gfd/machine"; }
+cat > "$tmp/gfd/config.yaml" <<'YAML'
+version: v1
+sharing:
+  timeSlicing:
+    resources:
+    - name: nvidia.com/gpu
+      replicas: 3
+YAML
+GFD_CONFIG_FILE=$tmp/gfd/config.yaml t4 --once -o - --no-timestamp > "$tmp/gfd/cfg" 2> /dev/null
+grep -qx 'nvidia.com/gpu.replicas=3' "$tmp/gfd/cfg" && ok "GFD_CONFIG_FILE" || fail "GFD_CONFIG_FILE"
+# GFD_SLEEP_INTERVAL: a Go duration; the loop writes again within it
+GFD_SLEEP_INTERVAL=0m0.3s GPUNODE_FAKE_NVML=$here/t4/nvml.json "$gpunode" labels --root "$here/t4/root" --nvml-library "$fake" \
+        -o "$tmp/gfd/loop" 2> /dev/null &
+pid=$!
+sleep 0.2; first=$(cat "$tmp/gfd/loop" 2> /dev/null | grep timestamp)
+sleep 1.3; second=$(cat "$tmp/gfd/loop" 2> /dev/null | grep timestamp)
+kill -TERM $pid; wait $pid
+[ -n "$first" ] && [ -n "$second" ] && [ "$first" != "$second" ] && [ ! -e "$tmp/gfd/loop" ] &&
+        ok "GFD_SLEEP_INTERVAL=0m0.3s: rewritten each round, removed on SIGTERM" || fail "GFD_SLEEP_INTERVAL loop: '$first' '$second'"
+# --sleep-interval infinite: labelled once, the file kept when it ends (as GFD)
+GPUNODE_FAKE_NVML=$here/t4/nvml.json "$gpunode" labels --root "$here/t4/root" --nvml-library "$fake" \
+        --sleep-interval infinite -o "$tmp/gfd/inf" 2> /dev/null &
+pid=$!
+sleep 0.5
+kill -TERM $pid; wait $pid
+rc=$?
+[ $rc -eq 0 ] && [ -s "$tmp/gfd/inf" ] && ok "--sleep-interval infinite: written once, kept on SIGTERM" || fail "infinite: exit $rc"
+# --fail-on-init-error=false: NVML failing labels without GPUs (the timestamp only), exit 0
+GFD_FAIL_ON_INIT_ERROR=false GPUNODE_FAKE_NVML=$here/../fake-nvml/testdata/init-error-18.json "$gpunode" labels --once \
+        --root "$here/t4/root" --nvml-library "$fake" -o "$tmp/gfd/noinit" 2> "$tmp/gfd.err"
+rc=$?
+[ $rc -eq 0 ] && grep -qE '^nvidia.com/gfd.timestamp=[0-9]+$' "$tmp/gfd/noinit" && [ "$(wc -l < "$tmp/gfd/noinit")" -eq 1 ] &&
+        grep -q 'version mismatch' "$tmp/gfd.err" && ok "GFD_FAIL_ON_INIT_ERROR=false: the timestamp only, exit 0" ||
+        fail "fail-on-init-error=false: exit $rc $(cat "$tmp/gfd.err")"
+FAIL_ON_INIT_ERROR=false GPUNODE_FAKE_NVML=$here/../fake-nvml/testdata/init-error-18.json "$gpunode" labels --once \
+        --root "$here/t4/root" --nvml-library "$fake" -o - --fail-on-init-error > /dev/null 2>&1
+[ $? -eq 1 ] && ok "--fail-on-init-error wins over FAIL_ON_INIT_ERROR=false: exit 1" || fail "--fail-on-init-error"
+# refusals: the NodeFeature API, bad values (by flag and by variable)
+"$gpunode" labels --once --use-node-feature-api > /dev/null 2> "$tmp/gfd.err"
+[ $? -eq 64 ] && grep -q 'NodeFeature API is not implemented' "$tmp/gfd.err" && ok "--use-node-feature-api: refused, with the reason" ||
+        fail "--use-node-feature-api: $(cat "$tmp/gfd.err")"
+GFD_USE_NODE_FEATURE_API=true "$gpunode" labels --once > /dev/null 2>&1; [ $? -eq 64 ] && ok "GFD_USE_NODE_FEATURE_API=true: 64" || fail "GFD_USE_NODE_FEATURE_API=true"
+GFD_USE_NODE_FEATURE_API=false t4 --once -o - --use-node-feature-api=false > /dev/null 2>&1; [ $? -eq 0 ] &&
+        ok "--use-node-feature-api=false accepted" || fail "--use-node-feature-api=false"
+for bad in 60 1m30 5d 0s -1s abc; do
+        "$gpunode" labels --sleep-interval "$bad" > /dev/null 2>&1; r1=$?
+        GFD_SLEEP_INTERVAL=$bad "$gpunode" labels > /dev/null 2>&1; r2=$?
+        [ $r1 -eq 64 ] && [ $r2 -eq 64 ] && ok "sleep interval '$bad' refused (flag and variable)" || fail "sleep interval '$bad': $r1 $r2"
+done
+GFD_MIG_STRATEGY=double "$gpunode" labels > /dev/null 2> "$tmp/gfd.err"
+[ $? -eq 64 ] && grep -q "GFD_MIG_STRATEGY must be none, single or mixed" "$tmp/gfd.err" && ok "GFD_MIG_STRATEGY=double: 64, named" || fail "GFD_MIG_STRATEGY=double"
+GFD_ONESHOT=yes "$gpunode" labels > /dev/null 2> "$tmp/gfd.err"
+[ $? -eq 64 ] && grep -q "GFD_ONESHOT: 'yes' is not true or false" "$tmp/gfd.err" && ok "GFD_ONESHOT=yes: 64, named" || fail "GFD_ONESHOT=yes"
+"$gpunode" labels --oneshot=maybe > /dev/null 2>&1; [ $? -eq 64 ] && ok "--oneshot=maybe: 64" || fail "--oneshot=maybe"
 echo "labels tests: $passed passed, $failed failed"
 [ "$failed" -eq 0 ]
