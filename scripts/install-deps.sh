@@ -7,7 +7,11 @@ packages=(
         libcmocka-dev valgrind openssl python3 python3-grpcio python3-protobuf pciutils
         libnghttp2-dev libprotobuf-c-dev protobuf-c-compiler
         prometheus prometheus-node-exporter wrk hyperfine libclang-rt-14-dev
+        nodejs yamllint
 )
+# Debian's npm, unless an npm is already there (NodeSource's nodejs bundles its own and conflicts
+# with Debian's npm package).
+command -v npm >/dev/null || packages+=(npm)
 sudo=
 [ "$(id -u)" -eq 0 ] || sudo=sudo
 missing=()
@@ -22,3 +26,6 @@ fi
 for svc in prometheus prometheus-node-exporter; do
         if command -v systemctl >/dev/null && systemctl is-active -q "$svc" 2>/dev/null; then $sudo systemctl stop "$svc" || true; fi
 done
+# The deploy tests' npm packages (kubernetes-models, @kubernetes-models/prometheus-operator, yaml),
+# pinned by tests/deploy/package-lock.json, into tests/deploy/node_modules (not committed).
+npm ci --prefix "$(cd "$(dirname "$0")/.." && pwd)/tests/deploy" --no-audit --no-fund

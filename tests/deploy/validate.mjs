@@ -1,0 +1,223 @@
+// validate.mjs DEPLOY_DIR SOURCE_ROOT RULES_OUT: validates every manifest in deploy/ against the
+// Kubernetes and Prometheus Operator API schemas (kubernetes-models' classes throw on a schema
+// violation), proves that they do by validating broken copies, asserts RBAC least privilege and
+// the DaemonSet's security settings, checks that every alert uses a series gpunode serves, and
+// writes the PrometheusRule's spec.groups to RULES_OUT for `promtool check rules`.
+import fs from "node:fs";
+import path from "node:path";
+import YAML from "yaml";
+import { Namespace, ServiceAccount, Service } from "kubernetes-models/v1";
+import { DaemonSet } from "kubernetes-models/apps/v1";
+import { ClusterRole, ClusterRoleBinding } from "kubernetes-models/rbac.authorization.k8s.io/v1";
+import { ServiceMonitor, PrometheusRule } from "@kubernetes-models/prometheus-operator/monitoring.coreos.com/v1";
+
+const [deployDir, sourceRoot, rulesOut] = process.argv.slice(2);
+if (!deployDir || !sourceRoot || !rulesOut) {
+  console.error("usage: validate.mjs DEPLOY_DIR SOURCE_ROOT RULES_OUT");
+  process.exit(2);
+}
+
+const models = {
+  "v1/Namespace": Namespace,
+  "v1/ServiceAccount": ServiceAccount,
+  "v1/Service": Service,
+  "apps/v1/DaemonSet": DaemonSet,
+  "rbac.authorization.k8s.io/v1/ClusterRole": ClusterRole,
+  "rbac.authorization.k8s.io/v1/ClusterRoleBinding": ClusterRoleBinding,
+  "monitoring.coreos.com/v1/ServiceMonitor": ServiceMonitor,
+  "monitoring.coreos.com/v1/PrometheusRule": PrometheusRule,
+};
+
+let failures = 0;
+const fail = (msg) => { console.log(`not ok - ${msg}`); failures++; };
+const ok = (msg) => console.log(`ok - ${msg}`);
+const check = (cond, msg) => (cond ? ok(msg) : fail(msg));
+const clone = (o) => JSON.parse(JSON.stringify(o));
+
+function validate(obj) {
+  const Model = models[`${obj.apiVersion}/${obj.kind}`];
+  if (!Model) throw new Error(`no model for ${obj.apiVersion} ${obj.kind}`);
+  new Model(obj).validate();
+}
+function expectThrow(obj, what) {
+  try { validate(obj); fail(`broken copy accepted: ${what}`); }
+  catch (e) { ok(`broken copy rejected: ${what} (${String(e.message).split("\n")[0].slice(0, 100)})`); }
+}
+
+// Every manifest: one object kind per file, each valid against its schema.
+const files = fs.readdirSync(deployDir).filter((f) => f.endsWith(".yaml") && f !== "kustomization.yaml").sort();
+const objs = {};
+for (const f of files) {
+  const docs = YAML.parseAllDocuments(fs.readFileSync(path.join(deployDir, f), "utf8"));
+  const parsed = docs.map((d) => {
+    if (d.errors.length) throw new Error(`${f}: ${d.errors[0].message}`);
+    return d.toJS();
+  }).filter(Boolean);
+  const kinds = new Set(parsed.map((o) => o.kind));
+  check(kinds.size === 1, `${f}: one object kind (${[...kinds].join(", ")})`);
+  for (const o of parsed) {
+    try { validate(o); ok(`${f}: ${o.kind} ${o.metadata?.name} valid`); }
+    catch (e) { fail(`${f}: ${o.kind} ${o.metadata?.name}: ${e.message}`); }
+    (objs[o.kind] ??= []).push({ file: f, obj: o });
+  }
+}
+
+// kustomization.yaml lists every manifest (the optional taint RBAC as comments) and nothing else.
+const kustText = fs.readFileSync(path.join(deployDir, "kustomization.yaml"), "utf8");
+const kust = YAML.parse(kustText);
+for (const r of kust.resources) check(files.includes(r), `kustomization resource ${r} exists`);
+for (const f of files) {
+  const listed = kust.resources.includes(f) || new RegExp(`^\\s*#\\s*-\\s*${f.replace(".", "\\.")}\\s*$`, "m").test(kustText);
+  check(listed, `${f} is in kustomization.yaml (or commented there as optional)`);
+}
+for (const f of ["clusterrole-taint.yaml", "clusterrolebinding-taint.yaml"])
+  check(!kust.resources.includes(f), `${f} is optional (not applied by default)`);
+
+const one = (kind, name = "gpunode") => objs[kind]?.find((o) => o.obj.metadata?.name === name)?.obj;
+const ds = one("DaemonSet");
+const pod = ds.spec.template.spec;
+const c = pod.containers[0];
+
+// The schemas bite: broken copies must throw.
+{
+  const b = clone(ds); b.spec.template.spec.containers[0].ports[0].containerPort = "x";
+  expectThrow(b, "DaemonSet containerPort \"x\"");
+  const b2 = clone(ds); delete b2.spec.selector;
+  expectThrow(b2, "DaemonSet without spec.selector");
+  const b3 = clone(ds); b3.spec.template.spec.containers[0].securityContext.capabilities.add = "SYSLOG";
+  expectThrow(b3, "DaemonSet capabilities.add a string, not a list");
+  const r = clone(one("ClusterRole")); r.rules[0].verbs = "get";
+  expectThrow(r, "ClusterRole verbs a string");
+  const sm = clone(one("ServiceMonitor")); sm.spec.endpoints = { port: "metrics" };
+  expectThrow(sm, "ServiceMonitor endpoints an object, not a list");
+  const pr = clone(one("PrometheusRule")); delete pr.spec.groups[0].name;
+  expectThrow(pr, "PrometheusRule group without a name");
+  const pr2 = clone(one("PrometheusRule")); pr2.spec.groups[0].rules[0].for = "five minutes";
+  expectThrow(pr2, "PrometheusRule for: \"five minutes\"");
+}
+
+// RBAC least privilege: no wildcard, no secrets or configmaps, writes only where the agent writes.
+const allowedWrites = {
+  "ClusterRole gpunode": { "/nodes/status": ["patch"], "/events": ["create", "patch"] },
+  "ClusterRole gpunode-taint": { "/nodes": ["patch"] },
+};
+const readVerbs = new Set(["get", "list", "watch"]);
+function rbacProblems(role) {
+  const problems = [];
+  const writes = allowedWrites[`ClusterRole ${role.metadata.name}`] ?? {};
+  for (const rule of role.rules ?? []) {
+    for (const field of ["verbs", "resources", "apiGroups", "resourceNames", "nonResourceURLs"])
+      if ((rule[field] ?? []).includes("*")) problems.push(`"*" in ${field}`);
+    if (rule.nonResourceURLs) problems.push("nonResourceURLs");
+    for (const res of rule.resources ?? []) {
+      if (/^(secrets|configmaps|serviceaccounts|roles|rolebindings|clusterroles|clusterrolebindings)(\/|$)/.test(res) ||
+          res.endsWith("/token") || res.endsWith("/exec") || res.endsWith("/proxy"))
+        problems.push(`access to ${res}`);
+      for (const apiGroup of rule.apiGroups ?? [""]) {
+        for (const v of rule.verbs ?? []) {
+          if (readVerbs.has(v)) continue;
+          if (!(writes[`${apiGroup}/${res}`] ?? []).includes(v)) problems.push(`${v} on ${apiGroup}/${res}`);
+        }
+      }
+    }
+    for (const v of rule.verbs ?? []) if (["escalate", "bind", "impersonate"].includes(v)) problems.push(`verb ${v}`);
+  }
+  return problems;
+}
+for (const { file, obj } of objs.ClusterRole) {
+  const p = rbacProblems(obj);
+  check(p.length === 0, `${file}: least privilege${p.length ? ": " + p.join("; ") : ""}`);
+}
+{
+  const base = one("ClusterRole");
+  const cases = [
+    [{ apiGroups: [""], resources: ["secrets"], verbs: ["get"] }, "get secrets"],
+    [{ apiGroups: [""], resources: ["pods"], verbs: ["*"] }, "\"*\" verbs"],
+    [{ apiGroups: ["*"], resources: ["*"], verbs: ["get"] }, "\"*\" resources"],
+    [{ apiGroups: [""], resources: ["nodes"], verbs: ["patch"] }, "patch nodes in the base role"],
+  ];
+  for (const [rule, what] of cases) {
+    const r = clone(base); r.rules.push(rule);
+    check(rbacProblems(r).length > 0, `RBAC check rejects a role with ${what}`);
+  }
+}
+// What the checks need is granted.
+{
+  const rules = one("ClusterRole").rules;
+  const grants = (group, res, verb) => rules.some((r) => (r.apiGroups ?? []).includes(group) &&
+    (r.resources ?? []).includes(res) && (r.verbs ?? []).includes(verb));
+  for (const [g, r, v] of [["", "nodes", "get"], ["", "pods", "list"], ["storage.k8s.io", "csinodes", "get"],
+    ["", "namespaces", "list"], ["", "nodes/status", "patch"], ["", "events", "create"], ["", "events", "patch"]])
+    check(grants(g, r, v), `ClusterRole grants ${v} ${g || "core"}/${r}`);
+}
+for (const { obj } of objs.ClusterRoleBinding) {
+  const sa = one("ServiceAccount");
+  check(obj.subjects.length === 1 && obj.subjects[0].kind === "ServiceAccount" && obj.subjects[0].name === sa.metadata.name &&
+    obj.subjects[0].namespace === sa.metadata.namespace, `ClusterRoleBinding ${obj.metadata.name} binds only the agent's service account`);
+  check(objs.ClusterRole.some((r) => r.obj.metadata.name === obj.roleRef.name), `ClusterRoleBinding ${obj.metadata.name} refers to a role defined here`);
+}
+
+// The DaemonSet's contract.
+const sc = c.securityContext;
+check(pod.serviceAccountName === one("ServiceAccount").metadata.name, "DaemonSet runs as the service account");
+check(pod.priorityClassName === "system-node-critical", "priorityClassName system-node-critical");
+check(pod.hostPID !== true && pod.hostNetwork !== true && pod.hostIPC !== true, "no host PID, network or IPC namespace");
+check(sc.privileged !== true, "not privileged");
+check(sc.allowPrivilegeEscalation === false, "allowPrivilegeEscalation false");
+check(sc.readOnlyRootFilesystem === true, "readOnlyRootFilesystem");
+check(sc.runAsUser === 0, "runAsUser 0 (host files are root's)");
+check(JSON.stringify(sc.capabilities.drop) === '["ALL"]', "capabilities drop ALL");
+check(JSON.stringify(sc.capabilities.add) === '["SYSLOG"]', "capabilities add only SYSLOG");
+const terms = pod.affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution.nodeSelectorTerms;
+const termKeys = terms.map((t) => t.matchExpressions.map((e) => `${e.key}=${e.values}`).join(",")).sort();
+check(JSON.stringify(termKeys) === JSON.stringify(["feature.node.kubernetes.io/pci-10de.present=true", "nvidia.com/gpu.present=true"]),
+  "nodeAffinity: pci-10de.present OR nvidia.com/gpu.present");
+const tol = (key, effect) => pod.tolerations.some((t) => t.key === key && t.operator === "Exists" && (!t.effect || t.effect === effect));
+for (const [k, e] of [["nvidia.com/gpu", "NoSchedule"], ["gpunode.io/unhealthy", "NoSchedule"],
+  ["node.kubernetes.io/not-ready", "NoExecute"], ["node.kubernetes.io/unreachable", "NoExecute"]])
+  check(tol(k, e), `tolerates ${k}:${e}`);
+const hostVol = pod.volumes.find((v) => v.hostPath?.path === "/");
+const hostMount = c.volumeMounts.find((m) => m.name === hostVol?.name);
+check(hostMount?.mountPath === "/host" && hostMount.readOnly === true && hostMount.mountPropagation === "HostToContainer",
+  "host root read-only at /host, HostToContainer");
+check(pod.volumes.every((v) => !v.hostPath || v.hostPath.path === "/"), "no other hostPath volume");
+check(c.volumeMounts.every((m) => m.readOnly === true || !pod.volumes.find((v) => v.name === m.name).hostPath),
+  "every hostPath mount read-only");
+const nodeName = c.env.find((e) => e.name === "NODE_NAME");
+check(nodeName?.valueFrom?.fieldRef?.fieldPath === "spec.nodeName", "NODE_NAME from spec.nodeName");
+const args = c.args.join(" ");
+check(args.startsWith("agent ") && / --root \/host( |$)/.test(args) && / --listen :9400( |$)/.test(args) && / --check-interval \d+s( |$)/.test(args),
+  `args: ${args}`);
+check(c.readinessProbe?.httpGet?.path === "/health" && c.readinessProbe.httpGet.port === "metrics", "readiness probe on /health");
+check(c.livenessProbe?.httpGet?.port === "metrics", "liveness probe on the metrics port");
+check(c.resources?.requests?.memory && c.resources?.limits?.memory && c.resources?.requests?.cpu, "memory request and limit, cpu request");
+check(c.ports.some((p) => p.name === "metrics" && p.containerPort === 9400), "container port 9400 named metrics");
+
+// Service -> pods, ServiceMonitor -> Service.
+const svc = one("Service");
+const podLabels = ds.spec.template.metadata.labels;
+check(Object.entries(svc.spec.selector).every(([k, v]) => podLabels[k] === v), "Service selects the agent's pods");
+check(svc.spec.ports.some((p) => p.name === "metrics" && p.port === 9400), "Service port 9400 named metrics");
+const sm = one("ServiceMonitor");
+check(Object.entries(sm.spec.selector.matchLabels).every(([k, v]) => svc.metadata.labels[k] === v), "ServiceMonitor selects the Service");
+check(sm.spec.endpoints.every((e) => svc.spec.ports.some((p) => p.name === e.port)), "ServiceMonitor endpoints name the Service's port");
+const ns = one("Namespace").metadata.name;
+for (const [kind, list] of Object.entries(objs))
+  for (const { file, obj } of list)
+    if (!["Namespace", "ClusterRole", "ClusterRoleBinding"].includes(kind))
+      check(obj.metadata.namespace === ns, `${file}: namespace ${ns}`);
+
+// Every gpunode_* series an alert uses is one gpunode serves (its source names it).
+const served = ["src/output/prometheus.c", "src/exporter/render.c"]
+  .map((f) => fs.readFileSync(path.join(sourceRoot, f), "utf8")).join("\n");
+const pr = one("PrometheusRule");
+for (const g of pr.spec.groups) for (const r of g.rules) {
+  for (const m of new Set(r.expr.match(/\bgpunode_[a-z_]+/g) ?? []))
+    check(new RegExp(`[" ]${m}[ {]`).test(served), `alert ${r.alert}: ${m} is served by gpunode`);
+}
+const alerts = pr.spec.groups.flatMap((g) => g.rules.map((r) => r.alert));
+for (const a of ["GPUNodeRootCause", "GPUNodeDiagnosisStale", "GPUNodeNVMLDown"]) check(alerts.includes(a), `alert ${a} defined`);
+
+fs.writeFileSync(rulesOut, YAML.stringify({ groups: pr.spec.groups }));
+console.log(failures ? `${failures} failed` : "all passed");
+process.exit(failures ? 1 : 0);
