@@ -536,11 +536,11 @@ class Handler(http.server.BaseHTTPRequestHandler):
             self.send_body(400, status_body(400, "BadRequest", "writes must be one of %s" % ", ".join(WRITE_MODES)))
             return
         if w == "down":
+            with st.lock:
+                st.down_until = time.monotonic() + down
             self.send_json(200, {"writes": "down", "down_seconds": down})
             self.wfile.flush()
             self.close_connection = True
-            with st.lock:
-                st.down_until = time.monotonic() + down
             threading.Thread(target=self.server.shutdown, daemon=True).start()
             return
         with st.lock:
@@ -842,7 +842,7 @@ def main():
     print(port, flush=True)
     try:
         while True:
-            srv.serve_forever()
+            srv.serve_forever(poll_interval=0.05)
             # POST /_control {"writes": "down"} stopped it: refuse connections for a while, then listen again
             srv.socket.close()
             while time.monotonic() < state.down_until:
