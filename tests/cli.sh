@@ -164,7 +164,7 @@ printf 'DCGM_FI_DEV_SM_CLOCK, gauge, SM clock\nDCGM_FI_DEV_TOTAL_ENERGY_CONSUMPT
 DCGM_EXPORTER_COLLECTORS=$tmp/unknown.csv exporter_run -a 127.0.0.1:0 -f "$tmp/three.csv"
 says "serving the 3 counter(s) $tmp/three.csv names" "-f wins over DCGM_EXPORTER_COLLECTORS; quotes, CRLF, spaces"
 DCGM_EXPORTER_COLLECTORS=$here/../etc/default-counters.csv exporter_run -a 127.0.0.1:0
-says "serving the 19 counter(s)" "the shipped etc/default-counters.csv is accepted"
+says "serving the 24 counter(s)" "the shipped etc/default-counters.csv is accepted"
 DCGM_EXPORTER_COLLECTORS=$tmp/unknown.csv expect 64 "unknown counter refused" -- "$gpunode" exporter
 contains_file /tmp/gpunode-cli.err "counter DCGM_FI_DEV_ECC_DBE_VOL_TOTAL in $tmp/unknown.csv line 3 is not one gpunode serves; it serves: DCGM_FI_DEV_SM_CLOCK, " \
         "the unknown counter named with file and line, and what is served"
