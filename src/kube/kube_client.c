@@ -1,4 +1,4 @@
-/* kube_client.c: GETs Kubernetes API paths over TLS with libcurl and parses the answers with jansson. */
+/* kube_client.c: GETs, PATCHes and POSTs Kubernetes API paths over TLS with libcurl and parses the answers with jansson. */
 #include "kube/kube_client.h"
 #include "kube/net_replay.h"
 #include "basic/util.h"
@@ -274,63 +274,91 @@ static int curl_errno(CURLcode e) {
         }
 }
 
-/* Parses a 2xx answer's body (len bytes, data may be NULL) as kube_get() does. Returns 0 with *ret,
- * or -EBADMSG with *ret_error naming shown. */
-static int parse_answer(const char *data, size_t len, const char *shown, json_t **ret, char **ret_error) {
+/* Returns the API's Status reason in body (e.g. "AlreadyExists"; malloc'd), or NULL. */
+static char *status_reason(const struct buf *body) {
+        if (!body->data) return NULL;
+        json_t *j = json_loadb(body->data, body->len, 0, NULL);
+        const char *m = json_string_value(json_object_get(j, "reason"));
+        char *s = m && *m ? xstrndup(m, 64) : NULL;
+        json_decref(j);
+        return s;
+}
+
+/* Parses a 2xx answer's body (len bytes, data may be NULL) for method on shown. Returns 0 with *ret
+ * (not kept when ret is NULL), or -EBADMSG with *ret_error naming shown. */
+static int parse_answer(const char *method, const char *data, size_t len, const char *shown, json_t **ret,
+                        char **ret_error) {
         json_error_t jerr;
         json_t *j = data ? json_loadb(data, len, 0, &jerr) : NULL;
-        if (!j) return errorf(ret_error, -EBADMSG, "GET %s: the answer is not JSON", shown);
+        if (!j) return errorf(ret_error, -EBADMSG, "%s %s: the answer is not JSON", method, shown);
         if (!json_is_object(j) && !json_is_array(j)) {
                 json_decref(j);
-                return errorf(ret_error, -EBADMSG, "GET %s: the answer is not a JSON object", shown);
+                return errorf(ret_error, -EBADMSG, "%s %s: the answer is not a JSON object", method, shown);
         }
-        *ret = j;
+        if (ret) *ret = j;
+        else json_decref(j);
         return 0;
 }
 
-int kube_get(struct kube_client *c, const char *path, json_t **ret, char **ret_error) {
+/* Returns 0 if path is an API path kube_get() and the writes accept, else -EINVAL with *ret_error. */
+static int check_path(const char *path, char **ret_error) {
         if (!path || path[0] != '/') return errorf(ret_error, -EINVAL, "API path \"%s\" does not start with /", path ? path : "");
         for (const char *p = path; *p; p++)
                 if ((unsigned char)*p <= ' ' || *p == 0x7f)
                         return errorf(ret_error, -EINVAL, "API path contains a space or control character");
+        return 0;
+}
 
-        _cleanup_free_ char *shown = xasprintf("%s%s", c->server, path);
-        if (net_replaying() || !c->curl) {
-                /* check --snapshot: the answer the node got, error class and sentence included */
-                const char *data = NULL;
-                size_t len = 0;
-                long status;
-                char *err = NULL;
-                int r = net_replay(NET_API, path, shown, &data, &len, &status, &err);
-                if (r < 0) {
-                        if (ret_error) *ret_error = err;
-                        else free(err);
-                        return r;
-                }
-                return parse_answer(data, len, shown, ret, ret_error);
-        }
+/* Sends one request: method "GET" (body NULL), or a write with content_type and body. Returns 0 with
+ * *ret (may be NULL), or a negative errno with the sentence in *ret_err (always set on failure):
+ * as documented at kube_get() and kube_patch(). Sets *ret_code to the HTTP status (0 without one). */
+static int perform(struct kube_client *c, const char *method, const char *path, const char *shown,
+                   const char *content_type, const char *body_text, json_t **ret, long *ret_code, char **ret_err) {
+        bool write = body_text != NULL;
         _cleanup_free_ char *url = xasprintf("%s%s", c->url_base, path);
         struct body body = {.max = c->max_body};
+        struct curl_slist *wh = NULL; /* the write's headers: the client's plus Content-Type (holds the token) */
         CURL *h = c->curl;
         c->errbuf[0] = 0;
         curl_easy_setopt(h, CURLOPT_URL, url);
-        curl_easy_setopt(h, CURLOPT_HTTPGET, 1L);
+        if (write) {
+                for (struct curl_slist *p = c->headers; p; p = p->next) wh = slist_add(wh, p->data);
+                _cleanup_free_ char *ct = xasprintf("Content-Type: %s", content_type);
+                wh = slist_add(wh, ct);
+                wh = slist_add(wh, "Expect:"); /* no 100-continue round trip for large bodies */
+                curl_easy_setopt(h, CURLOPT_HTTPHEADER, wh);
+                curl_easy_setopt(h, CURLOPT_POST, 1L);
+                curl_easy_setopt(h, CURLOPT_POSTFIELDS, body_text);
+                curl_easy_setopt(h, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)strlen(body_text));
+                curl_easy_setopt(h, CURLOPT_CUSTOMREQUEST, streq(method, "POST") ? NULL : method);
+        } else {
+                curl_easy_setopt(h, CURLOPT_HTTPGET, 1L);
+        }
         curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, write_body);
         curl_easy_setopt(h, CURLOPT_WRITEDATA, &body);
         curl_easy_setopt(h, CURLOPT_MAXFILESIZE_LARGE, (curl_off_t)c->max_body);
         CURLcode e = curl_easy_perform(h);
         curl_easy_setopt(h, CURLOPT_WRITEDATA, NULL);
+        if (write) {
+                /* back to the client's own headers and a plain GET for the next request */
+                curl_easy_setopt(h, CURLOPT_CUSTOMREQUEST, NULL);
+                curl_easy_setopt(h, CURLOPT_POSTFIELDS, NULL);
+                curl_easy_setopt(h, CURLOPT_HTTPHEADER, c->headers);
+                curl_easy_setopt(h, CURLOPT_HTTPGET, 1L);
+                slist_free_wiped(wh);
+        }
 
         int r = 0;
         long code = 0;
-        char *err = NULL; /* the sentence, kept for the recorder before it goes to the caller */
+        char *err = NULL;
         if (e != CURLE_OK) {
                 if (body.too_big || e == CURLE_FILESIZE_EXCEEDED)
-                        r = errorf(&err, -EFBIG, "GET %s: the response is larger than %zu bytes", shown, c->max_body);
+                        r = errorf(&err, -EFBIG, "%s %s: the response is larger than %zu bytes", method, shown, c->max_body);
                 else if (e == CURLE_OPERATION_TIMEDOUT)
-                        r = errorf(&err, -ETIMEDOUT, "GET %s: no answer within %u ms", shown, c->timeout_ms);
+                        r = errorf(&err, -ETIMEDOUT, "%s %s: no answer within %u ms", method, shown, c->timeout_ms);
                 else
-                        r = errorf(&err, curl_errno(e), "GET %s: %s", shown, c->errbuf[0] ? c->errbuf : curl_easy_strerror(e));
+                        r = errorf(&err, curl_errno(e), "%s %s: %s", method, shown,
+                                   c->errbuf[0] ? c->errbuf : curl_easy_strerror(e));
                 buf_free(&body.b); /* a part, at best */
         } else {
                 curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &code);
@@ -339,26 +367,90 @@ int kube_get(struct kube_client *c, const char *path, json_t **ret, char **ret_e
                 _cleanup_free_ char *msg = status_message(&body.b);
                 const char *sep = msg ? ": " : "";
                 const char *m = msg ? msg : "";
-                switch (code) {
-                case 401:
-                        r = errorf(&err, -EACCES, "GET %s: 401 Unauthorized (the credentials were rejected)%s%s", shown, sep, m);
-                        break;
-                case 403:
-                        r = errorf(&err, -EPERM, "GET %s: 403 Forbidden%s%s", shown, sep, m);
-                        break;
-                case 404:
-                        r = errorf(&err, -ENOENT, "GET %s: 404 Not Found%s%s", shown, sep, m);
-                        break;
-                default:
-                        r = errorf(&err, -EIO, "GET %s: HTTP %ld%s%s", shown, code, sep, m);
-                }
+                if (code == 401)
+                        r = errorf(&err, -EACCES, "%s %s: 401 Unauthorized (the credentials were rejected)%s%s", method, shown, sep, m);
+                else if (code == 403)
+                        r = errorf(&err, -EPERM, "%s %s: 403 Forbidden%s%s", method, shown, sep, m);
+                else if (code == 404)
+                        r = errorf(&err, -ENOENT, "%s %s: 404 Not Found%s%s", method, shown, sep, m);
+                else if (write && code == 409) {
+                        _cleanup_free_ char *reason = status_reason(&body.b);
+                        if (reason && streq(reason, "AlreadyExists"))
+                                r = errorf(&err, -EEXIST, "%s %s: 409 AlreadyExists%s%s", method, shown, sep, m);
+                        else
+                                r = errorf(&err, -EBUSY, "%s %s: 409 Conflict%s%s", method, shown, sep, m);
+                } else if (write && code == 422)
+                        r = errorf(&err, -EINVAL, "%s %s: 422 Unprocessable Entity%s%s", method, shown, sep, m);
+                else if (write && code == 400)
+                        r = errorf(&err, -EINVAL, "%s %s: 400 Bad Request%s%s", method, shown, sep, m);
+                else
+                        r = errorf(&err, -EIO, "%s %s: HTTP %ld%s%s", method, shown, code, sep, m);
         }
-        if (r == 0) r = parse_answer(body.b.data, body.b.len, shown, ret, &err);
-        net_record(NET_API, path, r, code, body.b.data, body.b.len, err);
+        if (r == 0) r = parse_answer(method, body.b.data, body.b.len, shown, ret, &err);
+        if (!write) net_record(NET_API, path, r, code, body.b.data, body.b.len, err);
         buf_free(&body.b);
+        *ret_code = code;
+        *ret_err = err;
+        return r;
+}
+
+int kube_get(struct kube_client *c, const char *path, json_t **ret, char **ret_error) {
+        int r = check_path(path, ret_error);
+        if (r < 0) return r;
+        _cleanup_free_ char *shown = xasprintf("%s%s", c->server, path);
+        if (net_replaying() || !c->curl) {
+                /* check --snapshot: the answer the node got, error class and sentence included */
+                const char *data = NULL;
+                size_t len = 0;
+                long status;
+                char *err = NULL;
+                r = net_replay(NET_API, path, shown, &data, &len, &status, &err);
+                if (r < 0) {
+                        if (ret_error) *ret_error = err;
+                        else free(err);
+                        return r;
+                }
+                return parse_answer("GET", data, len, shown, ret, ret_error);
+        }
+        long code;
+        char *err = NULL; /* the sentence, recorded before it goes to the caller */
+        r = perform(c, "GET", path, shown, NULL, NULL, ret, &code, &err);
         if (ret_error) *ret_error = err;
         else free(err);
         return r;
+}
+
+/* Sends a write (method with content_type and body) to path. Returns as kube_patch(). */
+static int kube_write(struct kube_client *c, const char *method, const char *path, const char *content_type,
+                      const char *body, json_t **ret, char **ret_error) {
+        int r = check_path(path, ret_error);
+        if (r < 0) return r;
+        if (!body) return errorf(ret_error, -EINVAL, "%s %s%s: no request body", method, c->server, path);
+        _cleanup_free_ char *shown = xasprintf("%s%s", c->server, path);
+        if (net_replaying() || !c->curl)
+                return errorf(ret_error, -EROFS, "%s %s: a snapshot is replayed, nothing is written to the API", method, shown);
+        long code;
+        char *err = NULL;
+        r = perform(c, method, path, shown, content_type, body, ret, &code, &err);
+        if (ret_error) *ret_error = err;
+        else free(err);
+        return r;
+}
+
+int kube_patch(struct kube_client *c, const char *path, enum kube_patch_type type, const char *body, json_t **ret,
+               char **ret_error) {
+        const char *ct;
+        switch (type) {
+        case KUBE_PATCH_STRATEGIC: ct = "application/strategic-merge-patch+json"; break;
+        case KUBE_PATCH_MERGE: ct = "application/merge-patch+json"; break;
+        case KUBE_PATCH_JSON: ct = "application/json-patch+json"; break;
+        default: return errorf(ret_error, -EINVAL, "unknown patch type %d", (int)type);
+        }
+        return kube_write(c, "PATCH", path, ct, body, ret, ret_error);
+}
+
+int kube_post(struct kube_client *c, const char *path, const char *body, json_t **ret, char **ret_error) {
+        return kube_write(c, "POST", path, "application/json", body, ret, ret_error);
 }
 
 /* Returns s escaped for a URL path segment or query value (malloc'd): every byte but ALPHA, DIGIT
@@ -409,5 +501,12 @@ int kube_list_pods(struct kube_client *c, const char *node, const char *namespac
 
 int kube_list_namespaces(struct kube_client *c, json_t **ret, char **ret_error) {
         return kube_get(c, "/api/v1/namespaces", ret, ret_error);
+}
+
+int kube_list_nodes(struct kube_client *c, const char *label_selector, json_t **ret, char **ret_error) {
+        if (!label_selector || !*label_selector) return kube_get(c, "/api/v1/nodes", ret, ret_error);
+        _cleanup_free_ char *ls = escape(c, label_selector);
+        _cleanup_free_ char *path = xasprintf("/api/v1/nodes?labelSelector=%s", ls);
+        return kube_get(c, path, ret, ret_error);
 }
 

@@ -1,4 +1,4 @@
-/* kube_client.h: a small Kubernetes API client (libcurl + jansson): GET a path, get the node, list its pods. */
+/* kube_client.h: a small Kubernetes API client (libcurl + jansson): GET a path, get the node, list its pods and nodes, PATCH and POST (an agent's writes). */
 #pragma once
 
 #include <jansson.h>
@@ -45,7 +45,8 @@ const char *kube_client_server(const struct kube_client *c);
  * mismatched name), -EPROTO for other TLS failures (handshake, client certificate), -EFBIG
  * when the body exceeds the limit, -EBADMSG when it is not JSON. With a recorder installed
  * (net_replay.h) every exchange is recorded; with a replayer, or on an offline client, the recorded
- * answer is given instead (NET_NOT_RECORDED for a path the snapshot does not hold). */
+ * answer is given instead (NET_NOT_RECORDED for a path the snapshot does not hold). ret may be NULL
+ * when only the outcome matters. */
 int kube_get(struct kube_client *c, const char *path, json_t **ret, char **ret_error);
 
 /* GETs /api/v1/nodes/<name>. Returns as kube_get(); -ENOENT when the node does not exist. */
@@ -60,3 +61,34 @@ int kube_list_pods(struct kube_client *c, const char *node, const char *namespac
 /* Lists the namespaces (GET /api/v1/namespaces). Returns as kube_get() with the NamespaceList. */
 int kube_list_namespaces(struct kube_client *c, json_t **ret, char **ret_error);
 
+
+/* Lists the nodes (GET /api/v1/nodes), those matching label_selector when not NULL or empty (e.g.
+ * "nvidia.com/gpu.present=true,node-role.kubernetes.io/worker"; URL-encoded here). Returns as
+ * kube_get() with the NodeList. */
+int kube_list_nodes(struct kube_client *c, const char *label_selector, json_t **ret, char **ret_error);
+
+/* The patch formats the API server takes (the request's Content-Type). */
+enum kube_patch_type {
+        KUBE_PATCH_STRATEGIC, /* application/strategic-merge-patch+json: lists with a merge key (node
+                               * conditions by "type") merge item by item; others are replaced */
+        KUBE_PATCH_MERGE,     /* application/merge-patch+json (RFC 7386): lists are replaced */
+        KUBE_PATCH_JSON,      /* application/json-patch+json (RFC 6902): a list of operations */
+};
+
+/* PATCHes path (as kube_get() takes it, e.g. "/api/v1/nodes/gpu-1/status") with body (the patch text,
+ * in type's format) and parses the answer (the object as now stored). Returns 0 with *ret (owned by
+ * the caller; ret may be NULL when the object is not wanted), or a negative errno with *ret_error
+ * naming the method and URL (never the credentials or the body): as kube_get() (-ENOENT 404, -EACCES
+ * 401, -EPERM 403 with the Status message, -ETIMEDOUT within the client's timeout, -ECONNREFUSED,
+ * -EKEYREJECTED, -EPROTO, -EFBIG, -EBADMSG, -EIO for other HTTP errors), and -EBUSY for 409 Conflict
+ * (a stale metadata.resourceVersion: read again and retry), -EEXIST for 409 AlreadyExists, -EINVAL
+ * for 422 and 400 (with the Status message: the patch is invalid or a "test" failed) or a missing body
+ * or bad path, -EROFS on an offline client or while a snapshot is replayed (nothing is written).
+ * Writes are not recorded into snapshots. */
+int kube_patch(struct kube_client *c, const char *path, enum kube_patch_type type, const char *body, json_t **ret,
+               char **ret_error);
+
+/* POSTs body (a JSON object, application/json) to path (a collection, e.g.
+ * "/api/v1/namespaces/default/events") and parses the answer (the created object). Returns as
+ * kube_patch(); -EEXIST when an object of that name exists. */
+int kube_post(struct kube_client *c, const char *path, const char *body, json_t **ret, char **ret_error);
