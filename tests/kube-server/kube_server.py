@@ -4,7 +4,7 @@
 Run with Debian's /usr/bin/python3 (standard library only). Listens on 127.0.0.1 only.
 
     kube_server.py --certs DIR --responses DIR [--token T] [--port 0] [--mode normal]
-                   [--lifetime 60] [--log FILE] [--basic USER:PASS]
+                   [--lifetime 60] [--log FILE] [--basic USER:PASS] [--writes normal]
 
 Once listening it prints the port number on a line of its own on stdout (useful with --port 0)
 and flushes. It exits by itself after --lifetime seconds (SIGALRM), whatever it is doing.
@@ -34,14 +34,65 @@ written as name=value and joined with "&", with "/" in them written as "%2F". Ex
 The file is sent as it is with 200, except a Status object ("kind": "Status") with an integer
 "code", which is sent with that code (to record 403s and the like). A missing file answers 404
 with a NotFound Status, as the API server does. Paths with ".." segments are refused (400).
+
+Writes (what an agent does; in mode "normal"). Objects written are kept in memory, the first time
+loaded from the responses folder, and later GETs answer the stored object:
+  PATCH /api/v1/nodes/NAME/status   the status subresource: only "status" changes
+  PATCH /api/v1/nodes/NAME          everything but "status" changes (spec.taints, labels...)
+      Content-Type application/strategic-merge-patch+json: status.conditions and status.addresses
+      merge by "type" (an item replaces/merges the one of that type, others stay; an item with
+      "$patch": "delete" removes it; "$retainKeys" and "$setElementOrder/..." are ignored); every
+      other list (spec.taints: no patchMergeKey) is replaced as a whole; maps merge, null deletes.
+      application/merge-patch+json: RFC 7386. application/json-patch+json: RFC 6902 (add, remove,
+      replace, move, copy, test; a failed "test" or a bad pointer answers 422 Invalid). Another
+      type answers 415, a body that is not JSON 400. A node that is not in the folder answers 404.
+  POST  /api/v1/namespaces/NS/events        creates (201); metadata.name, else generateName plus
+      5 characters; 409 AlreadyExists when the name exists.
+  PATCH /api/v1/namespaces/NS/events/NAME   the three patch types as above (404 if absent)
+  GET   /api/v1/namespaces/NS/events[/NAME] the events written (a recorded file wins when present)
+  GET   /api/v1/nodes[?labelSelector=...]   a NodeList of the folder's nodes (api/v1/nodes/*.json
+      that are Node objects) as now stored, filtered by the selector: k=v, k==v, k!=v, k, !k,
+      k in (a,b), k notin (a,b), comma-separated (all must hold). A recorded file for the exact
+      request still wins.
+Every successful write gives the object a new metadata.resourceVersion (one counter for the whole
+server). A patch whose result carries a metadata.resourceVersion other than the stored one (a
+merge patch with a stale one, say) answers 409 Conflict ("the object has been modified; please
+apply your changes to the latest version and try again"), as optimistic concurrency does.
+
+Controls (no authentication; for the tests that drive an agent against one running server):
+  POST /_control {"writes": W, "down_seconds": N}  sets how writes (PATCH, POST) are answered:
+      normal    as above
+      403       a Forbidden Status naming the verb and resource as the real API words it:
+                nodes "n1" is forbidden: User "system:serviceaccount:gpunode:gpunode" cannot
+                patch resource "nodes/status" in API group "" at the cluster scope
+      409-once  the next write answers 409 Conflict, later ones normally
+      500       an InternalError Status
+      hang      never answer (the client's timeout must end it)
+      garbage   200 with a body that is not JSON
+      huge      200 with a 20 MiB JSON body
+      down      the whole server goes away for N seconds (default 5): the listening socket is
+                closed (connections are refused), open connections are closed without an
+                answer, then it listens on the same port again with writes back to normal
+    Answers {"writes": W}. Also --writes W at start (not "down").
+  GET /_control   {"writes": W, "requests": [the request log entries so far]}
+  POST /_reset    forgets the written objects and the request log, writes back to normal
+
+Request log (--log FILE): one JSON object a line per request, appended and flushed as it is
+answered: {"method", "path" (percent-decoded, no query), "query" (an object: parameter ->
+value, decoded), "content_type", "body" (the request body parsed as JSON; the text if it is not
+JSON; null without one), "status" (the HTTP code sent, or "hang"/"down"), "auth" ("bearer",
+"cert", "basic" or null; never the credentials), "host"}. Control requests are not logged.
 """
 
 import argparse
+import copy
 import http.server
 import json
 import os
+import random
 import re
 import signal
+import socket
 import ssl
 import sys
 import threading
@@ -86,6 +137,260 @@ def not_found_body(raw_path):
     return status_body(404, "NotFound", "the server could not find the requested resource")
 
 
+# ---- patches ----
+
+class PatchError(Exception):
+    """A patch that cannot be applied: answered 422 Invalid with the message."""
+
+
+# Lists that strategic merge patches merge item by item (patchMergeKey in the API types), by the
+# path of field names that leads to them; every other list is replaced as a whole (spec.taints).
+MERGE_KEYS = {("status", "conditions"): "type", ("status", "addresses"): "type"}
+
+
+def merge_patch(target, patch):
+    """Returns target with the RFC 7386 merge patch applied (target is not changed)."""
+    if not isinstance(patch, dict):
+        return copy.deepcopy(patch)
+    out = copy.deepcopy(target) if isinstance(target, dict) else {}
+    for k, v in patch.items():
+        if v is None:
+            out.pop(k, None)
+        else:
+            out[k] = merge_patch(out.get(k), v)
+    return out
+
+
+def strategic_merge(target, patch, path=()):
+    """Returns target with a strategic merge patch applied (target is not changed)."""
+    if not isinstance(patch, dict):
+        return copy.deepcopy(patch)
+    if patch.get("$patch") == "replace":
+        return {k: copy.deepcopy(v) for k, v in patch.items() if k != "$patch"}
+    out = copy.deepcopy(target) if isinstance(target, dict) else {}
+    for k, v in patch.items():
+        if k.startswith("$"):  # $retainKeys, $setElementOrder/<list>, $deleteFromPrimitiveList/...
+            continue
+        if v is None:
+            out.pop(k, None)
+            continue
+        sub = path + (k,)
+        key = MERGE_KEYS.get(sub)
+        if isinstance(v, dict) and v.get("$patch") == "delete":
+            out.pop(k, None)
+        elif key and isinstance(v, list):
+            out[k] = merge_list(out.get(k), v, key, sub)
+        elif isinstance(v, dict):
+            out[k] = strategic_merge(out.get(k), v, sub)
+        else:
+            out[k] = copy.deepcopy(v)
+    return out
+
+
+def merge_list(target, patch, key, path):
+    """Returns the list target with the patch's items merged by key (strategic merge)."""
+    items = copy.deepcopy(target) if isinstance(target, list) else []
+    if any(isinstance(p, dict) and p.get("$patch") == "replace" for p in patch):
+        return [copy.deepcopy(p) for p in patch if not (isinstance(p, dict) and "$patch" in p)]
+    for p in patch:
+        if not isinstance(p, dict) or key not in p:
+            raise PatchError("%s: an item without the merge key \"%s\"" % (".".join(path), key))
+        at = next((i for i, t in enumerate(items) if isinstance(t, dict) and t.get(key) == p[key]), None)
+        if p.get("$patch") == "delete":
+            if at is not None:
+                del items[at]
+        elif at is None:
+            items.append(strategic_merge({}, p, path))
+        else:
+            items[at] = strategic_merge(items[at], p, path)
+    return items
+
+
+def pointer(doc, ptr):
+    """Returns (parent, last token) for an RFC 6901 pointer into doc; raises PatchError."""
+    if ptr == "":
+        return None, None
+    if not ptr.startswith("/"):
+        raise PatchError("path %r does not start with /" % ptr)
+    toks = [t.replace("~1", "/").replace("~0", "~") for t in ptr[1:].split("/")]
+    cur = doc
+    for t in toks[:-1]:
+        if isinstance(cur, dict) and t in cur:
+            cur = cur[t]
+        elif isinstance(cur, list) and t.isdigit() and int(t) < len(cur):
+            cur = cur[int(t)]
+        else:
+            raise PatchError("path %r does not exist" % ptr)
+    return cur, toks[-1]
+
+
+def ptr_get(doc, ptr):
+    """Returns the value at ptr; raises PatchError."""
+    parent, t = pointer(doc, ptr)
+    if parent is None and t is None:
+        return doc
+    if isinstance(parent, dict) and t in parent:
+        return parent[t]
+    if isinstance(parent, list) and t.isdigit() and int(t) < len(parent):
+        return parent[int(t)]
+    raise PatchError("path %r does not exist" % ptr)
+
+
+def ptr_remove(doc, ptr):
+    """Removes and returns the value at ptr; raises PatchError."""
+    v = ptr_get(doc, ptr)
+    parent, t = pointer(doc, ptr)
+    if parent is None:
+        raise PatchError("cannot remove the whole document")
+    if isinstance(parent, dict):
+        del parent[t]
+    else:
+        del parent[int(t)]
+    return v
+
+
+def ptr_add(doc, ptr, value):
+    """Adds value at ptr (RFC 6902 add); returns the new document; raises PatchError."""
+    parent, t = pointer(doc, ptr)
+    if parent is None and t is None:
+        return value
+    if isinstance(parent, dict):
+        parent[t] = value
+    elif isinstance(parent, list):
+        if t == "-":
+            parent.append(value)
+        elif t.isdigit() and int(t) <= len(parent):
+            parent.insert(int(t), value)
+        else:
+            raise PatchError("index %r is out of range in %r" % (t, ptr))
+    else:
+        raise PatchError("path %r does not exist" % ptr)
+    return doc
+
+
+def json_patch(target, ops):
+    """Returns target with the RFC 6902 operations applied (target is not changed); raises PatchError."""
+    if not isinstance(ops, list):
+        raise PatchError("a JSON patch is a list of operations")
+    doc = copy.deepcopy(target)
+    for op in ops:
+        if not isinstance(op, dict) or not isinstance(op.get("path"), str):
+            raise PatchError("an operation without a path")
+        o, path = op.get("op"), op["path"]
+        if o in ("add", "replace", "test") and "value" not in op:
+            raise PatchError("%s %s: no value" % (o, path))
+        if o == "add":
+            doc = ptr_add(doc, path, copy.deepcopy(op["value"]))
+        elif o == "remove":
+            ptr_remove(doc, path)
+        elif o == "replace":
+            if path == "":
+                doc = copy.deepcopy(op["value"])
+            else:
+                ptr_remove(doc, path)
+                doc = ptr_add(doc, path, copy.deepcopy(op["value"]))
+        elif o == "test":
+            if ptr_get(doc, path) != op["value"]:
+                raise PatchError("the test operation on %s failed: the value is not %s" % (path, json.dumps(op["value"])))
+        elif o in ("move", "copy"):
+            src = op.get("from")
+            if not isinstance(src, str):
+                raise PatchError("%s %s: no from" % (o, path))
+            v = ptr_remove(doc, src) if o == "move" else copy.deepcopy(ptr_get(doc, src))
+            doc = ptr_add(doc, path, v)
+        else:
+            raise PatchError("unknown operation %r" % o)
+    return doc
+
+
+PATCHERS = {
+    "application/strategic-merge-patch+json": strategic_merge,
+    "application/merge-patch+json": merge_patch,
+    "application/json-patch+json": json_patch,
+}
+
+
+def split_selector(sel):
+    """Returns the requirements of a label selector: commas outside parentheses split."""
+    out, depth, cur = [], 0, ""
+    for ch in sel:
+        if ch == "(":
+            depth += 1
+        elif ch == ")":
+            depth -= 1
+        if ch == "," and depth == 0:
+            out.append(cur.strip())
+            cur = ""
+        else:
+            cur += ch
+    if cur.strip():
+        out.append(cur.strip())
+    return out
+
+
+def selector_matches(sel, labels):
+    """Returns whether labels (a dict) satisfy the label selector sel (equality, existence, sets)."""
+    for req in split_selector(sel or ""):
+        m = re.fullmatch(r"(\S+)\s+(in|notin)\s*\((.*)\)", req)
+        if m:
+            vals = {v.strip() for v in m.group(3).split(",")}
+            has = m.group(1) in labels and labels[m.group(1)] in vals
+            if (m.group(2) == "in") != has:
+                return False
+        elif "!=" in req:
+            k, v = (x.strip() for x in req.split("!=", 1))
+            if labels.get(k) == v:
+                return False
+        elif "=" in req:
+            k, v = (x.strip() for x in req.replace("==", "=").split("=", 1))
+            if labels.get(k) != v:
+                return False
+        elif req.startswith("!"):
+            if req[1:].strip() in labels:
+                return False
+        elif req not in labels:
+            return False
+    return True
+
+
+# ---- the server's state ----
+
+class State:
+    """The objects written, the write mode and the request log (one lock for all)."""
+
+    def __init__(self, writes="normal"):
+        self.lock = threading.RLock()
+        self.rv = 1000                 # the resourceVersion counter
+        self.nodes = {}                # name -> node object, once read for a write
+        self.events = {}               # (namespace, name) -> event object
+        self.writes = writes
+        self.down_until = 0.0
+        self.requests = []
+
+    def next_rv(self):
+        self.rv += 1
+        return str(self.rv)
+
+
+def load_json_file(path):
+    """Returns the JSON object in path, or None when absent or not an object."""
+    try:
+        with open(path, "rb") as f:
+            j = json.loads(f.read())
+    except (OSError, ValueError):
+        return None
+    return j if isinstance(j, dict) else None
+
+
+def is_node(j):
+    return isinstance(j, dict) and j.get("kind", "Node") == "Node" and isinstance(j.get("metadata"), dict)
+
+
+NODE_RE = re.compile(r"/api/v1/nodes/([^/]+)(/status)?")
+EVENTS_RE = re.compile(r"/api/v1/namespaces/([^/]+)/events(?:/([^/]+))?")
+FORBIDDEN_USER = "system:serviceaccount:gpunode:gpunode"
+
+
 class Handler(http.server.BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
     server_version = "kube-server-test"
@@ -100,11 +405,15 @@ class Handler(http.server.BaseHTTPRequestHandler):
         pass
 
     def send_body(self, code, body):
+        self.sent = code
         self.send_response(code)
         self.send_header("Content-Type", "application/json")
         self.send_header("Content-Length", str(len(body)))
         self.end_headers()
         self.wfile.write(body)
+
+    def send_json(self, code, obj):
+        self.send_body(code, json.dumps(obj).encode())
 
     def authenticated(self):
         """Returns how the request authenticated ("bearer", "cert", "basic"), or None."""
@@ -123,42 +432,188 @@ class Handler(http.server.BaseHTTPRequestHandler):
             pass
         return None
 
-    def log_request_line(self, how, code):
-        cfg = self.server.cfg
-        if not cfg.log:
-            return
-        with self.server.log_lock, open(cfg.log, "a") as f:
-            f.write("%s %s auth=%s host=%s code=%s\n" % (self.command, self.path, how or "none",
-                                                        self.headers.get("Host", ""), code))
+    def log_request_entry(self, how, code):
+        """Appends the request to the log (memory, and --log FILE as a JSON line)."""
+        u = urllib.parse.urlsplit(self.path)
+        query = {}
+        for k, v in urllib.parse.parse_qsl(u.query, keep_blank_values=True):
+            query[k] = v if k not in query else (query[k] if isinstance(query[k], list) else [query[k]]) + [v]
+        body = None
+        if self.raw_body:
+            try:
+                body = json.loads(self.raw_body)
+            except ValueError:
+                body = self.raw_body.decode("utf-8", "replace")
+        entry = {"method": self.command, "path": urllib.parse.unquote(u.path), "query": query,
+                 "content_type": self.headers.get("Content-Type"), "body": body, "status": code,
+                 "auth": how, "host": self.headers.get("Host", "")}
+        st = self.server.state
+        with st.lock:
+            st.requests.append(entry)
+            if self.server.cfg.log:
+                with open(self.server.cfg.log, "a") as f:
+                    f.write(json.dumps(entry) + "\n")
 
-    def do_GET(self):
-        cfg = self.server.cfg
+    def drop_connection(self):
+        """Closes the connection without an answer (the server is down)."""
+        self.close_connection = True
+        try:
+            self.request.shutdown(socket.SHUT_RDWR)
+        except OSError:
+            pass
+
+    def read_body(self):
+        n = int(self.headers.get("Content-Length") or 0)
+        if n > (16 << 20):
+            return None
+        return self.rfile.read(n) if n > 0 else b""
+
+    def handle_any(self):
+        cfg, st = self.server.cfg, self.server.state
+        self.sent = None
+        self.raw_body = b""
+        if self.command in ("POST", "PATCH", "PUT"):
+            self.raw_body = self.read_body()
+            if self.raw_body is None:
+                self.raw_body = b""
+                self.send_body(413, status_body(413, "RequestEntityTooLarge", "request body too large"))
+                return
+        if time.monotonic() < st.down_until:
+            self.log_request_entry(None, "down")
+            self.drop_connection()
+            return
+        path = urllib.parse.urlsplit(self.path).path
+        if path in ("/_control", "/_reset"):
+            self.control(path)
+            return
         if cfg.mode == "hang":
-            self.log_request_line(None, "hang")
+            self.log_request_entry(None, "hang")
             time.sleep(cfg.lifetime + 1)  # SIGALRM ends the process first
             return
         how = self.authenticated()
         if cfg.mode == "401" or how is None:
-            self.log_request_line(how, 401)
             self.send_body(401, status_body(401, "Unauthorized", "Unauthorized"))
-            return
-        if cfg.mode == "500":
-            self.log_request_line(how, 500)
+        elif cfg.mode == "500":
             self.send_body(500, status_body(500, "InternalError",
                                             "Internal error occurred: kube_server.py mode 500"))
+        elif self.command == "GET":
+            self.get()
+        elif self.command in ("PATCH", "POST"):
+            if self.write_mode() is not None:
+                return
+            self.write()
+        else:
+            self.send_body(405, status_body(405, "MethodNotAllowed", "%s is not served here" % self.command))
+        if self.sent is not None:
+            self.log_request_entry(how, self.sent)
+
+    do_GET = do_POST = do_PUT = do_PATCH = do_DELETE = handle_any
+
+    # ---- controls ----
+
+    def control(self, path):
+        st = self.server.state
+        if path == "/_reset" and self.command == "POST":
+            with st.lock:
+                st.nodes.clear()
+                st.events.clear()
+                st.requests.clear()
+                st.writes = "normal"
+            self.send_json(200, {"writes": "normal"})
             return
-        path = canonical_file(cfg.responses, self.path)
-        if path is None:
-            self.log_request_line(how, 400)
-            self.send_body(400, status_body(400, "BadRequest", "bad path"))
+        if self.command == "GET":
+            with st.lock:
+                self.send_json(200, {"writes": st.writes, "requests": list(st.requests)})
             return
         try:
-            with open(path, "rb") as f:
-                body = f.read()
-        except (FileNotFoundError, IsADirectoryError, NotADirectoryError):
-            self.log_request_line(how, 404)
-            self.send_body(404, not_found_body(self.path))
+            req = json.loads(self.raw_body or b"{}")
+            w = req.get("writes", st.writes)
+            down = float(req.get("down_seconds", 5))
+        except (ValueError, AttributeError, TypeError):
+            self.send_body(400, status_body(400, "BadRequest", "the control body is not JSON"))
             return
+        if w not in WRITE_MODES:
+            self.send_body(400, status_body(400, "BadRequest", "writes must be one of %s" % ", ".join(WRITE_MODES)))
+            return
+        if w == "down":
+            with st.lock:
+                st.down_until = time.monotonic() + down
+            self.send_json(200, {"writes": "down", "down_seconds": down})
+            self.wfile.flush()
+            self.close_connection = True
+            threading.Thread(target=self.server.shutdown, daemon=True).start()
+            return
+        with st.lock:
+            st.writes = w
+        self.send_json(200, {"writes": w})
+
+    def forbidden_message(self, verb, resource, name, namespace):
+        what = '%s "%s"' % (resource.split("/")[0], name) if name else resource.split("/")[0]
+        scope = 'in the namespace "%s"' % namespace if namespace else "at the cluster scope"
+        return '%s is forbidden: User "%s" cannot %s resource "%s" in API group "" %s' % (
+            what, FORBIDDEN_USER, verb, resource, scope)
+
+    def target(self):
+        """Returns (resource, name, namespace) of a write's path, or None."""
+        path = urllib.parse.unquote(urllib.parse.urlsplit(self.path).path)
+        m = NODE_RE.fullmatch(path)
+        if m:
+            return ("nodes/status" if m.group(2) else "nodes"), m.group(1), None
+        m = EVENTS_RE.fullmatch(path)
+        if m:
+            return "events", m.group(2), m.group(1)
+        return None
+
+    def write_mode(self):
+        """Answers a write as the write mode says; returns None when it is to be done normally."""
+        st = self.server.state
+        with st.lock:
+            w = st.writes
+            if w == "409-once":
+                st.writes = "normal"
+        how = self.authenticated()
+        t = self.target() or ("unknown", None, None)
+        verb = "create" if self.command == "POST" else "patch"
+        if w == "403":
+            self.send_body(403, status_body(403, "Forbidden", self.forbidden_message(verb, t[0], t[1], t[2]),
+                                            {"name": t[1] or "", "kind": t[0].split("/")[0]}))
+        elif w == "409-once":
+            self.send_body(409, self.conflict_body(t[0].split("/")[0], t[1] or ""))
+        elif w == "500":
+            self.send_body(500, status_body(500, "InternalError", "Internal error occurred: kube_server.py writes 500"))
+        elif w == "hang":
+            self.log_request_entry(how, "hang")
+            time.sleep(self.server.cfg.lifetime + 1)
+            return True
+        elif w == "garbage":
+            self.send_body(200, b"<html>this is not JSON\x00\xff</html>")
+        elif w == "huge":
+            self.send_body(200, b'{"kind":"Status","pad":"' + b"x" * (20 << 20) + b'"}')
+        else:
+            return None
+        self.log_request_entry(how, self.sent)
+        return True
+
+    @staticmethod
+    def conflict_body(kind, name):
+        return status_body(409, "Conflict", 'Operation cannot be fulfilled on %s "%s": the object has been modified; '
+                           'please apply your changes to the latest version and try again' % (kind, name),
+                           {"name": name, "kind": kind})
+
+    # ---- reads ----
+
+    def recorded(self):
+        """Returns the recorded file's bytes for this GET, None when absent, False when unsafe."""
+        path = canonical_file(self.server.cfg.responses, self.path)
+        if path is None:
+            return False
+        try:
+            with open(path, "rb") as f:
+                return f.read()
+        except (FileNotFoundError, IsADirectoryError, NotADirectoryError):
+            return None
+
+    def send_recorded(self, body):
         code = 200
         try:
             j = json.loads(body)
@@ -166,13 +621,167 @@ class Handler(http.server.BaseHTTPRequestHandler):
                 code = j["code"]
         except ValueError:
             pass
-        self.log_request_line(how, code)
         self.send_body(code, body)
 
-    def do_POST(self):
-        self.send_body(405, status_body(405, "MethodNotAllowed", "read-only test server"))
+    def get(self):
+        st = self.server.state
+        u = urllib.parse.urlsplit(self.path)
+        path = urllib.parse.unquote(u.path)
+        m = NODE_RE.fullmatch(path)
+        with st.lock:
+            if m and m.group(1) in st.nodes:
+                self.send_json(200, st.nodes[m.group(1)])
+                return
+            e = EVENTS_RE.fullmatch(path)
+            if e and e.group(2) and (e.group(1), e.group(2)) in st.events:
+                self.send_json(200, st.events[(e.group(1), e.group(2))])
+                return
+        body = self.recorded()
+        if body is False:
+            self.send_body(400, status_body(400, "BadRequest", "bad path"))
+            return
+        if body is not None:
+            self.send_recorded(body)
+            return
+        q = dict(urllib.parse.parse_qsl(u.query, keep_blank_values=True))
+        if path == "/api/v1/nodes":
+            self.send_json(200, self.node_list(q.get("labelSelector")))
+            return
+        if e and not e.group(2):
+            with st.lock:
+                items = [v for (ns, _), v in sorted(st.events.items()) if ns == e.group(1)]
+                self.send_json(200, {"kind": "EventList", "apiVersion": "v1",
+                                     "metadata": {"resourceVersion": str(st.rv)}, "items": items})
+            return
+        self.send_body(404, not_found_body(self.path))
 
-    do_PUT = do_PATCH = do_DELETE = do_POST
+    def node_list(self, selector):
+        """Returns a NodeList of the folder's nodes as now stored, filtered by selector."""
+        st = self.server.state
+        d = os.path.join(self.server.cfg.responses, "api", "v1", "nodes")
+        names = set()
+        try:
+            names = {f[:-5] for f in os.listdir(d) if f.endswith(".json") and "?" not in f}
+        except OSError:
+            pass
+        items = []
+        with st.lock:
+            names |= set(st.nodes)
+            for n in sorted(names):
+                node = st.nodes.get(n) or load_json_file(os.path.join(d, n + ".json"))
+                if is_node(node) and selector_matches(selector, node["metadata"].get("labels") or {}):
+                    items.append(node)
+            return {"kind": "NodeList", "apiVersion": "v1", "metadata": {"resourceVersion": str(st.rv)},
+                    "items": items}
+
+    # ---- writes ----
+
+    def write(self):
+        st = self.server.state
+        t = self.target()
+        if t is None or (t[0] == "events" and (self.command == "POST") != (t[1] is None)) or \
+                (t[0] != "events" and self.command == "POST"):
+            self.send_body(405, status_body(405, "MethodNotAllowed", "%s %s is not served here" % (self.command, self.path)))
+            return
+        try:
+            body = json.loads(self.raw_body)
+        except ValueError:
+            self.send_body(400, status_body(400, "BadRequest", "the request body is not JSON"))
+            return
+        resource, name, ns = t
+        ctype = (self.headers.get("Content-Type") or "").split(";")[0].strip()
+        with st.lock:
+            if self.command == "POST":
+                self.create_event(ns, body)
+                return
+            patcher = PATCHERS.get(ctype)
+            if patcher is None:
+                self.send_body(415, status_body(415, "UnsupportedMediaType",
+                                                "the body of the request was in an unknown format - accepted media types "
+                                                "include: " + ", ".join(PATCHERS)))
+                return
+            if resource == "events":
+                cur = st.events.get((ns, name))
+            else:
+                cur = st.nodes.get(name)
+                if cur is None:
+                    cur = load_json_file(os.path.join(self.server.cfg.responses, "api", "v1", "nodes", name + ".json"))
+                    if not is_node(cur):
+                        cur = None
+                    elif not cur["metadata"].get("resourceVersion"):
+                        cur["metadata"]["resourceVersion"] = st.next_rv()
+            if cur is None:
+                kind = resource.split("/")[0]
+                self.send_body(404, status_body(404, "NotFound", '%s "%s" not found' % (kind, name),
+                                                {"name": name, "kind": kind}))
+                return
+            try:
+                new = patcher(cur, body)
+            except PatchError as ex:
+                kind = resource.split("/")[0]
+                self.send_body(422, status_body(422, "Invalid", '%s "%s" is invalid: %s' % (kind, name, ex),
+                                                {"name": name, "kind": kind}))
+                return
+            if not isinstance(new, dict) or not isinstance(new.get("metadata"), dict):
+                self.send_body(422, status_body(422, "Invalid", "the patched object has no metadata"))
+                return
+            rv = cur["metadata"].get("resourceVersion")
+            nrv = new["metadata"].get("resourceVersion")
+            if nrv is not None and nrv != rv:
+                self.send_body(409, self.conflict_body(resource.split("/")[0], name))
+                return
+            if resource == "nodes/status":
+                keep = copy.deepcopy(cur)
+                keep["status"] = new.get("status", {})
+                new = keep
+            elif resource == "nodes":
+                if "status" in cur:
+                    new["status"] = copy.deepcopy(cur["status"])
+                else:
+                    new.pop("status", None)
+            new["metadata"]["name"] = name
+            new["metadata"]["resourceVersion"] = st.next_rv()
+            if resource == "events":
+                new["metadata"]["namespace"] = ns
+                st.events[(ns, name)] = new
+            else:
+                st.nodes[name] = new
+            self.send_json(200, new)
+
+    def create_event(self, ns, obj):
+        st = self.server.state
+        if not isinstance(obj, dict):
+            self.send_body(400, status_body(400, "BadRequest", "the request body is not a JSON object"))
+            return
+        meta = obj.setdefault("metadata", {})
+        if not isinstance(meta, dict):
+            self.send_body(400, status_body(400, "BadRequest", "metadata is not an object"))
+            return
+        name = meta.get("name")
+        if not name and meta.get("generateName"):
+            name = meta["generateName"] + "".join(random.choice("bcdfghjklmnpqrstvwxz2456789") for _ in range(5))
+        if not name:
+            self.send_body(422, status_body(422, "Invalid", "Event \"\" is invalid: metadata.name: Required value: "
+                                            "name or generateName is required", {"kind": "Event"}))
+            return
+        if meta.get("namespace") not in (None, ns):
+            self.send_body(400, status_body(400, "BadRequest", "the namespace of the provided object does not match "
+                                            "the namespace sent on the request"))
+            return
+        if (ns, name) in st.events:
+            self.send_body(409, status_body(409, "AlreadyExists", 'events "%s" already exists' % name,
+                                            {"name": name, "kind": "events"}))
+            return
+        meta.update({"name": name, "namespace": ns, "resourceVersion": st.next_rv(),
+                     "uid": "%08x-0000-4000-8000-%012x" % (st.rv, st.rv),
+                     "creationTimestamp": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())})
+        obj.setdefault("kind", "Event")
+        obj.setdefault("apiVersion", "v1")
+        st.events[(ns, name)] = obj
+        self.send_json(201, obj)
+
+
+WRITE_MODES = ("normal", "403", "409-once", "500", "hang", "garbage", "huge", "down")
 
 
 class Server(http.server.ThreadingHTTPServer):
@@ -181,6 +790,15 @@ class Server(http.server.ThreadingHTTPServer):
 
     def handle_error(self, request, client_address):
         pass  # failed handshakes and dropped connections are part of the tests
+
+
+def listen(cfg, ctx, state, port):
+    """Returns a Server listening on HOST:port with TLS."""
+    srv = Server((HOST, port), Handler)
+    srv.cfg = cfg
+    srv.state = state
+    srv.socket = ctx.wrap_socket(srv.socket, server_side=True, do_handshake_on_connect=False)
+    return srv
 
 
 def main():
@@ -194,8 +812,10 @@ def main():
     ap.add_argument("--token", default="", help="the bearer token accepted")
     ap.add_argument("--basic", default="", help="USER:PASS accepted as basic auth")
     ap.add_argument("--mode", choices=["normal", "hang", "500", "401"], default="normal")
+    ap.add_argument("--writes", choices=[w for w in WRITE_MODES if w != "down"], default="normal",
+                    help="how writes are answered at start (POST /_control changes it)")
     ap.add_argument("--lifetime", type=int, default=60, help="seconds before the server exits by itself")
-    ap.add_argument("--log", help="append a line per request to this file (never the credentials)")
+    ap.add_argument("--log", help="append a JSON line per request to this file (never the credentials)")
     cfg = ap.parse_args()
 
     if cfg.lifetime <= 0 or cfg.lifetime > 3600:
@@ -216,13 +836,25 @@ def main():
         ctx.load_verify_locations(client_ca)
         ctx.verify_mode = ssl.CERT_OPTIONAL
 
-    srv = Server((HOST, cfg.port), Handler)
-    srv.cfg = cfg
-    srv.log_lock = threading.Lock()
-    srv.socket = ctx.wrap_socket(srv.socket, server_side=True, do_handshake_on_connect=False)
-    print(srv.server_address[1], flush=True)
+    state = State(cfg.writes)
+    srv = listen(cfg, ctx, state, cfg.port)
+    port = srv.server_address[1]
+    print(port, flush=True)
     try:
-        srv.serve_forever()
+        while True:
+            srv.serve_forever(poll_interval=0.05)
+            # POST /_control {"writes": "down"} stopped it: refuse connections for a while, then listen again
+            srv.socket.close()
+            while time.monotonic() < state.down_until:
+                time.sleep(0.05)
+            with state.lock:
+                state.writes = "normal"
+            for _ in range(100):
+                try:
+                    srv = listen(cfg, ctx, state, port)
+                    break
+                except OSError:
+                    time.sleep(0.05)
     except KeyboardInterrupt:
         pass
 

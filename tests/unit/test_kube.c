@@ -1,4 +1,4 @@
-/* test_kube.c: kubeconfig resolution (kind, EKS, GKE, client certs, errors) and kube_get end to end over TLS against kube_server.py. */
+/* test_kube.c: kubeconfig resolution (kind, EKS, GKE, client certs, errors) and kube_get, kube_patch and kube_post end to end over TLS against kube_server.py. */
 #include <fcntl.h>
 #include <ftw.h>
 #include <poll.h>
@@ -938,6 +938,200 @@ static void test_get_500_and_refused(void **state) {
         free(err);
 }
 
+/* Sets the stand-in's write mode through its control endpoint (with the client itself). */
+static void server_writes(struct kube_client *k, const char *body) {
+        char *err = NULL;
+        int r = kube_post(k, "/_control", body, NULL, &err);
+        if (r < 0) print_error("%s\n", err);
+        assert_int_equal(r, 0);
+}
+
+/* Returns the string at the path of member names in j (NULL-terminated), or NULL. */
+static const char *jstr(json_t *j, ...) {
+        va_list ap;
+        va_start(ap, j);
+        for (const char *k; j && (k = va_arg(ap, const char *));) j = json_object_get(j, k);
+        va_end(ap);
+        return json_string_value(j);
+}
+
+/* Returns the condition of type in node's status, or NULL. */
+static json_t *condition(json_t *node, const char *type) {
+        size_t i;
+        json_t *c;
+        json_array_foreach(json_object_get(json_object_get(node, "status"), "conditions"), i, c)
+                if (streq(json_string_value(json_object_get(c, "type")), type)) return c;
+        return NULL;
+}
+
+static void test_patch_node(void **state) {
+        (void)state;
+        NEED_SERVER();
+        _cleanup_kube_config_ struct kube_config *cfg = server_config(srv_normal.port, TOKEN, "ca.crt");
+        _cleanup_kube_client_ struct kube_client *k = client_for(cfg, 5000);
+        json_t *j = NULL;
+        char *err = NULL;
+        /* strategic merge: conditions merge by type */
+        int r = kube_patch(k, "/api/v1/nodes/gpu-1/status", KUBE_PATCH_STRATEGIC,
+                           "{\"status\":{\"conditions\":[{\"type\":\"GpuDriverProblem\",\"status\":\"True\",\"reason\":\"Xid79\"},"
+                           "{\"type\":\"GpuFabricProblem\",\"status\":\"False\"}]}}", &j, &err);
+        if (r < 0) print_error("%s\n", err);
+        assert_int_equal(r, 0);
+        assert_string_equal(jstr(condition(j, "GpuDriverProblem"), "reason", NULL), "Xid79");
+        _cleanup_free_ char *rv = xstrdup(jstr(j, "metadata", "resourceVersion", NULL));
+        json_decref(j);
+        assert_int_equal(kube_patch(k, "/api/v1/nodes/gpu-1/status", KUBE_PATCH_STRATEGIC,
+                                    "{\"status\":{\"conditions\":[{\"type\":\"GpuDriverProblem\",\"status\":\"False\"}]}}", NULL, &err), 0);
+        assert_int_equal(kube_get_node(k, "gpu-1", &j, &err), 0);
+        assert_string_equal(jstr(condition(j, "GpuDriverProblem"), "status", NULL), "False");
+        assert_non_null(condition(j, "GpuFabricProblem"));
+        assert_string_equal(jstr(j, "status", "allocatable", "nvidia.com/gpu", NULL), "8");
+        assert_string_not_equal(jstr(j, "metadata", "resourceVersion", NULL), rv);
+        json_decref(j);
+
+        /* a stale resourceVersion: 409 Conflict */
+        _cleanup_free_ char *stale = xasprintf("{\"metadata\":{\"resourceVersion\":\"%s\"},\"spec\":{\"taints\":[]}}", rv);
+        assert_int_equal(kube_patch(k, "/api/v1/nodes/gpu-1", KUBE_PATCH_MERGE, stale, &j, &err), -EBUSY);
+        assert_contains(err, "PATCH https://127.0.0.1:");
+        assert_contains(err, "409 Conflict: Operation cannot be fulfilled on nodes \"gpu-1\"");
+        assert_null(strstr(err, TOKEN));
+        free(err);
+        /* a failed JSON patch test: 422 */
+        assert_int_equal(kube_patch(k, "/api/v1/nodes/gpu-1", KUBE_PATCH_JSON,
+                                    "[{\"op\":\"test\",\"path\":\"/metadata/name\",\"value\":\"other\"}]", &j, &err), -EINVAL);
+        assert_contains(err, "422 Unprocessable Entity: nodes \"gpu-1\" is invalid");
+        free(err);
+        assert_int_equal(kube_patch(k, "/api/v1/nodes/gpu-1", KUBE_PATCH_JSON,
+                                    "[{\"op\":\"add\",\"path\":\"/spec\",\"value\":{\"taints\":[{\"key\":\"gpunode.io/failed\","
+                                    "\"effect\":\"NoSchedule\"}]}}]", &j, &err), 0);
+        assert_string_equal(jstr(json_array_get(json_object_get(json_object_get(j, "spec"), "taints"), 0), "key", NULL),
+                            "gpunode.io/failed");
+        json_decref(j);
+        assert_int_equal(kube_patch(k, "/api/v1/nodes/gpu-9/status", KUBE_PATCH_MERGE, "{}", NULL, &err), -ENOENT);
+        free(err);
+        assert_int_equal(kube_patch(k, "/api/v1/nodes/gpu-1", KUBE_PATCH_MERGE, NULL, NULL, &err), -EINVAL);
+        free(err);
+
+        /* the node list, by label selector */
+        assert_int_equal(kube_list_nodes(k, "nvidia.com/gpu.present=true,nvidia.com/gpu.product", &j, &err), 0);
+        assert_int_equal(json_array_size(json_object_get(j, "items")), 1);
+        json_decref(j);
+        assert_int_equal(kube_list_nodes(k, "nvidia.com/gpu.present=false", &j, &err), 0);
+        assert_int_equal(json_array_size(json_object_get(j, "items")), 0);
+        json_decref(j);
+}
+
+static void test_post_event(void **state) {
+        (void)state;
+        NEED_SERVER();
+        _cleanup_kube_config_ struct kube_config *cfg = server_config(srv_normal.port, TOKEN, "ca.crt");
+        _cleanup_kube_client_ struct kube_client *k = client_for(cfg, 5000);
+        json_t *j = NULL;
+        char *err = NULL;
+        const char *ev = "{\"metadata\":{\"name\":\"gpu-1.xid79\",\"namespace\":\"default\"},\"reason\":\"GpuXid\",\"count\":1,"
+                         "\"involvedObject\":{\"kind\":\"Node\",\"name\":\"gpu-1\"}}";
+        int r = kube_post(k, "/api/v1/namespaces/default/events", ev, &j, &err);
+        if (r < 0) print_error("%s\n", err);
+        assert_int_equal(r, 0);
+        assert_string_equal(jstr(j, "reason", NULL), "GpuXid");
+        json_decref(j);
+        assert_int_equal(kube_post(k, "/api/v1/namespaces/default/events", ev, NULL, &err), -EEXIST);
+        assert_contains(err, "POST https://127.0.0.1:");
+        assert_contains(err, "409 AlreadyExists: events \"gpu-1.xid79\" already exists");
+        free(err);
+        assert_int_equal(kube_patch(k, "/api/v1/namespaces/default/events/gpu-1.xid79", KUBE_PATCH_MERGE, "{\"count\":2}", &j, &err), 0);
+        assert_int_equal(json_integer_value(json_object_get(j, "count")), 2);
+        json_decref(j);
+        assert_int_equal(kube_get(k, "/api/v1/namespaces/default/events", &j, &err), 0);
+        assert_int_equal(json_array_size(json_object_get(j, "items")), 1);
+        json_decref(j);
+}
+
+/* What the stand-in's controls make of a write: refused, conflict, garbage, too big, no answer, down. */
+static void test_write_failures(void **state) {
+        (void)state;
+        NEED_SERVER();
+        _cleanup_kube_config_ struct kube_config *cfg = server_config(srv_normal.port, TOKEN, "ca.crt");
+        _cleanup_kube_client_ struct kube_client *k = client_for(cfg, 1000);
+        json_t *j = NULL;
+        char *err = NULL;
+        const char *path = "/api/v1/nodes/gpu-1/status", *patch = "{\"status\":{}}";
+
+        server_writes(k, "{\"writes\":\"403\"}");
+        assert_int_equal(kube_patch(k, path, KUBE_PATCH_STRATEGIC, patch, &j, &err), -EPERM);
+        assert_contains(err, "403 Forbidden: nodes \"gpu-1\" is forbidden: User \"system:serviceaccount:gpunode:gpunode\" "
+                             "cannot patch resource \"nodes/status\" in API group \"\" at the cluster scope");
+        free(err);
+        assert_int_equal(kube_post(k, "/api/v1/namespaces/default/events", "{}", NULL, &err), -EPERM);
+        assert_contains(err, "cannot create resource \"events\" in API group \"\" in the namespace \"default\"");
+        free(err);
+        /* reads still work */
+        assert_int_equal(kube_get_node(k, "gpu-1", &j, &err), 0);
+        json_decref(j);
+
+        server_writes(k, "{\"writes\":\"409-once\"}");
+        assert_int_equal(kube_patch(k, path, KUBE_PATCH_STRATEGIC, patch, NULL, &err), -EBUSY);
+        free(err);
+        assert_int_equal(kube_patch(k, path, KUBE_PATCH_STRATEGIC, patch, NULL, &err), 0);
+
+        server_writes(k, "{\"writes\":\"garbage\"}");
+        assert_int_equal(kube_patch(k, path, KUBE_PATCH_STRATEGIC, patch, &j, &err), -EBADMSG);
+        assert_contains(err, "the answer is not JSON");
+        free(err);
+
+        server_writes(k, "{\"writes\":\"huge\"}");
+        kube_client_set_max_body(k, (size_t)1 << 20);
+        assert_int_equal(kube_patch(k, path, KUBE_PATCH_STRATEGIC, patch, &j, &err), -EFBIG);
+        free(err);
+        kube_client_set_max_body(k, KUBE_MAX_BODY_DEFAULT);
+
+        server_writes(k, "{\"writes\":\"hang\"}");
+        struct timespec a, b;
+        clock_gettime(CLOCK_MONOTONIC, &a);
+        assert_int_equal(kube_patch(k, path, KUBE_PATCH_STRATEGIC, patch, &j, &err), -ETIMEDOUT);
+        clock_gettime(CLOCK_MONOTONIC, &b);
+        long ms = (b.tv_sec - a.tv_sec) * 1000 + (b.tv_nsec - a.tv_nsec) / 1000000;
+        assert_true(ms >= 900 && ms < 2500);
+        assert_contains(err, "no answer within 1000 ms");
+        free(err);
+
+        /* down for a second: refused, then back with writes normal */
+        server_writes(k, "{\"writes\":\"down\",\"down_seconds\":1}");
+        usleep(200 * 1000);
+        int r = kube_patch(k, path, KUBE_PATCH_STRATEGIC, patch, NULL, &err);
+        if (r != -ECONNREFUSED) print_error("%d %s\n", r, err);
+        assert_int_equal(r, -ECONNREFUSED);
+        free(err);
+        for (int i = 0; i < 40; i++) {
+                usleep(100 * 1000);
+                err = NULL;
+                if ((r = kube_patch(k, path, KUBE_PATCH_STRATEGIC, patch, NULL, &err)) == 0) break;
+                free(err);
+        }
+        assert_int_equal(r, 0);
+
+        /* a server that fails every request */
+        _cleanup_kube_config_ struct kube_config *c5 = server_config(srv_500.port, TOKEN, "ca.crt");
+        _cleanup_kube_client_ struct kube_client *k5 = client_for(c5, 5000);
+        assert_int_equal(kube_patch(k5, path, KUBE_PATCH_MERGE, patch, NULL, &err), -EIO);
+        assert_contains(err, "PATCH https://127.0.0.1:");
+        assert_contains(err, "HTTP 500");
+        free(err);
+}
+
+/* A snapshot replay client writes nothing. */
+static void test_write_offline(void **state) {
+        (void)state;
+        _cleanup_kube_client_ struct kube_client *k = NULL;
+        assert_int_equal(kube_client_new_offline("https://10.0.0.1:6443", 1000, &k), 0);
+        char *err = NULL;
+        assert_int_equal(kube_patch(k, "/api/v1/nodes/gpu-1/status", KUBE_PATCH_STRATEGIC, "{}", NULL, &err), -EROFS);
+        assert_contains(err, "PATCH https://10.0.0.1:6443/api/v1/nodes/gpu-1/status");
+        free(err);
+        assert_int_equal(kube_post(k, "/api/v1/namespaces/default/events", "{}", NULL, &err), -EROFS);
+        free(err);
+}
+
 int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_base64),
@@ -960,6 +1154,10 @@ int main(void) {
                 cmocka_unit_test(test_get_via_exec_kubeconfig),
                 cmocka_unit_test(test_get_tls),
                 cmocka_unit_test(test_get_hang_bounded),
+                cmocka_unit_test(test_patch_node),
+                cmocka_unit_test(test_post_event),
+                cmocka_unit_test(test_write_failures),
+                cmocka_unit_test(test_write_offline),
                 cmocka_unit_test(test_get_500_and_refused),
         };
         return cmocka_run_group_tests_name("kube", tests, group_setup, group_teardown);
