@@ -30,6 +30,7 @@ extern char **environ;
 
 struct agent {
         struct agent_options o;
+        char *dcgm_url, *node_exporter_url, *operator_namespace;
         char *self, *root, *nvml_library, *kubeconfig, *node, *labels_output; /* owned copies */
         int xid_fd;
         int stop_fd; /* eventfd: written on stop */
@@ -139,7 +140,7 @@ static bool fd_fired(int fd) {
 static int run_check(struct agent *a, char **ret, size_t *ret_len) {
         char timeout[32];
         snprintf(timeout, sizeof timeout, "%ums", a->o.api_timeout_ms);
-        const char *argv[20];
+        const char *argv[26];
         unsigned n = 0;
         argv[n++] = "gpunode";
         argv[n++] = "check";
@@ -158,6 +159,18 @@ static int run_check(struct agent *a, char **ret, size_t *ret_len) {
         if (a->kubeconfig) {
                 argv[n++] = "--kubeconfig";
                 argv[n++] = a->kubeconfig;
+        }
+        if (a->dcgm_url) {
+                argv[n++] = "--dcgm-url";
+                argv[n++] = a->dcgm_url;
+        }
+        if (a->node_exporter_url) {
+                argv[n++] = "--node-exporter-url";
+                argv[n++] = a->node_exporter_url;
+        }
+        if (a->operator_namespace) {
+                argv[n++] = "--operator-namespace";
+                argv[n++] = a->operator_namespace;
         }
         argv[n] = NULL;
         int out_fd;
@@ -334,7 +347,7 @@ static int write_event(struct agent *a, const struct agent_event *ev, char **ret
                 json_decref(o);
                 r = kube_post(a->kube, "/api/v1/namespaces/default/events", text, NULL, &err);
         }
-        if (r < 0) *ret_error = api_failure(r, "create events", err);
+        if (r < 0) *ret_error = api_failure(r, ev->patch && r != -ENOENT ? "patch events" : "create events", err);
         else fprintf_escaped(stderr, "gpunode agent: event %s %s: %s\n", ev->type, ev->reason, ev->message);
         free(err);
         return r;
@@ -605,6 +618,9 @@ int agent_start(const struct agent_options *o, int xid_fd, struct agent **ret) {
         a->kubeconfig = o->kubeconfig ? xstrdup(o->kubeconfig) : NULL;
         a->node = xstrdup(o->node);
         a->labels_output = o->labels_output ? xstrdup(o->labels_output) : NULL;
+        a->dcgm_url = o->dcgm_url ? xstrdup(o->dcgm_url) : NULL;
+        a->node_exporter_url = o->node_exporter_url ? xstrdup(o->node_exporter_url) : NULL;
+        a->operator_namespace = o->operator_namespace ? xstrdup(o->operator_namespace) : NULL;
         a->xid_fd = xid_fd;
         pthread_mutex_init(&a->lock, NULL);
         /* a semaphore-less eventfd that stays readable once written: every thread sees the stop */
@@ -687,6 +703,9 @@ struct agent *agent_stop(struct agent *a) {
         free(a->kubeconfig);
         free(a->node);
         free(a->labels_output);
+        free(a->dcgm_url);
+        free(a->node_exporter_url);
+        free(a->operator_namespace);
         free(a);
         return NULL;
 }

@@ -11,6 +11,7 @@ struct agent_options {
         const char *nvml_library; /* NULL: libnvidia-ml.so.1 */
         const char *kubeconfig;   /* NULL: in-cluster, $KUBECONFIG, ~/.kube/config */
         const char *node;         /* the node's name (resolved) */
+        const char *dcgm_url, *node_exporter_url, *operator_namespace; /* passed to the diagnosis; NULL: its defaults */
         unsigned api_timeout_ms;  /* each API request, and the diagnosis's --timeout */
         unsigned check_interval_ms;
         unsigned check_timeout_ms;

@@ -133,6 +133,9 @@ static int cmd_agent(int argc, char **argv) {
         ao.kubeconfig = so.kube.kubeconfig;
         ao.node = node;
         ao.api_timeout_ms = so.kube.timeout_ms;
+        ao.dcgm_url = so.kube.dcgm_url;
+        ao.node_exporter_url = so.kube.node_exporter_url;
+        ao.operator_namespace = so.kube.operator_namespace;
 
         sigset_t sigs;
         sigemptyset(&sigs);
