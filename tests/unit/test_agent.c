@@ -71,7 +71,9 @@ static void test_conditions_healthy(void **state) {
         assert_int_equal(c[2].status, AGENT_UNKNOWN);
         assert_string_equal(c[2].reason, "GPUResourceExposureNotChecked");
         json_decref(r);
-        assert_int_equal(agent_conditions_from_report(json_string("x"), c), -EBADMSG);
+        json_t *bad = json_string("x");
+        assert_int_equal(agent_conditions_from_report(bad, c), -EBADMSG);
+        json_decref(bad);
 }
 
 static void test_conditions_failed(void **state) {
