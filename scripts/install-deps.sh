@@ -6,7 +6,7 @@ packages=(
         libjansson-dev libcurl4-openssl-dev libfyaml-dev libarchive-dev libssl-dev zlib1g-dev
         libcmocka-dev valgrind openssl python3 python3-grpcio python3-protobuf pciutils
         libnghttp2-dev libprotobuf-c-dev protobuf-c-compiler
-        prometheus prometheus-node-exporter wrk hyperfine libclang-rt-14-dev
+        prometheus prometheus-node-exporter wrk hyperfine libclang-rt-14-dev chromium
         nodejs yamllint
 )
 # Debian's npm, unless an npm is already there (NodeSource's nodejs bundles its own and conflicts

@@ -14,6 +14,7 @@ static const struct command *const commands[] = {
         &command_exporter,
         &command_collect,
         &command_labels,
+        &command_agent,
 };
 
 /* Prints `gpunode CMD --help` from the command's entry. */

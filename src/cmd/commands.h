@@ -17,4 +17,5 @@ struct command {
 #define EXIT_DATAERR 65      /* a snapshot that is refused (corrupt, hostile, too large) */
 
 /* The commands, one per file in cmd/; main.c lists them. */
-extern const struct command command_check, command_explain, command_exporter, command_collect, command_labels;
+extern const struct command command_check, command_explain, command_exporter, command_collect, command_labels,
+        command_agent;

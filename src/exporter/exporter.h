@@ -365,6 +365,11 @@ struct exporter;
  * started. NVML failing or absent is not an error: the page says so and the sampler retries. */
 int exporter_start(const struct exp_options *o, struct exporter **ret);
 
+/* Returns an eventfd (non-blocking, owned by e) that counts the Xid events the Xid thread has seen: it
+ * becomes readable at each one (read it to reset), so that a caller can react at once; -1 when it
+ * could not be created. */
+int exporter_xid_fd(struct exporter *e);
+
 /* Runs the stuck-sampler watchdog once; call it about every 250 ms. Returns nothing. */
 void exporter_watchdog(struct exporter *e);
 
@@ -395,6 +400,18 @@ struct exp_http;
  * the socket cannot be bound.
  */
 int exp_http_start(const char *listen, struct exporter *e, struct exp_http **ret);
+
+struct http_request;
+struct http_response;
+/* Serves an extra path: fills r and returns true when req is one of the caller's paths (checked before
+ * the exporter's own, so "/" may be replaced), false to leave it to the exporter. Runs on the server
+ * thread: must not block. */
+typedef bool (*exp_http_route_t)(void *userdata, const struct http_request *req, struct http_response *r);
+
+/* As exp_http_start, with route consulted first for every request (route may be NULL). Returns as
+ * exp_http_start. */
+int exp_http_start_routes(const char *listen, struct exporter *e, exp_http_route_t route, void *userdata,
+                          struct exp_http **ret);
 
 /* Stops the server. Returns NULL. */
 struct exp_http *exp_http_stop(struct exp_http *h);

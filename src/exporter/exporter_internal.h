@@ -101,6 +101,7 @@ struct exporter {
         pthread_mutex_t page_lock;
         struct exp_page *page;
 
+        int xid_notify_fd;  /* eventfd: counts Xid events seen (exporter_xid_fd), for the agent */
         int check_wake_fd;  /* eventfd: written on stop, wakes the check thread waiting on its child */
         pid_t check_pid;    /* check thread only: a killed child not reaped yet, 0 when none */
 

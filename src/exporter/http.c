@@ -9,6 +9,8 @@
 struct exp_http {
         struct http_server *server;
         struct exporter *e;
+        exp_http_route_t route; /* the caller's extra paths, NULL: none */
+        void *route_userdata;
 };
 
 /* Drops the page reference a /metrics response held while it was sent. Returns nothing. */
@@ -72,6 +74,7 @@ static bool path_is(const struct http_request *req, const char *p) {
  * never blocks. Returns nothing. */
 static void handle(void *userdata, const struct http_request *req, struct http_response *r) {
         struct exp_http *h = userdata;
+        if (h->route && h->route(h->route_userdata, req, r)) return;
         if (path_is(req, "/metrics")) {
                 reply_metrics(h, req, r);
         } else if (path_is(req, "/health") || path_is(req, "/healthz")) {
@@ -87,8 +90,15 @@ static void handle(void *userdata, const struct http_request *req, struct http_r
 }
 
 int exp_http_start(const char *listen_addr, struct exporter *e, struct exp_http **ret) {
+        return exp_http_start_routes(listen_addr, e, NULL, NULL, ret);
+}
+
+int exp_http_start_routes(const char *listen_addr, struct exporter *e, exp_http_route_t route, void *userdata,
+                          struct exp_http **ret) {
         struct exp_http *h = xcalloc(1, sizeof *h);
         h->e = e;
+        h->route = route;
+        h->route_userdata = userdata;
         int r = http_server_start(listen_addr, handle, h, &h->server);
         if (r < 0) {
                 free(h);

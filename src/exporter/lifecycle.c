@@ -28,6 +28,7 @@ struct exporter *exporter_unref(struct exporter *e) {
         free(e->podres_socket);
         pthread_mutex_destroy(&e->podres_lock);
         if (e->check_wake_fd >= 0) close(e->check_wake_fd);
+        if (e->xid_notify_fd >= 0) close(e->xid_notify_fd);
         pthread_mutex_destroy(&e->lock);
         pthread_mutex_destroy(&e->publish_lock);
         pthread_mutex_destroy(&e->page_lock);
@@ -110,6 +111,8 @@ void exporter_watchdog(struct exporter *e) {
 
 /* Starts the sampler, Xid and check threads. Returns 0 and *ret, or -errno when the sampler worker
  * cannot start (a helper thread that cannot start is left out). */
+int exporter_xid_fd(struct exporter *e) { return e->xid_notify_fd; }
+
 int exporter_start(const struct exp_options *o, struct exporter **ret) {
         struct exporter *e = xcalloc(1, sizeof *e);
         e->refs = 1;
@@ -120,6 +123,7 @@ int exporter_start(const struct exp_options *o, struct exporter **ret) {
         e->hostname_label = xstrdup(o->hostname_label ? o->hostname_label : "Hostname");
         e->kubeconfig = o->kubeconfig ? xstrdup(o->kubeconfig) : NULL;
         e->check_wake_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+        e->xid_notify_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
         if (e->o.check_timeout_ms == 0) e->o.check_timeout_ms = 60000;
         e->o.root = e->root;
         e->o.nvml_library = e->nvml_library;

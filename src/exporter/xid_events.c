@@ -1,6 +1,8 @@
 /* xid_events.c: the exporter's Xid thread: an NVML event set that records the last Xid error of each GPU. */
 #include "exporter/exporter_internal.h"
 
+#include <unistd.h>
+
 #define EVENT_WAIT_MS 500
 
 /* The Xid thread: keeps an event set registered for Xid errors on every GPU and records the last Xid
@@ -51,6 +53,10 @@ void *exporter_xid_main(void *arg) {
                                         if (handles[i] && handles[i] == d.device) {
                                                 e->xid_last[i] = (int64_t)d.eventData;
                                                 e->stats.xid_events_total++;
+                                                if (e->xid_notify_fd >= 0) {
+                                                        uint64_t one = 1;
+                                                        (void)!write(e->xid_notify_fd, &one, sizeof one);
+                                                }
                                         }
                         }
                         pthread_mutex_unlock(&e->lock);

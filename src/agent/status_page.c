@@ -1,0 +1,503 @@
+/* status_page.c: the agent's status page: a report rendered as plain HTML and CSS, every report string escaped, bounded. */
+#include "agent/status_page.h"
+
+#include <jansson.h>
+
+#include "basic/util.h"
+
+#ifndef GPUNODE_VERSION
+#define GPUNODE_VERSION "unknown"
+#endif
+
+/* The whole style sheet: readable at 320 px and up (nothing wider than the viewport: long ids and
+ * evidence wrap anywhere, the GPU table turns into cards on a narrow screen), dark or light as the
+ * reader's system prefers. Each status has a colour and always a word and a sign beside it. */
+static const char page_css[] =
+        ":root{color-scheme:light dark;--fg:#1f2328;--bg:#fff;--muted:#59636e;--line:#d1d9e0;--card:#f6f8fa;"
+        "--ok:#1a7f37;--warn:#9a6700;--bad:#cf222e;--blk:#8250df;--skip:#59636e}"
+        "@media (prefers-color-scheme:dark){:root{--fg:#e6edf3;--bg:#0d1117;--muted:#9198a1;--line:#3d444d;"
+        "--card:#151b23;--ok:#2f9e4f;--warn:#b0800b;--bad:#e5484d;--blk:#8e6fdf;--skip:#6e7681}}"
+        "*{box-sizing:border-box}"
+        "body{margin:0;font:16px/1.45 system-ui,-apple-system,'Segoe UI',Roboto,sans-serif;color:var(--fg);"
+        "background:var(--bg);overflow-wrap:anywhere}"
+        "main{max-width:64rem;margin:0 auto;padding:.75rem}"
+        "header{display:flex;flex-wrap:wrap;gap:.5rem 1rem;align-items:baseline;justify-content:space-between}"
+        "h1{font-size:1.35rem;margin:.25rem 0}h2{font-size:1.15rem;margin:1.25rem 0 .5rem}"
+        "h3{font-size:1rem;margin:.75rem 0 .25rem}"
+        "nav a{margin-right:.75rem}a{color:inherit}"
+        "code{font:.9em ui-monospace,SFMono-Regular,Menlo,Consolas,monospace}"
+        ".muted{color:var(--muted)}"
+        ".b{display:inline-block;padding:0 .45em;border-radius:.35em;color:#fff;font-weight:600;font-size:.85em;"
+        "white-space:nowrap;vertical-align:.08em}"
+        ".ok{background:var(--ok)}.warn{background:var(--warn)}.bad{background:var(--bad)}"
+        ".blk{background:var(--blk)}.skip,.unk{background:var(--skip)}"
+        ".verdict{border-left:.5rem solid var(--skip);background:var(--card);padding:.6rem .9rem;border-radius:.4rem}"
+        ".verdict.v-ok{border-color:var(--ok)}.verdict.v-warn{border-color:var(--warn)}"
+        ".verdict.v-bad{border-color:var(--bad)}"
+        ".vword{font-size:1.6rem;font-weight:700;margin:0}.verdict p{margin:.2rem 0}"
+        ".rc{border:2px solid var(--bad);border-radius:.4rem;padding:.25rem .9rem .6rem}"
+        ".rc.none{border-color:var(--line)}"
+        ".rc-summary{font-size:1.1rem;font-weight:600}"
+        ".remedy{background:var(--card);border-left:.3rem solid var(--ok);padding:.4rem .7rem;margin:.4rem 0}"
+        ".ev{margin:.25rem 0;padding-left:1.1rem;font:.85em/1.4 ui-monospace,SFMono-Regular,Menlo,Consolas,monospace;"
+        "}"
+        ".ev li{margin:.1rem 0;white-space:pre-wrap}.more{font-style:italic;list-style:none}"
+        ".layer{border-top:1px solid var(--line);margin-top:1rem}"
+        ".comps{list-style:none;padding:0;margin:.25rem 0;display:flex;flex-wrap:wrap;gap:.3rem .9rem}"
+        "details.chk{border:1px solid var(--line);border-radius:.35rem;margin:.3rem 0;padding:.3rem .6rem}"
+        "details.chk.root{border:2px solid var(--bad)}"
+        "details.chk>summary{cursor:pointer}details.chk>div{padding:.25rem 0 .1rem}"
+        "table{border-collapse:collapse;width:100%}"
+        "th,td{text-align:left;border-bottom:1px solid var(--line);padding:.3rem .4rem;vertical-align:top}"
+        "td ul{margin:0;padding-left:1rem}"
+        "@media (max-width:40rem){table,tbody,tr,td{display:block}thead{display:none}"
+        "tr{border:1px solid var(--line);border-radius:.35rem;margin:.4rem 0;padding:.2rem .4rem}"
+        "td{border:0;padding:.1rem 0}td::before{content:attr(data-label) \": \";color:var(--muted)}}"
+        "footer{margin:2rem 0 1rem;font-size:.85em;color:var(--muted)}";
+
+/* Appends s to b with the five characters that mean something in HTML (& < > " ') written as
+ * entities, so that the text lands as text in an element or a quoted attribute. Cannot fail. */
+static void put_escaped(struct buf *b, const char *s) {
+        const char *run = s;
+        for (; *s; s++) {
+                const char *entity;
+                switch (*s) {
+                case '&': entity = "&amp;"; break;
+                case '<': entity = "&lt;"; break;
+                case '>': entity = "&gt;"; break;
+                case '"': entity = "&quot;"; break;
+                case '\'': entity = "&#39;"; break;
+                default: continue;
+                }
+                buf_append(b, run, (size_t)(s - run));
+                buf_puts(b, entity);
+                run = s + 1;
+        }
+        buf_append(b, run, (size_t)(s - run));
+}
+
+/* Appends s, a string from the report, as inert text: at most STATUS_PAGE_MAX_STRING bytes (cut at a
+ * character boundary, an ellipsis said), control characters and bytes that are not UTF-8 spelled as
+ * visible escapes (escape_terminal: evidence quotes files and API answers), then HTML-escaped.
+ * Cannot fail. */
+static void put_text(struct buf *b, const char *s) {
+        size_t n = strlen(s);
+        bool cut = n > STATUS_PAGE_MAX_STRING;
+        if (cut) {
+                n = STATUS_PAGE_MAX_STRING;
+                while (n > 0 && ((unsigned char)s[n] & 0xC0) == 0x80) n--; /* not inside a character */
+        }
+        _cleanup_free_ char *part = xstrndup(s, n);
+        _cleanup_free_ char *clean = escape_terminal(part);
+        put_escaped(b, clean);
+        if (cut) buf_printf(b, "\xe2\x80\xa6 (%zu bytes more)", strlen(s) - n);
+}
+
+/* Appends the JSON value v as text: a string escaped by put_text, an integer or real in decimal,
+ * true/false as words, anything else (missing, null, arrays, objects) as fallback, which is the
+ * program's own text and written as is. Cannot fail. */
+static void put_value(struct buf *b, const json_t *v, const char *fallback) {
+        if (json_is_string(v))
+                put_text(b, json_string_value(v));
+        else if (json_is_integer(v))
+                buf_printf(b, "%" JSON_INTEGER_FORMAT, json_integer_value(v));
+        else if (json_is_real(v))
+                buf_printf(b, "%g", json_real_value(v));
+        else if (json_is_boolean(v))
+                buf_puts(b, json_is_true(v) ? "true" : "false");
+        else
+                buf_puts(b, fallback);
+}
+
+/* Returns the CSS class of a check, layer, component or verdict status word ("ok", "warn", "bad",
+ * "blk", "skip"), or "unk" for a word this page does not know (or NULL). Never fails. */
+static const char *status_class(const char *status) {
+        static const struct {
+                const char *word, *cls;
+        } map[] = {
+                { "pass", "ok" },     { "healthy", "ok" },  { "warn", "warn" },    { "degraded", "warn" },
+                { "fail", "bad" },    { "failed", "bad" },  { "blocked", "blk" },  { "skip", "skip" },
+                { "skipped", "skip" },
+        };
+        for (size_t i = 0; status && i < ELEMENTSOF(map); i++)
+                if (streq(status, map[i].word)) return map[i].cls;
+        return "unk";
+}
+
+/* Returns the sign shown beside a status of CSS class cls (the word is always shown too: the colour
+ * is never the only mark). Never fails. */
+static const char *status_sign(const char *cls) {
+        if (streq(cls, "ok")) return "\xe2\x9c\x93";       /* check mark */
+        if (streq(cls, "warn")) return "!";
+        if (streq(cls, "bad")) return "\xe2\x9c\x97";      /* ballot x */
+        if (streq(cls, "blk")) return "\xe2\x8a\x98";      /* circled division slash */
+        if (streq(cls, "skip")) return "\xe2\x80\x93";     /* en dash */
+        return "?";
+}
+
+/* Appends a badge for the status word in v (a JSON string, or anything else: "unknown"): colour,
+ * sign and the word. Cannot fail. */
+static void put_badge(struct buf *b, const json_t *v) {
+        const char *status = json_string_value(v);
+        const char *cls = status_class(status);
+        buf_printf(b, "<span class=\"b %s\">%s ", cls, status_sign(cls));
+        put_value(b, v, "unknown");
+        buf_puts(b, "</span>");
+}
+
+/* Appends the head of a page titled "gpunode: <node>" plus suffix (the program's own text), with the
+ * style sheet, and opens <main>; refresh_s > 0 asks the browser to reload after that many seconds.
+ * node is the caller's or the report's and is escaped. Cannot fail. */
+static void put_head(struct buf *b, const char *node, const char *suffix, int refresh_s) {
+        buf_puts(b, "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n"
+                    "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n");
+        if (refresh_s > 0) buf_printf(b, "<meta http-equiv=\"refresh\" content=\"%d\">\n", refresh_s);
+        buf_puts(b, "<title>gpunode: ");
+        put_text(b, node);
+        buf_printf(b, "%s</title>\n<style>%s</style>\n</head>\n<body>\n<main>\n<header>\n<h1>gpunode "
+                      "<span class=\"muted\">on</span> <code id=\"node\">", suffix, page_css);
+        put_text(b, node);
+        buf_puts(b, "</code></h1>\n<nav><a href=\"/metrics\">/metrics</a> <a href=\"/report\">/report</a> "
+                    "<span class=\"muted\">(JSON)</span></nav>\n</header>\n");
+}
+
+/* Appends the footer and closes the page. Cannot fail. */
+static void put_tail(struct buf *b) {
+        buf_puts(b, "<footer>gpunode " GPUNODE_VERSION ": diagnoses the node bottom-up, hardware first. "
+                    "Raw data: <a href=\"/report\">/report</a> (the gpunode.report/v1 JSON), "
+                    "<a href=\"/metrics\">/metrics</a> (Prometheus).</footer>\n</main>\n</body>\n</html>\n");
+}
+
+/* Returns a malloc'd page that holds only a message (the program's own HTML) under the usual head.
+ * Never fails. */
+static char *message_page(const char *node, const char *title, const char *message, int refresh_s) {
+        struct buf b = {};
+        _cleanup_free_ char *suffix = xasprintf(" - %s", title);
+        put_head(&b, node ? node : "this node", suffix, refresh_s);
+        buf_printf(&b, "<section id=\"verdict\" class=\"verdict\">\n<p class=\"vword\">%s</p>\n<p>%s</p>\n"
+                       "</section>\n", title, message);
+        put_tail(&b);
+        return b.data;
+}
+
+/* Appends the evidence array ev as a list, at most STATUS_PAGE_MAX_EVIDENCE lines and none once the
+ * page has reached STATUS_PAGE_BUDGET bytes, the rest counted ("and N more"). Nothing when ev is
+ * empty or not an array. Cannot fail. */
+static void put_evidence(struct buf *b, const json_t *ev) {
+        size_t n = json_is_array(ev) ? json_array_size(ev) : 0;
+        if (n == 0) return;
+        buf_puts(b, "<ul class=\"ev\">\n");
+        size_t i;
+        for (i = 0; i < n && i < STATUS_PAGE_MAX_EVIDENCE && b->len < STATUS_PAGE_BUDGET; i++) {
+                buf_puts(b, "<li>");
+                put_value(b, json_array_get(ev, i), "(not text)");
+                buf_puts(b, "</li>\n");
+        }
+        if (i < n)
+                buf_printf(b, "<li class=\"more\">and %zu more (%s): the full list is in "
+                              "<a href=\"/report\">/report</a></li>\n",
+                           n - i, i < STATUS_PAGE_MAX_EVIDENCE ? "page size limit" : "not shown here");
+        buf_puts(b, "</ul>\n");
+}
+
+/* Appends the remedy text of v (a JSON string; anything else: nothing) in a remedy box. Cannot fail. */
+static void put_remedy(struct buf *b, const json_t *v) {
+        if (!json_is_string(v) || !*json_string_value(v)) return;
+        buf_puts(b, "<p class=\"remedy\"><strong>Remedy:</strong> ");
+        put_text(b, json_string_value(v));
+        buf_puts(b, "</p>\n");
+}
+
+/* Returns the check in checks whose "id" is id, or NULL (id NULL, none, checks not an array). */
+static json_t *find_check(const json_t *checks, const char *id) {
+        size_t i;
+        json_t *c;
+        if (!id) return NULL;
+        json_array_foreach(checks, i, c)
+                if (streq_ptr(json_string_value(json_object_get(c, "id")), id)) return c;
+        return NULL;
+}
+
+/* Appends the verdict banner: the verdict word large, in its colour with its sign, and the count of
+ * checks by status. Cannot fail. */
+static void put_verdict(struct buf *b, const json_t *report) {
+        const json_t *verdict = json_object_get(report, "verdict");
+        const char *cls = status_class(json_string_value(verdict));
+        buf_printf(b, "<section id=\"verdict\" class=\"verdict v-%s\">\n<p class=\"vword\">%s ", cls,
+                   status_sign(cls));
+        put_value(b, verdict, "unknown");
+        buf_puts(b, "</p>\n<p>");
+        if (streq(cls, "ok"))
+                buf_puts(b, "Every layer is healthy: hardware, container integration, Kubernetes, observability.");
+        else if (streq(cls, "warn"))
+                buf_puts(b, "The node works, with warnings below.");
+        else if (streq(cls, "bad"))
+                buf_puts(b, "The node cannot run GPU work as it should: the root cause is below.");
+        else
+                buf_puts(b, "The report names no verdict this page knows.");
+        buf_puts(b, "</p>\n");
+
+        static const char *const words[] = { "pass", "warn", "fail", "blocked", "skip" };
+        size_t counts[ELEMENTSOF(words) + 1] = {}, i;
+        const json_t *checks = json_object_get(report, "checks"), *c;
+        json_array_foreach(checks, i, c) {
+                const char *s = json_string_value(json_object_get(c, "status"));
+                size_t k = 0;
+                while (k < ELEMENTSOF(words) && !streq_ptr(s, words[k])) k++;
+                counts[k]++;
+        }
+        buf_printf(b, "<p class=\"muted\">%zu checks:", json_is_array(checks) ? json_array_size(checks) : 0);
+        for (size_t k = 0; k < ELEMENTSOF(words); k++)
+                if (counts[k]) buf_printf(b, " %zu %s,", counts[k], words[k]);
+        if (counts[ELEMENTSOF(words)]) buf_printf(b, " %zu other,", counts[ELEMENTSOF(words)]);
+        b->data[b->len - 1] = b->data[b->len - 1] == ',' ? '.' : b->data[b->len - 1];
+        buf_puts(b, "</p>\n</section>\n");
+}
+
+/* Appends the root-cause section: the failing check's id, layer and component, its summary, its
+ * evidence and its remedy; or a line saying there is none. Cannot fail. */
+static void put_root_cause(struct buf *b, const json_t *report) {
+        const json_t *rc = json_object_get(report, "root_cause");
+        if (!json_is_object(rc)) {
+                const char *v = json_string_value(json_object_get(report, "verdict"));
+                buf_printf(b, "<section id=\"root-cause\" class=\"rc none\">\n<h2>Root cause</h2>\n<p>%s</p>\n"
+                              "</section>\n",
+                           streq_ptr(v, "healthy") ? "None: nothing failed."
+                                                   : "No single root cause: see the checks marked warn or fail below.");
+                return;
+        }
+        const char *id = json_string_value(json_object_get(rc, "check"));
+        const json_t *check = find_check(json_object_get(report, "checks"), id);
+        buf_puts(b, "<section id=\"root-cause\" class=\"rc\">\n<h2>Root cause</h2>\n<p>");
+        put_badge(b, check ? json_object_get(check, "status") : NULL);
+        buf_puts(b, " <code class=\"rc-check\">");
+        put_value(b, json_object_get(rc, "check"), "(no check named)");
+        buf_puts(b, "</code> <span class=\"muted\">layer ");
+        put_value(b, json_object_get(rc, "layer"), "?");
+        buf_puts(b, " \xc2\xb7 ");
+        put_value(b, json_object_get(rc, "component"), "?");
+        buf_puts(b, "</span></p>\n<p class=\"rc-summary\">");
+        put_value(b, json_object_get(rc, "summary"), "");
+        buf_puts(b, "</p>\n");
+        if (check && json_array_size(json_object_get(check, "evidence")) > 0) {
+                buf_puts(b, "<h3>Evidence</h3>\n");
+                put_evidence(b, json_object_get(check, "evidence"));
+        }
+        const json_t *remedy = json_object_get(rc, "remedy");
+        put_remedy(b, json_is_string(remedy) ? remedy : check ? json_object_get(check, "remedy") : NULL);
+        buf_puts(b, "</section>\n");
+}
+
+/* Appends one check as a <details>: badge, id and summary always visible; blocked_by, evidence and
+ * remedy inside; failed checks open, the root cause marked. Cannot fail. */
+static void put_check(struct buf *b, const json_t *c, const char *root_id) {
+        const char *id = json_string_value(json_object_get(c, "id"));
+        const char *cls = status_class(json_string_value(json_object_get(c, "status")));
+        bool root = id && streq_ptr(id, root_id);
+        buf_printf(b, "<details class=\"chk%s\"%s><summary>", root ? " root" : "",
+                   streq(cls, "bad") || streq(cls, "warn") ? " open" : "");
+        put_badge(b, json_object_get(c, "status"));
+        buf_puts(b, " <code>");
+        put_value(b, json_object_get(c, "id"), "(no id)");
+        buf_puts(b, "</code> ");
+        if (root) buf_puts(b, "<strong>(root cause)</strong> ");
+        put_value(b, json_object_get(c, "summary"), "");
+        buf_puts(b, "</summary>\n<div>\n");
+        const json_t *blocked = json_object_get(c, "blocked_by");
+        if (json_is_string(blocked)) {
+                buf_puts(b, "<p>Not run: it rests on <code>");
+                put_text(b, json_string_value(blocked));
+                buf_puts(b, "</code>.</p>\n");
+        }
+        const json_t *ev = json_object_get(c, "evidence");
+        if (json_array_size(ev) > 0)
+                put_evidence(b, ev);
+        else if (!json_is_string(blocked))
+                buf_puts(b, "<p class=\"muted\">No evidence recorded.</p>\n");
+        put_remedy(b, json_object_get(c, "remedy"));
+        buf_puts(b, "</div>\n</details>\n");
+}
+
+/* Returns true when check c belongs to the layer whose number is layer (a JSON integer). */
+static bool check_in_layer(const json_t *c, const json_t *layer) {
+        const json_t *l = json_object_get(c, "layer");
+        return json_is_integer(l) && json_is_integer(layer) && json_integer_value(l) == json_integer_value(layer);
+}
+
+/* Appends the checks of one layer (layer NULL: the checks that belong to no layer section, listed[]
+ * marks those already shown), at most STATUS_PAGE_MAX_CHECKS in all (*shown counts them) and none
+ * once the page has reached its budget. Cannot fail. */
+static void put_checks(struct buf *b, const json_t *checks, const json_t *layer, bool *listed, size_t n_listed,
+                       const char *root_id, size_t *shown) {
+        size_t i;
+        const json_t *c;
+        json_array_foreach(checks, i, c) {
+                if (i >= n_listed) break;
+                if (listed[i] || (layer && !check_in_layer(c, layer))) continue;
+                listed[i] = true;
+                if (*shown >= STATUS_PAGE_MAX_CHECKS || b->len >= STATUS_PAGE_BUDGET) continue;
+                put_check(b, c, root_id);
+                (*shown)++;
+        }
+}
+
+/* Appends a section per layer (status, components, checks) and one for checks of no layer, bounded.
+ * Cannot fail. */
+static void put_layers(struct buf *b, const json_t *report) {
+        const json_t *layers = json_object_get(report, "layers"), *checks = json_object_get(report, "checks");
+        const char *root_id = json_string_value(json_object_get(json_object_get(report, "root_cause"), "check"));
+        size_t n_checks = json_is_array(checks) ? json_array_size(checks) : 0, shown = 0, i;
+        size_t n_listed = n_checks < 4 * STATUS_PAGE_MAX_CHECKS ? n_checks : 4 * STATUS_PAGE_MAX_CHECKS;
+        _cleanup_free_ bool *listed = xcalloc(n_listed + 1, sizeof(bool));
+        const json_t *layer;
+
+        buf_puts(b, "<h2>Layers, bottom-up</h2>\n");
+        json_array_foreach(layers, i, layer) {
+                if (i >= STATUS_PAGE_MAX_LAYERS) break;
+                const json_t *num = json_object_get(layer, "layer");
+                buf_puts(b, "<section class=\"layer\" id=\"layer-");
+                if (json_is_integer(num)) buf_printf(b, "%" JSON_INTEGER_FORMAT, json_integer_value(num));
+                else buf_printf(b, "x%zu", i);
+                buf_puts(b, "\">\n<h2>");
+                put_badge(b, json_object_get(layer, "status"));
+                buf_puts(b, " Layer ");
+                put_value(b, num, "?");
+                buf_puts(b, ": ");
+                put_value(b, json_object_get(layer, "name"), "");
+                buf_puts(b, "</h2>\n");
+                const json_t *comps = json_object_get(layer, "components"), *comp;
+                size_t k;
+                if (json_array_size(comps) > 0) {
+                        buf_puts(b, "<ul class=\"comps\">\n");
+                        json_array_foreach(comps, k, comp) {
+                                if (k >= STATUS_PAGE_MAX_COMPONENTS) {
+                                        buf_printf(b, "<li class=\"muted\">and %zu more</li>\n", json_array_size(comps) - k);
+                                        break;
+                                }
+                                buf_puts(b, "<li>");
+                                put_badge(b, json_object_get(comp, "status"));
+                                buf_puts(b, " ");
+                                put_value(b, json_object_get(comp, "id"), "?");
+                                buf_puts(b, "</li>\n");
+                        }
+                        buf_puts(b, "</ul>\n");
+                }
+                put_checks(b, checks, num, listed, n_listed, root_id, &shown);
+                buf_puts(b, "</section>\n");
+        }
+        bool others = false;
+        for (size_t j = 0; j < n_listed && !others; j++) others = !listed[j];
+        if (others) {
+                buf_puts(b, "<section class=\"layer\" id=\"layer-other\">\n<h2>Other checks</h2>\n");
+                put_checks(b, checks, NULL, listed, n_listed, root_id, &shown);
+                buf_puts(b, "</section>\n");
+        }
+        if (shown < n_checks)
+                buf_printf(b, "<p class=\"muted\">%zu more checks are not shown here (page size limit): the full "
+                              "list is in <a href=\"/report\">/report</a>.</p>\n", n_checks - shown);
+}
+
+/* Appends the GPU table (index, UUID, PCI bus id, name, the pods holding it) from the report's "gpus"
+ * array; nothing when the report has none. Bounded like the checks. Cannot fail. */
+static void put_gpus(struct buf *b, const json_t *report) {
+        const json_t *gpus = json_object_get(report, "gpus"), *gpu;
+        size_t i, n = json_is_array(gpus) ? json_array_size(gpus) : 0;
+        if (n == 0) return;
+        buf_printf(b, "<section id=\"gpus\">\n<h2>GPUs (%zu)</h2>\n<table>\n<thead><tr><th>#</th><th>UUID</th>"
+                      "<th>PCI bus id</th><th>Name</th><th>Held by</th></tr></thead>\n<tbody>\n", n);
+        json_array_foreach(gpus, i, gpu) {
+                if (i >= STATUS_PAGE_MAX_GPUS || b->len >= STATUS_PAGE_BUDGET) break;
+                buf_puts(b, "<tr><td data-label=\"GPU\">");
+                put_value(b, json_object_get(gpu, "index"), "?");
+                buf_puts(b, "</td><td data-label=\"UUID\"><code>");
+                put_value(b, json_object_get(gpu, "uuid"), "unknown (not answering)");
+                buf_puts(b, "</code></td><td data-label=\"PCI\"><code>");
+                put_value(b, json_object_get(gpu, "pci_bus_id"), "unknown");
+                buf_puts(b, "</code></td><td data-label=\"Name\">");
+                put_value(b, json_object_get(gpu, "name"), "unknown");
+                buf_puts(b, "</td><td data-label=\"Held by\">");
+                const json_t *pods = json_object_get(gpu, "pods"), *pod;
+                size_t k;
+                if (json_array_size(pods) == 0) buf_puts(b, "<span class=\"muted\">no pod</span>");
+                else buf_puts(b, "<ul>");
+                json_array_foreach(pods, k, pod) {
+                        if (k >= STATUS_PAGE_MAX_PODS) {
+                                buf_printf(b, "<li class=\"muted\">and %zu more</li>", json_array_size(pods) - k);
+                                break;
+                        }
+                        buf_puts(b, "<li><code>");
+                        put_value(b, json_object_get(pod, "namespace"), "?");
+                        buf_puts(b, "/");
+                        put_value(b, json_object_get(pod, "pod"), "?");
+                        buf_puts(b, "</code>");
+                        const json_t *container = json_object_get(pod, "container");
+                        if (json_is_string(container)) {
+                                buf_puts(b, " <span class=\"muted\">(");
+                                put_text(b, json_string_value(container));
+                                buf_puts(b, ")</span>");
+                        }
+                        buf_puts(b, "</li>");
+                }
+                if (json_array_size(pods) > 0) buf_puts(b, "</ul>");
+                buf_puts(b, "</td></tr>\n");
+        }
+        buf_puts(b, "</tbody>\n</table>\n");
+        if (i < n)
+                buf_printf(b, "<p class=\"muted\">%zu more GPUs are not shown here: see "
+                              "<a href=\"/report\">/report</a>.</p>\n", n - i);
+        buf_puts(b, "</section>\n");
+}
+
+/* Returns a malloc'd copy of s (len bytes) in which each byte that does not start a valid UTF-8
+ * sequence is '?': jansson refuses the whole text otherwise, and one bad byte in a quoted file should
+ * not hide the page. Never fails. */
+static char *utf8_repair(const char *s, size_t len) {
+        struct buf b = {};
+        buf_append(&b, "", 0);
+        while (len > 0) {
+                size_t ok = utf8_valid_prefix(s, len);
+                buf_append(&b, s, ok);
+                if (ok == len) break;
+                buf_append(&b, "?", 1);
+                s += ok + 1;
+                len -= ok + 1;
+        }
+        return b.data;
+}
+
+char *status_page_html(const char *report_json, const char *node) {
+        if (!report_json)
+                return message_page(node, "diagnosis running",
+                                    "The first diagnosis has not finished yet. This page reloads itself every "
+                                    "10 seconds and shows the report once there is one.", 10);
+
+        size_t len = strlen(report_json);
+        _cleanup_free_ char *repaired = utf8_valid_prefix(report_json, len) < len ? utf8_repair(report_json, len) : NULL;
+        json_error_t error;
+        json_t *report = json_loads(repaired ? repaired : report_json, 0, &error);
+        if (!json_is_object(report)) {
+                json_decref(report);
+                return message_page(node, "report unreadable",
+                                    "The last report could not be read (it is not a JSON object). The raw text is "
+                                    "at <a href=\"/report\">/report</a>; the agent's log says more.", 0);
+        }
+
+        const char *report_node = json_string_value(json_object_get(report, "node"));
+        const char *shown_node = node ? node : report_node ? report_node : "this node";
+        const char *verdict = json_string_value(json_object_get(report, "verdict"));
+        const char *cls = status_class(verdict);
+        struct buf b = {};
+        put_head(&b, shown_node,
+                 streq(cls, "ok") ? " - healthy" : streq(cls, "warn") ? " - degraded" :
+                 streq(cls, "bad") ? " - FAILED" : "", 0);
+        if (!streq_ptr(json_string_value(json_object_get(report, "schema")), "gpunode.report/v1"))
+                buf_puts(&b, "<p class=\"muted\">This report does not say it is gpunode.report/v1; what is "
+                             "shown may be incomplete.</p>\n");
+        put_verdict(&b, report);
+        put_root_cause(&b, report);
+        put_layers(&b, report);
+        put_gpus(&b, report);
+        put_tail(&b);
+        json_decref(report);
+        return b.data;
+}

@@ -1,0 +1,225 @@
+/* agent.c: `gpunode agent`: the DaemonSet process: exporter, labels, periodic diagnosis, node conditions. */
+#include "cmd/commands.h"
+#include "cmd/options.h"
+#include "agent/agent.h"
+#include "exporter/exporter.h"
+#include "basic/hostfs.h"
+
+#include <getopt.h>
+#include <signal.h>
+#include <stdlib.h>
+
+static volatile sig_atomic_t stop_signal;
+
+/* Records the stop signal; the main loop sees it within its tick. Returns nothing. */
+static void on_stop_signal(int sig) { stop_signal = sig; }
+
+enum {
+        OPT_INTERVAL = 0x200,
+        OPT_CHECK_INTERVAL,
+        OPT_CHECK_TIMEOUT,
+        OPT_HEARTBEAT,
+        OPT_EVENT_HOLD_DOWN,
+        OPT_TAINT,
+        OPT_TAINT_MAX_SHARE,
+        OPT_NO_LABELS,
+        OPT_NO_CONDITIONS,
+        OPT_NO_XID_EVENTS,
+        OPT_NO_KUBERNETES,
+        OPT_LABELS_OUTPUT,
+        OPT_BACKOFF_MAX,
+};
+
+/* Runs `gpunode agent` (argv[0] "agent"). Returns the exit code. */
+static int cmd_agent(int argc, char **argv) {
+        static const struct option longopts[] = {
+                {"listen", required_argument, NULL, 'a'},
+                {"interval", required_argument, NULL, OPT_INTERVAL},
+                {"check-interval", required_argument, NULL, OPT_CHECK_INTERVAL},
+                {"check-timeout", required_argument, NULL, OPT_CHECK_TIMEOUT},
+                {"heartbeat", required_argument, NULL, OPT_HEARTBEAT},
+                {"event-hold-down", required_argument, NULL, OPT_EVENT_HOLD_DOWN},
+                {"api-backoff-max", required_argument, NULL, OPT_BACKOFF_MAX},
+                {"taint", no_argument, NULL, OPT_TAINT},
+                {"taint-max-share", required_argument, NULL, OPT_TAINT_MAX_SHARE},
+                {"no-labels", no_argument, NULL, OPT_NO_LABELS},
+                {"labels-output", required_argument, NULL, OPT_LABELS_OUTPUT},
+                {"no-conditions", no_argument, NULL, OPT_NO_CONDITIONS},
+                {"no-xid-events", no_argument, NULL, OPT_NO_XID_EVENTS},
+                {"no-kubernetes", no_argument, NULL, OPT_NO_KUBERNETES},
+                OPTION_ROOT,
+                OPTION_NVML_LIBRARY,
+                OPTION_NODE,
+                OPTIONS_KUBE,
+                {0},
+        };
+        const char *listen_addr = ":9400";
+        struct shared_options so;
+        shared_options_init(&so);
+        struct agent_options ao = { .check_interval_ms = 60000, .check_timeout_ms = 60000, .heartbeat_s = 300,
+                                    .event_hold_down_s = 300, .backoff_max_s = 300, .conditions = true,
+                                    .taint_max_share = 0.10, .labels = true };
+        unsigned interval_ms = 10000;
+        bool xid_events = true, kubernetes = true;
+        int c;
+        optind = 1;
+        while ((c = getopt_long(argc, argv, "a:", longopts, NULL)) != -1) {
+                uint64_t ms, min = 1, max = 86400000;
+                const char *name = NULL;
+                unsigned *dst_ms = NULL, *dst_s = NULL;
+                switch (c) {
+                case 'a': listen_addr = optarg; break;
+                case OPT_INTERVAL: name = "interval"; dst_ms = &interval_ms; break;
+                case OPT_CHECK_INTERVAL: name = "check-interval"; dst_ms = &ao.check_interval_ms; min = 100; break;
+                case OPT_CHECK_TIMEOUT: name = "check-timeout"; dst_ms = &ao.check_timeout_ms; break;
+                case OPT_HEARTBEAT: name = "heartbeat"; dst_s = &ao.heartbeat_s; min = 1000; break;
+                case OPT_EVENT_HOLD_DOWN: name = "event-hold-down"; dst_s = &ao.event_hold_down_s; min = 0; break;
+                case OPT_BACKOFF_MAX: name = "api-backoff-max"; dst_s = &ao.backoff_max_s; min = 1000; break;
+                case OPT_TAINT: ao.taint = true; break;
+                case OPT_TAINT_MAX_SHARE: {
+                        char *end;
+                        double v = strtod(optarg, &end);
+                        if (end != optarg && *end == '%') {
+                                v /= 100;
+                                end++;
+                        }
+                        if (end == optarg || *end || !(v >= 0 && v <= 1)) {
+                                fprintf_escaped(stderr, "gpunode agent: --taint-max-share: '%s' is not 0..1 or 0%%..100%%\n", optarg);
+                                return EXIT_USAGE;
+                        }
+                        ao.taint_max_share = v;
+                        break;
+                }
+                case OPT_NO_LABELS: ao.labels = false; break;
+                case OPT_LABELS_OUTPUT: ao.labels_output = optarg; break;
+                case OPT_NO_CONDITIONS: ao.conditions = false; break;
+                case OPT_NO_XID_EVENTS: xid_events = false; break;
+                case OPT_NO_KUBERNETES: kubernetes = false; break;
+                default: {
+                        _cleanup_free_ char *error = NULL;
+                        int k = shared_option(c, optarg, &so, &error);
+                        if (k < 0) fprintf_escaped(stderr, "gpunode agent: %s\n", error);
+                        if (k <= 0) return EXIT_USAGE;
+                        break;
+                }
+                }
+                if (name) {
+                        if (parse_duration_ms(optarg, min, max, &ms) < 0) {
+                                fprintf_escaped(stderr, "gpunode agent: --%s: '%s' is not a duration (10, 1.5s, 500ms, 5m)\n",
+                                                name, optarg);
+                                return EXIT_USAGE;
+                        }
+                        if (dst_ms) *dst_ms = (unsigned)ms;
+                        if (dst_s) *dst_s = (unsigned)(ms / 1000);
+                }
+        }
+        if (optind < argc) {
+                fprintf_escaped(stderr, "gpunode agent: unexpected argument '%s'\n", argv[optind]);
+                return EXIT_USAGE;
+        }
+        int r = hostfs_init(so.root);
+        if (r < 0) {
+                fprintf_escaped(stderr, "gpunode agent: cannot open root %s: %s\n", so.root, strerror(-r));
+                return EXIT_USAGE;
+        }
+        _cleanup_free_ char *node = node_name_resolve(so.node);
+        char self[4096];
+        ssize_t l = readlink("/proc/self/exe", self, sizeof self - 1);
+        self[l > 0 && l < (ssize_t)sizeof self ? l : 0] = 0;
+        if (!self[0] || access(self, X_OK) < 0) snprintf(self, sizeof self, "/proc/self/exe");
+        ao.self = self;
+        ao.root = so.root;
+        ao.nvml_library = so.probe.nvml_library;
+        ao.kubeconfig = so.kube.kubeconfig;
+        ao.node = node;
+        ao.api_timeout_ms = so.kube.timeout_ms;
+        ao.dcgm_url = so.kube.dcgm_url;
+        ao.node_exporter_url = so.kube.node_exporter_url;
+        ao.operator_namespace = so.kube.operator_namespace;
+
+        sigset_t sigs;
+        sigemptyset(&sigs);
+        sigaddset(&sigs, SIGTERM);
+        sigaddset(&sigs, SIGINT);
+        pthread_sigmask(SIG_BLOCK, &sigs, NULL);
+        signal(SIGPIPE, SIG_IGN);
+
+        /* The exporter in-process, without its own diagnosis: the agent's runs and its /report serve that. */
+        struct exp_options eo = { .interval_ms = interval_ms, .sample_timeout_ms = 10000, .check_interval_ms = 0,
+                                  .root = so.root, .nvml_library = so.probe.nvml_library, .hostname = node,
+                                  .hostname_label = "Hostname", .xid_events = xid_events, .kubernetes = kubernetes,
+                                  .kubeconfig = so.kube.kubeconfig };
+        struct exporter *e = NULL;
+        r = exporter_start(&eo, &e);
+        if (r < 0) {
+                fprintf_escaped(stderr, "gpunode agent: cannot start the exporter: %s\n", strerror(-r));
+                hostfs_done();
+                return EXIT_INTERNAL;
+        }
+        struct agent *a = NULL;
+        r = agent_start(&ao, xid_events ? exporter_xid_fd(e) : -1, &a);
+        if (r < 0) {
+                fprintf_escaped(stderr, "gpunode agent: cannot start: %s\n", strerror(-r));
+                exporter_stop(e);
+                hostfs_done();
+                return EXIT_INTERNAL;
+        }
+        struct exp_http *h = NULL;
+        r = exp_http_start_routes(listen_addr, e, agent_http_route, a, &h);
+        if (r < 0) {
+                fprintf_escaped(stderr, "gpunode agent: cannot listen on %s: %s\n", listen_addr,
+                                r == -EINVAL ? "not HOST:PORT, [V6]:PORT or :PORT" : strerror(-r));
+                agent_stop(a);
+                exporter_stop(e);
+                hostfs_done();
+                return r == -EINVAL ? EXIT_USAGE : EXIT_INTERNAL;
+        }
+        fprintf_escaped(stderr, "gpunode agent: node %s, listening on %s, diagnosing every %.3g s%s%s%s\n", node,
+                        listen_addr, ao.check_interval_ms / 1000.0, ao.conditions ? ", conditions" : "",
+                        ao.taint ? ", taint" : "", ao.labels ? ", labels" : "");
+        struct sigaction sa = { .sa_handler = on_stop_signal };
+        sigemptyset(&sa.sa_mask);
+        sigaction(SIGTERM, &sa, NULL);
+        sigaction(SIGINT, &sa, NULL);
+        pthread_sigmask(SIG_UNBLOCK, &sigs, NULL);
+        while (!stop_signal) {
+                struct timespec tick = { 0, 250 * 1000000L };
+                nanosleep(&tick, NULL);
+                if (!stop_signal) exporter_watchdog(e);
+        }
+        fprintf_escaped(stderr, "gpunode agent: %s, stopping\n", strsignal(stop_signal));
+        exp_http_stop(h);
+        agent_stop(a);
+        exporter_stop(e);
+        hostfs_done();
+        return 0;
+}
+
+/* `gpunode agent`: its entry in the command table, with the help text generated from it. */
+const struct command command_agent = {
+        .name = "agent",
+        .run = cmd_agent,
+        .summary = "the DaemonSet process: exporter, labels, periodic diagnosis, node conditions, events, taint",
+        .usage = "[OPTIONS]",
+        .options =
+                "  -a, --listen ADDR      HOST:PORT, [V6]:PORT or :PORT (default :9400): /metrics, /health, /report, /\n"
+                "  --interval DURATION    how often NVML is sampled for /metrics (default 10s)\n"
+                "  --check-interval DUR   how often the diagnosis runs (default 60s); an Xid starts one at once\n"
+                "  --check-timeout DUR    a diagnosis running longer is killed (default 60s)\n"
+                "  --heartbeat DUR        refresh unchanged conditions this often (default 5m)\n"
+                "  --event-hold-down DUR  at most one Event per layer this often; later transitions wait (default 5m)\n"
+                "  --api-backoff-max DUR  the longest wait between API retries (default 5m)\n"
+                "  --taint                taint the node gpunode.io/unhealthy=<layer>:NoSchedule while layer 1 or 2 fails\n"
+                "  --taint-max-share X    refuse the taint when that many GPU nodes would carry it (default 0.1, 10%)\n"
+                "  --no-conditions        do not write node conditions, Events or the taint\n"
+                "  --no-labels            do not run the GFD labels loop (`gpunode labels`)\n"
+                "  --labels-output FILE   the labels' NFD feature file (default: gpunode labels' own)\n"
+                "  --no-xid-events        do not listen for Xid events\n"
+                "  --no-kubernetes        no pod labels on the metrics\n"
+                "  --root DIR             host root (env GPUNODE_ROOT, default /; /host in the DaemonSet)\n"
+                "  --nvml-library PATH    load this file instead of libnvidia-ml.so.1\n"
+                "  --node NAME            the node (default $NODE_NAME, else the host name)\n"
+                "  --kubeconfig FILE      (default: in-cluster, $KUBECONFIG, ~/.kube/config)\n"
+                "  --timeout DUR          each API request (and the diagnosis's)\n"
+                "stops cleanly on SIGTERM or SIGINT\n",
+};

@@ -1,0 +1,252 @@
+#!/usr/bin/python3
+# run-agent-tests.py: end-to-end tests of `gpunode agent` against the HTTPS API stand-in and the fake NVML.
+"""usage: run-agent-tests.py GPUNODE FAKE_NVML
+
+Healthy node (conditions False, the kubelet's Ready and another tool's condition kept), a driver
+failure (layer 1 True, a Warning Event, the layers above Unknown), healing (a Normal Event, back to
+False), flapping (bounded Events), the API down then back, 409 once, 403 (the log names the
+permission), the taint's circuit breaker. Debian's python3, standard library only."""
+import json, os, shutil, signal, socket, ssl, subprocess, sys, tempfile, time, urllib.request
+
+here = os.path.dirname(os.path.abspath(__file__))
+tests = os.path.dirname(here)
+gpunode, fake_nvml = sys.argv[1], sys.argv[2]
+tmp = tempfile.mkdtemp(prefix="agent-tests.")
+failed = 0
+procs = []
+
+
+def check(ok, what):
+    global failed
+    print(("ok   " if ok else "FAIL ") + what, flush=True)
+    if not ok:
+        failed += 1
+
+
+def free_port():
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    p = s.getsockname()[1]
+    s.close()
+    return p
+
+
+def start_printing_port(cmd, out):
+    f = open(out, "w")
+    p = subprocess.Popen(cmd, stdout=f, stderr=subprocess.DEVNULL)
+    procs.append(p)
+    for _ in range(100):
+        t = open(out).read().strip()
+        if t.isdigit():
+            return p, int(t)
+        time.sleep(0.1)
+    raise SystemExit("server did not start: %s" % cmd)
+
+
+subprocess.run(["sh", os.path.join(tests, "kube-server", "make-certs.sh"), tmp + "/certs"], check=True,
+               stdout=subprocess.DEVNULL)
+# The API: the healthy scenario's recorded objects plus two more GPU nodes, one already tainted.
+api = tmp + "/api"
+shutil.copytree(os.path.join(tests, "scenarios", "k8s-healthy", "api"), api)
+node_file = api + "/api/v1/nodes/k8s-healthy.json"
+node = json.load(open(node_file))
+node["status"]["conditions"].append({"type": "OtherToolProblem", "status": "False", "reason": "Fine",
+                                     "message": "another tool's", "lastTransitionTime": "2026-01-01T00:00:00Z",
+                                     "lastHeartbeatTime": "2026-01-01T00:00:00Z"})
+json.dump(node, open(node_file, "w"))
+for name, tainted in (("gpu-b", True), ("gpu-c", False)):
+    other = json.loads(json.dumps(node))
+    other["metadata"]["name"] = name
+    other["metadata"]["uid"] = "uid-" + name
+    other["spec"]["taints"] = [{"key": "gpunode.io/unhealthy", "value": "hardware", "effect": "NoSchedule"}] if tainted else []
+    json.dump(other, open(api + "/api/v1/nodes/%s.json" % name, "w"))
+metrics_srv, metrics_port = start_printing_port(
+    ["/usr/bin/python3", os.path.join(tests, "kube-server", "metrics_server.py"), "--dir",
+     os.path.join(tests, "scenarios", "k8s-healthy", "metrics"), "--lifetime", "200"], tmp + "/metrics.out")
+kube_srv, api_port = start_printing_port(
+    ["/usr/bin/python3", os.path.join(tests, "kube-server", "kube_server.py"), "--certs", tmp + "/certs",
+     "--responses", api, "--token", "agent-token-0123456789", "--lifetime", "200", "--log", tmp + "/requests.log"],
+    tmp + "/api.out")
+with open(tmp + "/kubeconfig", "w") as f:
+    f.write("apiVersion: v1\nkind: Config\nclusters:\n- name: t\n  cluster:\n    server: https://127.0.0.1:%d\n"
+            "    certificate-authority: %s/certs/ca.crt\nusers:\n- name: t\n  user:\n    token: agent-token-0123456789\n"
+            "contexts:\n- name: t\n  context: {cluster: t, user: t}\ncurrent-context: t\n" % (api_port, tmp))
+ctx = ssl.create_default_context(cafile=tmp + "/certs/ca.crt")
+
+
+def control(body=None, path="/_control"):
+    req = urllib.request.Request("https://127.0.0.1:%d%s" % (api_port, path),
+                                 data=json.dumps(body).encode() if body is not None else None, method="POST" if body is not None else "GET")
+    for _ in range(50):
+        try:
+            return json.load(urllib.request.urlopen(req, context=ctx, timeout=5))
+        except OSError:
+            time.sleep(0.2)
+
+
+def api_get(path):
+    req = urllib.request.Request("https://127.0.0.1:%d%s" % (api_port, path),
+                                 headers={"Authorization": "Bearer agent-token-0123456789"})
+    return json.load(urllib.request.urlopen(req, context=ctx, timeout=5))
+
+
+def conditions():
+    n = api_get("/api/v1/nodes/k8s-healthy")
+    return {c["type"]: c for c in n["status"]["conditions"]}, n
+
+
+def events():
+    return api_get("/api/v1/namespaces/default/events").get("items", [])
+
+
+def wait(pred, timeout=20):
+    end = time.time() + timeout
+    while time.time() < end:
+        try:
+            v = pred()
+            if v:
+                return v
+        except Exception:
+            pass
+        time.sleep(0.2)
+    return None
+
+
+# The root: a symlink switched between the healthy scenario and the broken driver (healing, flapping).
+roots = {"healthy": os.path.join(tests, "scenarios", "k8s-healthy", "root"),
+         "broken": os.path.join(tests, "scenarios", "k8s-driver-broken", "root")}
+root = tmp + "/root"
+
+
+def set_root(which):
+    os.symlink(roots[which], root + ".new")
+    os.replace(root + ".new", root)
+
+
+set_root("healthy")
+port = free_port()
+log = open(tmp + "/agent.log", "w")
+env = dict(os.environ, NODE_NAME="k8s-healthy", GPUNODE_FAKE_NVML=os.path.join(tests, "scenarios", "k8s-healthy", "nvml.json"))
+for k in ("KUBERNETES_SERVICE_HOST", "KUBERNETES_SERVICE_PORT", "http_proxy", "https_proxy", "HTTPS_PROXY", "HTTP_PROXY"):
+    env.pop(k, None)
+
+
+def start_agent(*extra):
+    p = subprocess.Popen([gpunode, "agent", "--listen", "127.0.0.1:%d" % port, "--root", root, "--nvml-library", fake_nvml,
+                          "--kubeconfig", tmp + "/kubeconfig", "--check-interval", "1s", "--heartbeat", "30s",
+                          "--event-hold-down", "0", "--api-backoff-max", "2s", "--timeout", "3s", "--no-labels",
+                          "--dcgm-url", "http://127.0.0.1:%d/dcgm/metrics" % metrics_port,
+                          "--node-exporter-url", "http://127.0.0.1:%d/node/metrics" % metrics_port] + list(extra),
+                         stdout=subprocess.DEVNULL, stderr=log, env=env)
+    procs.append(p)
+    return p
+
+
+def http(path):
+    try:
+        r = urllib.request.urlopen("http://127.0.0.1:%d%s" % (port, path), timeout=5)
+        return r.status, r.read()
+    except urllib.error.HTTPError as e:
+        return e.code, e.read()
+
+
+agent = start_agent("--taint")
+try:
+    # healthy: four conditions False, the kubelet's and the other tool's kept
+    c = wait(lambda: (lambda d: d if "GPUHardwareProblem" in d[0] else None)(conditions()))
+    check(c is not None, "the agent wrote its conditions")
+    conds, n = c if c else ({}, {})
+    for t in ("GPUHardwareProblem", "GPUContainerRuntimeProblem", "GPUResourceExposureProblem"):
+        check(conds.get(t, {}).get("status") == "False", "%s is False on a healthy node (%s)" % (t, conds.get(t, {}).get("reason")))
+    check("GPUObservabilityProblem" in conds, "GPUObservabilityProblem is written")
+    check(conds.get("Ready", {}).get("status") == "True", "the kubelet's Ready is kept")
+    check(conds.get("OtherToolProblem", {}).get("message") == "another tool's", "another tool's condition is kept")
+    st, body = http("/report")
+    check(st == 200 and json.loads(body)["schema"] == "gpunode.report/v1", "/report serves the report")
+    st, body = http("/")
+    check(st == 200 and b"<html" in body.lower(), "/ serves the status page")
+    st, body = http("/metrics")
+    check(st == 200 and b"DCGM_FI_DEV_GPU_TEMP" in body, "/metrics serves DCGM metrics")
+
+    # driver failure: layer 1 True with the root cause, a Warning Event, layers above Unknown
+    set_root("broken")
+    c = wait(lambda: (lambda d: d if d[0]["GPUHardwareProblem"]["status"] == "True" else None)(conditions()))
+    check(c is not None, "a driver failure turns GPUHardwareProblem True")
+    if c:
+        conds, n = c
+        check(conds["GPUHardwareProblem"]["reason"] == "DriverModuleSignature", "its reason is the root cause's check")
+        check(conds["GPUContainerRuntimeProblem"]["status"] == "Unknown", "layer 2 is Unknown (blocked)")
+        check(any(t["key"] == "gpunode.io/unhealthy" for t in n["spec"].get("taints", [])) is False,
+              "the circuit breaker refuses the taint (1 of 3 GPU nodes already tainted)")
+    ev = wait(lambda: [e for e in events() if e["type"] == "Warning" and e["reason"] == "DriverModuleSignature"])
+    check(bool(ev) and ev[0]["involvedObject"]["kind"] == "Node" and ev[0]["involvedObject"]["uid"],
+          "a Warning Event on the Node")
+    check(bool(wait(lambda: [e for e in events() if e["reason"] == "TaintRefusedCircuitBreaker"])),
+          "an Event says the taint was refused")
+
+    # healing: a Normal Event, back to False, one transition
+    set_root("healthy")
+    c = wait(lambda: (lambda d: d if d[0]["GPUHardwareProblem"]["status"] == "False" else None)(conditions()))
+    check(c is not None, "healing turns GPUHardwareProblem False")
+    check(bool(wait(lambda: [e for e in events() if e["type"] == "Normal" and e["reason"] == "GPUHardwareHealthy"])),
+          "a Normal Event on healing")
+
+    # 409 once: re-read and retry; the failure is written anyway
+    control({"writes": "409-once"})
+    set_root("broken")
+    check(wait(lambda: conditions()[0]["GPUHardwareProblem"]["status"] == "True") is not None,
+          "a 409 is retried once and the condition written")
+    # flapping with a hold-down would be bounded; here (hold-down 0) each state change is one Event,
+    # aggregated into the same Event's count
+    w = wait(lambda: [e for e in events() if e["reason"] == "DriverModuleSignature" and e.get("count", 1) >= 2]) or []
+    check(len(w) == 1 and w[0].get("count", 1) >= 2, "a repeat failure aggregates into the same Event (count %s)" % (w[0].get("count") if w else None))
+
+    # 403: a clear log line naming the permission; the agent keeps serving
+    set_root("healthy")
+    control({"writes": "403"})
+    time.sleep(3)
+    text = open(tmp + "/agent.log").read()
+    check("patch" in text and "nodes/status" in text and "403" in text, "a 403 logs the missing permission")
+    check(http("/metrics")[0] == 200, "metrics are served while writes are refused")
+    control({"writes": "normal"})
+    check(wait(lambda: conditions()[0]["GPUHardwareProblem"]["status"] == "False") is not None,
+          "after the 403 ends, the current state is written")
+
+    # API down then back: metrics stay, the state is written once it answers
+    control({"writes": "down", "down_seconds": 4})
+    set_root("broken")
+    time.sleep(2)
+    check(http("/health")[0] in (200, 503) and http("/metrics")[0] == 200, "metrics are served while the API is down")
+    check(wait(lambda: conditions()[0]["GPUHardwareProblem"]["status"] == "True", 20) is not None,
+          "the state is written once the API is back")
+    check(agent.poll() is None, "the agent is still running")
+
+    # garbage: a clear log line, nothing else
+    control({"writes": "garbage"})
+    set_root("healthy")
+    time.sleep(3)
+    check("not JSON" in open(tmp + "/agent.log").read(), "a garbage answer is logged")
+    check(agent.poll() is None, "the agent survives garbage answers")
+    control({"writes": "normal"})
+
+    # steady state: writes per minute with a 30 s heartbeat
+    wait(lambda: conditions()[0]["GPUHardwareProblem"]["status"] == "False")
+    time.sleep(2)
+    before = len([l for l in open(tmp + "/requests.log") if '"PATCH"' in l or '"POST"' in l])
+    time.sleep(8)
+    after = len([l for l in open(tmp + "/requests.log") if '"PATCH"' in l or '"POST"' in l])
+    check(after - before <= 1, "steady state: %d write(s) in 8 s of 1 s rounds (heartbeat 30 s)" % (after - before))
+finally:
+    for p in procs:
+        if p.poll() is None:
+            p.send_signal(signal.SIGTERM)
+    for p in procs:
+        try:
+            p.wait(5)
+        except subprocess.TimeoutExpired:
+            p.kill()
+    if failed:
+        print(open(tmp + "/agent.log").read()[-3000:])
+    shutil.rmtree(tmp, ignore_errors=True)
+print("agent: %d failed" % failed)
+sys.exit(1 if failed else 0)

@@ -1,0 +1,239 @@
+/* test_agent.c: the agent's pure decisions: conditions from real scenario reports, the patch and heartbeat,
+ * Events with hold-down and aggregation, the taint and its circuit breaker. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <cmocka.h>
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "agent/conditions.h"
+#include "agent/events.h"
+#include "agent/taint.h"
+#include "basic/util.h"
+
+/* Returns the report of scenario name (its expected.json without the final "exit N" line); fails the test otherwise. */
+static json_t *scenario_report(const char *name) {
+        const char *src = getenv("GPUNODE_SOURCE_ROOT");
+        assert_non_null(src);
+        _cleanup_free_ char *path = xasprintf("%s/tests/scenarios/%s/expected.json", src, name);
+        FILE *f = fopen(path, "re");
+        assert_non_null(f);
+        static char text[1 << 22];
+        size_t n = fread(text, 1, sizeof text - 1, f);
+        fclose(f);
+        text[n] = 0;
+        char *exit_line = strstr(text, "\nexit ");
+        if (exit_line) exit_line[1] = 0;
+        json_error_t err;
+        json_t *j = json_loads(text, 0, &err);
+        assert_non_null(j);
+        return j;
+}
+
+static void test_camel_and_bound(void **state) {
+        (void)state;
+        char b[64];
+        assert_string_equal(agent_camel_case("driver.xid-errors", b, sizeof b), "DriverXidErrors");
+        assert_string_equal(agent_camel_case("container-toolkit.cdi-specs", b, sizeof b), "ContainerToolkitCdiSpecs");
+        /* a 2-byte character straddling the cut is dropped whole */
+        char in[40], out[10];
+        memset(in, 'a', sizeof in);
+        memcpy(in + 5, "\xc3\xa9", 2);
+        in[sizeof in - 1] = 0;
+        agent_bound_utf8(in, out, sizeof out);
+        assert_true(strlen(out) <= 9);
+        assert_string_equal(out, "aaaaa...");
+        agent_bound_utf8("short", out, sizeof out);
+        assert_string_equal(out, "short");
+        int64_t t;
+        assert_int_equal(agent_time_parse("2024-05-01T10:00:00Z", &t), 0);
+        assert_string_equal(agent_time_format(t, b, sizeof b), "2024-05-01T10:00:00Z");
+        assert_int_equal(agent_time_parse("2024-05-01T10:00:00.123Z", &t), 0);
+        assert_int_equal(agent_time_parse("yesterday", &t), -EINVAL);
+}
+
+static void test_conditions_healthy(void **state) {
+        (void)state;
+        json_t *r = scenario_report("k8s-healthy");
+        struct agent_condition c[AGENT_N_LAYERS];
+        assert_int_equal(agent_conditions_from_report(r, c), 0);
+        for (unsigned i = 0; i < AGENT_N_LAYERS; i++) assert_int_equal(c[i].status, AGENT_FALSE);
+        assert_string_equal(c[0].reason, "GPUHardwareHealthy");
+        assert_string_equal(c[3].reason, "GPUObservabilityHealthy");
+        json_decref(r);
+        /* no cluster access: layer 3 all skipped -> Unknown */
+        r = scenario_report("hgx-h100-healthy");
+        assert_int_equal(agent_conditions_from_report(r, c), 0);
+        assert_int_equal(c[0].status, AGENT_FALSE);
+        assert_int_equal(c[2].status, AGENT_UNKNOWN);
+        assert_string_equal(c[2].reason, "GPUResourceExposureNotChecked");
+        json_decref(r);
+        json_t *bad = json_string("x");
+        assert_int_equal(agent_conditions_from_report(bad, c), -EBADMSG);
+        json_decref(bad);
+}
+
+static void test_conditions_failed(void **state) {
+        (void)state;
+        json_t *r = scenario_report("k8s-driver-broken");
+        struct agent_condition c[AGENT_N_LAYERS];
+        assert_int_equal(agent_conditions_from_report(r, c), 0);
+        assert_int_equal(c[0].status, AGENT_TRUE);
+        assert_string_equal(c[0].reason, "DriverModuleSignature"); /* the report's root cause, not the first fail */
+        assert_non_null(strstr(c[0].message, "signature is not trusted; remedy: sign the module"));
+        assert_int_equal(c[1].status, AGENT_UNKNOWN);
+        assert_string_equal(c[1].reason, "BlockedByDriverModuleSignature");
+        assert_int_equal(c[2].status, AGENT_UNKNOWN);
+        assert_int_equal(c[3].status, AGENT_UNKNOWN);
+        json_decref(r);
+        r = scenario_report("xid-48-then-64");
+        assert_int_equal(agent_conditions_from_report(r, c), 0);
+        assert_int_equal(c[0].status, AGENT_TRUE);
+        assert_string_equal(c[0].reason, "DriverXidErrors");
+        assert_int_equal(c[1].status, AGENT_FALSE);
+        json_decref(r);
+}
+
+static void test_patch_decision(void **state) {
+        (void)state;
+        json_t *r = scenario_report("k8s-healthy");
+        struct agent_condition c[AGENT_N_LAYERS];
+        assert_int_equal(agent_conditions_from_report(r, c), 0);
+        json_decref(r);
+        struct agent_cond_state prev[AGENT_N_LAYERS] = { 0 }, next[AGENT_N_LAYERS];
+        bool tr[AGENT_N_LAYERS];
+        assert_int_equal(agent_conditions_decide(prev, c, 1000, 300, next, tr), AGENT_PATCH_CHANGE);
+        assert_true(tr[0]);
+        assert_int_equal(next[0].transition_time, 1000);
+        memcpy(prev, next, sizeof prev);
+        /* nothing changed: no patch until the heartbeat is due */
+        assert_int_equal(agent_conditions_decide(prev, c, 1060, 300, next, tr), AGENT_PATCH_NONE);
+        assert_false(tr[0]);
+        assert_int_equal(agent_conditions_decide(prev, c, 1300, 300, next, tr), AGENT_PATCH_HEARTBEAT);
+        assert_int_equal(next[0].transition_time, 1000);
+        assert_int_equal(next[0].heartbeat_time, 1300);
+        memcpy(prev, next, sizeof prev);
+        /* a failure: a change at once, layer 1's transition time moves, the others' stay */
+        r = scenario_report("xid-48-then-64");
+        struct agent_condition f[AGENT_N_LAYERS];
+        assert_int_equal(agent_conditions_from_report(r, f), 0);
+        json_decref(r);
+        assert_int_equal(agent_conditions_decide(prev, f, 1310, 300, next, tr), AGENT_PATCH_CHANGE);
+        assert_true(tr[0]);
+        assert_false(tr[1]);
+        assert_int_equal(next[0].transition_time, 1310);
+        assert_int_equal(next[1].transition_time, 1000);
+        /* the body holds exactly the four types; read back from a Node it is the same state */
+        json_t *patch = agent_conditions_patch(next);
+        json_t *conds = json_object_get(json_object_get(patch, "status"), "conditions");
+        assert_int_equal(json_array_size(conds), 4);
+        assert_string_equal(json_string_value(json_object_get(json_array_get(conds, 0), "status")), "True");
+        struct agent_cond_state back[AGENT_N_LAYERS];
+        assert_int_equal(agent_conditions_from_node(patch, back), 4);
+        assert_int_equal(back[0].transition_time, 1310);
+        assert_string_equal(back[0].c.reason, "DriverXidErrors");
+        assert_int_equal(agent_conditions_decide(back, f, 1320, 300, next, tr), AGENT_PATCH_NONE);
+        json_decref(patch);
+}
+
+static void test_events(void **state) {
+        (void)state;
+        struct agent_event_layer st = { 0 };
+        struct agent_condition ok = { .status = AGENT_FALSE, .reason = "GPUHardwareHealthy", .message = "fine" };
+        struct agent_condition bad = { .status = AGENT_TRUE, .reason = "DriverXidErrors", .message = "Xid 79" };
+        struct agent_event ev;
+        /* a healthy baseline writes nothing */
+        assert_false(agent_event_decide(&st, 1, &ok, 100, 300, "node-a", &ev));
+        assert_false(agent_event_decide(&st, 1, &ok, 160, 300, "node-a", &ev));
+        /* failure: a Warning */
+        assert_true(agent_event_decide(&st, 1, &bad, 200, 300, "node-a", &ev));
+        assert_string_equal(ev.type, "Warning");
+        assert_string_equal(ev.reason, "DriverXidErrors");
+        assert_false(ev.patch);
+        assert_non_null(strstr(ev.message, "GPUHardwareProblem is True: Xid 79"));
+        char first_name[256];
+        snprintf(first_name, sizeof first_name, "%s", ev.name);
+        /* flapping inside the hold-down: nothing; back to the last Event's state: nothing */
+        assert_false(agent_event_decide(&st, 1, &ok, 260, 300, "node-a", &ev));
+        assert_false(agent_event_decide(&st, 1, &bad, 320, 300, "node-a", &ev));
+        assert_false(agent_event_decide(&st, 1, &ok, 380, 300, "node-a", &ev));
+        /* after the hold-down: one Normal, naming the transitions held back */
+        assert_true(agent_event_decide(&st, 1, &ok, 520, 300, "node-a", &ev));
+        assert_string_equal(ev.type, "Normal");
+        assert_non_null(strstr(ev.message, "held back"));
+        /* failing again an hour-window later: the same Warning Event is PATCHed */
+        assert_true(agent_event_decide(&st, 1, &bad, 900, 300, "node-a", &ev));
+        assert_true(ev.patch);
+        assert_int_equal(ev.count, 2);
+        assert_string_equal(ev.name, first_name);
+        json_t *o = agent_event_object(&ev, "node-a", "uid-1");
+        assert_string_equal(json_string_value(json_object_get(json_object_get(o, "involvedObject"), "kind")), "Node");
+        assert_string_equal(json_string_value(json_object_get(json_object_get(o, "metadata"), "namespace")), "default");
+        json_decref(o);
+        /* a failing baseline writes a Warning at once */
+        struct agent_event_layer st2 = { 0 };
+        assert_true(agent_event_decide(&st2, 2, &bad, 100, 300, "node-a", &ev));
+        /* many flaps over an hour stay bounded: at most one per hold-down */
+        struct agent_event_layer st3 = { 0 };
+        unsigned written = 0;
+        for (int t = 0; t < 3600; t += 60)
+                written += agent_event_decide(&st3, 1, (t / 60) % 2 ? &bad : &ok, t, 300, "n", &ev);
+        assert_true(written <= 3600 / 300 + 1);
+}
+
+static void test_taint(void **state) {
+        (void)state;
+        struct agent_condition c[AGENT_N_LAYERS] = { 0 };
+        assert_null(agent_taint_wanted(c));
+        c[1].status = AGENT_TRUE;
+        assert_string_equal(agent_taint_wanted(c), "container-runtime");
+        c[0].status = AGENT_TRUE;
+        assert_string_equal(agent_taint_wanted(c), "hardware");
+        assert_int_equal(agent_taint_allowed(3, 0.1), 1);
+        assert_int_equal(agent_taint_allowed(100, 0.1), 10);
+        assert_int_equal(agent_taint_allowed(25, 0.1), 2);
+        json_error_t err;
+        json_t *list = json_loads("{\"items\":[{\"metadata\":{\"name\":\"a\"}},"
+                                  "{\"metadata\":{\"name\":\"b\"},\"spec\":{\"taints\":[{\"key\":\"gpunode.io/unhealthy\",\"value\":\"hardware\",\"effect\":\"NoSchedule\"}]}},"
+                                  "{\"metadata\":{\"name\":\"c\"}}]}",
+                                  0, &err);
+        json_t *list2 = json_loads("{\"items\":[{\"metadata\":{\"name\":\"c\"}},{\"metadata\":{\"name\":\"d\"}}]}", 0, &err);
+        const json_t *lists[] = { list, list2 };
+        unsigned n, tainted;
+        agent_taint_count(lists, 2, "a", &n, &tainted);
+        assert_int_equal(n, 4);
+        assert_int_equal(tainted, 1);
+        assert_int_equal(agent_taint_decide("hardware", NULL, n, tainted, 0.1), AGENT_TAINT_REFUSE);
+        assert_int_equal(agent_taint_decide("hardware", NULL, n, 0, 0.1), AGENT_TAINT_ADD);
+        assert_int_equal(agent_taint_decide("hardware", "hardware", n, tainted, 0.1), AGENT_TAINT_NONE);
+        assert_int_equal(agent_taint_decide("hardware", "container-runtime", n, tainted, 0.1), AGENT_TAINT_ADD);
+        assert_int_equal(agent_taint_decide(NULL, "hardware", n, tainted, 0.1), AGENT_TAINT_REMOVE);
+        assert_int_equal(agent_taint_decide(NULL, NULL, n, tainted, 0.1), AGENT_TAINT_NONE);
+        /* the patch keeps others' taints and the resourceVersion */
+        json_t *node = json_loads("{\"metadata\":{\"name\":\"b\",\"resourceVersion\":\"42\"},\"spec\":{\"taints\":["
+                                  "{\"key\":\"other\",\"effect\":\"NoExecute\"},{\"key\":\"gpunode.io/unhealthy\",\"value\":\"hardware\",\"effect\":\"NoSchedule\"}]}}",
+                                  0, &err);
+        assert_string_equal(agent_taint_current(node), "hardware");
+        json_t *p = agent_taint_patch(node, NULL);
+        assert_int_equal(json_array_size(json_object_get(json_object_get(p, "spec"), "taints")), 1);
+        assert_string_equal(json_string_value(json_object_get(json_object_get(p, "metadata"), "resourceVersion")), "42");
+        json_decref(p);
+        p = agent_taint_patch(node, "container-runtime");
+        assert_int_equal(json_array_size(json_object_get(json_object_get(p, "spec"), "taints")), 2);
+        json_decref(p);
+        json_decref(node);
+        json_decref(list);
+        json_decref(list2);
+}
+
+int main(void) {
+        const struct CMUnitTest tests[] = {
+                cmocka_unit_test(test_camel_and_bound), cmocka_unit_test(test_conditions_healthy),
+                cmocka_unit_test(test_conditions_failed), cmocka_unit_test(test_patch_decision),
+                cmocka_unit_test(test_events), cmocka_unit_test(test_taint),
+        };
+        return cmocka_run_group_tests(tests, NULL, NULL);
+}
