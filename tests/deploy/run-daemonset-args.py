@@ -12,8 +12,8 @@ stand-in's port>, KUBERNETES_PORT...).
 
 The agent runs in a pod-like root: the test re-executes itself under `unshare -m -n` (a private
 mount namespace and a network namespace of its own, as a pod has; the stand-in API and the HTTP
-client run in it too, so :9400 is always free), builds a root on a tmpfs (the host's /usr and /etc
-read-only, symlinks bin/lib/..., a minimal /dev, /proc, /sys), mounts there each volumeMount of the
+client run in it too, so :9400 is always free), builds a root on a tmpfs (the host's /usr read-only,
+a copy of /etc, symlinks bin/lib/..., a minimal /dev, /proc, /sys), mounts there each volumeMount of the
 DaemonSet (hostPath / -> a scenario's fixture root at /host, read-only as the manifest says;
 emptyDir -> a tmpfs), bind-mounts a temporary service-account folder (token, ca.crt, namespace)
 read-only at /var/run/secrets/kubernetes.io/serviceaccount, and chroots into it. Nothing on the
@@ -158,7 +158,9 @@ try:
     for e in os.listdir("/"):
         if os.path.islink("/" + e):
             os.symlink(os.readlink("/" + e), pod + "/" + e)
-    for d in ("usr", "etc"):
+    # /etc is copied (the image's own; mount points such as NFD's features.d are made in it)
+    subprocess.run(["cp", "-a", "/etc", pod + "/etc"], stderr=subprocess.DEVNULL)
+    for d in ("usr",):
         if os.path.isdir("/" + d) and not os.path.islink("/" + d):
             os.makedirs(pod + "/" + d)
             sh("mount", "--rbind", "/" + d, pod + "/" + d)
@@ -180,13 +182,18 @@ try:
     # the DaemonSet's volumeMounts: hostPath "/" is the fixture root; emptyDir a tmpfs
     fixture = os.path.join(tests, "scenarios", SCENARIO, "root")
     volumes = {v["name"]: v for v in spec["volumes"]}
+    hostpaths = {}
     for m in spec["volumeMounts"]:
         v = volumes[m["name"]]
         target = pod + m["mountPath"]
         os.makedirs(target, exist_ok=True)
-        if "hostPath" in v:
-            check(v["hostPath"]["path"] == "/", "hostPath %s is the host root (mapped to the fixture)" % m["name"])
-            sh("mount", "--rbind", fixture, target)
+        if "hostPath" in v and v["hostPath"]["path"] == "/":
+            sh("mount", "--rbind", fixture, target)  # the host root: the fixture
+        elif "hostPath" in v:  # another host folder: a temporary one (DirectoryOrCreate)
+            src = tmp + "/hostpaths" + v["hostPath"]["path"]
+            os.makedirs(src, exist_ok=True)
+            hostpaths[v["hostPath"]["path"]] = src
+            sh("mount", "--bind", src, target)
         elif "emptyDir" in v:
             opts = "mode=1777" + (",size=" + v["emptyDir"]["sizeLimit"].replace("i", "") if v["emptyDir"].get("sizeLimit") else "")
             sh("mount", "-t", "tmpfs", "-o", opts, "emptydir", target)
@@ -282,6 +289,9 @@ try:
         p = named[g["port"]] if isinstance(g["port"], str) else g["port"]
         ok = wait(lambda: 200 <= http(g["path"], p, pr.get("timeoutSeconds", 1))[0] < 400, 30)
         check(ok is not None, "%s GET %s on port %s succeeds (%s)" % (kind, g["path"], g["port"], http(g["path"], p)[0]))
+    nfd = hostpaths.get("/etc/kubernetes/node-feature-discovery/features.d")
+    check(nfd is not None and wait(lambda: os.path.getsize(nfd + "/gfd") > 0, 30) is not None,
+          "the labels loop wrote NFD's feature file on the host path")
     check(agent.poll() is None, "the agent is still running")
     agent.terminate()
     try:
