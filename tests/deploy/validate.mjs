@@ -84,8 +84,8 @@ const c = pod.containers[0];
   expectThrow(b, "DaemonSet containerPort \"x\"");
   const b2 = clone(ds); delete b2.spec.selector;
   expectThrow(b2, "DaemonSet without spec.selector");
-  const b3 = clone(ds); b3.spec.template.spec.containers[0].securityContext.capabilities.add = "SYSLOG";
-  expectThrow(b3, "DaemonSet capabilities.add a string, not a list");
+  const b3 = clone(ds); b3.spec.template.spec.containers[0].securityContext.privileged = "true";
+  expectThrow(b3, "DaemonSet privileged a string, not a boolean");
   const r = clone(one("ClusterRole")); r.rules[0].verbs = "get";
   expectThrow(r, "ClusterRole verbs a string");
   const sm = clone(one("ServiceMonitor")); sm.spec.endpoints = { port: "metrics" };
@@ -162,12 +162,13 @@ const sc = c.securityContext;
 check(pod.serviceAccountName === one("ServiceAccount").metadata.name, "DaemonSet runs as the service account");
 check(pod.priorityClassName === "system-node-critical", "priorityClassName system-node-critical");
 check(pod.hostPID !== true && pod.hostNetwork !== true && pod.hostIPC !== true, "no host PID, network or IPC namespace");
-check(sc.privileged !== true, "not privileged");
-check(sc.allowPrivilegeEscalation === false, "allowPrivilegeEscalation false");
+// privileged for /dev/kmsg (the device cgroup; daemonset.yaml says why); the API rejects
+// allowPrivilegeEscalation false with it, and capabilities would be ignored.
+check(sc.privileged === true, "privileged (for /dev/kmsg)");
+check(sc.allowPrivilegeEscalation === undefined && sc.capabilities === undefined,
+  "no allowPrivilegeEscalation or capabilities next to privileged");
 check(sc.readOnlyRootFilesystem === true, "readOnlyRootFilesystem");
 check(sc.runAsUser === 0, "runAsUser 0 (host files are root's)");
-check(JSON.stringify(sc.capabilities.drop) === '["ALL"]', "capabilities drop ALL");
-check(JSON.stringify(sc.capabilities.add) === '["SYSLOG"]', "capabilities add only SYSLOG");
 const terms = pod.affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution.nodeSelectorTerms;
 const termKeys = terms.map((t) => t.matchExpressions.map((e) => `${e.key}=${e.values}`).join(",")).sort();
 check(JSON.stringify(termKeys) === JSON.stringify(["feature.node.kubernetes.io/pci-10de.present=true", "nvidia.com/gpu.present=true"]),
@@ -180,9 +181,12 @@ const hostVol = pod.volumes.find((v) => v.hostPath?.path === "/");
 const hostMount = c.volumeMounts.find((m) => m.name === hostVol?.name);
 check(hostMount?.mountPath === "/host" && hostMount.readOnly === true && hostMount.mountPropagation === "HostToContainer",
   "host root read-only at /host, HostToContainer");
-check(pod.volumes.every((v) => !v.hostPath || v.hostPath.path === "/"), "no other hostPath volume");
-check(c.volumeMounts.every((m) => m.readOnly === true || !pod.volumes.find((v) => v.name === m.name).hostPath),
-  "every hostPath mount read-only");
+const nfd = "/etc/kubernetes/node-feature-discovery/features.d";
+check(pod.volumes.every((v) => !v.hostPath || v.hostPath.path === "/" || v.hostPath.path === nfd),
+  "no other hostPath volume than / and NFD's features.d");
+check(c.volumeMounts.every((m) => m.readOnly === true || !pod.volumes.find((v) => v.name === m.name).hostPath ||
+  (pod.volumes.find((v) => v.name === m.name).hostPath.path === nfd && m.mountPath === nfd)),
+  "every hostPath mount read-only but NFD's features.d (the labels' output)");
 const nodeName = c.env.find((e) => e.name === "NODE_NAME");
 check(nodeName?.valueFrom?.fieldRef?.fieldPath === "spec.nodeName", "NODE_NAME from spec.nodeName");
 const args = c.args.join(" ");
