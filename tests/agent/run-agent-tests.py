@@ -253,6 +253,16 @@ try:
     check(agent.poll() is None, "the agent survives garbage answers")
     control({"writes": "normal"})
 
+    # a huge answer (20 MiB) to writes: a log line, the agent keeps serving
+    control({"writes": "huge"})
+    set_root("broken")
+    time.sleep(3)
+    check("too large" in open(tmp + "/agent.log").read(), "a huge answer is logged")
+    check(http("/metrics")[0] == 200 and http("/report")[0] == 200, "metrics and the report are served during huge answers")
+    check(agent.poll() is None, "the agent survives huge answers")
+    set_root("healthy")
+    control({"writes": "normal"})
+
     # steady state: writes per minute with a 30 s heartbeat
     wait(lambda: conditions()[0]["GPUHardwareProblem"]["status"] == "False")
     time.sleep(2)
