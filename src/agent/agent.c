@@ -27,6 +27,7 @@ extern char **environ;
 
 #define REPORT_MAX ((size_t)16 << 20) /* a diagnosis's JSON larger than this is refused */
 #define XID_MIN_GAP_MS 1000           /* Xid storms start at most one diagnosis a second */
+#define EVENT_QUEUE_MAX 16            /* Events not yet written, kept for retry (the oldest dropped) */
 
 struct agent {
         struct agent_options o;
@@ -54,6 +55,9 @@ struct agent {
         unsigned backoff_s;    /* 0: the API answered last time */
         int64_t next_api_try;  /* CLOCK_MONOTONIC seconds; 0: now */
         char last_error[512];  /* logged once until it changes */
+        /* Events decided but not yet written (the API failed): a ring, written oldest first. */
+        struct agent_event pending[EVENT_QUEUE_MAX];
+        unsigned pending_head, pending_n;
 };
 
 /* Returns CLOCK_MONOTONIC in milliseconds. */
@@ -353,7 +357,39 @@ static int write_event(struct agent *a, const struct agent_event *ev, char **ret
         return r;
 }
 
-/* Posts a one-off Event (the circuit breaker's refusal). Returns nothing; failures are logged. */
+/* Queues ev to be written (by flush_events), dropping the oldest pending Event with a log line when
+ * EVENT_QUEUE_MAX are already waiting. Returns nothing; never fails. */
+static void enqueue_event(struct agent *a, const struct agent_event *ev) {
+        if (a->pending_n == EVENT_QUEUE_MAX) {
+                const struct agent_event *old = &a->pending[a->pending_head];
+                fprintf_escaped(stderr, "gpunode agent: %u Events wait for the API server: dropping the oldest (%s %s: %s)\n",
+                                EVENT_QUEUE_MAX, old->type, old->reason, old->message);
+                a->pending_head = (a->pending_head + 1) % EVENT_QUEUE_MAX;
+                a->pending_n--;
+        }
+        a->pending[(a->pending_head + a->pending_n) % EVENT_QUEUE_MAX] = *ev;
+        a->pending_n++;
+}
+
+/* Writes the pending Events, oldest first, removing each once the API took it (a POST answered 409
+ * AlreadyExists counts: an earlier try arrived). Returns 0 when none is left, or the first failure's
+ * -errno with *ret_error (that Event and the later ones stay pending for the next try). */
+static int flush_events(struct agent *a, char **ret_error) {
+        while (a->pending_n) {
+                char *err = NULL;
+                int r = write_event(a, &a->pending[a->pending_head], &err);
+                if (r < 0 && r != -EEXIST) {
+                        *ret_error = err;
+                        return r;
+                }
+                free(err);
+                a->pending_head = (a->pending_head + 1) % EVENT_QUEUE_MAX;
+                a->pending_n--;
+        }
+        return 0;
+}
+
+/* Queues a one-off Event (the circuit breaker's refusal); api_sync writes it. Returns nothing. */
 static void note_event(struct agent *a, const char *reason, const char *message) {
         struct agent_event ev = { .type = "Warning", .count = 1 };
         snprintf(ev.reason, sizeof ev.reason, "%s", reason);
@@ -361,9 +397,7 @@ static void note_event(struct agent *a, const char *reason, const char *message)
         int64_t now = wall_s();
         ev.first_time = ev.last_time = now;
         snprintf(ev.name, sizeof ev.name, "%.200s.gpunode-taint.%llx", a->node, (unsigned long long)mono_ms());
-        char *err = NULL;
-        if (write_event(a, &ev, &err) < 0) log_error(a, err);
-        free(err);
+        enqueue_event(a, &ev);
 }
 
 /* Adds, changes or removes the taint as the conditions ask, with the circuit breaker. Returns 0 or
@@ -457,14 +491,17 @@ static void api_sync(struct agent *a) {
                 if (d != AGENT_PATCH_NONE) r = patch_conditions(a, next, &err);
                 if (r == 0) {
                         memcpy(a->cond, next, sizeof next);
-                        for (unsigned l = 0; l < AGENT_N_LAYERS && r == 0; l++) {
+                        /* decided Events are queued first, so that a failed write is retried, not lost */
+                        for (unsigned l = 0; l < AGENT_N_LAYERS; l++) {
                                 struct agent_event ev;
                                 if (agent_event_decide(&a->events[l], l + 1, &a->cur[l], now, a->o.event_hold_down_s,
                                                        a->node, &ev))
-                                        r = write_event(a, &ev, &err);
+                                        enqueue_event(a, &ev);
                         }
+                        r = flush_events(a, &err);
                 }
                 if (r == 0 && a->o.taint) r = sync_taint(a, &err);
+                if (r == 0) r = flush_events(a, &err); /* the taint's refusal, if any */
         }
         if (r == 0) {
                 if (a->backoff_s) fprintf(stderr, "gpunode agent: the API server answers again\n");

@@ -5,7 +5,8 @@
 Healthy node (conditions False, the kubelet's Ready and another tool's condition kept), a driver
 failure (layer 1 True, a Warning Event, the layers above Unknown), healing (a Normal Event, back to
 False), flapping (bounded Events), the API down then back, 409 once, 403 (the log names the
-permission), the taint's circuit breaker. Debian's python3, standard library only."""
+permission), the taint's circuit breaker, a huge answer; then with a hold-down: flapping (Events
+bounded by the hold-down), an Event refused alone is retried; the labels loop. Debian's python3, standard library only."""
 import json, os, shutil, signal, socket, ssl, subprocess, sys, tempfile, time, urllib.request
 
 here = os.path.dirname(os.path.abspath(__file__))
@@ -131,15 +132,38 @@ for k in ("KUBERNETES_SERVICE_HOST", "KUBERNETES_SERVICE_PORT", "http_proxy", "h
     env.pop(k, None)
 
 
-def start_agent(*extra):
+def start_agent(*extra, labels=False, interval="1s", hold_down="0"):
     p = subprocess.Popen([gpunode, "agent", "--listen", "127.0.0.1:%d" % port, "--root", root, "--nvml-library", fake_nvml,
-                          "--kubeconfig", tmp + "/kubeconfig", "--check-interval", "1s", "--heartbeat", "30s",
-                          "--event-hold-down", "0", "--api-backoff-max", "2s", "--timeout", "3s", "--no-labels",
-                          "--dcgm-url", "http://127.0.0.1:%d/dcgm/metrics" % metrics_port,
+                          "--kubeconfig", tmp + "/kubeconfig", "--check-interval", interval, "--heartbeat", "30s",
+                          "--event-hold-down", hold_down, "--api-backoff-max", "2s", "--timeout", "3s"] +
+                         ([] if labels else ["--no-labels"]) +
+                         ["--dcgm-url", "http://127.0.0.1:%d/dcgm/metrics" % metrics_port,
                           "--node-exporter-url", "http://127.0.0.1:%d/node/metrics" % metrics_port] + list(extra),
                          stdout=subprocess.DEVNULL, stderr=log, env=env)
     procs.append(p)
     return p
+
+
+def event_writes(layer_type=None):
+    """Returns the Event writes (method, status, message) in the request log, oldest first, of one
+    condition type's layer (its message starts with the type) or all."""
+    out = []
+    for line in open(tmp + "/requests.log"):
+        try:
+            e = json.loads(line)
+        except ValueError:
+            continue
+        if e.get("method") not in ("POST", "PATCH") or "/events" not in e.get("path", ""):
+            continue
+        msg = (e.get("body") or {}).get("message", "") if isinstance(e.get("body"), dict) else ""
+        if layer_type and not msg.startswith(layer_type + " is "):
+            continue
+        out.append((e["method"], e.get("status"), msg))
+    return out
+
+
+def written(w):
+    return [x for x in w if x[1] in (200, 201)]
 
 
 def http(path):
@@ -229,6 +253,16 @@ try:
     check(agent.poll() is None, "the agent survives garbage answers")
     control({"writes": "normal"})
 
+    # a huge answer (20 MiB) to writes: a log line, the agent keeps serving
+    control({"writes": "huge"})
+    set_root("broken")
+    time.sleep(3)
+    check("too large" in open(tmp + "/agent.log").read(), "a huge answer is logged")
+    check(http("/metrics")[0] == 200 and http("/report")[0] == 200, "metrics and the report are served during huge answers")
+    check(agent.poll() is None, "the agent survives huge answers")
+    set_root("healthy")
+    control({"writes": "normal"})
+
     # steady state: writes per minute with a 30 s heartbeat
     wait(lambda: conditions()[0]["GPUHardwareProblem"]["status"] == "False")
     time.sleep(2)
@@ -236,6 +270,67 @@ try:
     time.sleep(8)
     after = len([l for l in open(tmp + "/requests.log") if '"PATCH"' in l or '"POST"' in l])
     check(after - before <= 1, "steady state: %d write(s) in 8 s of 1 s rounds (heartbeat 30 s)" % (after - before))
+    agent.send_signal(signal.SIGTERM)
+    agent.wait(10)
+
+    # A second agent: 0.5 s rounds, a 4 s hold-down, the labels loop writing into a temp folder.
+    HOLD = 4.0
+    labels_out = tmp + "/labels/gfd"
+    os.makedirs(tmp + "/labels")
+    agent = start_agent("--labels-output", labels_out, labels=True, interval="500ms", hold_down="%ds" % HOLD)
+    check(wait(lambda: "nvidia.com/gpu.product" in open(labels_out).read(), 20) is not None,
+          "the labels loop writes its file with nvidia.com/gpu.product")
+    check(wait(lambda: conditions()[0]["GPUHardwareProblem"]["status"] == "False") is not None,
+          "the second agent writes its conditions")
+
+    # flapping: the root switches every 0.5 s; each layer writes at most one Event per hold-down
+    n0 = {t: len(event_writes(t)) for t in ("GPUHardwareProblem", "GPUContainerRuntimeProblem",
+                                            "GPUResourceExposureProblem", "GPUObservabilityProblem")}
+    t0 = time.time()
+    flips = 0
+    while time.time() - t0 < 10:
+        set_root("broken" if flips % 2 == 0 else "healthy")
+        flips += 1
+        time.sleep(0.5)
+    set_root("healthy")
+    duration = time.time() - t0
+    bound = int(duration / HOLD) + 2
+    for t, n in n0.items():
+        k = len(event_writes(t)) - n
+        check(k <= bound, "flapping %d times in %.0f s: %s wrote %d Event(s) (hold-down %g s: at most %d)"
+              % (flips, duration, t, k, HOLD, bound))
+    check(wait(lambda: conditions()[0]["GPUHardwareProblem"]["status"] == "False") is not None,
+          "after flapping, GPUHardwareProblem ends False")
+    last = wait(lambda: (lambda w: w[-1][2].startswith("GPUHardwareProblem is False") and w[-1])(
+        written(event_writes("GPUHardwareProblem"))), HOLD + 10)
+    check(bool(last), "after flapping, the last GPUHardwareProblem Event says False (Normal)")
+
+    # An Event that fails alone is kept and retried: a Warning held back by the hold-down comes due
+    # while writes are refused (the condition itself was written before).
+    time.sleep(HOLD + 0.5)
+    set_root("broken")  # no hold-down running: condition True and a Warning at once
+    check(wait(lambda: written(event_writes("GPUHardwareProblem"))[-1][2].startswith("GPUHardwareProblem is True"))
+          is not None, "a failure writes a Warning at once")
+    set_root("healthy")
+    n_written = len(written(event_writes("GPUHardwareProblem")))
+    # the Normal one waits for the hold-down, then is written: a new hold-down starts now
+    check(wait(lambda: len(written(event_writes("GPUHardwareProblem"))) > n_written, HOLD + 5) is not None,
+          "the Normal Event comes after the hold-down")
+    set_root("broken")
+    check(wait(lambda: conditions()[0]["GPUHardwareProblem"]["status"] == "True", HOLD) is not None,
+          "the failure's condition is written within the hold-down")
+    control({"writes": "403"})
+    n_written = len(written(event_writes("GPUHardwareProblem")))
+    refused = wait(lambda: [x for x in event_writes("GPUHardwareProblem")[n_written:] if x[1] == 403], HOLD + 5)
+    check(bool(refused), "the held-back Warning's write is refused (403)")
+    time.sleep(1)
+    control({"writes": "normal"})
+    w = wait(lambda: [x for x in written(event_writes("GPUHardwareProblem"))[n_written:]
+                      if x[2].startswith("GPUHardwareProblem is True")], 10)
+    check(bool(w), "once writes are back, the Warning Event that was refused is written")
+    ev = [e for e in events() if e["type"] == "Warning" and e["reason"] == "DriverModuleSignature"]
+    check(bool(ev) and ev[0]["message"].startswith("GPUHardwareProblem is True"), "the Warning Event is stored")
+    check(agent.poll() is None, "the second agent is still running")
 finally:
     for p in procs:
         if p.poll() is None:
