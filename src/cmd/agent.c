@@ -1,6 +1,7 @@
 /* agent.c: `gpunode agent`: the DaemonSet process: exporter, labels, periodic diagnosis, node conditions. */
 #include "cmd/commands.h"
 #include "cmd/options.h"
+#include "cmd/privileges.h"
 #include "agent/agent.h"
 #include "exporter/exporter.h"
 #include "basic/hostfs.h"
@@ -182,10 +183,23 @@ static int cmd_agent(int argc, char **argv) {
         sigaction(SIGTERM, &sa, NULL);
         sigaction(SIGINT, &sa, NULL);
         pthread_sigmask(SIG_UNBLOCK, &sigs, NULL);
+        /* The socket is bound; privileges go once NVML has been tried (or a sample timeout after the
+         * start), all but CAP_SYSLOG for the diagnosis children. */
+        bool dropped = false;
+        struct timespec started;
+        clock_gettime(CLOCK_MONOTONIC, &started);
         while (!stop_signal) {
                 struct timespec tick = { 0, 250 * 1000000L };
                 nanosleep(&tick, NULL);
                 if (!stop_signal) exporter_watchdog(e);
+                if (!dropped && !stop_signal) {
+                        struct timespec now;
+                        clock_gettime(CLOCK_MONOTONIC, &now);
+                        if (privileges_can_drop(e, &started, &now, eo.sample_timeout_ms)) {
+                                privileges_drop("agent", true);
+                                dropped = true;
+                        }
+                }
         }
         fprintf_escaped(stderr, "gpunode agent: %s, stopping\n", strsignal(stop_signal));
         exp_http_stop(h);

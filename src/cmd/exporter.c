@@ -2,51 +2,16 @@
 #include "cmd/commands.h"
 #include "cmd/options.h"
 #include "exporter/exporter.h"
-#include "basic/caps.h"
+#include "cmd/privileges.h"
 #include "basic/hostfs.h"
 
 #include <getopt.h>
-#include <linux/capability.h>
 #include <signal.h>
 
 static volatile sig_atomic_t stop_signal;
 
 /* Records the stop signal; the main loop sees it within its tick. Returns nothing. */
 static void on_stop_signal(int sig) { stop_signal = sig; }
-
-/* Returns true once the sampler has tried NVML: a sample was published, complete (NVML up or
- * failing) or partial (NVML up, a GPU stuck). */
-static bool nvml_tried(struct exporter *e) {
-        struct exp_page *p = exporter_page(e);
-        bool tried = p->have_sample || p->nvml_up;
-        exp_page_unref(p);
-        return tried;
-}
-
-/*
- * Drops the privileges the running exporter no longer needs, in every thread, once NVML is open (its
- * driver client is set up with the privileges of the moment) and the socket bound. The exporter
- * itself needs no capability after that: it samples through the open NVML (device nodes 0666;
- * root-owned /dev/nvidia-caps are read as their owner) and serves an open socket. It keeps only
- * CAP_SYSLOG, and only when the diagnosis runs: its `gpunode check` children read /dev/kmsg, which
- * kernel.dmesg_restrict=1 reserves to CAP_SYSLOG; every other file they read is world-readable or
- * owned by root (uid 0 stays). An execve as root gets the bounding set, so that and no_new_privs are
- * what hold the children to it. Not root: only no_new_privs is set. Returns nothing; a failure is
- * reported and the exporter serves on.
- */
-static void drop_privileges(bool diagnosis) {
-        uint64_t keep = diagnosis ? CAP_BIT(CAP_SYSLOG) : 0;
-        unsigned pending = 0;
-        int r = caps_restrict_process(keep, 2000, &pending);
-        if (r == -ETIMEDOUT)
-                fprintf(stderr, "gpunode exporter: %u thread(s) busy in a call keep their capabilities until it returns\n",
-                        pending);
-        else if (r < 0)
-                fprintf(stderr, "gpunode exporter: cannot drop capabilities: %s\n", strerror(-r));
-        else
-                fprintf(stderr, "gpunode exporter: capabilities dropped (kept: %s), no_new_privs set\n",
-                        diagnosis ? "cap_syslog, for the diagnosis's /dev/kmsg" : "none");
-}
 
 /* getopt_long codes of the exporter's long-only options (the short ones are dcgm-exporter's letters). */
 enum {
@@ -306,8 +271,8 @@ static int cmd_exporter(int argc, char **argv) {
                 if (!dropped && !stop_signal) {
                         struct timespec now;
                         clock_gettime(CLOCK_MONOTONIC, &now);
-                        if (nvml_tried(e) || exp_seconds_between(&started, &now) * 1000.0 >= o.sample_timeout_ms) {
-                                drop_privileges(o.check_interval_ms > 0);
+                        if (privileges_can_drop(e, &started, &now, o.sample_timeout_ms)) {
+                                privileges_drop("exporter", o.check_interval_ms > 0);
                                 dropped = true;
                         }
                 }

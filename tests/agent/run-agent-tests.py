@@ -191,6 +191,20 @@ try:
     check(st == 200 and b"<html" in body.lower(), "/ serves the status page")
     st, body = http("/metrics")
     check(st == 200 and b"DCGM_FI_DEV_GPU_TEMP" in body, "/metrics serves DCGM metrics")
+    # privileges: once NVML is open and the socket bound, every thread keeps only CAP_SYSLOG (the
+    # diagnosis children read /dev/kmsg) and no_new_privs is set; not root: nothing to drop
+    def caps(path):
+        out = {}
+        for line in open(path):
+            k, _, v = line.partition(":")
+            out[k] = v.strip()
+        return out
+    if os.geteuid() == 0 and int(caps("/proc/self/status").get("CapEff", "0"), 16) != 0:
+        keep = "%016x" % (1 << 34)
+        ok = wait(lambda: all(caps("/proc/%d/task/%s/status" % (agent.pid, t)).get("CapEff") == keep and
+                              caps("/proc/%d/task/%s/status" % (agent.pid, t)).get("NoNewPrivs") == "1"
+                              for t in os.listdir("/proc/%d/task" % agent.pid)) or None)
+        check(ok is not None, "every agent thread keeps only CAP_SYSLOG, with no_new_privs")
 
     # driver failure: layer 1 True with the root cause, a Warning Event, layers above Unknown
     set_root("broken")
