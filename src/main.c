@@ -15,6 +15,7 @@ static const struct command *const commands[] = {
         &command_collect,
         &command_labels,
         &command_agent,
+        &command_kube_call,
 };
 
 /* Prints `gpunode CMD --help` from the command's entry. */

@@ -1,5 +1,6 @@
 /* agent.c: `gpunode agent`'s loop: diagnoses in a child, writes conditions, Events and the taint, supervises labels. */
 #include "agent/agent.h"
+#include "agent/api_child.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -20,14 +21,13 @@
 #include "agent/taint.h"
 #include "basic/http_server.h"
 #include "basic/util.h"
-#include "kube/kube_client.h"
-#include "kube/kubeconfig.h"
 
 extern char **environ;
 
 #define REPORT_MAX ((size_t)16 << 20) /* a diagnosis's JSON larger than this is refused */
 #define XID_MIN_GAP_MS 1000           /* Xid storms start at most one diagnosis a second */
 #define EVENT_QUEUE_MAX 16            /* Events not yet written, kept for retry (the oldest dropped) */
+#define API_MAX_BODY ((size_t)8 << 20) /* an API answer larger than this is refused (-EFBIG) */
 
 struct agent {
         struct agent_options o;
@@ -43,8 +43,7 @@ struct agent {
         size_t report_len;
         char *page;    /* the status page */
         size_t page_len;
-        /* Diagnosis thread only: the API side. */
-        struct kube_client *kube;
+        /* Diagnosis thread only: the API side (each request by a `gpunode kube-call` child). */
         char *node_uid;
         bool seeded;                                /* conditions read back from the Node once */
         struct agent_cond_state cond[AGENT_N_LAYERS]; /* as last written */
@@ -259,35 +258,53 @@ static char *api_failure(int r, const char *what, const char *msg) {
         return xasprintf("%s failed: %s", what, msg ? msg : strerror(-r));
 }
 
-/* Makes sure a->kube exists and the node's uid (and, once, its conditions) are known. Returns 0, or
- * -errno with a malloc'd sentence in *ret_error. */
-static int api_ready(struct agent *a, char **ret_error) {
-        if (!a->kube) {
-                _cleanup_kube_config_ struct kube_config *cfg = NULL;
-                char *err = NULL;
-                int r = kube_config_load(a->kubeconfig, a->o.api_timeout_ms, &cfg, &err);
-                if (r < 0) {
-                        *ret_error = xasprintf("no Kubernetes configuration: %s", err ? err : strerror(-r));
-                        free(err);
-                        return r;
+/* Percent-escapes s for a path segment or query value (as kube_client.c does). Returns it malloc'd. */
+static char *api_escape(const char *s) {
+        static const char hex[] = "0123456789ABCDEF";
+        struct buf b = { 0 };
+        for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
+                if ((*p >= '0' && *p <= '9') || (*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') || *p == '-' ||
+                    *p == '.' || *p == '_' || *p == '~') {
+                        buf_append(&b, (const char *)p, 1);
+                } else {
+                        char e[3] = { '%', hex[*p >> 4], hex[*p & 15] };
+                        buf_append(&b, e, 3);
                 }
-                r = kube_client_new(cfg, a->o.api_timeout_ms, &a->kube, &err);
-                if (r < 0) {
-                        *ret_error = xasprintf("cannot create the API client: %s", err ? err : strerror(-r));
-                        free(err);
-                        return r;
-                }
-                kube_client_set_max_body(a->kube, 8 << 20);
         }
+        return b.data ? b.data : xstrdup("");
+}
+
+/* Makes one API request (method, path, patch_type as api_child_call() takes them) in a kube-call
+ * child with the agent's kubeconfig, API timeout and API_MAX_BODY. Returns 0 with *ret (may be NULL
+ * when not wanted), or -errno with a malloc'd line in *ret_error: the configuration's or client's
+ * sentence when the call failed before the request, else api_failure() of what. */
+static int api_call(struct agent *a, const char *method, const char *path, const char *patch_type, const char *body,
+                    const char *what, json_t **ret, char **ret_error) {
+        char *err = NULL;
+        bool setup = false;
+        int r = api_child_call_setup(method, path, patch_type, body, a->kubeconfig, a->o.api_timeout_ms, API_MAX_BODY, ret,
+                                     &err, &setup);
+        if (r < 0) {
+                *ret_error = setup ? err : api_failure(r, what, err);
+                if (!setup) free(err);
+        }
+        return r;
+}
+
+/* GETs the agent's Node (what: the failure's words). Returns as api_call(). */
+static int api_get_node(struct agent *a, json_t **ret, char **ret_error) {
+        _cleanup_free_ char *n = api_escape(a->node);
+        _cleanup_free_ char *path = xasprintf("/api/v1/nodes/%s", n);
+        return api_call(a, "GET", path, NULL, NULL, "get nodes", ret, ret_error);
+}
+
+/* Makes sure the node's uid (and, once, its conditions) are known. Returns 0, or -errno with a
+ * malloc'd sentence in *ret_error. */
+static int api_ready(struct agent *a, char **ret_error) {
         if (!a->node_uid || !a->seeded) {
                 json_t *node = NULL;
-                char *err = NULL;
-                int r = kube_get_node(a->kube, a->node, &node, &err);
-                if (r < 0) {
-                        *ret_error = api_failure(r, "get nodes", err);
-                        free(err);
-                        return r;
-                }
+                int r = api_get_node(a, &node, ret_error);
+                if (r < 0) return r;
                 const char *uid = json_string_value(json_object_get(json_object_get(node, "metadata"), "uid"));
                 free(a->node_uid);
                 a->node_uid = xstrdup(uid ? uid : "");
@@ -310,7 +327,7 @@ static int patch_conditions(struct agent *a, const struct agent_cond_state state
         int r = -EIO;
         for (int attempt = 0; attempt < 2; attempt++) {
                 char *err = NULL;
-                r = kube_patch(a->kube, path, KUBE_PATCH_STRATEGIC, text, NULL, &err);
+                r = api_call(a, "PATCH", path, "strategic", text, "patch nodes/status", NULL, &err);
                 if (r == -EBUSY && attempt == 0) {
                         free(err);
                         a->seeded = true; /* keep our state; only refresh the node */
@@ -320,8 +337,7 @@ static int patch_conditions(struct agent *a, const struct agent_cond_state state
                         if (api_ready(a, &e2) < 0) free(e2);
                         continue;
                 }
-                if (r < 0) *ret_error = api_failure(r, "patch nodes/status", err);
-                free(err);
+                if (r < 0) *ret_error = err;
                 break;
         }
         if (r == 0) fprintf(stderr, "gpunode agent: conditions written (%zu bytes)\n", strlen(text));
@@ -339,7 +355,7 @@ static int write_event(struct agent *a, const struct agent_event *ev, char **ret
                 _cleanup_free_ char *text = json_dumps(p, JSON_COMPACT);
                 json_decref(p);
                 _cleanup_free_ char *path = xasprintf("/api/v1/namespaces/default/events/%s", ev->name);
-                r = kube_patch(a->kube, path, KUBE_PATCH_MERGE, text, NULL, &err);
+                r = api_call(a, "PATCH", path, "merge", text, "patch events", NULL, &err);
                 if (r == -ENOENT) {
                         free(err);
                         err = NULL;
@@ -349,10 +365,12 @@ static int write_event(struct agent *a, const struct agent_event *ev, char **ret
                 json_t *o = agent_event_object(ev, a->node, a->node_uid);
                 _cleanup_free_ char *text = json_dumps(o, JSON_COMPACT);
                 json_decref(o);
-                r = kube_post(a->kube, "/api/v1/namespaces/default/events", text, NULL, &err);
+                r = api_call(a, "POST", "/api/v1/namespaces/default/events", NULL, text, "create events", NULL, &err);
         }
-        if (r < 0) *ret_error = api_failure(r, ev->patch && r != -ENOENT ? "patch events" : "create events", err);
-        else fprintf_escaped(stderr, "gpunode agent: event %s %s: %s\n", ev->type, ev->reason, ev->message);
+        if (r < 0) {
+                *ret_error = err;
+                err = NULL;
+        } else fprintf_escaped(stderr, "gpunode agent: event %s %s: %s\n", ev->type, ev->reason, ev->message);
         free(err);
         return r;
 }
@@ -407,22 +425,19 @@ static int sync_taint(struct agent *a, char **ret_error) {
         for (int attempt = 0; attempt < 2; attempt++) {
                 json_t *node = NULL;
                 char *err = NULL;
-                int r = kube_get_node(a->kube, a->node, &node, &err);
-                if (r < 0) {
-                        *ret_error = api_failure(r, "get nodes", err);
-                        free(err);
-                        return r;
-                }
+                int r = api_get_node(a, &node, ret_error);
+                if (r < 0) return r;
                 const char *has = agent_taint_current(node);
                 unsigned gpu_nodes = 1, tainted = 0;
                 if (want && !has) {
                         static const char *const selectors[] = AGENT_GPU_NODE_SELECTORS;
                         json_t *lists[2] = { NULL, NULL };
                         for (unsigned i = 0; i < 2; i++) {
-                                r = kube_list_nodes(a->kube, selectors[i], &lists[i], &err);
+                                _cleanup_free_ char *ls = selectors[i] && *selectors[i] ? api_escape(selectors[i]) : NULL;
+                                _cleanup_free_ char *lpath = ls ? xasprintf("/api/v1/nodes?labelSelector=%s", ls)
+                                                                : xstrdup("/api/v1/nodes");
+                                r = api_call(a, "GET", lpath, NULL, NULL, "list nodes", &lists[i], ret_error);
                                 if (r < 0) {
-                                        *ret_error = api_failure(r, "list nodes", err);
-                                        free(err);
                                         json_decref(lists[0]);
                                         json_decref(node);
                                         return r;
@@ -458,14 +473,13 @@ static int sync_taint(struct agent *a, char **ret_error) {
                 _cleanup_free_ char *text = json_dumps(p, JSON_COMPACT);
                 json_decref(p);
                 _cleanup_free_ char *path = xasprintf("/api/v1/nodes/%s", a->node);
-                r = kube_patch(a->kube, path, KUBE_PATCH_MERGE, text, NULL, &err);
+                r = api_call(a, "PATCH", path, "merge", text, "patch nodes", NULL, &err);
                 if (r == -EBUSY && attempt == 0) {
                         free(err);
                         continue;
                 }
                 if (r < 0) {
-                        *ret_error = api_failure(r, "patch nodes", err);
-                        free(err);
+                        *ret_error = err;
                         return r;
                 }
                 fprintf(stderr, "gpunode agent: taint %s%s%s\n", act == AGENT_TAINT_REMOVE ? "removed: " : "set: ",
@@ -516,11 +530,8 @@ static void api_sync(struct agent *a) {
         a->next_api_try = now_mono + a->backoff_s;
         if (err) log_error(a, err);
         free(err);
-        /* a client that failed in transport is rebuilt on the next try (credentials may have rotated) */
-        if (r != -EPERM && r != -EBADMSG && r != -EFBIG && r != -EINVAL) {
-                kube_client_free(a->kube);
-                a->kube = NULL;
-        }
+        /* every request runs in a fresh kube-call child: the configuration is read again on each try
+         * (credentials may have rotated) */
 }
 
 /* Runs one diagnosis and publishes it. Returns nothing; failures are logged and the last report stays. */
@@ -729,7 +740,6 @@ struct agent *agent_stop(struct agent *a) {
         if (a->diag_running) pthread_join(a->diag_thread, NULL);
         if (a->labels_running) pthread_join(a->labels_thread, NULL);
         if (a->stop_fd >= 0) close(a->stop_fd);
-        kube_client_free(a->kube);
         pthread_mutex_destroy(&a->lock);
         free(a->report);
         free(a->page);

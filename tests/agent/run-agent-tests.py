@@ -191,6 +191,9 @@ try:
     check(st == 200 and b"<html" in body.lower(), "/ serves the status page")
     st, body = http("/metrics")
     check(st == 200 and b"DCGM_FI_DEV_GPU_TEMP" in body, "/metrics serves DCGM metrics")
+    # the API requests run in `gpunode kube-call` children: libcurl and its chain stay out of the agent
+    maps = open("/proc/%d/maps" % agent.pid).read()
+    check("libcurl" not in maps, "the agent maps no libcurl (its API requests run in kube-call children)")
     # privileges: once NVML is open and the socket bound, every thread keeps only CAP_SYSLOG (the
     # diagnosis children read /dev/kmsg) and no_new_privs is set; not root: nothing to drop
     def caps(path):

@@ -1,0 +1,175 @@
+/* kube_call.c: `gpunode kube-call`: one Kubernetes API request as the agent makes it, its outcome as one JSON object (so that libcurl stays out of the agent). */
+#include "cmd/commands.h"
+#include "cmd/options.h"
+#include "basic/util.h"
+#include "kube/kube_client.h"
+#include "kube/kubeconfig.h"
+
+#include <getopt.h>
+#include <jansson.h>
+#include <stdio.h>
+#include <unistd.h>
+
+#define KUBE_CALL_BODY_MAX ((size_t)1 << 20) /* a request body (stdin) larger than this is refused */
+
+enum { OPT_MAX_BODY = 0x200 };
+
+/* Reads standard input up to KUBE_CALL_BODY_MAX bytes. Returns 0 with the malloc'd, NUL-terminated
+ * text in *ret; -EFBIG when it is larger; -errno when it cannot be read. */
+static int read_body(char **ret) {
+        struct buf b = { 0 };
+        for (;;) {
+                char chunk[16384];
+                ssize_t got = read(STDIN_FILENO, chunk, sizeof chunk);
+                if (got < 0) {
+                        if (errno == EINTR) continue;
+                        int r = -errno;
+                        buf_free(&b);
+                        return r;
+                }
+                if (got == 0) break;
+                if (b.len + (size_t)got > KUBE_CALL_BODY_MAX) {
+                        buf_free(&b);
+                        return -EFBIG;
+                }
+                buf_append(&b, chunk, (size_t)got);
+        }
+        if (!b.data) buf_puts(&b, "");
+        *ret = b.data;
+        return 0;
+}
+
+/* Prints {"rc": rc, "error": error or null, "body": body or null, "stage": stage} on stdout (stage:
+ * "config" or "client" when the call failed before the request, else "request"). Takes body.
+ * Returns 0, or EXIT_INTERNAL when it cannot be written. */
+static int print_outcome(int rc, const char *error, json_t *body, const char *stage) {
+        json_t *o = json_object();
+        json_object_set_new(o, "rc", json_integer(rc));
+        json_t *e = NULL;
+        if (error) {
+                _cleanup_free_ char *clean = utf8_sanitize(error);
+                e = json_string(clean);
+        }
+        json_object_set_new(o, "error", e ? e : json_null());
+        json_object_set_new(o, "body", body ? body : json_null());
+        json_object_set_new(o, "stage", json_string(stage));
+        int r = json_dumpf(o, stdout, JSON_COMPACT);
+        json_decref(o);
+        if (r < 0 || fputc('\n', stdout) == EOF || fflush(stdout) != 0) return EXIT_INTERNAL;
+        return 0;
+}
+
+/* Runs `gpunode kube-call` (argv[0] "kube-call"). Returns 0 when the outcome was printed (also for a
+ * failed call), EXIT_USAGE for bad options or arguments, EXIT_INTERNAL otherwise. */
+static int cmd_kube_call(int argc, char **argv) {
+        static const struct option longopts[] = {
+                OPTIONS_KUBE,
+                {"max-body", required_argument, NULL, OPT_MAX_BODY},
+                {0},
+        };
+        struct shared_options so;
+        shared_options_init(&so);
+        size_t max_body = KUBE_MAX_BODY_DEFAULT;
+        int c;
+        optind = 1;
+        while ((c = getopt_long(argc, argv, "", longopts, NULL)) != -1) {
+                switch (c) {
+                case OPT_MAX_BODY: {
+                        char *end;
+                        errno = 0;
+                        unsigned long long v = strtoull(optarg, &end, 10);
+                        if (errno || end == optarg || *end || optarg[0] == '-' || v == 0 || v > KUBE_MAX_BODY_DEFAULT) {
+                                fprintf_escaped(stderr, "gpunode kube-call: --max-body must be 1..%zu bytes, not '%s'\n",
+                                                KUBE_MAX_BODY_DEFAULT, optarg);
+                                return EXIT_USAGE;
+                        }
+                        max_body = (size_t)v;
+                        break;
+                }
+                default: {
+                        _cleanup_free_ char *error = NULL;
+                        int k = shared_option(c, optarg, &so, &error);
+                        if (k < 0) fprintf_escaped(stderr, "gpunode kube-call: %s\n", error);
+                        if (k <= 0) return EXIT_USAGE;
+                        break;
+                }
+                }
+        }
+        int nargs = argc - optind;
+        const char *method = nargs > 0 ? argv[optind] : NULL, *path = nargs > 1 ? argv[optind + 1] : NULL;
+        bool patch = method && streq(method, "PATCH"), post = method && streq(method, "POST");
+        if (!method || !(patch || post || streq(method, "GET"))) {
+                fprintf_escaped(stderr, "gpunode kube-call: METHOD must be GET, PATCH or POST, not '%s'\n", method ? method : "");
+                return EXIT_USAGE;
+        }
+        if (!path || path[0] != '/') {
+                fprintf_escaped(stderr, "gpunode kube-call: PATH must start with '/', not '%s'\n", path ? path : "");
+                return EXIT_USAGE;
+        }
+        enum kube_patch_type type = KUBE_PATCH_STRATEGIC;
+        if (patch) {
+                const char *t = nargs > 2 ? argv[optind + 2] : "";
+                if (streq(t, "strategic")) type = KUBE_PATCH_STRATEGIC;
+                else if (streq(t, "merge")) type = KUBE_PATCH_MERGE;
+                else if (streq(t, "json")) type = KUBE_PATCH_JSON;
+                else {
+                        fprintf_escaped(stderr, "gpunode kube-call: PATCH needs strategic, merge or json, not '%s'\n", t);
+                        return EXIT_USAGE;
+                }
+        }
+        if (nargs > (patch ? 3 : 2)) {
+                fprintf_escaped(stderr, "gpunode kube-call: unexpected argument '%s'\n", argv[optind + (patch ? 3 : 2)]);
+                return EXIT_USAGE;
+        }
+        _cleanup_free_ char *body = NULL;
+        if (patch || post) {
+                int r = read_body(&body);
+                if (r < 0) {
+                        fprintf(stderr, "gpunode kube-call: cannot read the request body from standard input: %s\n",
+                                r == -EFBIG ? "larger than 1 MiB" : strerror(-r));
+                        return EXIT_INTERNAL;
+                }
+        }
+
+        _cleanup_kube_config_ struct kube_config *cfg = NULL;
+        _cleanup_free_ char *err = NULL;
+        int r = kube_config_load(so.kube.kubeconfig, so.kube.timeout_ms, &cfg, &err);
+        if (r < 0) {
+                _cleanup_free_ char *msg = xasprintf("no Kubernetes configuration: %s", err ? err : strerror(-r));
+                return print_outcome(r, msg, NULL, "config");
+        }
+        _cleanup_kube_client_ struct kube_client *kube = NULL;
+        r = kube_client_new(cfg, so.kube.timeout_ms, &kube, &err);
+        if (r < 0) {
+                _cleanup_free_ char *msg = xasprintf("cannot create the API client: %s", err ? err : strerror(-r));
+                return print_outcome(r, msg, NULL, "client");
+        }
+        kube_client_set_max_body(kube, max_body);
+        json_t *answer = NULL;
+        if (patch) r = kube_patch(kube, path, type, body, &answer, &err);
+        else if (post) r = kube_post(kube, path, body, &answer, &err);
+        else r = kube_get(kube, path, &answer, &err);
+        if (r < 0) {
+                json_decref(answer);
+                answer = NULL;
+        }
+        return print_outcome(r, r < 0 ? (err ? err : strerror(-r)) : NULL, answer, "request");
+}
+
+const struct command command_kube_call = {
+        .name = "kube-call",
+        .run = cmd_kube_call,
+        .summary = "one Kubernetes API request as the agent makes it (used by gpunode agent)",
+        .usage = "[OPTIONS] METHOD PATH [strategic|merge|json]",
+        .options =
+                "  METHOD                GET, PATCH or POST; PATCH takes the patch type (strategic, merge or json)\n"
+                "  PATH                  the API path, query included and escaped (e.g. /api/v1/nodes?labelSelector=a%3Db)\n"
+                "                        the body of a PATCH or POST is read from standard input (at most 1 MiB)\n"
+                "  --kubeconfig FILE     Kubernetes credentials (default $KUBECONFIG, ~/.kube/config, else the pod's\n"
+                "                        service account)\n"
+                "  --timeout DURATION    bound on the request (default 5s; \"500ms\" works)\n"
+                "  --max-body BYTES      the largest answer accepted (default 64 MiB)\n"
+                "prints one JSON object: {\"rc\": 0 or a negative errno, \"error\": a sentence or null, \"body\": the\n"
+                "answer or null, \"stage\": \"config\", \"client\" or \"request\"}\n"
+                "exit status: 0 the outcome was printed (also for a failed request), 64 usage error, 70 internal error\n",
+};
