@@ -1,26 +1,17 @@
 /* agent.c: `gpunode agent`'s loop: diagnoses in a child, writes conditions, Events and the taint, supervises labels. */
 #include "agent/agent.h"
+#include "basic/child.h"
 #include "agent/api_child.h"
 
-#include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
-#include <pthread.h>
-#include <signal.h>
-#include <spawn.h>
-#include <stdio.h>
-#include <string.h>
 #include <sys/eventfd.h>
 #include <sys/wait.h>
-#include <time.h>
-#include <unistd.h>
 
-#include "agent/conditions.h"
 #include "agent/events.h"
 #include "agent/status_page.h"
 #include "agent/taint.h"
 #include "basic/http_server.h"
-#include "basic/util.h"
 
 extern char **environ;
 
@@ -59,13 +50,6 @@ struct agent {
         unsigned pending_head, pending_n;
 };
 
-/* Returns CLOCK_MONOTONIC in milliseconds. */
-static int64_t mono_ms(void) {
-        struct timespec t;
-        clock_gettime(CLOCK_MONOTONIC, &t);
-        return (int64_t)t.tv_sec * 1000 + t.tv_nsec / 1000000;
-}
-
 /* Returns the wall clock in Unix seconds. */
 static int64_t wall_s(void) { return (int64_t)time(NULL); }
 
@@ -74,52 +58,6 @@ static void log_error(struct agent *a, const char *line) {
         if (streq(a->last_error, line)) return;
         snprintf(a->last_error, sizeof a->last_error, "%s", line);
         fprintf_escaped(stderr, "gpunode agent: %s\n", line);
-}
-
-/* Spawns argv[0]=self with argv in its own process group, stdout into *ret_out_fd (when not NULL),
- * stderr to /dev/null when quiet. Returns the pid, or -errno. */
-static pid_t spawn_child(const char *self, const char *const *argv, int *ret_out_fd, bool quiet) {
-        int fds[2] = { -1, -1 };
-        if (ret_out_fd && pipe2(fds, O_CLOEXEC) < 0) return -errno;
-        posix_spawn_file_actions_t fa;
-        posix_spawnattr_t attr;
-        posix_spawn_file_actions_init(&fa);
-        posix_spawnattr_init(&attr);
-        posix_spawn_file_actions_addopen(&fa, STDIN_FILENO, "/dev/null", O_RDONLY, 0);
-        if (ret_out_fd) posix_spawn_file_actions_adddup2(&fa, fds[1], STDOUT_FILENO);
-        if (quiet) posix_spawn_file_actions_addopen(&fa, STDERR_FILENO, "/dev/null", O_WRONLY, 0);
-        sigset_t none, deflt;
-        sigemptyset(&none);
-        sigemptyset(&deflt);
-        sigaddset(&deflt, SIGPIPE);
-        sigaddset(&deflt, SIGTERM);
-        sigaddset(&deflt, SIGINT);
-        posix_spawnattr_setsigmask(&attr, &none);
-        posix_spawnattr_setsigdefault(&attr, &deflt);
-        posix_spawnattr_setpgroup(&attr, 0);
-        posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF | POSIX_SPAWN_SETPGROUP);
-        pid_t pid;
-        int r = -posix_spawn(&pid, self, &fa, &attr, (char *const *)argv, environ);
-        posix_spawn_file_actions_destroy(&fa);
-        posix_spawnattr_destroy(&attr);
-        if (ret_out_fd) close(fds[1]);
-        if (r < 0) {
-                if (ret_out_fd) close(fds[0]);
-                return r;
-        }
-        if (ret_out_fd) *ret_out_fd = fds[0];
-        return pid;
-}
-
-/* Kills pid's group and pid and reaps it (waiting up to 2 s). Returns nothing. */
-static void kill_child(pid_t pid) {
-        kill(-pid, SIGKILL);
-        kill(pid, SIGKILL);
-        for (int i = 0; i < 200; i++) {
-                if (waitpid(pid, NULL, WNOHANG) != 0) return;
-                struct timespec t = { 0, 10 * 1000000L };
-                nanosleep(&t, NULL);
-        }
 }
 
 /* Returns true once the agent is stopping (its stop eventfd written; not drained, so every thread sees it). */
@@ -176,14 +114,20 @@ static int run_check(struct agent *a, char **ret, size_t *ret_len) {
                 argv[n++] = a->operator_namespace;
         }
         argv[n] = NULL;
-        int out_fd;
-        pid_t pid = spawn_child(a->self, argv, &out_fd, true);
-        if (pid < 0) return pid;
-        int64_t deadline = mono_ms() + a->o.check_timeout_ms;
+        int fds[2];
+        if (pipe2(fds, O_CLOEXEC) < 0) return -errno;
+        pid_t pid = child_spawn(a->self, argv, -1, fds[1], true);
+        close(fds[1]);
+        if (pid < 0) {
+                close(fds[0]);
+                return pid;
+        }
+        int out_fd = fds[0];
+        int64_t deadline = (int64_t)monotonic_ms() + a->o.check_timeout_ms;
         struct buf out = { 0 };
         int r = 0;
         for (;;) {
-                int64_t left = deadline - mono_ms();
+                int64_t left = deadline - (int64_t)monotonic_ms();
                 if (left <= 0) {
                         r = -ETIMEDOUT;
                         break;
@@ -214,13 +158,13 @@ static int run_check(struct agent *a, char **ret, size_t *ret_len) {
         if (r == 0) {
                 /* its output is done: it exits at once, within the same deadline */
                 pid_t w;
-                while ((w = waitpid(pid, &status, WNOHANG)) == 0 && mono_ms() < deadline) {
+                while ((w = waitpid(pid, &status, WNOHANG)) == 0 && (int64_t)monotonic_ms() < deadline) {
                         struct timespec t = { 0, 5 * 1000000L };
                         nanosleep(&t, NULL);
                 }
                 if (w == 0) r = -ETIMEDOUT;
         }
-        if (r < 0) kill_child(pid);
+        if (r < 0) child_kill(pid);
         if (r == 0 && !(WIFEXITED(status) && WEXITSTATUS(status) <= 2)) r = -EIO;
         if (r < 0) {
                 buf_free(&out);
@@ -414,7 +358,7 @@ static void note_event(struct agent *a, const char *reason, const char *message)
         agent_bound_utf8(message, ev.message, sizeof ev.message);
         int64_t now = wall_s();
         ev.first_time = ev.last_time = now;
-        snprintf(ev.name, sizeof ev.name, "%.200s.gpunode-taint.%llx", a->node, (unsigned long long)mono_ms());
+        snprintf(ev.name, sizeof ev.name, "%.200s.gpunode-taint.%llx", a->node, (unsigned long long)(int64_t)monotonic_ms());
         enqueue_event(a, &ev);
 }
 
@@ -493,7 +437,7 @@ static int sync_taint(struct agent *a, char **ret_error) {
  * failure schedules a retry with exponential backoff. Returns nothing. */
 static void api_sync(struct agent *a) {
         if (!a->have_cur || !a->o.conditions) return;
-        int64_t now_mono = mono_ms() / 1000;
+        int64_t now_mono = (int64_t)monotonic_ms() / 1000;
         if (a->next_api_try && now_mono < a->next_api_try) return;
         char *err = NULL;
         int r = api_ready(a, &err);
@@ -538,7 +482,7 @@ static void api_sync(struct agent *a) {
 static void diagnose_round(struct agent *a) {
         char *text = NULL;
         size_t len = 0;
-        int64_t t0 = mono_ms();
+        int64_t t0 = (int64_t)monotonic_ms();
         int r = run_check(a, &text, &len);
         if (r == -ECANCELED) return;
         if (r < 0) {
@@ -564,7 +508,7 @@ static void diagnose_round(struct agent *a) {
         a->have_cur = true;
         publish(a, text, len);
         if (getenv("GPUNODE_AGENT_DEBUG"))
-                fprintf(stderr, "gpunode agent: diagnosis in %lld ms\n", (long long)(mono_ms() - t0));
+                fprintf(stderr, "gpunode agent: diagnosis in %lld ms\n", (long long)((int64_t)monotonic_ms() - t0));
 }
 
 /* The diagnosis thread: a round every check interval, or at once on an Xid; API retries between.
@@ -573,17 +517,17 @@ static void *diag_main(void *arg) {
         struct agent *a = arg;
         int64_t next_round = 0, last_round = -XID_MIN_GAP_MS;
         for (;;) {
-                int64_t now = mono_ms();
+                int64_t now = (int64_t)monotonic_ms();
                 if (now >= next_round) {
                         last_round = now;
                         diagnose_round(a);
                         if (stopping(a)) break;
-                        next_round = mono_ms() + a->o.check_interval_ms;
+                        next_round = (int64_t)monotonic_ms() + a->o.check_interval_ms;
                         api_sync(a);
                 } else if (a->have_cur && a->next_api_try) {
                         api_sync(a);
                 }
-                now = mono_ms();
+                now = (int64_t)monotonic_ms();
                 int64_t wait = next_round - now;
                 if (a->next_api_try) {
                         int64_t retry = a->next_api_try * 1000 - now;
@@ -594,7 +538,7 @@ static void *diag_main(void *arg) {
                 if (k > 0 && p[0].revents) break;
                 if (k > 0 && a->xid_fd >= 0 && p[1].revents) {
                         fd_fired(a->xid_fd);
-                        int64_t since = mono_ms() - last_round;
+                        int64_t since = (int64_t)monotonic_ms() - last_round;
                         next_round = since >= XID_MIN_GAP_MS ? 0 : last_round + XID_MIN_GAP_MS;
                         fprintf(stderr, "gpunode agent: Xid event: diagnosing now\n");
                 }
@@ -623,8 +567,8 @@ static void *labels_main(void *arg) {
                         argv[n++] = a->labels_output;
                 }
                 argv[n] = NULL;
-                int64_t started = mono_ms();
-                pid_t pid = spawn_child(a->self, argv, NULL, false);
+                int64_t started = (int64_t)monotonic_ms();
+                pid_t pid = child_spawn(a->self, argv, -1, -1, false);
                 bool stop = false;
                 if (pid > 0) {
                         int status;
@@ -638,7 +582,7 @@ static void *labels_main(void *arg) {
                                                 struct timespec t = { 0, 20 * 1000000L };
                                                 nanosleep(&t, NULL);
                                         }
-                                        kill_child(pid);
+                                        child_kill(pid);
                                         break;
                                 }
                                 if (waitpid(pid, &status, WNOHANG) == pid) break;
@@ -649,7 +593,7 @@ static void *labels_main(void *arg) {
                         fprintf(stderr, "gpunode agent: cannot start the labels child: %s\n", strerror((int)-pid));
                 }
                 if (stop) break;
-                if (mono_ms() - started > 60000) backoff_ms = 1000;
+                if ((int64_t)monotonic_ms() - started > 60000) backoff_ms = 1000;
                 struct pollfd p = { .fd = a->stop_fd, .events = POLLIN };
                 if (poll(&p, 1, (int)backoff_ms) > 0) break;
                 backoff_ms = backoff_ms * 2 > 60000 ? 60000 : backoff_ms * 2;

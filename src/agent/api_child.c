@@ -1,16 +1,10 @@
 /* api_child.c: the agent's Kubernetes API requests, each run by a bounded `gpunode kube-call` child (posix_spawn of /proc/self/exe). */
 #include "agent/api_child.h"
+#include "basic/child.h"
 
-#include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
-#include <signal.h>
-#include <spawn.h>
-#include <stdio.h>
-#include <string.h>
 #include <sys/wait.h>
-#include <time.h>
-#include <unistd.h>
 
 #include "basic/util.h"
 
@@ -18,24 +12,6 @@ extern char **environ;
 
 #define API_CHILD_GRACE_MS 2000u              /* beyond the request's timeout: start-up, configuration, exit */
 #define API_CHILD_OUTPUT_SLACK ((size_t)64 << 10) /* the outcome's envelope and error sentence beyond the body */
-
-/* Returns CLOCK_MONOTONIC in milliseconds. */
-static int64_t api_mono_ms(void) {
-        struct timespec t;
-        clock_gettime(CLOCK_MONOTONIC, &t);
-        return (int64_t)t.tv_sec * 1000 + t.tv_nsec / 1000000;
-}
-
-/* Kills the child's process group and the child, and reaps it (waiting up to 2 s). Returns nothing. */
-static void api_child_kill(pid_t pid) {
-        kill(-pid, SIGKILL);
-        kill(pid, SIGKILL);
-        for (int i = 0; i < 200; i++) {
-                if (waitpid(pid, NULL, WNOHANG) != 0) return;
-                struct timespec t = { 0, 10 * 1000000L };
-                nanosleep(&t, NULL);
-        }
-}
 
 /* Spawns self with argv in its own process group: stdin from *ret_in (a pipe, when want_in; else
  * /dev/null), stdout into *ret_out, stderr inherited (the child's few lines go to the agent's log).
@@ -49,36 +25,11 @@ static pid_t api_child_spawn(const char *const *argv, bool want_in, int *ret_in,
                 close(out[1]);
                 return r;
         }
-        posix_spawn_file_actions_t fa;
-        posix_spawnattr_t attr;
-        posix_spawn_file_actions_init(&fa);
-        posix_spawnattr_init(&attr);
-        if (want_in) posix_spawn_file_actions_adddup2(&fa, in[0], STDIN_FILENO);
-        else posix_spawn_file_actions_addopen(&fa, STDIN_FILENO, "/dev/null", O_RDONLY, 0);
-        posix_spawn_file_actions_adddup2(&fa, out[1], STDOUT_FILENO);
-#if defined(__GLIBC__) && (__GLIBC__ > 2 || (__GLIBC__ == 2 && __GLIBC_MINOR__ >= 34))
-        posix_spawn_file_actions_addclosefrom_np(&fa, 3);
-#endif
-        sigset_t none, deflt;
-        sigemptyset(&none);
-        sigemptyset(&deflt);
-        sigaddset(&deflt, SIGPIPE);
-        sigaddset(&deflt, SIGTERM);
-        sigaddset(&deflt, SIGINT);
-        posix_spawnattr_setsigmask(&attr, &none); /* the agent's threads block termination signals; the child must not */
-        posix_spawnattr_setsigdefault(&attr, &deflt);
-        posix_spawnattr_setpgroup(&attr, 0); /* its own group: a timeout kills whatever it started too (exec plugins) */
-        posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF | POSIX_SPAWN_SETPGROUP);
-        /* This program: by the path /proc/self/exe links to (under valgrind, /proc/self/exe itself is
-         * valgrind), or /proc/self/exe itself once that file was deleted or replaced ("... (deleted)"). */
         char self[4096];
-        ssize_t l = readlink("/proc/self/exe", self, sizeof self - 1);
-        self[l > 0 && l < (ssize_t)sizeof self ? l : 0] = 0;
-        if (!self[0] || access(self, X_OK) < 0) snprintf(self, sizeof self, "/proc/self/exe");
-        pid_t pid;
-        int r = -posix_spawn(&pid, self, &fa, &attr, (char *const *)argv, environ);
-        posix_spawn_file_actions_destroy(&fa);
-        posix_spawnattr_destroy(&attr);
+        child_self_path(self, sizeof self);
+        /* stderr inherited: the child's few lines (an exec plugin's too) go to the agent's log */
+        int r = child_spawn(self, argv, want_in ? in[0] : -1, out[1], false);
+        pid_t pid = r;
         close(out[1]);
         if (want_in) close(in[0]);
         if (r < 0) {
@@ -155,7 +106,7 @@ int api_child_call_setup(const char *method, const char *path, const char *patch
                 return pid;
         }
         size_t out_max = max_body + API_CHILD_OUTPUT_SLACK, body_len = body ? strlen(body) : 0, written = 0;
-        int64_t deadline = api_mono_ms() + timeout_ms + API_CHILD_GRACE_MS;
+        int64_t deadline = (int64_t)monotonic_ms() + timeout_ms + API_CHILD_GRACE_MS;
         struct buf out = { 0 };
         int r = 0;
         if (want_in && body_len == 0) {
@@ -163,7 +114,7 @@ int api_child_call_setup(const char *method, const char *path, const char *patch
                 in_fd = -1;
         }
         for (;;) {
-                int64_t left = deadline - api_mono_ms();
+                int64_t left = deadline - (int64_t)monotonic_ms();
                 if (left <= 0) {
                         r = -ETIMEDOUT;
                         break;
@@ -205,14 +156,14 @@ int api_child_call_setup(const char *method, const char *path, const char *patch
         if (r == 0) {
                 /* its output is done: it exits at once, within the same deadline */
                 pid_t w;
-                while ((w = waitpid(pid, &status, WNOHANG)) == 0 && api_mono_ms() < deadline) {
+                while ((w = waitpid(pid, &status, WNOHANG)) == 0 && (int64_t)monotonic_ms() < deadline) {
                         struct timespec t = { 0, 2 * 1000000L };
                         nanosleep(&t, NULL);
                 }
                 if (w == 0) r = -ETIMEDOUT;
                 else if (w < 0) r = -EIO;
         }
-        if (r < 0) api_child_kill(pid);
+        if (r < 0) child_kill(pid);
         if (r == 0 && !(WIFEXITED(status) && WEXITSTATUS(status) == 0)) {
                 if (WIFSIGNALED(status))
                         *ret_error = xasprintf("%s: the kube-call child was killed by signal %d", what, WTERMSIG(status));

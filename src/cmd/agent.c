@@ -1,14 +1,12 @@
 /* agent.c: `gpunode agent`: the DaemonSet process: exporter, labels, periodic diagnosis, node conditions. */
 #include "cmd/commands.h"
+#include "basic/child.h"
 #include "cmd/options.h"
 #include "cmd/privileges.h"
 #include "agent/agent.h"
-#include "exporter/exporter.h"
 #include "basic/hostfs.h"
 
-#include <getopt.h>
 #include <signal.h>
-#include <stdlib.h>
 
 static volatile sig_atomic_t stop_signal;
 
@@ -125,9 +123,7 @@ static int cmd_agent(int argc, char **argv) {
         }
         _cleanup_free_ char *node = node_name_resolve(so.node);
         char self[4096];
-        ssize_t l = readlink("/proc/self/exe", self, sizeof self - 1);
-        self[l > 0 && l < (ssize_t)sizeof self ? l : 0] = 0;
-        if (!self[0] || access(self, X_OK) < 0) snprintf(self, sizeof self, "/proc/self/exe");
+        child_self_path(self, sizeof self);
         ao.self = self;
         ao.root = so.root;
         ao.nvml_library = so.probe.nvml_library;

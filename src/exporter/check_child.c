@@ -1,10 +1,9 @@
 /* check_child.c: the exporter's check thread: runs `gpunode check` in a child process and splices its series into the page. */
 #include "exporter/exporter_internal.h"
+#include "basic/child.h"
 
 #include <fcntl.h>
 #include <poll.h>
-#include <signal.h>
-#include <spawn.h>
 #include <sys/wait.h>
 
 #include "basic/promtext.h"
@@ -109,49 +108,17 @@ static int check_child_run(struct exporter *e, char **ret_text, size_t *ret_len)
 
         int fds[2];
         if (pipe2(fds, O_CLOEXEC) < 0) return -errno;
-        posix_spawn_file_actions_t fa;
-        posix_spawnattr_t attr;
-        posix_spawn_file_actions_init(&fa);
-        posix_spawnattr_init(&attr);
-        posix_spawn_file_actions_addopen(&fa, STDIN_FILENO, "/dev/null", O_RDONLY, 0);
-        posix_spawn_file_actions_adddup2(&fa, fds[1], STDOUT_FILENO);
-        posix_spawn_file_actions_addopen(&fa, STDERR_FILENO, "/dev/null", O_WRONLY, 0);
-#if defined(__GLIBC__) && (__GLIBC__ > 2 || (__GLIBC__ == 2 && __GLIBC_MINOR__ >= 34))
-        posix_spawn_file_actions_addclosefrom_np(&fa, 3); /* NVML's device files and the like stay here */
-#endif
-        sigset_t none, deflt;
-        sigemptyset(&none);
-        sigemptyset(&deflt);
-        sigaddset(&deflt, SIGPIPE);
-        sigaddset(&deflt, SIGTERM);
-        sigaddset(&deflt, SIGINT);
-        posix_spawnattr_setsigmask(&attr, &none); /* this thread blocks SIGTERM; the child must not */
-        posix_spawnattr_setsigdefault(&attr, &deflt);
-        posix_spawnattr_setpgroup(&attr, 0); /* its own group: a timeout kills whatever it started too */
-        posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF | POSIX_SPAWN_SETPGROUP);
-        pid_t pid;
-        /* This program: by the path /proc/self/exe links to (under valgrind, /proc/self/exe itself is
-         * valgrind), or /proc/self/exe itself once that file was deleted or replaced ("... (deleted)"). */
         char self[4096];
-        ssize_t l = readlink("/proc/self/exe", self, sizeof self - 1);
-        self[l > 0 && l < (ssize_t)sizeof self ? l : 0] = 0;
-        if (!self[0] || access(self, X_OK) < 0) snprintf(self, sizeof self, "/proc/self/exe");
-        int r = -posix_spawn(&pid, self, &fa, &attr, (char *const *)argv, environ);
-        posix_spawn_file_actions_destroy(&fa);
-        posix_spawnattr_destroy(&attr);
+        child_self_path(self, sizeof self);
+        pid_t pid = child_spawn(self, argv, -1, fds[1], true);
+        int r = pid < 0 ? pid : 0;
         close(fds[1]);
         if (r < 0) {
                 close(fds[0]);
                 return r;
         }
 
-        struct timespec deadline = now_mono();
-        deadline.tv_sec += e->o.check_timeout_ms / 1000;
-        deadline.tv_nsec += (long)(e->o.check_timeout_ms % 1000) * 1000000L;
-        if (deadline.tv_nsec >= 1000000000L) {
-                deadline.tv_sec++;
-                deadline.tv_nsec -= 1000000000L;
-        }
+        struct timespec deadline = timespec_after_ms(CLOCK_MONOTONIC, e->o.check_timeout_ms);
         struct buf out = { 0 };
         r = 0;
         for (;;) {
