@@ -3,7 +3,6 @@
 #include "basic/child.h"
 #include "agent/api_child.h"
 
-#include <fcntl.h>
 #include <poll.h>
 #include <sys/eventfd.h>
 #include <sys/wait.h>
@@ -13,7 +12,6 @@
 #include "agent/taint.h"
 #include "basic/http_server.h"
 
-extern char **environ;
 
 #define REPORT_MAX ((size_t)16 << 20) /* a diagnosis's JSON larger than this is refused */
 #define XID_MIN_GAP_MS 1000           /* Xid storms start at most one diagnosis a second */
@@ -114,66 +112,16 @@ static int run_check(struct agent *a, char **ret, size_t *ret_len) {
                 argv[n++] = a->operator_namespace;
         }
         argv[n] = NULL;
-        int fds[2];
-        if (pipe2(fds, O_CLOEXEC) < 0) return -errno;
-        pid_t pid = child_spawn(a->self, argv, -1, fds[1], true);
-        close(fds[1]);
-        if (pid < 0) {
-                close(fds[0]);
-                return pid;
+        const struct child_run_options o = { .max_output = REPORT_MAX, .timeout_ms = a->o.check_timeout_ms,
+                                             .cancel_fd = a->stop_fd, .quiet = true };
+        int status;
+        int r = child_run(a->self, argv, &o, ret, ret_len, &status, NULL);
+        if (r == 0 && !(WIFEXITED(status) && WEXITSTATUS(status) <= 2)) {
+                free(*ret);
+                *ret = NULL;
+                r = -EIO;
         }
-        int out_fd = fds[0];
-        int64_t deadline = (int64_t)monotonic_ms() + a->o.check_timeout_ms;
-        struct buf out = { 0 };
-        int r = 0;
-        for (;;) {
-                int64_t left = deadline - (int64_t)monotonic_ms();
-                if (left <= 0) {
-                        r = -ETIMEDOUT;
-                        break;
-                }
-                struct pollfd p[2] = { { .fd = out_fd, .events = POLLIN }, { .fd = a->stop_fd, .events = POLLIN } };
-                int k = poll(p, 2, (int)(left > 1000 ? 1000 : left));
-                if (k < 0 && errno != EINTR) {
-                        r = -errno;
-                        break;
-                }
-                if (p[1].revents) {
-                        r = -ECANCELED;
-                        break;
-                }
-                if (k <= 0 || !p[0].revents) continue;
-                char chunk[16384];
-                ssize_t got = read(out_fd, chunk, sizeof chunk);
-                if (got < 0 && (errno == EINTR || errno == EAGAIN)) continue;
-                if (got <= 0) break;
-                if (out.len + (size_t)got > REPORT_MAX) {
-                        r = -EFBIG;
-                        break;
-                }
-                buf_append(&out, chunk, (size_t)got);
-        }
-        close(out_fd);
-        int status = -1;
-        if (r == 0) {
-                /* its output is done: it exits at once, within the same deadline */
-                pid_t w;
-                while ((w = waitpid(pid, &status, WNOHANG)) == 0 && (int64_t)monotonic_ms() < deadline) {
-                        struct timespec t = { 0, 5 * 1000000L };
-                        nanosleep(&t, NULL);
-                }
-                if (w == 0) r = -ETIMEDOUT;
-        }
-        if (r < 0) child_kill(pid);
-        if (r == 0 && !(WIFEXITED(status) && WEXITSTATUS(status) <= 2)) r = -EIO;
-        if (r < 0) {
-                buf_free(&out);
-                return r;
-        }
-        if (!out.data) buf_puts(&out, "");
-        *ret = out.data;
-        *ret_len = out.len;
-        return 0;
+        return r;
 }
 
 /* Publishes a report (report may be NULL) and its status page for the HTTP routes. Takes report. */

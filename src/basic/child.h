@@ -17,5 +17,27 @@ void child_self_path(char *buf, size_t size);
  * out_fd (-1: inherited), stderr /dev/null when quiet, else inherited. Returns the pid, or -errno. */
 pid_t child_spawn(const char *path, const char *const *argv, int in_fd, int out_fd, bool quiet);
 
-/* Kills pid's process group and pid with SIGKILL and reaps it, waiting up to 2 s. Returns nothing. */
-void child_kill(pid_t pid);
+/* Kills pid's process group and pid with SIGKILL and reaps it, waiting up to 2 s. Returns true when
+ * reaped, false when it is still there (stuck in the kernel). */
+bool child_kill(pid_t pid);
+
+/* How child_run() bounds one child. */
+struct child_run_options {
+        const char *input;      /* written to its stdin (without blocking); NULL: stdin is /dev/null */
+        size_t input_len;
+        size_t max_output;      /* more on its stdout is -EFBIG */
+        unsigned timeout_ms;    /* for the whole run: output and exit */
+        int cancel_fd;          /* -1: none; readable: stop now (-ECANCELED) */
+        bool quiet;             /* its stderr to /dev/null, else inherited */
+};
+
+/*
+ * Runs path with argv (child_spawn()), hands it o->input, and collects its stdout until it closes it
+ * and exits. Returns 0 with the malloc'd, NUL-terminated output in *ret_out (*ret_len bytes) and its
+ * wait status in *ret_status (the caller judges the exit code); -ETIMEDOUT past o->timeout_ms, -EFBIG
+ * past o->max_output, -ECANCELED when o->cancel_fd became readable, -errno when it cannot be started
+ * or read. On every failure the child is killed with its group and reaped; one that cannot be reaped
+ * within 2 s is handed back in *ret_unreaped (when not NULL) for the caller to reap later.
+ */
+int child_run(const char *path, const char *const *argv, const struct child_run_options *o, char **ret_out,
+              size_t *ret_len, int *ret_status, pid_t *ret_unreaped);

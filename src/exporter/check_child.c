@@ -2,8 +2,6 @@
 #include "exporter/exporter_internal.h"
 #include "basic/child.h"
 
-#include <fcntl.h>
-#include <poll.h>
 #include <sys/wait.h>
 
 #include "basic/promtext.h"
@@ -73,13 +71,6 @@ static bool check_child_reap(pid_t pid, unsigned ms, int *ret_status) {
         }
 }
 
-/* Returns the milliseconds from now until deadline (0 when past). */
-static int ms_until(const struct timespec *deadline) {
-        struct timespec now = now_mono();
-        double s = exp_seconds_between(&now, deadline);
-        return s <= 0 ? 0 : s > 1e6 ? 1000000000 : (int)(s * 1000) + 1;
-}
-
 /*
  * Runs one `gpunode check --output prometheus` child and reads its output. Returns 0 with the malloc'd,
  * NUL-terminated output in *ret_text (*ret_len bytes); -ETIMEDOUT when it ran past the check timeout
@@ -106,84 +97,18 @@ static int check_child_run(struct exporter *e, char **ret_text, size_t *ret_len)
         }
         argv[n] = NULL;
 
-        int fds[2];
-        if (pipe2(fds, O_CLOEXEC) < 0) return -errno;
         char self[4096];
         child_self_path(self, sizeof self);
-        pid_t pid = child_spawn(self, argv, -1, fds[1], true);
-        int r = pid < 0 ? pid : 0;
-        close(fds[1]);
-        if (r < 0) {
-                close(fds[0]);
-                return r;
+        const struct child_run_options o = { .max_output = CHECK_OUTPUT_MAX, .timeout_ms = e->o.check_timeout_ms,
+                                             .cancel_fd = e->check_wake_fd, .quiet = true };
+        int status;
+        int r = child_run(self, argv, &o, ret_text, ret_len, &status, &e->check_pid);
+        if (r == 0 && !(WIFEXITED(status) && WEXITSTATUS(status) <= 2)) {
+                free(*ret_text);
+                *ret_text = NULL;
+                r = -EIO;
         }
-
-        struct timespec deadline = timespec_after_ms(CLOCK_MONOTONIC, e->o.check_timeout_ms);
-        struct buf out = { 0 };
-        r = 0;
-        for (;;) {
-                struct pollfd p[2] = { { .fd = fds[0], .events = POLLIN }, { .fd = e->check_wake_fd, .events = POLLIN } };
-                int t = ms_until(&deadline);
-                if (t == 0) {
-                        r = -ETIMEDOUT;
-                        break;
-                }
-                int k = poll(p, 2, t);
-                if (k < 0 && errno != EINTR) {
-                        r = -errno;
-                        break;
-                }
-                if (p[1].revents) {
-                        r = -ECANCELED;
-                        break;
-                }
-                if (k <= 0 || !p[0].revents) continue;
-                char chunk[4096];
-                ssize_t got = read(fds[0], chunk, sizeof chunk);
-                if (got < 0) {
-                        if (errno == EINTR || errno == EAGAIN) continue;
-                        r = -errno;
-                        break;
-                }
-                if (got == 0) break; /* the child closed its stdout: it is ending */
-                if (out.len + (size_t)got > CHECK_OUTPUT_MAX) {
-                        r = -EFBIG;
-                        break;
-                }
-                buf_append(&out, chunk, (size_t)got);
-        }
-        close(fds[0]);
-        int status = -1;
-        bool reaped = false;
-        if (r == 0) {
-                /* Output done; the child should exit at once. Wait for it within the same deadline. */
-                while (!(reaped = check_child_reap(pid, 0, &status))) {
-                        int t = ms_until(&deadline);
-                        if (t == 0) {
-                                r = -ETIMEDOUT;
-                                break;
-                        }
-                        struct pollfd p = { .fd = e->check_wake_fd, .events = POLLIN };
-                        if (poll(&p, 1, t < 20 ? t : 20) > 0) {
-                                r = -ECANCELED;
-                                break;
-                        }
-                }
-        }
-        if (!reaped) {
-                check_child_kill(pid);
-                reaped = check_child_reap(pid, CHECK_REAP_MS, NULL);
-                if (!reaped) e->check_pid = pid; /* stuck in the kernel: reaped on a later round */
-        }
-        if (r == 0 && !(WIFEXITED(status) && WEXITSTATUS(status) <= 2)) r = -EIO;
-        if (r < 0) {
-                buf_free(&out);
-                return r;
-        }
-        if (!out.data) buf_puts(&out, "");
-        *ret_len = out.len;
-        *ret_text = out.data;
-        return 0;
+        return r;
 }
 
 /* Runs one round of the layer diagnosis and publishes its series with the outcome. Returns nothing. */
