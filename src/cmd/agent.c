@@ -8,11 +8,6 @@
 
 #include <signal.h>
 
-static volatile sig_atomic_t stop_signal;
-
-/* Records the stop signal; the main loop sees it within its tick. Returns nothing. */
-static void on_stop_signal(int sig) { stop_signal = sig; }
-
 enum {
         OPT_INTERVAL = 0x200,
         OPT_CHECK_INTERVAL,
@@ -174,30 +169,8 @@ static int cmd_agent(int argc, char **argv) {
         fprintf_escaped(stderr, "gpunode agent: node %s, listening on %s, diagnosing every %.3g s%s%s%s\n", node,
                         listen_addr, ao.check_interval_ms / 1000.0, ao.conditions ? ", conditions" : "",
                         ao.taint ? ", taint" : "", ao.labels ? ", labels" : "");
-        struct sigaction sa = { .sa_handler = on_stop_signal };
-        sigemptyset(&sa.sa_mask);
-        sigaction(SIGTERM, &sa, NULL);
-        sigaction(SIGINT, &sa, NULL);
-        pthread_sigmask(SIG_UNBLOCK, &sigs, NULL);
-        /* The socket is bound; privileges go once NVML has been tried (or a sample timeout after the
-         * start), all but CAP_SYSLOG for the diagnosis children. */
-        bool dropped = false;
-        struct timespec started;
-        clock_gettime(CLOCK_MONOTONIC, &started);
-        while (!stop_signal) {
-                struct timespec tick = { 0, 250 * 1000000L };
-                nanosleep(&tick, NULL);
-                if (!stop_signal) exporter_watchdog(e);
-                if (!dropped && !stop_signal) {
-                        struct timespec now;
-                        clock_gettime(CLOCK_MONOTONIC, &now);
-                        if (privileges_can_drop(e, &started, &now, eo.sample_timeout_ms)) {
-                                privileges_drop("agent", true);
-                                dropped = true;
-                        }
-                }
-        }
-        fprintf_escaped(stderr, "gpunode agent: %s, stopping\n", strsignal(stop_signal));
+        int sig = serve_until_stopped(e, &sigs, eo.sample_timeout_ms, "agent", true);
+        fprintf_escaped(stderr, "gpunode agent: %s, stopping\n", strsignal(sig));
         exp_http_stop(h);
         agent_stop(a);
         exporter_stop(e);

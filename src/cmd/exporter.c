@@ -8,11 +8,6 @@
 #include <getopt.h>
 #include <signal.h>
 
-static volatile sig_atomic_t stop_signal;
-
-/* Records the stop signal; the main loop sees it within its tick. Returns nothing. */
-static void on_stop_signal(int sig) { stop_signal = sig; }
-
 /* getopt_long codes of the exporter's long-only options (the short ones are dcgm-exporter's letters). */
 enum {
         OPT_INTERVAL = 0x200,
@@ -254,30 +249,7 @@ static int cmd_exporter(int argc, char **argv) {
                 fprintf_escaped(stderr, "gpunode exporter: serving the %u counter(s) %s names\n", n, collectors);
         }
 
-        struct sigaction sa = { .sa_handler = on_stop_signal };
-        sigemptyset(&sa.sa_mask);
-        sigaction(SIGTERM, &sa, NULL);
-        sigaction(SIGINT, &sa, NULL);
-        pthread_sigmask(SIG_UNBLOCK, &sigs, NULL);
-        /* The socket is bound; privileges go once NVML has been tried, or a sample timeout after the
-         * start when its first call hangs. */
-        bool dropped = false;
-        struct timespec started;
-        clock_gettime(CLOCK_MONOTONIC, &started);
-        while (!stop_signal) {
-                struct timespec tick = { 0, 250 * 1000000L };
-                nanosleep(&tick, NULL); /* a signal cuts it short */
-                if (!stop_signal) exporter_watchdog(e);
-                if (!dropped && !stop_signal) {
-                        struct timespec now;
-                        clock_gettime(CLOCK_MONOTONIC, &now);
-                        if (privileges_can_drop(e, &started, &now, o.sample_timeout_ms)) {
-                                privileges_drop("exporter", o.check_interval_ms > 0);
-                                dropped = true;
-                        }
-                }
-        }
-        int sig = stop_signal;
+        int sig = serve_until_stopped(e, &sigs, o.sample_timeout_ms, "exporter", o.check_interval_ms > 0);
         fprintf_escaped(stderr, "gpunode exporter: %s, stopping\n", strsignal(sig));
         exp_http_stop(h);
         exporter_stop(e);
