@@ -18,7 +18,7 @@ static void check_text(const char *t, size_t cap) {
 
 /* Scans the input both ways; any broken invariant aborts. */
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
-        struct fabric_manager_facts f = {0};
+        struct fabric_manager_facts f = { 0 };
         fm_log_scan((const char *)data, size, &f.log);
         struct fm_log_facts *l = &f.log;
         check(l->lines <= size + 1);

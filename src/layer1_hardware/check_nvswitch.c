@@ -20,7 +20,8 @@ static void run_sxid_errors(const struct node_facts *facts, struct finding *f) {
         }
         if (!sum) {
                 finding_warn(f, "cannot read the kernel log, so cannot tell: %s", facts->kmsg.error);
-                finding_remedy(f, "run as root (dmesg_restrict) with the host's /dev visible, or pass a saved log with --kmsg FILE");
+                finding_remedy(f, "run as root (dmesg_restrict) with the host's /dev visible, or pass a saved log with "
+                                  "--kmsg FILE");
                 return;
         }
         if (facts->kmsg.rc < 0) finding_evidence(f, "kernel log read stopped early: %s", facts->kmsg.error);
@@ -37,8 +38,10 @@ static void run_sxid_errors(const struct node_facts *facts, struct finding *f) {
                 for (size_t x = 0; x < sw->n_sxids; x++) {
                         const struct kmsg_sxid_stat *st = &sw->sxids[x];
                         const struct sxid_info *info = sxid_lookup(st->sxid);
-                        finding_evidence(f, "%s: SXid %d x%llu (%llu fatal, %llu non-fatal line(s); catalog: %s; needs: %s): %s: %s", label,
-                                         st->sxid, (unsigned long long)kmsg_sxid_occurrences(st),
+                        finding_evidence(f,
+                                         "%s: SXid %d x%llu (%llu fatal, %llu non-fatal line(s); catalog: %s; needs: "
+                                         "%s): %s: %s",
+                                         label, st->sxid, (unsigned long long)kmsg_sxid_occurrences(st),
                                          (unsigned long long)st->fatal, (unsigned long long)st->non_fatal,
                                          sxid_class_name(info->cls), sxid_verdict_name(st->worst), info->name,
                                          st->worst_line.text);
@@ -68,28 +71,34 @@ static void run_sxid_errors(const struct node_facts *facts, struct finding *f) {
                              worst_st->sxid, info->name, label);
                 finding_remedy(f, "%s", info->remedy_text);
         } else if (worst == SXID_VERDICT_RESET) {
-                _cleanup_free_ char *more = needing > 1 ? xasprintf(" and %zu more NVSwitch(es)", needing - 1) : xstrdup("");
+                _cleanup_free_ char *more =
+                        needing > 1 ? xasprintf(" and %zu more NVSwitch(es)", needing - 1) : xstrdup("");
                 finding_fail(f, "%s SXid %d (%s) on %s%s: NVLink traffic through it is lost, jobs end with Xid 45/74",
-                             worst_st->fatal ? "fatal" : "NVSwitch error", worst_st->sxid, info->name, label,
-                             more);
+                             worst_st->fatal ? "fatal" : "NVSwitch error", worst_st->sxid, info->name, label, more);
                 finding_remedy(f, "%s", info->remedy_text);
         } else {
-                finding_warn(f, "non-fatal SXid %d (%s) on %s (%zu NVSwitch(es) with SXids)", worst_st->sxid, info->name,
-                             label, switches);
+                finding_warn(f, "non-fatal SXid %d (%s) on %s (%zu NVSwitch(es) with SXids)", worst_st->sxid,
+                             info->name, label, switches);
                 finding_remedy(f, "%s", info->remedy_text);
         }
 }
 
 const struct check_def check_nvswitch_sxid_errors = {
-        .id = "nvswitch.sxid-errors", .layer = 1, .component = "nvswitch",
+        .id = "nvswitch.sxid-errors",
+        .layer = 1,
+        .component = "nvswitch",
         .title = "no NVSwitch error (SXid) in the kernel log needs a reset",
-        .reads = "kernel log (/dev/kmsg or --kmsg FILE): nvidia-nvswitchN SXid lines per NVSwitch, each line's Fatal/Non-fatal "
+        .reads = "kernel log (/dev/kmsg or --kmsg FILE): nvidia-nvswitchN SXid lines per NVSwitch, each line's "
+                 "Fatal/Non-fatal "
                  "word, classified by the SXid catalog of the Fabric Manager user guide; NVSwitch PCI functions",
-        .outcomes = "pass: no SXid; warn: only non-fatal SXids (corrected ECC, replays, link interrupts) or an unreadable log; "
-                    "fail: a fatal SXid, or a non-fatal one the guide recovers with a reset (12028, 11004, 19084): reset every "
+        .outcomes = "pass: no SXid; warn: only non-fatal SXids (corrected ECC, replays, link interrupts) or an "
+                    "unreadable log; "
+                    "fail: a fatal SXid, or a non-fatal one the guide recovers with a reset (12028, 11004, 19084): "
+                    "reset every "
                     "GPU and NVSwitch; an always-fatal one (12020, 22003, 23001-23017, ...): reboot; skip: no NVSwitch",
-        .remedy = "drain the node, reset all GPUs and NVSwitches (stop the fabric manager, nvidia-smi -r, start it) or reboot; "
+        .remedy = "drain the node, reset all GPUs and NVSwitches (stop the fabric manager, nvidia-smi -r, start it) or "
+                  "reboot; "
                   "contact NVIDIA support when fatal SXids recur",
-        .depends = {"driver.module-loaded"},
+        .depends = { "driver.module-loaded" },
         .run = run_sxid_errors,
 };

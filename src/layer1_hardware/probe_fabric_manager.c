@@ -8,7 +8,9 @@
 #define DPKG_STATUS_MAX (64u << 20)
 
 /* Returns the first occurrence of the NUL-terminated lit in the n bytes at p, or NULL. */
-static const char *find(const char *p, size_t n, const char *lit) { return memmem(p, n, lit, strlen(lit)); }
+static const char *find(const char *p, size_t n, const char *lit) {
+        return memmem(p, n, lit, strlen(lit));
+}
 
 /* Copies n bytes into dst (cap bytes) with every byte outside printable ASCII as '?'. Returns dst. */
 static char *copy_ascii(char *dst, size_t cap, const char *src, size_t n) {
@@ -26,7 +28,8 @@ static char *copy_ascii(char *dst, size_t cap, const char *src, size_t n) {
 static char *version_token(const char *p, size_t n) {
         size_t i = 0;
         while (i < n && i < 48 &&
-               ((p[i] >= '0' && p[i] <= '9') || p[i] == '.' || p[i] == '-' || p[i] == '_' || (p[i] >= 'a' && p[i] <= 'z')))
+               ((p[i] >= '0' && p[i] <= '9') || p[i] == '.' || p[i] == '-' || p[i] == '_' ||
+                (p[i] >= 'a' && p[i] <= 'z')))
                 i++;
         while (i > 0 && p[i - 1] == '.') i--;
         if (i == 0 || p[0] < '0' || p[0] > '9') return NULL;
@@ -145,8 +148,8 @@ static void dpkg_paragraph(struct fm_package_facts *ret, const char *name, size_
         ret->name = xstrdup(copy_ascii(buf, sizeof buf, name, name_n));
         ret->raw_version = xstrdup(copy_ascii(buf, sizeof buf, ver, ver_n));
         const char *u = ret->raw_version, *colon = strchr(u, ':');
-        if (colon) u = colon + 1;                       /* epoch */
-        const char *dash = strrchr(u, '-');             /* Debian revision */
+        if (colon) u = colon + 1;           /* epoch */
+        const char *dash = strrchr(u, '-'); /* Debian revision */
         ret->version = dash ? xstrndup(u, (size_t)(dash - u)) : xstrdup(u);
 }
 
@@ -283,7 +286,7 @@ static void probe_package(struct fm_package_facts *ret) {
 }
 
 void probe_fabric_manager(struct fabric_manager_facts *ret) {
-        *ret = (struct fabric_manager_facts){0};
+        *ret = (struct fabric_manager_facts){ 0 };
         probe_package(&ret->package);
         probe_log(&ret->log);
 }
@@ -298,5 +301,5 @@ void fabric_manager_facts_free(struct fabric_manager_facts *f) {
         free(f->log.running_version);
         free(f->log.mismatch_fm);
         free(f->log.mismatch_driver);
-        *f = (struct fabric_manager_facts){0};
+        *f = (struct fabric_manager_facts){ 0 };
 }

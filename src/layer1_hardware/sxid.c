@@ -8,16 +8,18 @@
 _Static_assert(SXID_PCI_MAX == KMSG_PCI_MAX, "one PCI address size for Xids and SXids");
 
 /* Remedy sentences shared by many entries. */
-#define T_NONE "No action: the NVSwitch hardware corrected it; watch the rate."
+#define T_NONE  "No action: the NVSwitch hardware corrected it; watch the rate."
 #define T_WATCH "No action while it stays rare; a rising rate means a link to look at (nvidia-smi nvlink -e)."
-#define T_RESET \
-        "Drain the node's GPU jobs, then reset every GPU and NVSwitch (stop nvidia-fabricmanager, nvidia-smi -r, start it again) or reboot the node; contact NVIDIA support if it recurs."
-#define T_REBOOT \
+#define T_RESET                                                                                                        \
+        "Drain the node's GPU jobs, then reset every GPU and NVSwitch (stop nvidia-fabricmanager, nvidia-smi -r, "     \
+        "start it again) or reboot the node; contact NVIDIA support if it recurs."
+#define T_REBOOT                                                                                                       \
         "Always fatal to the whole NVLink fabric: drain the node and reboot it; contact NVIDIA support if it recurs."
 #define T_MECH "Unless an uncoordinated shutdown explains it, check the NVLink connections (baseboard seating, cables)."
 #define T_COOL "Check the system's cooling (fans, inlet air) and the NVSwitch temperatures."
 
-#define E(n, nm, c, reset, text) { .sxid = n, .name = nm, .cls = SXID_CLASS_##c, .needs_reset = reset, .remedy_text = text }
+#define E(n, nm, c, reset, text)                                                                                       \
+        { .sxid = n, .name = nm, .cls = SXID_CLASS_##c, .needs_reset = reset, .remedy_text = text }
 /* Single-bit ECC errors the switch corrects itself. */
 #define SBE(n) E(n, "single-bit ECC error (corrected)", NON_FATAL, false, T_NONE)
 /* Fatal per the guide (when the line says so): reset the GPUs and NVSwitches. */
@@ -34,7 +36,8 @@ static const struct sxid_info catalog[] = {
         E(10005, "host thermal event end", NON_FATAL, false, T_COOL),
         FATAL(11001, "ingress invalid command"),
         E(11004, "ingress invalid ACL", NON_FATAL, true,
-          "A fabric partition configuration error: validate the routing (nvswitch-audit), then reset every GPU and NVSwitch or reboot the node."),
+          "A fabric partition configuration error: validate the routing (nvswitch-audit), then reset every GPU and "
+          "NVSwitch or reboot the node."),
         FATAL(11009, "ingress invalid VCSet"),
         SBE(11012),
         FATAL(11013, "ingress header DBE"),
@@ -55,7 +58,8 @@ static const struct sxid_info catalog[] = {
         FATAL(12026, "egress destination request ID error"),
         FATAL(12027, "egress destination response ID error"),
         E(12028, "egress non-posted PRIV error", NON_FATAL, true,
-          "NVLink traffic through the port stalls and GPU access hangs (CUDA jobs end with Xid 45): drain the node, then reset every GPU and NVSwitch or reboot it."),
+          "NVLink traffic through the port stalls and GPU access hangs (CUDA jobs end with Xid 45): drain the node, "
+          "then reset every GPU and NVSwitch or reboot it."),
         FATAL(12030, "egress control parity error"),
         FATAL(12031, "egress credit parity error"),
         FATAL(12032, "egress flit type mismatch"),
@@ -130,7 +134,8 @@ static const struct sxid_info unknown_entry = {
         .name = "SXid not in gpunode's catalog (see the Fabric Manager user guide, \"NVSwitch errors\")",
         .cls = SXID_CLASS_UNKNOWN,
         .needs_reset = false,
-        .remedy_text = "Look the SXid up in the Fabric Manager user guide; if the line says Fatal, reset every GPU and NVSwitch (or reboot) and contact NVIDIA support.",
+        .remedy_text = "Look the SXid up in the Fabric Manager user guide; if the line says Fatal, reset every GPU and "
+                       "NVSwitch (or reboot) and contact NVIDIA support.",
 };
 
 /* Returns the catalog entry for sxid or NULL (binary search over the sorted table). */
@@ -139,8 +144,10 @@ static const struct sxid_info *find(int sxid) {
         while (lo < hi) {
                 size_t mid = lo + (hi - lo) / 2;
                 if (catalog[mid].sxid == sxid) return &catalog[mid];
-                if (catalog[mid].sxid < sxid) lo = mid + 1;
-                else hi = mid;
+                if (catalog[mid].sxid < sxid)
+                        lo = mid + 1;
+                else
+                        hi = mid;
         }
         return NULL;
 }
@@ -152,18 +159,17 @@ const struct sxid_info *sxid_lookup(int sxid) {
 }
 
 /* Returns true when sxid has its own entry. */
-bool sxid_is_known(int sxid) { return find(sxid) != NULL; }
+bool sxid_is_known(int sxid) {
+        return find(sxid) != NULL;
+}
 
 /* Returns the verdict of one occurrence (see sxid.h). Never fails. */
 enum sxid_verdict sxid_verdict_for(int sxid, enum sxid_line_kind kind) {
         const struct sxid_info *e = sxid_lookup(sxid);
         switch (kind) {
-        case SXID_LINE_FATAL:
-                return e->cls == SXID_CLASS_ALWAYS_FATAL ? SXID_VERDICT_REBOOT : SXID_VERDICT_RESET;
-        case SXID_LINE_NON_FATAL:
-                return e->needs_reset ? SXID_VERDICT_RESET : SXID_VERDICT_WARN;
-        default:
-                break;
+        case SXID_LINE_FATAL: return e->cls == SXID_CLASS_ALWAYS_FATAL ? SXID_VERDICT_REBOOT : SXID_VERDICT_RESET;
+        case SXID_LINE_NON_FATAL: return e->needs_reset ? SXID_VERDICT_RESET : SXID_VERDICT_WARN;
+        default: break;
         }
         switch (e->cls) {
         case SXID_CLASS_ALWAYS_FATAL: return SXID_VERDICT_REBOOT;
@@ -174,8 +180,12 @@ enum sxid_verdict sxid_verdict_for(int sxid, enum sxid_line_kind kind) {
 }
 
 /* Return true for the ASCII classes named (no locale). */
-static bool is_digit(char c) { return c >= '0' && c <= '9'; }
-static bool is_alpha(char c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z'); }
+static bool is_digit(char c) {
+        return c >= '0' && c <= '9';
+}
+static bool is_alpha(char c) {
+        return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z');
+}
 
 /* Returns true when the n bytes at p start with the word w (case-insensitive), not followed by a letter. */
 static bool word_at(const char *p, size_t n, const char *w) {
@@ -220,7 +230,7 @@ int sxid_parse_line(const char *line, size_t len, struct sxid_line *ret) {
         if (nd == 0 || nd > 6 || v == 0 || (p < end && *p != ',')) return -EINVAL;
         snprintf(r.pci, sizeof r.pci, "%s", pci);
         r.sxid = v;
-        if (p < end) p++;       /* the ',' */
+        if (p < end) p++; /* the ',' */
         while (p < end && *p == ' ') p++;
         size_t rest = (size_t)(end - p);
         const char *desc = p;

@@ -4,54 +4,54 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-#define SXID_PCI_MAX 16         /* "0000:c8:00", as kmsg_pci_normalize() writes it (KMSG_PCI_MAX) */
+#define SXID_PCI_MAX 16 /* "0000:c8:00", as kmsg_pci_normalize() writes it (KMSG_PCI_MAX) */
 
 /* How the Fabric Manager user guide files an SXid. */
 enum sxid_class {
-        SXID_CLASS_NON_FATAL,           /* "Non-Fatal NVSwitch SXid Errors": the switch goes on */
-        SXID_CLASS_FATAL,               /* "Fatal NVSwitch SXid Errors": fatal when the line says so;
-                                         * recover by resetting the GPUs and NVSwitches */
-        SXID_CLASS_ALWAYS_FATAL,        /* "Always Fatal NVSwitch SXid Errors": the whole fabric is
-                                         * down until the host restarts */
-        SXID_CLASS_UNKNOWN,             /* not in gpunode's catalog */
+        SXID_CLASS_NON_FATAL,    /* "Non-Fatal NVSwitch SXid Errors": the switch goes on */
+        SXID_CLASS_FATAL,        /* "Fatal NVSwitch SXid Errors": fatal when the line says so;
+                                  * recover by resetting the GPUs and NVSwitches */
+        SXID_CLASS_ALWAYS_FATAL, /* "Always Fatal NVSwitch SXid Errors": the whole fabric is
+                                  * down until the host restarts */
+        SXID_CLASS_UNKNOWN,      /* not in gpunode's catalog */
         _SXID_CLASS_MAX,
 };
 
 /* What one occurrence asks for, least to most serious. */
 enum sxid_verdict {
-        SXID_VERDICT_WARN,              /* a non-fatal error: watch it (warn) */
-        SXID_VERDICT_RESET,             /* reset every GPU and NVSwitch (or reboot): fail */
-        SXID_VERDICT_REBOOT,            /* always fatal: reboot the host: fail */
+        SXID_VERDICT_WARN,   /* a non-fatal error: watch it (warn) */
+        SXID_VERDICT_RESET,  /* reset every GPU and NVSwitch (or reboot): fail */
+        SXID_VERDICT_REBOOT, /* always fatal: reboot the host: fail */
         _SXID_VERDICT_MAX,
 };
 
 struct sxid_info {
-        int sxid;                       /* 0 for the unknown entry */
-        const char *name;               /* the guide's name, "sourcetrack timeout error" */
+        int sxid;         /* 0 for the unknown entry */
+        const char *name; /* the guide's name, "sourcetrack timeout error" */
         enum sxid_class cls;
-        bool needs_reset;               /* recovered with a reset even when the line says Non-fatal
-                                         * (12028, 11004, 19084; every always-fatal one) */
-        const char *remedy_text;        /* a sentence a person can act on */
+        bool needs_reset;        /* recovered with a reset even when the line says Non-fatal
+                                  * (12028, 11004, 19084; every always-fatal one) */
+        const char *remedy_text; /* a sentence a person can act on */
 };
 
 /* What the part after the number says. */
 enum sxid_line_kind {
-        SXID_LINE_FATAL,                /* "12028, Fatal, Link 46 ..." */
-        SXID_LINE_NON_FATAL,            /* "12028, Non-fatal, Link 46 ..." (also "Nonfatal") */
-        SXID_LINE_DETAIL,               /* "12028, Data {0x...}" or "12028, Severity 0 Engine instance ..." */
-        SXID_LINE_OTHER,                /* anything else after the number */
+        SXID_LINE_FATAL,     /* "12028, Fatal, Link 46 ..." */
+        SXID_LINE_NON_FATAL, /* "12028, Non-fatal, Link 46 ..." (also "Nonfatal") */
+        SXID_LINE_DETAIL,    /* "12028, Data {0x...}" or "12028, Severity 0 Engine instance ..." */
+        SXID_LINE_OTHER,     /* anything else after the number */
         _SXID_LINE_KIND_MAX,
 };
 
 /* One parsed line; offsets point into the line given to sxid_parse_line(). */
 struct sxid_line {
-        char pci[SXID_PCI_MAX];         /* normalised "0000:c8:00" (function dropped) */
-        int instance;                   /* N of "nvidia-nvswitchN:", -1 when the line does not say */
+        char pci[SXID_PCI_MAX]; /* normalised "0000:c8:00" (function dropped) */
+        int instance;           /* N of "nvidia-nvswitchN:", -1 when the line does not say */
         int sxid;
         enum sxid_line_kind kind;
-        int link;                       /* "Link 46": 46; -1 when the line names none */
-        size_t desc_off, desc_len;      /* the description: after "Link NN " on a Fatal/Non-fatal line,
-                                         * else everything after "NNNNN, " */
+        int link;                  /* "Link 46": 46; -1 when the line names none */
+        size_t desc_off, desc_len; /* the description: after "Link NN " on a Fatal/Non-fatal line,
+                                    * else everything after "NNNNN, " */
 };
 
 /* Parses "[nvidia-nvswitchN: ]SXid (PCI:dddd:bb:dd.f): NNNNN, ..." anywhere in line (len bytes, no

@@ -20,29 +20,36 @@ static const struct {
         int link;
         const char *desc;
 } lines[] = {
-        { "[   38.175561] nvidia-nvswitch3: SXid (PCI:0000:04:00.0): 22013, Data {0x0000002b, 0x0000002b, 0x00000000, 0x0000002b, 0x80005302, 0x00000000, 0x00000000, 0x00000000, 0x00000000}",
+        { "[   38.175561] nvidia-nvswitch3: SXid (PCI:0000:04:00.0): 22013, Data {0x0000002b, 0x0000002b, 0x00000000, "
+          "0x0000002b, 0x80005302, 0x00000000, 0x00000000, 0x00000000, 0x00000000}",
           "0000:04:00", 3, 22013, SXID_LINE_DETAIL, -1, "Data {0x0000002b," },
-        { "[   38.178720] nvidia-nvswitch3: SXid (PCI:0000:04:00.0): 22013, Non-fatal, Link 44 Minion Link DLREQ interrupt",
+        { "[   38.178720] nvidia-nvswitch3: SXid (PCI:0000:04:00.0): 22013, Non-fatal, Link 44 Minion Link DLREQ "
+          "interrupt",
           "0000:04:00", 3, 22013, SXID_LINE_NON_FATAL, 44, "Minion Link DLREQ interrupt" },
-        { "[   38.180708] nvidia-nvswitch3: SXid (PCI:0000:04:00.0): 22013, Severity 0 Engine instance 44 Sub-engine instance 00",
+        { "[   38.180708] nvidia-nvswitch3: SXid (PCI:0000:04:00.0): 22013, Severity 0 Engine instance 44 Sub-engine "
+          "instance 00",
           "0000:04:00", 3, 22013, SXID_LINE_DETAIL, -1, "Severity 0" },
-        { "[ 1108.858286] nvidia-nvswitch0: SXid (PCI:0000:c3:00.0): 24007, Fatal, Link 28 sourcetrack timeout error (First)",
+        { "[ 1108.858286] nvidia-nvswitch0: SXid (PCI:0000:c3:00.0): 24007, Fatal, Link 28 sourcetrack timeout error "
+          "(First)",
           "0000:c3:00", 0, 24007, SXID_LINE_FATAL, 28, "sourcetrack timeout error (First)" },
-        { "kern  :err   : 2025-01-25T10:34:54,859532+00:00 nvidia-nvswitch1: SXid (PCI:0000:84:00.0): 12028, Data {0x000001c0, 0x00bd5c8a, 0x00000500, 0x00000064, 0x00000000, 0x40008000, 0x5a001100, 0x00000000, 0x00000000}",
+        { "kern  :err   : 2025-01-25T10:34:54,859532+00:00 nvidia-nvswitch1: SXid (PCI:0000:84:00.0): 12028, Data "
+          "{0x000001c0, 0x00bd5c8a, 0x00000500, 0x00000064, 0x00000000, 0x40008000, 0x5a001100, 0x00000000, "
+          "0x00000000}",
           "0000:84:00", 1, 12028, SXID_LINE_DETAIL, -1, "Data {" },
         { "[131453.740743] nvidia-nvswitch0: SXid (PCI:0000:00:00.0): 20034, Fatal, Link 30 LTSSM Fault Up",
           "0000:00:00", 0, 20034, SXID_LINE_FATAL, 30, "LTSSM Fault Up" },
         { "nvidia-nvswitch3: SXid (PCI:0000:c8:00.0): 12028, Non-fatal, Link 46 egress non-posted PRIV error (First)",
           "0000:c8:00", 3, 12028, SXID_LINE_NON_FATAL, 46, "egress non-posted PRIV error (First)" },
-        { "nvidia-nvswitch3: SXid (PCI:0000:05:00.0): 24007, Fatal, Link 04 sourcetrack timeout error",
-          "0000:05:00", 3, 24007, SXID_LINE_FATAL, 4, "sourcetrack timeout error" },
-        { "kernel: [123.456790] nvidia-nvswitch0: SXid (PCI:0000:c3:00.0): 28006, Non-fatal, Link 29 MC TS crumbstore MCTO",
+        { "nvidia-nvswitch3: SXid (PCI:0000:05:00.0): 24007, Fatal, Link 04 sourcetrack timeout error", "0000:05:00", 3,
+          24007, SXID_LINE_FATAL, 4, "sourcetrack timeout error" },
+        { "kernel: [123.456790] nvidia-nvswitch0: SXid (PCI:0000:c3:00.0): 28006, Non-fatal, Link 29 MC TS crumbstore "
+          "MCTO",
           "0000:c3:00", 0, 28006, SXID_LINE_NON_FATAL, 29, "MC TS crumbstore MCTO" },
         /* no instance prefix, a device-level headline without a link, "Nonfatal" spelling */
         { "SXid (PCI:0000:06:00.0): 10004, Host_thermal_event_start", "0000:06:00", -1, 10004, SXID_LINE_OTHER, -1,
           "Host_thermal_event_start" },
-        { "nvidia-nvswitch12: SXid (PCI:0001:8a:00.0): 20001, Nonfatal, Link 7 TX Replay Error", "0001:8a:00", 12, 20001,
-          SXID_LINE_NON_FATAL, 7, "TX Replay Error" },
+        { "nvidia-nvswitch12: SXid (PCI:0001:8a:00.0): 20001, Nonfatal, Link 7 TX Replay Error", "0001:8a:00", 12,
+          20001, SXID_LINE_NON_FATAL, 7, "TX Replay Error" },
         { "nvidia-nvswitch2: SXid (PCI:0000:89:00.0): 12028", "0000:89:00", 2, 12028, SXID_LINE_OTHER, -1, "" },
 };
 
@@ -101,30 +108,31 @@ static void test_verdicts(void **state) {
                 enum sxid_verdict want;
         } t[] = {
                 { 24007, SXID_LINE_FATAL, SXID_VERDICT_RESET },
-                { 24007, SXID_LINE_NON_FATAL, SXID_VERDICT_WARN },      /* the line wins */
-                { 24007, SXID_LINE_DETAIL, SXID_VERDICT_RESET },        /* no word: the catalog's class */
+                { 24007, SXID_LINE_NON_FATAL, SXID_VERDICT_WARN }, /* the line wins */
+                { 24007, SXID_LINE_DETAIL, SXID_VERDICT_RESET },   /* no word: the catalog's class */
                 { 20034, SXID_LINE_FATAL, SXID_VERDICT_RESET },
-                { 12020, SXID_LINE_FATAL, SXID_VERDICT_REBOOT },        /* always fatal */
+                { 12020, SXID_LINE_FATAL, SXID_VERDICT_REBOOT }, /* always fatal */
                 { 23001, SXID_LINE_DETAIL, SXID_VERDICT_REBOOT },
                 { 22003, SXID_LINE_OTHER, SXID_VERDICT_REBOOT },
                 { 22013, SXID_LINE_NON_FATAL, SXID_VERDICT_WARN },
                 { 22013, SXID_LINE_DETAIL, SXID_VERDICT_WARN },
-                { 11012, SXID_LINE_NON_FATAL, SXID_VERDICT_WARN },      /* corrected ECC */
-                { 12028, SXID_LINE_NON_FATAL, SXID_VERDICT_RESET },     /* non-fatal, yet GPU access hangs */
+                { 11012, SXID_LINE_NON_FATAL, SXID_VERDICT_WARN },  /* corrected ECC */
+                { 12028, SXID_LINE_NON_FATAL, SXID_VERDICT_RESET }, /* non-fatal, yet GPU access hangs */
                 { 12028, SXID_LINE_DETAIL, SXID_VERDICT_RESET },
                 { 19084, SXID_LINE_NON_FATAL, SXID_VERDICT_RESET },
                 { 11004, SXID_LINE_NON_FATAL, SXID_VERDICT_RESET },
                 { 20012, SXID_LINE_NON_FATAL, SXID_VERDICT_WARN },
                 { 22012, SXID_LINE_FATAL, SXID_VERDICT_RESET },
                 { 22012, SXID_LINE_DETAIL, SXID_VERDICT_RESET },
-                { 99999, SXID_LINE_FATAL, SXID_VERDICT_RESET },         /* unknown: the line decides */
+                { 99999, SXID_LINE_FATAL, SXID_VERDICT_RESET }, /* unknown: the line decides */
                 { 99999, SXID_LINE_NON_FATAL, SXID_VERDICT_WARN },
                 { 28006, SXID_LINE_OTHER, SXID_VERDICT_WARN },
         };
         for (size_t i = 0; i < ELEMENTSOF(t); i++) {
                 if (sxid_verdict_for(t[i].sxid, t[i].kind) != t[i].want)
                         fail_msg("SXid %d %s: %s, want %s", t[i].sxid, sxid_line_kind_name(t[i].kind),
-                                 sxid_verdict_name(sxid_verdict_for(t[i].sxid, t[i].kind)), sxid_verdict_name(t[i].want));
+                                 sxid_verdict_name(sxid_verdict_for(t[i].sxid, t[i].kind)),
+                                 sxid_verdict_name(t[i].want));
         }
         assert_false(sxid_is_known(99999));
         assert_int_equal(sxid_lookup(99999)->sxid, 0);
@@ -165,14 +173,21 @@ static struct kmsg_scan *scan(const char *text) {
 /* NVIDIA/nvtrust#124: three lines per occurrence, one headline each. */
 static void test_scan_nonfatal_burst(void **state) {
         (void)state;
-        _cleanup_kmsg_scan_ struct kmsg_scan *s = scan(
-                "[   38.174242] NVRM: loading NVIDIA UNIX Open Kernel Module for x86_64  570.195.03  Release Build  (dvs-builder@U22-I3-H04-03-1)  Sat Sep 20 00:47:16 UTC 2025\n"
-                "[   38.175561] nvidia-nvswitch3: SXid (PCI:0000:04:00.0): 22013, Data {0x0000002b, 0x0000002b, 0x00000000, 0x0000002b, 0x80005302, 0x00000000, 0x00000000, 0x00000000, 0x00000000}\n"
-                "[   38.178720] nvidia-nvswitch3: SXid (PCI:0000:04:00.0): 22013, Non-fatal, Link 44 Minion Link DLREQ interrupt\n"
-                "[   38.180708] nvidia-nvswitch3: SXid (PCI:0000:04:00.0): 22013, Severity 0 Engine instance 44 Sub-engine instance 00\n"
-                "[   38.183583] nvidia-nvswitch3: SXid (PCI:0000:04:00.0): 22013, Data {0x0000002c, 0x0000002c, 0x00000000, 0x0000002c, 0x80005302, 0x00000000, 0x00000000, 0x00000000, 0x00000000}\n"
-                "[   38.187830] nvidia-nvswitch3: SXid (PCI:0000:04:00.0): 22013, Non-fatal, Link 45 Minion Link DLREQ interrupt\n"
-                "[   38.189818] nvidia-nvswitch3: SXid (PCI:0000:04:00.0): 22013, Severity 0 Engine instance 45 Sub-engine instance 00\n");
+        _cleanup_kmsg_scan_ struct kmsg_scan *s =
+                scan("[   38.174242] NVRM: loading NVIDIA UNIX Open Kernel Module for x86_64  570.195.03  Release "
+                     "Build  (dvs-builder@U22-I3-H04-03-1)  Sat Sep 20 00:47:16 UTC 2025\n"
+                     "[   38.175561] nvidia-nvswitch3: SXid (PCI:0000:04:00.0): 22013, Data {0x0000002b, 0x0000002b, "
+                     "0x00000000, 0x0000002b, 0x80005302, 0x00000000, 0x00000000, 0x00000000, 0x00000000}\n"
+                     "[   38.178720] nvidia-nvswitch3: SXid (PCI:0000:04:00.0): 22013, Non-fatal, Link 44 Minion Link "
+                     "DLREQ interrupt\n"
+                     "[   38.180708] nvidia-nvswitch3: SXid (PCI:0000:04:00.0): 22013, Severity 0 Engine instance 44 "
+                     "Sub-engine instance 00\n"
+                     "[   38.183583] nvidia-nvswitch3: SXid (PCI:0000:04:00.0): 22013, Data {0x0000002c, 0x0000002c, "
+                     "0x00000000, 0x0000002c, 0x80005302, 0x00000000, 0x00000000, 0x00000000, 0x00000000}\n"
+                     "[   38.187830] nvidia-nvswitch3: SXid (PCI:0000:04:00.0): 22013, Non-fatal, Link 45 Minion Link "
+                     "DLREQ interrupt\n"
+                     "[   38.189818] nvidia-nvswitch3: SXid (PCI:0000:04:00.0): 22013, Severity 0 Engine instance 45 "
+                     "Sub-engine instance 00\n");
         const struct kmsg_summary *sum = kmsg_scan_summary(s);
         assert_int_equal(sum->n_switches, 1);
         assert_int_equal(sum->n_gpus, 0);
@@ -204,12 +219,16 @@ static void test_scan_nonfatal_burst(void **state) {
 /* A fatal SXid and its details, a non-fatal one on another switch, a details-only one. */
 static void test_scan_fatal(void **state) {
         (void)state;
-        _cleanup_kmsg_scan_ struct kmsg_scan *s = scan(
-                "6,900,5000000,-;nvidia-nvswitch0: SXid (PCI:0000:c3:00.0): 24007, Fatal, Link 28 sourcetrack timeout error (First)\n"
-                "6,901,5000100,-;nvidia-nvswitch0: SXid (PCI:0000:c3:00.0): 24007, Severity 1 Engine instance 28 Sub-engine instance 00\n"
-                "Jan 25 10:34:54 node kernel: nvidia-nvswitch1: SXid (PCI:0000:84:00.0): 12028, Data {0x000001c0, 0x00bd5c8a}\n"
-                "Jan 25 10:34:54 node kernel: nvidia-nvswitch1: SXid (PCI:0000:84:00.0): 12028, Data {0x000001c1, 0x00bd5c8a}\n"
-                "[ 2000.1] nvidia-nvswitch0: SXid (PCI:0000:c3:00.0): 20001, Non-fatal, Link 3 TX Replay Error\n");
+        _cleanup_kmsg_scan_ struct kmsg_scan *s =
+                scan("6,900,5000000,-;nvidia-nvswitch0: SXid (PCI:0000:c3:00.0): 24007, Fatal, Link 28 sourcetrack "
+                     "timeout error (First)\n"
+                     "6,901,5000100,-;nvidia-nvswitch0: SXid (PCI:0000:c3:00.0): 24007, Severity 1 Engine instance 28 "
+                     "Sub-engine instance 00\n"
+                     "Jan 25 10:34:54 node kernel: nvidia-nvswitch1: SXid (PCI:0000:84:00.0): 12028, Data {0x000001c0, "
+                     "0x00bd5c8a}\n"
+                     "Jan 25 10:34:54 node kernel: nvidia-nvswitch1: SXid (PCI:0000:84:00.0): 12028, Data {0x000001c1, "
+                     "0x00bd5c8a}\n"
+                     "[ 2000.1] nvidia-nvswitch0: SXid (PCI:0000:c3:00.0): 20001, Non-fatal, Link 3 TX Replay Error\n");
         const struct kmsg_summary *sum = kmsg_scan_summary(s);
         assert_int_equal(sum->n_switches, 2);
         const struct kmsg_switch *a = sum->switches[0], *b = sum->switches[1];
@@ -227,24 +246,25 @@ static void test_scan_fatal(void **state) {
         assert_string_equal(b->pci, "0000:84:00");
         assert_int_equal(b->instance, 1);
         st = kmsg_switch_sxid(b, 12028);
-        assert_int_equal(kmsg_sxid_occurrences(st), 2);    /* no headline: its lines */
-        assert_int_equal(st->worst, SXID_VERDICT_RESET);   /* 12028 stalls NVLink traffic */
+        assert_int_equal(kmsg_sxid_occurrences(st), 2);  /* no headline: its lines */
+        assert_int_equal(st->worst, SXID_VERDICT_RESET); /* 12028 stalls NVLink traffic */
         assert_int_equal(st->last.lineno, 4);
 }
 
 /* A headline decides over the detail line before it; later headlines only raise it. */
 static void test_scan_headline_wins(void **state) {
         (void)state;
-        _cleanup_kmsg_scan_ struct kmsg_scan *s = scan(
-                "nvidia-nvswitch2: SXid (PCI:0000:05:00.0): 24007, Data {0x1}\n"
-                "nvidia-nvswitch2: SXid (PCI:0000:05:00.0): 24007, Non-fatal, Link 4 sourcetrack timeout error\n"
-                "nvidia-nvswitch2: SXid (PCI:0000:05:00.0): 24007, Data {0x2}\n");
+        _cleanup_kmsg_scan_ struct kmsg_scan *s =
+                scan("nvidia-nvswitch2: SXid (PCI:0000:05:00.0): 24007, Data {0x1}\n"
+                     "nvidia-nvswitch2: SXid (PCI:0000:05:00.0): 24007, Non-fatal, Link 4 sourcetrack timeout error\n"
+                     "nvidia-nvswitch2: SXid (PCI:0000:05:00.0): 24007, Data {0x2}\n");
         const struct kmsg_sxid_stat *st = kmsg_switch_sxid(kmsg_scan_summary(s)->switches[0], 24007);
         assert_int_equal(st->worst, SXID_VERDICT_WARN);
         assert_int_equal(st->worst_line.lineno, 2);
         assert_int_equal(st->last.lineno, 2);
         assert_int_equal(st->first.lineno, 2);
-        const char *fatal = "nvidia-nvswitch2: SXid (PCI:0000:05:00.0): 24007, Fatal, Link 4 sourcetrack timeout error\n";
+        const char *fatal =
+                "nvidia-nvswitch2: SXid (PCI:0000:05:00.0): 24007, Fatal, Link 4 sourcetrack timeout error\n";
         kmsg_scan_feed(s, fatal, strlen(fatal));
         kmsg_scan_finish(s);
         st = kmsg_switch_sxid(kmsg_scan_summary(s)->switches[0], 24007);
@@ -259,11 +279,13 @@ static void test_scan_limits(void **state) {
         _cleanup_kmsg_scan_ struct kmsg_scan *s = kmsg_scan_new();
         char line[160];
         for (int i = 0; i < KMSG_MAX_SWITCHES + 6; i++) {
-                int n = snprintf(line, sizeof line, "nvidia-nvswitch%d: SXid (PCI:0000:%02x:00.0): 20001, Non-fatal, Link 1 x\n", i, i);
+                int n = snprintf(line, sizeof line,
+                                 "nvidia-nvswitch%d: SXid (PCI:0000:%02x:00.0): 20001, Non-fatal, Link 1 x\n", i, i);
                 kmsg_scan_feed(s, line, (size_t)n);
         }
         for (int i = 0; i < KMSG_MAX_SXIDS_PER_SWITCH + 3; i++) {
-                int n = snprintf(line, sizeof line, "nvidia-nvswitch0: SXid (PCI:0000:00:00.0): %d, Non-fatal, Link 1 x\n", 30000 + i);
+                int n = snprintf(line, sizeof line,
+                                 "nvidia-nvswitch0: SXid (PCI:0000:00:00.0): %d, Non-fatal, Link 1 x\n", 30000 + i);
                 kmsg_scan_feed(s, line, (size_t)n);
         }
         kmsg_scan_finish(s);
@@ -272,7 +294,7 @@ static void test_scan_limits(void **state) {
         assert_int_equal(sum->switches_untracked_events, 6);
         const struct kmsg_switch *sw = sum->switches[0];
         assert_int_equal(sw->n_sxids, KMSG_MAX_SXIDS_PER_SWITCH);
-        assert_int_equal(sw->sxids_untracked, 4);      /* 20001 took one slot */
+        assert_int_equal(sw->sxids_untracked, 4); /* 20001 took one slot */
         assert_int_equal(sw->sxid_lines, KMSG_MAX_SXIDS_PER_SWITCH + 4);
 }
 
