@@ -6,6 +6,10 @@
 #define NVML_SONAME "libnvidia-ml.so.1"
 
 void probe_nvml(const char *library, unsigned timeout_ms, struct nvml_state *ret) {
+        probe_nvml_scope(library, timeout_ms, NVML_PROBE_ALL, ret);
+}
+
+void probe_nvml_scope(const char *library, unsigned timeout_ms, int scope, struct nvml_state *ret) {
         *ret = (struct nvml_state){.library = xstrdup(library ? library : NVML_SONAME)};
         struct nvml_lib *lib = NULL;
         char *error = NULL;
@@ -16,7 +20,7 @@ void probe_nvml(const char *library, unsigned timeout_ms, struct nvml_state *ret
                 return;
         }
         free(error);
-        r = nvml_probe_run(lib, timeout_ms, &ret->facts);
+        r = nvml_probe_run_scope(lib, timeout_ms, (enum nvml_probe_scope)scope, &ret->facts);
         if (r < 0) {
                 ret->load_rc = r;
                 ret->load_error = xasprintf("cannot start the NVML probe thread: %s", strerror(-r));
