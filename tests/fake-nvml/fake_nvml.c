@@ -601,6 +601,25 @@ EXPORT nvmlReturn_t nvmlDeviceGetRemappedRows(nvmlDevice_t device, unsigned int 
         return NVML_SUCCESS;
 }
 
+/* Answers the NVLink error totals (fields 38, 45, 52, 59) as the sum of g's "nvlinks" counters over
+ * its active links, as the driver sums them. Returns false for another field or without "nvlinks". */
+static bool nvlink_total(json_t *g, unsigned field, unsigned long long *ret) {
+        const char *key = field == NVML_FI_DEV_NVLINK_CRC_FLIT_ERROR_COUNT_TOTAL   ? "crc_flit"
+                          : field == NVML_FI_DEV_NVLINK_CRC_DATA_ERROR_COUNT_TOTAL ? "crc_data"
+                          : field == NVML_FI_DEV_NVLINK_REPLAY_ERROR_COUNT_TOTAL   ? "replay"
+                          : field == NVML_FI_DEV_NVLINK_RECOVERY_ERROR_COUNT_TOTAL ? "recovery"
+                                                                                   : NULL;
+        json_t *a = json_object_get(g, "nvlinks");
+        if (!key || !json_is_array(a)) return false;
+        unsigned long long sum = 0, v;
+        for (size_t i = 0; i < json_array_size(a); i++) {
+                json_t *l = json_array_get(a, i);
+                if (json_is_true(json_object_get(l, "active")) && get_u64(l, key, &v)) sum += v;
+        }
+        *ret = sum;
+        return true;
+}
+
 EXPORT nvmlReturn_t nvmlDeviceGetFieldValues(nvmlDevice_t device, int valuesCount, nvmlFieldValue_t *values) {
         BEGIN("nvmlDeviceGetFieldValues");
         struct timespec now;
@@ -622,6 +641,9 @@ EXPORT nvmlReturn_t nvmlDeviceGetFieldValues(nvmlDevice_t device, int valuesCoun
                         v->valueType = NVML_VALUE_TYPE_UNSIGNED_INT;
                         v->value.uiVal = (unsigned)x;
                 } else if (get_u64(json_object_get(g, "fields"), key, &x)) {
+                        v->valueType = NVML_VALUE_TYPE_UNSIGNED_LONG_LONG;
+                        v->value.ullVal = x;
+                } else if (nvlink_total(g, v->fieldId, &x)) {
                         v->valueType = NVML_VALUE_TYPE_UNSIGNED_LONG_LONG;
                         v->value.ullVal = x;
                 } else {
