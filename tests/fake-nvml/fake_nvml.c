@@ -43,6 +43,14 @@
  *     "gpm": {"graphics_util": 42.5, "any_tensor_util": 30, "dram_bw_util": 55.5,
  *             "pcie_tx_per_sec": 1000, "pcie_rx_per_sec": 2000},   GPM rates (percent, MiB/s)
  *     "gpm_supported": true,                               default: whether "gpm" is an object
+ *     "violation": {"power_ns": 0, "thermal_ns": 0},      nvmlDeviceGetViolationStatus
+ *     "temperature_thresholds": {"shutdown": 92, "slowdown": 89, "mem_max": 95, "gpu_max": 87},
+ *     "nvlinks": [{"active": true, "replay": 0, "recovery": 0, "crc_flit": 0, "crc_data": 0}],
+ *                                                          past the end: INVALID_ARGUMENT (README.md)
+ *     "pcie": {"width": 16, "width_max": 16, "gen": 5, "gen_max": 5, "gen_gpu_max": 5},
+ *     "retired_pages": {"sbe": 0, "dbe": 0, "pending": false},   before Ampere only
+ *     "processes": [{"pid": 4242, "used_memory": 1073741824}], "graphics_processes": [],
+ *     "drain_state": 0,                                    nvmlDeviceQueryDrainState (by PCI address)
  *     "xid_events": [48, 64],                              delivered once each by nvmlEventSetWait
  *     "lost": false,                                       true: every per-device call returns 15
  *     "errors": {"nvmlDeviceGetPowerUsage": 3}             per call name, an nvmlReturn_t
