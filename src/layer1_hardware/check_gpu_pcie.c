@@ -42,7 +42,7 @@ static void run_pcie_link(const struct node_facts *facts, struct finding *f) {
                 if (degraded_gen) slow++;
         }
         if (known == 0) {
-                finding_skip(f, "NVML does not report the PCIe link here (a virtual machine or an SoC)");
+                finding_skip(f, "NVML reports no PCIe link width here");
         } else if (narrow || slow) {
                 finding_warn(f, "PCIe link degraded on %u GPU(s): %u narrower than their maximum, %u below their generation while busy",
                              degraded, narrow, slow);

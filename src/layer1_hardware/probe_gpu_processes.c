@@ -4,8 +4,6 @@
 #include "layer1_hardware/cgroup.h"
 #include "nvml/nvml_probe.h"
 
-#include <unistd.h>
-
 /* The most distinct processes recorded (NVML_MAX_PROCESSES per GPU, many GPUs). */
 #define MAX_GPU_PROCESSES 1024
 
@@ -33,15 +31,10 @@ static void read_process(unsigned pid, struct gpu_process_host *p) {
 
 void probe_gpu_processes(const struct nvml_state *nvml, struct gpu_process_facts *ret) {
         *ret = (struct gpu_process_facts){ .pid_namespace = -1 };
-        /* Under a host root, /proc/self names the reader's pid in the host's namespace. */
-        _cleanup_free_ char *self = NULL;
-        if (hostfs_readlink_basename("/proc/self", &self) == 0) {
-                char *end;
-                unsigned long v = strtoul(self, &end, 10);
-                if (end != self && !*end) ret->pid_namespace = v == (unsigned long)getpid();
-        }
         const struct nvml_facts *n = nvml->facts;
         if (!n) return;
+        /* probe_nvml found it out (a snapshot recorded it) */
+        ret->pid_namespace = n->caller_pid_namespace;
         for (unsigned i = 0; i < n->n_gpus; i++) {
                 const struct nvml_health_facts *h = &n->gpus[i].health;
                 if (h->processes_rc != NVML_SUCCESS) continue;

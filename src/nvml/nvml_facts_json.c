@@ -553,6 +553,9 @@ int nvml_facts_from_json(const char *json, size_t len, struct nvml_facts **ret, 
         f->driver_version_rc = f->nvml_version_rc = f->device_count_rc = NVML_FACT_NOT_QUERIED;
         f->cuda_driver_version.rc = NVML_FACT_NOT_QUERIED;
         f->blocked_gpu = -1;
+        f->caller_pid_namespace = -1;
+        uint64_t pidns;
+        if (get_u64(d, "caller_pid_namespace", &pidns) && pidns <= 1) f->caller_pid_namespace = (int)pidns;
 
         const json_t *ie = json_object_get(d, "init_error");
         f->init_rc = json_is_integer(ie) ? (int)json_integer_value(ie) : NVML_SUCCESS;
@@ -910,6 +913,8 @@ int nvml_facts_to_json(const struct nvml_facts *f, char **ret) {
         put_u64(root, "cuda_driver_version", &f->cuda_driver_version);
         put_error(errors, "nvmlSystemGetCudaDriverVersion", f->cuda_driver_version.rc);
         put_error(errors, "nvmlDeviceGetCount", f->device_count_rc);
+        if (f->caller_pid_namespace >= 0)
+                json_object_set_new(root, "caller_pid_namespace", json_integer(f->caller_pid_namespace));
         if (json_object_size(errors) > 0)
                 json_object_set_new(root, "errors", errors);
         else

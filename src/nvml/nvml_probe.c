@@ -160,6 +160,7 @@ int nvml_probe_run_scope(struct nvml_lib *lib, unsigned timeout_ms, enum nvml_pr
                 NVML_FACT_NOT_QUERIED;
         st->w.cuda_driver_version.rc = NVML_FACT_NOT_QUERIED;
         st->w.blocked_gpu = -1;
+        st->w.caller_pid_namespace = -1;
         st->pub = st->w;
         st->lib = nvml_lib_ref(lib);
 

@@ -198,6 +198,12 @@ struct nvml_facts {
         char blocked_call[64]; /* the call that had not returned, e.g. "nvmlDeviceGetPowerUsage" */
         int blocked_gpu;       /* its GPU index, -1 for a system call (nvmlInit, ...) */
         char timeout_message[192]; /* "nvmlDeviceGetPowerUsage on GPU 3 did not return within 5000 ms" */
+
+        /* Whether the caller shares the host's PID namespace, which decides whether NVML's process lists
+         * show every process (the driver hides those of other namespaces): 1 yes, 0 no, -1 unknown. Not
+         * an NVML answer: the caller (probe_nvml) sets it, and it travels with the facts so that a
+         * snapshot replays it. */
+        int caller_pid_namespace;
 };
 
 /*
