@@ -14,7 +14,11 @@ static void run_clock_slowdown(const struct node_facts *facts, struct finding *f
         for (unsigned i = 0; i < n->n_gpus; i++) {
                 const struct nvml_gpu_facts *g = &n->gpus[i];
                 const struct nvml_health_facts *h = &g->health;
-                if (g->clocks_event_reasons.rc != NVML_SUCCESS) continue;
+                if (g->clocks_event_reasons.rc != NVML_SUCCESS) {
+                        _cleanup_free_ char *label = nvml_gpu_label(g);
+                        gpu_fact_error_evidence(f, label, "clock event reasons", g->clocks_event_reasons.rc);
+                        continue;
+                }
                 known++;
                 uint64_t r1 = g->clocks_event_reasons.value;
                 bool again = h->clocks_event_reasons_again.rc == NVML_SUCCESS;

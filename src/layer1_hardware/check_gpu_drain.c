@@ -1,4 +1,5 @@
 /* check_gpu_drain.c: layer 1, gpu: the drain state NVML reports (a GPU being taken out of service). */
+#include "layer1_hardware/gpu_health.h"
 #include "layer1_hardware/nvml_evidence.h"
 
 /* Judges gpu.drain-state (no GPU is in NVML's drain state) from the facts into f; never fails: what it
@@ -14,10 +15,8 @@ static void run_drain_state(const struct node_facts *facts, struct finding *f) {
                 const struct nvml_gpu_facts *g = &n->gpus[i];
                 const struct nvml_fact_u64 *d = &g->health.drain_state;
                 if (d->rc != NVML_SUCCESS) {
-                        if (d->rc != NVML_ERROR_NOT_SUPPORTED && d->rc != NVML_FACT_NOT_QUERIED) {
-                                _cleanup_free_ char *label = nvml_gpu_label(g);
-                                finding_evidence(f, "%s: drain state unknown: %s", label, nvml_return_message(d->rc));
-                        }
+                        _cleanup_free_ char *label = nvml_gpu_label(g);
+                        gpu_fact_error_evidence(f, label, "drain state", d->rc);
                         continue;
                 }
                 known++;

@@ -1,4 +1,5 @@
 /* check_gpu_memory.c: layer 1, gpu: retired pages (GPUs before Ampere) and the ECC mode. */
+#include "layer1_hardware/gpu_health.h"
 #include "layer1_hardware/nvml_evidence.h"
 
 /* NVIDIA's InfoROM keeps at most this many retired pages per GPU; a GPU near it is an RMA candidate. */
@@ -19,9 +20,12 @@ static void run_retired_pages(const struct node_facts *facts, struct finding *f)
                 const struct nvml_health_facts *h = &g->health;
                 bool counts = h->retired_sbe.rc == NVML_SUCCESS && h->retired_dbe.rc == NVML_SUCCESS;
                 bool pend = h->retired_pending.rc == NVML_SUCCESS;
-                if (!counts && !pend) continue;
-                known++;
                 _cleanup_free_ char *label = nvml_gpu_label(g);
+                if (!counts && !pend) {
+                        gpu_fact_error_evidence(f, label, "pending page retirement", h->retired_pending.rc);
+                        continue;
+                }
+                known++;
                 uint64_t total = counts ? h->retired_sbe.value + h->retired_dbe.value : 0;
                 if (counts && total)
                         finding_evidence(f, "%s: %llu page(s) retired (%llu for double-bit, %llu for repeated single-bit ECC errors)",
@@ -61,9 +65,12 @@ static void run_ecc_mode(const struct node_facts *facts, struct finding *f) {
         unsigned known = 0, off = 0, changing = 0;
         for (unsigned i = 0; i < n->n_gpus; i++) {
                 const struct nvml_gpu_facts *g = &n->gpus[i];
-                if (g->ecc_mode_rc != NVML_SUCCESS) continue;
-                known++;
                 _cleanup_free_ char *label = nvml_gpu_label(g);
+                if (g->ecc_mode_rc != NVML_SUCCESS) {
+                        gpu_fact_error_evidence(f, label, "ECC mode", g->ecc_mode_rc);
+                        continue;
+                }
+                known++;
                 if (!g->ecc_mode_current) {
                         off++;
                         finding_evidence(f, "%s: ECC disabled%s", label, g->ecc_mode_pending ? " (enabled at the next reset)" : "");

@@ -21,9 +21,13 @@ static void run_pcie_link(const struct node_facts *facts, struct finding *f) {
         for (unsigned i = 0; i < n->n_gpus; i++) {
                 const struct nvml_gpu_facts *g = &n->gpus[i];
                 const struct nvml_health_facts *h = &g->health;
-                if (h->pcie_width.rc != NVML_SUCCESS || h->pcie_width_max.rc != NVML_SUCCESS) continue;
-                known++;
                 _cleanup_free_ char *label = nvml_gpu_label(g);
+                if (h->pcie_width.rc != NVML_SUCCESS || h->pcie_width_max.rc != NVML_SUCCESS) {
+                        if (!gpu_fact_error_evidence(f, label, "PCIe link width", h->pcie_width.rc))
+                                gpu_fact_error_evidence(f, label, "PCIe maximum link width", h->pcie_width_max.rc);
+                        continue;
+                }
+                known++;
                 unsigned w = (unsigned)h->pcie_width.value, wm = (unsigned)h->pcie_width_max.value;
                 bool gen = h->pcie_gen.rc == NVML_SUCCESS && h->pcie_gen_max.rc == NVML_SUCCESS;
                 unsigned ge = (unsigned)h->pcie_gen.value, gm = (unsigned)h->pcie_gen_max.value;

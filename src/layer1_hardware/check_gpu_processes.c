@@ -1,6 +1,7 @@
 /* check_gpu_processes.c: layer 1, gpu: processes holding GPU memory that no running container holds,
  * and memory in use with no process. */
 #include "facts/layer3_kubernetes.h"
+#include "layer1_hardware/gpu_health.h"
 #include "layer1_hardware/nvml_evidence.h"
 
 /* Memory in use with no process above this is a leak: a CUDA context alone holds a few hundred MiB,
@@ -33,10 +34,13 @@ static void run_processes(const struct node_facts *facts, struct finding *f) {
         for (unsigned i = 0; i < n->n_gpus; i++) {
                 const struct nvml_gpu_facts *g = &n->gpus[i];
                 const struct nvml_health_facts *h = &g->health;
-                if (h->processes_rc != NVML_SUCCESS && h->processes_rc != NVML_ERROR_INSUFFICIENT_SIZE) continue;
+                _cleanup_free_ char *label = nvml_gpu_label(g);
+                if (h->processes_rc != NVML_SUCCESS && h->processes_rc != NVML_ERROR_INSUFFICIENT_SIZE) {
+                        gpu_fact_error_evidence(f, label, "processes", h->processes_rc);
+                        continue;
+                }
                 known++;
                 procs += h->n_processes;
-                _cleanup_free_ char *label = nvml_gpu_label(g);
                 _cleanup_free_ struct gpu_holder *holders = NULL;
                 size_t n_holders = kube ? gpu_holders(facts, (int)g->index, NULL, g, &holders) : 0;
                 if (h->processes_rc == NVML_ERROR_INSUFFICIENT_SIZE)

@@ -19,8 +19,13 @@ static void run_temperature(const struct node_facts *facts, struct finding *f) {
         for (unsigned i = 0; i < n->n_gpus; i++) {
                 const struct nvml_gpu_facts *g = &n->gpus[i];
                 const struct nvml_health_facts *h = &g->health;
-                if (g->temperature.rc != NVML_SUCCESS) continue;
+                _cleanup_free_ char *label = nvml_gpu_label(g);
+                if (g->temperature.rc != NVML_SUCCESS) {
+                        gpu_fact_error_evidence(f, label, "temperature", g->temperature.rc);
+                        continue;
+                }
                 known++;
+                gpu_fact_error_evidence(f, label, "slowdown threshold", h->temp_slowdown.rc);
                 unsigned t = (unsigned)g->temperature.value, sd = threshold(&h->temp_shutdown),
                          sl = threshold(&h->temp_slowdown), gm = threshold(&h->temp_gpu_max), mm = threshold(&h->temp_mem_max);
                 enum check_status s = gpu_temperature_judge(t, sd, sl, gm);
@@ -28,7 +33,6 @@ static void run_temperature(const struct node_facts *facts, struct finding *f) {
                 unsigned mt = mem ? (unsigned)g->memory_temperature.value : 0;
                 enum check_status ms = mem ? gpu_memory_temperature_judge(mt, mm) : CHECK_PASS;
                 if (!sd && !sl && !gm) unjudged++;
-                _cleanup_free_ char *label = nvml_gpu_label(g);
                 if (s != CHECK_PASS || ms != CHECK_PASS) {
                         char mtext[64] = "";
                         if (mem) snprintf(mtext, sizeof mtext, ", memory %u C (max operating %u C)", mt, mm);

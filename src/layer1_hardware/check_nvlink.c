@@ -109,7 +109,13 @@ static void run_errors(const struct node_facts *facts, struct finding *f) {
                         char text[160] = "";
                         size_t t = 0;
                         for (unsigned c = 0; c < NVML_LINK_COUNTERS; c++) {
-                                if (k->errors[c].rc != NVML_SUCCESS) continue;
+                                if (k->errors[c].rc != NVML_SUCCESS) {
+                                        _cleanup_free_ char *label = nvml_gpu_label(g);
+                                        char what[64];
+                                        snprintf(what, sizeof what, "NVLink %u %s counter", l, names[c]);
+                                        gpu_fact_error_evidence(f, label, what, k->errors[c].rc);
+                                        continue;
+                                }
                                 any_known = true;
                                 if (k->errors[c].value && t + 40 < sizeof text)
                                         t += (size_t)snprintf(text + t, sizeof text - t, "%s%llu %s", t ? ", " : "",

@@ -4,6 +4,7 @@
 #include <stdio.h>
 
 #include "basic/util.h"
+#include "nvml/nvml_lib.h"
 
 /* The clock event reason bits (nvml.h nvmlClocksEventReason*), with the words nvidia-smi -q uses. */
 static const struct {
@@ -81,4 +82,10 @@ unsigned nvlink_expected_links(const char *name) {
                 if (!ends_in_digit || p[n] < '0' || p[n] > '9') return table[i].links;
         }
         return 0;
+}
+
+bool gpu_fact_error_evidence(struct finding *f, const char *label, const char *what, int rc) {
+        if (rc == NVML_SUCCESS || rc == NVML_ERROR_NOT_SUPPORTED || rc == NVML_FACT_NOT_QUERIED) return false;
+        finding_evidence(f, "%s: %s unknown: %s (%s)", label, what, nvml_return_message(rc), nvml_return_name(rc));
+        return true;
 }

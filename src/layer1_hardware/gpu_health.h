@@ -47,3 +47,8 @@ enum check_status gpu_memory_temperature_judge(unsigned t, unsigned mem_max);
  * links, if any, are bridges, not judged).
  */
 unsigned nvlink_expected_links(const char *name);
+
+/* Adds "<label>: <what> unknown: <NVML's error> (<name>)" to f when rc is an NVML error: nothing for
+ * success, "not supported" (recorded as such, said by the check's summary) or "not queried". Returns
+ * true when it added a line. */
+bool gpu_fact_error_evidence(struct finding *f, const char *label, const char *what, int rc);
