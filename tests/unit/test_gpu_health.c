@@ -7,6 +7,7 @@
 #include "basic/util.h"
 #include "layer1_hardware/cgroup.h"
 #include "layer1_hardware/gpu_health.h"
+#include "nvml/nvml_lib.h"
 
 static void test_reasons_text(void **state) {
         (void)state;
@@ -113,11 +114,26 @@ static void test_cgroup(void **state) {
         expect_cgroup("0:only-one-colon\n", -EINVAL, NULL, NULL);
 }
 
+/* A failed query is evidence; one that is unsupported or was never asked is not. */
+static void test_error_evidence(void **state) {
+        (void)state;
+        struct finding f = { 0 };
+        assert_false(gpu_fact_error_evidence(&f, "GPU 0", "drain state", NVML_SUCCESS));
+        assert_false(gpu_fact_error_evidence(&f, "GPU 0", "drain state", NVML_ERROR_NOT_SUPPORTED));
+        assert_false(gpu_fact_error_evidence(&f, "GPU 0", "drain state", NVML_FACT_NOT_QUERIED));
+        assert_true(gpu_fact_error_evidence(&f, "GPU 3 (?)", "temperature", NVML_ERROR_GPU_IS_LOST));
+        assert_int_equal(f.n_evidence, 1);
+        assert_string_equal(f.evidence[0], "GPU 3 (?): temperature unknown: the GPU has fallen off the bus or is otherwise "
+                                           "inaccessible (NVML_ERROR_GPU_IS_LOST)");
+        for (size_t i = 0; i < f.n_evidence; i++) free(f.evidence[i]);
+        free(f.evidence);
+}
+
 int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_reasons_text),     cmocka_unit_test(test_slowdown_judge),
                 cmocka_unit_test(test_temperature_judge), cmocka_unit_test(test_expected_links),
-                cmocka_unit_test(test_cgroup),
+                cmocka_unit_test(test_cgroup),           cmocka_unit_test(test_error_evidence),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }
