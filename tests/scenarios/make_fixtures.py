@@ -639,12 +639,14 @@ def gpu_health_scenarios():
     n.finish()
 
     # A Kubernetes node: the kubelet's pod-resources List names the containers that hold GPUs 0-3. A
-    # process of a dead pod still holds 30 GiB on GPU 5 (its cgroup names the pod), and a process
-    # that no longer exists holds 2 GiB on GPU 6.
+    # process of a dead pod still holds 30 GiB on GPU 5 (its cgroup names the pod), a process that no
+    # longer exists holds 2 GiB on GPU 6, and GPU 7 has 6 GiB in use with no process at all.
+    total = H100["mem_mib"] << 20
     n = hgx("gpu-orphan-process", gpu_overrides={
         0: {"processes": [{"pid": 70001, "used_memory": 41 << 30}]},
         5: {"processes": [{"pid": 81234, "used_memory": 30 << 30}]},
-        6: {"processes": [{"pid": 90001, "used_memory": 2 << 30}]}})
+        6: {"processes": [{"pid": 90001, "used_memory": 2 << 30}]},
+        7: {"memory": {"total": total, "used": 6 << 30, "free": total - (6 << 30), "reserved": 566 << 20}}})
     n.process(70001, "python3")
     n.write("proc/70001/cgroup", "0::/kubepods.slice/kubepods-pod7c1e2a4b_0d3f_4a6e_9b21_5f8c3d2e1a90.slice/"
             "cri-containerd-%s.scope\n" % ("a1" * 32))
