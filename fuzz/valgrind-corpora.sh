@@ -40,6 +40,7 @@ fixtures() {
         nvml_facts_json) printf '%s\n' "$top"/tests/fake-nvml/testdata/*.json "$s"/*/nvml.json ;;
         snapshot_extract) printf '%s\n' "$top"/tests/snapshots/*.tar.gz ;;
         checkpoint) printf '%s\n' "$s"/*/root/var/lib/kubelet/device-plugins/kubelet_internal_checkpoint ;;
+        cgroup) printf '%s\n' "$s"/*/root/proc/*/cgroup ;;
         esac
 }
 

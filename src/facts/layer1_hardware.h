@@ -201,6 +201,23 @@ const char *fm_log_kind_name(enum fm_log_kind k);
 void probe_fabric_manager(struct fabric_manager_facts *ret);
 void fabric_manager_facts_free(struct fabric_manager_facts *f);
 
+/* A process NVML lists on a GPU (compute processes), as the host's /proc shows it. */
+struct gpu_process_host {
+        unsigned pid;
+        bool alive;                    /* /proc/<pid> exists on the host */
+        char *comm;                    /* /proc/<pid>/comm; NULL unreadable */
+        char *pod_uid;                 /* the kubelet pod cgroup's UID (/proc/<pid>/cgroup); NULL: not in a pod */
+        char *container_id;            /* the container's id in that cgroup; NULL unknown */
+};
+
+struct gpu_process_facts {
+        /* 1: gpunode shares the host's PID namespace (NVML lists every process), 0: it does not (NVML
+         * hides the processes of other namespaces), -1: cannot tell (/proc/self under the root) */
+        int pid_namespace;
+        struct gpu_process_host *procs; /* one per distinct pid NVML listed, in the order first seen */
+        size_t n;
+};
+
 /* Individual probes (one file each). */
 void probe_pci(struct pci_facts *ret);
 void probe_modules(struct module_facts *ret);
@@ -208,12 +225,19 @@ void probe_driver(struct driver_facts *ret);
 void probe_secureboot(struct secureboot_facts *ret);
 void probe_kmsg(const char *file, struct kmsg_facts *ret);
 void probe_nvml(const char *library, unsigned timeout_ms, struct nvml_state *ret);
+/* probe_nvml asking only what scope names (an enum nvml_probe_scope: NVML_PROBE_ALL, NVML_PROBE_LABELS). */
+void probe_nvml_scope(const char *library, unsigned timeout_ms, int scope, struct nvml_state *ret);
 /* Fills ret from recorded facts (copied; NULL: load_rc/load_error) as if NVML had answered. */
 void probe_nvml_replay(const char *library, const struct nvml_facts *facts, int load_rc, const char *load_error,
                        struct nvml_state *ret);
 void probe_rdma(struct rdma_facts *ret);
 void probe_sriov(struct sriov_facts *ret);
 void probe_processes(struct process_facts *ret);
+/* Reads /proc/<pid> of every process NVML listed on a GPU (nvml may hold no facts). */
+void probe_gpu_processes(const struct nvml_state *nvml, struct gpu_process_facts *ret);
+void gpu_process_facts_free(struct gpu_process_facts *f);
+/* Returns the host's view of pid, or NULL when the probe did not record it. */
+const struct gpu_process_host *gpu_process_find(const struct gpu_process_facts *f, unsigned pid);
 char *probe_hostname(void);
 
 void pci_facts_free(struct pci_facts *f);

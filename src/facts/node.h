@@ -17,6 +17,7 @@ struct node_facts {
         struct secureboot_facts secureboot;
         struct kmsg_facts kmsg;
         struct nvml_state nvml;
+        struct gpu_process_facts gpu_processes; /* /proc of the processes NVML lists on GPUs */
         struct rdma_facts rdma;
         struct sriov_facts sriov;
         struct process_facts processes;

@@ -24,6 +24,18 @@ L4 = {"name": "NVIDIA L4", "device": 0x27B8, "subsys": 0x16CA, "mem_mib": 23034,
       "class": 0x030200, "mig": False}
 RTX = {"name": "NVIDIA RTX A4000", "device": 0x24B0, "subsys": 0x14AD, "mem_mib": 16376, "cc": [8, 6],
        "class": 0x030000, "mig": False}
+V100 = {"name": "Tesla V100-SXM2-32GB", "device": 0x1DB5, "subsys": 0x1249, "mem_mib": 32768, "cc": [7, 0],
+        "class": 0x030200, "mig": False}
+# What NVML's health queries answer on an idle, healthy GPU of each model (nvidia-smi -q -d
+# TEMPERATURE,PCIE shows the same thresholds and link): NVLinks per GPU on an NVSwitch board, the PCIe
+# link (current gen at idle, max gen, width), temperature thresholds (shutdown, slowdown, GPU max
+# operating, memory max operating; 0: not reported), and whether retired pages exist (before Ampere).
+HEALTH = {
+    "NVIDIA H100 80GB HBM3": {"nvlinks": 18, "pcie": (5, 5, 16), "thresholds": (92, 89, 87, 95), "retired": False},
+    "NVIDIA L4": {"nvlinks": 0, "pcie": (1, 4, 16), "thresholds": (96, 93, 87, 0), "retired": False},
+    "NVIDIA RTX A4000": {"nvlinks": 0, "pcie": (1, 4, 16), "thresholds": (98, 95, 93, 0), "retired": False},
+    "Tesla V100-SXM2-32GB": {"nvlinks": 6, "pcie": (3, 3, 16), "thresholds": (90, 87, 83, 85), "retired": True},
+}
 HGX_BUSES = ["18", "2a", "3a", "5d", "9a", "ab", "ba", "db"]
 NVSWITCH_BUSES = ["05", "06", "07", "08"]
 
@@ -379,6 +391,26 @@ class Node:
                 "temperature": 33 + g["index"], "power_mw": 71000 + 100 * g["index"], "energy_mj": 123456789,
                 "utilization": {"gpu": 0, "memory": 0}, "clocks": {"sm": 1980, "mem": 2619}, "pcie_replay": 0,
             }
+            h = HEALTH[m["name"]]
+            gen, gen_max, width = h["pcie"]
+            shutdown, slowdown, gpu_max, mem_max = h["thresholds"]
+            thresholds = {"shutdown": shutdown, "slowdown": slowdown, "gpu_max": gpu_max}
+            if mem_max:
+                thresholds["mem_max"] = mem_max
+                d["memory_temperature"] = 38 + g["index"]
+            d.update({
+                "clocks_event_reasons": 1,  # idle
+                "violation": {"power_ns": 0, "thermal_ns": 0},
+                "temperature_thresholds": thresholds,
+                "pcie": {"width": width, "width_max": width, "gen": gen, "gen_max": gen_max, "gen_gpu_max": gen_max},
+                "processes": [], "graphics_processes": [], "drain_state": 0,
+            })
+            if h["nvlinks"]:
+                d["nvlinks"] = [{"active": True, "replay": 0, "recovery": 0, "crc_flit": 0, "crc_data": 0}
+                                for _ in range(h["nvlinks"])]
+            if h["retired"]:
+                d["retired_pages"] = {"sbe": 0, "dbe": 0, "pending": False}
+                d["remapped_rows"] = None  # before Ampere: no row remapping
             d.update(g["nvml"])
             gpus.append({k: v for k, v in d.items() if v is not None or k == "mig_mode"})
         doc = {"driver_version": DRIVER, "nvml_version": "12." + DRIVER, "cuda_driver_version": 12040}
@@ -637,6 +669,102 @@ def main():
     nvswitch_scenarios()
     k8s_fixtures.scenarios(hgx, Node, l4_node)
     default_runtime_scenarios()
+    gpu_health_scenarios()
+
+
+def links(n=18, down=(), errors=None):
+    """NVML's answer for n NVLinks: `down` inactive, errors {link: {counter: n}} on the others."""
+    out = []
+    for i in range(n):
+        e = {"active": i not in down}
+        if e["active"]:
+            e.update({"replay": 0, "recovery": 0, "crc_flit": 0, "crc_data": 0})
+            e.update((errors or {}).get(i, {}))
+        out.append(e)
+    return out
+
+
+def gpu_health_scenarios():
+    """One scenario per gpu.* and nvlink.* failure or warning (NVML's health queries)."""
+    # A sustained hardware slowdown: the power brake (an external PSU signal) on GPU 4, in both readings.
+    n = hgx("gpu-hw-slowdown", gpu_overrides={4: {
+        "clocks_event_reasons": 0x88, "violation": {"power_ns": 734000000000, "thermal_ns": 0}}})
+    n.nvml_doc()
+    n.finish()
+
+    # GPU 2 runs 3 C below its slowdown temperature, its HBM 2 C below the memory's maximum.
+    n = hgx("gpu-temp-near-slowdown", gpu_overrides={2: {"temperature": 86, "memory_temperature": 93}})
+    n.nvml_doc()
+    n.finish()
+
+    # Two NVLinks of GPU 6 down on an HGX H100 (18 per GPU).
+    n = hgx("nvlink-down-hgx", gpu_overrides={6: {"nvlinks": links(down=(7, 12))}})
+    n.nvml_doc()
+    n.finish()
+
+    # GPU 1's link 4 has counted CRC flit errors and replays: a marginal link.
+    n = hgx("nvlink-errors-growing", gpu_overrides={1: {"nvlinks": links(errors={4: {"crc_flit": 157, "replay": 12}})}})
+    n.nvml_doc()
+    n.finish()
+
+    # An L4 in a slot that trained x8 of x16 (a riser or seating problem); the idle Gen1 is by design.
+    n = l4_node("pcie-width-degraded")
+    n.gpus[1]["nvml"]["pcie"] = {"width": 8, "width_max": 16, "gen": 1, "gen_max": 4, "gen_gpu_max": 4}
+    n.nvml_doc()
+    n.finish()
+
+    # A V100 (before Ampere: page retirement, no row remapping) with a retirement pending after
+    # double-bit errors of an earlier boot (aggregate counts; none since this driver load).
+    n = Node("retired-pages-pending")
+    boot_noise(n)
+    n.add_other_pci()
+    n.add_gpu(V100, "3b", retired_pages={"sbe": 1, "dbe": 2, "pending": True},
+              ecc={"mode_current": 1, "mode_pending": 1, "volatile_corrected": 0, "volatile_uncorrected": 0,
+                   "aggregate_corrected": 9, "aggregate_uncorrected": 2})
+    n.add_gpu(V100, "5e")
+    n.secure_boot(False)
+    n.headers()
+    n.driver_loaded()
+    n.process(1, "systemd")
+    n.process(1203, "nvidia-persiste")
+    n.log("NVRM: Xid (PCI:0000:3b:00): 63, pid='<unknown>', name=<unknown>, Dynamic Page Retirement: New page retired, reboot to activate (0x00000000003f6a1a).", 4)
+    n.nvml_doc()
+    n.finish()
+
+    # ECC switched off on one L4 (nvidia-smi -e 0 and a reboot).
+    n = l4_node("ecc-disabled")
+    n.gpus[0]["nvml"]["ecc"] = {"mode_current": 0, "mode_pending": 0}
+    n.nvml_doc()
+    n.finish()
+
+    # A Kubernetes node: the kubelet's pod-resources List names the containers that hold GPUs 0-3. A
+    # process of a dead pod still holds 30 GiB on GPU 5 (its cgroup names the pod), a process that no
+    # longer exists holds 2 GiB on GPU 6, and GPU 7 has 6 GiB in use with no process at all.
+    total = H100["mem_mib"] << 20
+    n = hgx("gpu-orphan-process", gpu_overrides={
+        0: {"processes": [{"pid": 70001, "used_memory": 41 << 30}]},
+        5: {"processes": [{"pid": 81234, "used_memory": 30 << 30}]},
+        6: {"processes": [{"pid": 90001, "used_memory": 2 << 30}]},
+        7: {"memory": {"total": total, "used": 6 << 30, "free": total - (6 << 30), "reserved": 566 << 20}}})
+    n.process(70001, "python3")
+    n.write("proc/70001/cgroup", "0::/kubepods.slice/kubepods-pod7c1e2a4b_0d3f_4a6e_9b21_5f8c3d2e1a90.slice/"
+            "cri-containerd-%s.scope\n" % ("a1" * 32))
+    n.process(81234, "pt_main_thread")
+    n.write("proc/81234/cgroup", "0::/kubepods.slice/kubepods-besteffort.slice/"
+            "kubepods-besteffort-pod3e9b0c7d_6a2f_4b18_8e45_0c9d7f6a2b13.slice/cri-containerd-%s.scope\n" % ("9f" * 32))
+    n.nvml_doc()
+    n.finish()
+    doc = {"podResources": [{"name": "train-a", "namespace": "ml", "containers": [
+        {"name": "trainer", "devices": [{"resourceName": "nvidia.com/gpu", "deviceIds": [g["uuid"] for g in n.gpus[:4]]}]}]}]}
+    with open(os.path.join(n.dir, "podresources.json"), "w") as f:
+        json.dump(doc, f, indent=2)
+        f.write("\n")
+
+    # One L4 in NVML's drain state (nvidia-smi drain -m 1 before a reset or removal).
+    n = l4_node("gpu-drain-state")
+    n.gpus[1]["nvml"]["drain_state"] = 1
+    n.nvml_doc()
+    n.finish()
 
 
 def runtime_class_node(name):
