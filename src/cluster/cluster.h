@@ -102,6 +102,7 @@ struct cluster_facts {
         struct cl_node *nodes;      /* the GPU nodes, sorted by name */
         size_t n_nodes;
         void *index;                /* name -> node (private to fetch.c) */
+        bool finished;              /* nodes sorted, index rebuilt (cluster_facts_finish) */
         struct cl_pending *pending;
         size_t n_pending;
         size_t n_pods;              /* pods read */

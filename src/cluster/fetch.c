@@ -94,7 +94,9 @@ static int node_cmp(const void *a, const void *b) {
 }
 
 void cluster_facts_finish(struct cluster_facts *f) {
-        if (f->index) return;
+        if (f->finished) return;
+        f->finished = true;
+        strindex_free(f->index);
         qsort(f->nodes, f->n_nodes, sizeof *f->nodes, node_cmp);
         struct strindex *t = xcalloc(1, sizeof *t);
         for (size_t i = 0; i < f->n_nodes; i++) strindex_put(t, f->nodes[i].name, i);
@@ -377,11 +379,9 @@ int cluster_facts_add(struct cluster_facts *f, enum cl_list l, const json_t *ite
                 }
                 f->nodes = xrealloc(f->nodes, (f->n_nodes + 1) * sizeof *f->nodes);
                 f->nodes[f->n_nodes++] = n;
-                if (f->index) { /* nodes after the list was finished (tests): keep the index whole */
-                        strindex_free(f->index);
-                        f->index = NULL;
-                        cluster_facts_finish(f);
-                }
+                if (!f->index) f->index = xcalloc(1, sizeof(struct strindex));
+                strindex_put(f->index, f->nodes[f->n_nodes - 1].name, f->n_nodes - 1);
+                f->finished = false; /* sorted again before the other lists join */
                 return 0;
         }
         case CL_LIST_CSINODES: cluster_facts_finish(f); return add_csinode(f, item);
