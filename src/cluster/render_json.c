@@ -69,10 +69,9 @@ static json_t *finding_json(const struct cl_finding *f) {
                          f->rests_on ? json_string(f->rests_on) : json_null());
 }
 
-json_t *cluster_report_to_json(const struct cluster_report *r) {
+/* Returns the document without "nodes" (a new reference). */
+static json_t *head_json(const struct cluster_report *r) {
         const struct cluster_facts *f = r->facts;
-        json_t *nodes = json_array();
-        for (size_t i = 0; i < r->n_rows; i++) json_array_append_new(nodes, row_json(r, &r->rows[i]));
         json_t *checks = json_array();
         for (size_t i = 0; i < r->n_findings; i++) json_array_append_new(checks, finding_json(&r->findings[i]));
         json_t *cats = json_array();
@@ -98,21 +97,46 @@ json_t *cluster_report_to_json(const struct cluster_report *r) {
                                                               "csidrivers", "runtimeclasses", "services", "servicemonitors"};
         for (int l = 0; l < CL_LIST_COUNT; l++)
                 if (f->lists[l].rc) json_object_set_new(lists, list_names[l], text(f->lists[l].error));
-        return json_pack("{s:s, s:o, s:I, s:s, s:o, s:{s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I}, s:o, s:o, s:o, s:o}",
+        return json_pack("{s:s, s:o, s:I, s:s, s:o, s:{s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I}, s:o, s:o, s:o}",
                          "schema", CLUSTER_SCHEMA, "server", text(f->server), "time", (json_int_t)f->now,
                          "verdict", verdict_name(r->verdict), "root_cause", root,
                          "summary", "nodes", (json_int_t)f->n_nodes_total, "gpu_nodes", (json_int_t)f->n_nodes,
                          "gpu_nodes_ready", (json_int_t)r->nodes_ready, "gpus_allocatable", (json_int_t)r->gpus_allocatable,
                          "gpus_capacity", (json_int_t)r->gpus_capacity, "pods", (json_int_t)f->n_pods,
                          "pending_gpu_pods", (json_int_t)f->n_pending, "api_pages", (json_int_t)f->pages,
-                         "unreadable", lists, "categories", cats, "checks", checks, "nodes", nodes);
+                         "unreadable", lists, "categories", cats, "checks", checks);
 }
 
+json_t *cluster_report_to_json(const struct cluster_report *r) {
+        json_t *doc = head_json(r);
+        json_t *nodes = json_array();
+        for (size_t i = 0; i < r->n_rows; i++) json_array_append_new(nodes, row_json(r, &r->rows[i]));
+        json_object_set_new(doc, "nodes", nodes);
+        return doc;
+}
+
+/* Writes the document with "nodes" last, one node a line, each built and freed in turn: the output of a
+ * large cluster is never held whole in memory. */
 int cluster_render_json(FILE *out, const struct cluster_report *r) {
-        json_t *doc = cluster_report_to_json(r);
+        json_t *doc = head_json(r);
         if (!doc) return -EINVAL;
-        int rc = json_dumpf(doc, out, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
+        char *head = json_dumps(doc, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
         json_decref(doc);
-        if (rc < 0 || fputc('\n', out) == EOF) return -EIO;
-        return 0;
+        if (!head) return -ENOMEM;
+        size_t len = strlen(head);
+        while (len && head[len - 1] != '}') len--; /* the closing brace: "nodes" goes before it */
+        if (len) len--;
+        while (len && (head[len - 1] == '\n' || head[len - 1] == ' ')) len--;
+        fwrite(head, 1, len, out);
+        free(head);
+        fputs(",\n  \"nodes\": [", out);
+        for (size_t i = 0; i < r->n_rows; i++) {
+                json_t *n = row_json(r, &r->rows[i]);
+                fputs(i ? ",\n    " : "\n    ", out);
+                int rc = json_dumpf(n, out, JSON_COMPACT | JSON_PRESERVE_ORDER);
+                json_decref(n);
+                if (rc < 0) return -EIO;
+        }
+        fputs(r->n_rows ? "\n  ]\n}\n" : "]\n}\n", out);
+        return ferror(out) ? -EIO : 0;
 }

@@ -512,6 +512,8 @@ class Handler(http.server.BaseHTTPRequestHandler):
 
     def setup(self):
         super().setup()
+        # as the Go API server: no Nagle, or each answer's header and body writes wait for a delayed ACK (40 ms)
+        self.request.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         # the TLS handshake runs here, in the connection's thread, not in accept()
         self.request.do_handshake()
 
@@ -787,6 +789,10 @@ class Handler(http.server.BaseHTTPRequestHandler):
         if m:
             self.proxy(m.group(1), m.group(2), m.group(3), m.group(4) or "/", query)
             return True
+        disc = self.discovery(path)
+        if disc is not None:
+            self.send_json(200, disc)
+            return True
         ns = None
         col = path
         mm = re.fullmatch(r"(/api/v1|/apis/[^/]+/[^/]+)/namespaces/([^/]+)/([^/]+)(?:/([^/]+))?", path)
@@ -875,6 +881,33 @@ class Handler(http.server.BaseHTTPRequestHandler):
                            "metadata": meta})[:-1].encode()
         self.send_body(200, head + b',"items":[' + b",".join(out) + b"]}")
         return True
+
+    def discovery(self, path):
+        """Returns the legacy discovery document for path (/api, /apis, /api/v1, /apis/G/V), or None: what
+        kubectl asks before a list."""
+        cl = self.server.cluster
+        served = [(col, spec) for col, spec in CLUSTER_RESOURCES.items() if spec[0] in cl.objs]
+        if path == "/api":
+            return {"kind": "APIVersions", "versions": ["v1"],
+                    "serverAddressByClientCIDRs": [{"clientCIDR": "0.0.0.0/0", "serverAddress": "127.0.0.1"}]}
+        gvs = sorted({col.rsplit("/", 1)[0] for col, _ in served if col.startswith("/apis/")})
+        if path == "/apis":
+            groups = []
+            for gv in gvs:
+                g, v = gv.split("/")[2:4]
+                groups.append({"name": g, "versions": [{"groupVersion": g + "/" + v, "version": v}],
+                               "preferredVersion": {"groupVersion": g + "/" + v, "version": v}})
+            return {"kind": "APIGroupList", "apiVersion": "v1", "groups": groups}
+        if path == "/api/v1" or path in gvs:
+            resources = []
+            for col, (res, _, kind, namespaced) in served:
+                if col.rsplit("/", 1)[0] != path:
+                    continue
+                resources.append({"name": res, "singularName": kind[:-4].lower(), "namespaced": namespaced,
+                                  "kind": kind[:-4], "verbs": ["get", "list"]})
+            return {"kind": "APIResourceList", "apiVersion": "v1",
+                    "groupVersion": "v1" if path == "/api/v1" else path[len("/apis/"):], "resources": resources}
+        return None
 
     def proxy(self, ns, name, port, subpath, query):
         """The pod proxy: GET http://podIP:port/subpath, its answer passed on."""
