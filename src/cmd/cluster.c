@@ -194,7 +194,10 @@ static int run_check_node(const struct cluster_options *o, const char *node) {
         err = NULL;
         r = kube_get(kube, proxy, &doc, &err);
         if (r < 0) {
-                if (err && strstr(err, "HTTP 503"))
+                if (err && strstr(err, "error trying to reach"))
+                        fprintf_escaped(stderr, "gpunode cluster: agent %s/%s does not answer on port %d (%s)\n", ans, aname,
+                                        a.port, a.running ? "Running, but not listening" : "not Running");
+                else if (err && strstr(err, "HTTP 503"))
                         fprintf_escaped(stderr, "gpunode cluster: agent %s/%s has no report yet (its first diagnosis runs)\n", ans, aname);
                 return api_failure("cannot fetch the agent's report", r, err);
         }

@@ -245,6 +245,13 @@ agent_state["code"] = 503
 r = srv.run("check", "gpu-0001", argv0=plugin)
 check(r.returncode == 69 and "no report yet" in r.stderr, "kubectl gpunode check NODE: an agent without a report yet", r.stderr)
 agent_state["code"] = 200
+srv.stop()
+d2 = copy.deepcopy(d)
+next(p for p in d2["pods"] if p["metadata"]["name"] == "gpunode-0001")["status"]["podIP"] = "127.0.0.2"
+srv = Server(d2, "driver-broken-agent-down")
+r = srv.run("check", "gpu-0001", argv0=plugin)
+check(r.returncode == 69 and "does not answer on port %d" % agent_port in r.stderr and "ServiceUnavailable" not in r.stdout,
+      "kubectl gpunode check NODE: an agent that does not answer (the API's 503)", r.stderr)
 r = srv.run("check", "cpu-0000", argv0=plugin)
 check(r.returncode == 69 and "no gpunode agent pod on node cpu-0000" in r.stderr, "kubectl gpunode check NODE: no agent there", r.stderr)
 r = srv.run("cluster", "--no-color", argv0=plugin)
