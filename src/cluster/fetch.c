@@ -97,7 +97,7 @@ void cluster_facts_finish(struct cluster_facts *f) {
         if (f->finished) return;
         f->finished = true;
         strindex_free(f->index);
-        qsort(f->nodes, f->n_nodes, sizeof *f->nodes, node_cmp);
+        if (f->n_nodes) qsort(f->nodes, f->n_nodes, sizeof *f->nodes, node_cmp);
         struct strindex *t = xcalloc(1, sizeof *t);
         for (size_t i = 0; i < f->n_nodes; i++) strindex_put(t, f->nodes[i].name, i);
         f->index = t;

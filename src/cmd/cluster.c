@@ -204,9 +204,10 @@ static int run_check_node(const struct cluster_options *o, const char *node) {
         if (o->json) {
                 int rc = json_dumpf(doc, stdout, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
                 const char *v = json_string_value(json_object_get(doc, "verdict"));
+                int vc = !v ? EXIT_API : streq(v, "healthy") ? 0 : streq(v, "degraded") ? 1 : 2;
                 json_decref(doc);
                 if (rc < 0 || fputc('\n', stdout) == EOF) return EXIT_INTERNAL;
-                return !v ? EXIT_API : streq(v, "healthy") ? 0 : streq(v, "degraded") ? 1 : 2;
+                return vc;
         }
         struct report rep;
         free(err);

@@ -237,7 +237,8 @@ check(r.returncode == 2 and r.stdout == expected_check_text,
           "%s\n" % l for l in __import__("difflib").unified_diff(expected_check_text.splitlines(), r.stdout.splitlines(),
                                                                   lineterm=""))[:3000]))
 r = srv.run("check", "gpu-0001", "--output", "json", argv0=plugin)
-check(r.returncode == 2 and json.loads(r.stdout or "{}") == json.loads(report_text), "kubectl gpunode check NODE --output json: the report as served")
+check(r.returncode == 2 and json.loads(r.stdout or "{}") == json.loads(report_text),
+      "kubectl gpunode check NODE --output json: the report as served", "rc %d: %s" % (r.returncode, r.stderr[-3000:]))
 log = srv.control()["requests"]
 check(any(q["path"] == "/api/v1/namespaces/gpunode/pods/gpunode-0001:%d/proxy/report" % agent_port for q in log),
       "kubectl gpunode check NODE: GET /api/v1/namespaces/gpunode/pods/POD:PORT/proxy/report")
