@@ -194,6 +194,18 @@ check(r.returncode == 0 and "gpu-0003  yes    ok    ok    ok    ok    8/8      -
 # --watch: nothing changes, so one frame in two passes
 r = srv.run("--no-color", "--watch", "--interval", "100ms", "--watch-limit", "3")
 check(r.returncode == 0 and r.stdout.count("Verdict:") == 1, "--watch: no redraw while nothing changes", r.stdout[-500:])
+# ... and a redraw when something changed: the StorageClasses become unreadable after the first frame
+w = subprocess.Popen([gpunode, "cluster", "--kubeconfig", srv.kubeconfig, "--no-color", "--watch", "--interval", "200ms",
+                      "--watch-limit", "8"], stdout=subprocess.PIPE, text=True)
+first = ""
+while "Verdict:" not in first:
+    first += w.stdout.readline()
+srv.control({"lists": {"forbid": ["storageclasses"]}})
+rest = w.stdout.read()
+w.wait()
+check(w.returncode == 1 and rest.count("Verdict: degraded") == 1 and "Verdict: healthy" in first,
+      "--watch: redraws once when the cluster changed", rest[-800:])
+srv.control({"lists": {"forbid": []}})
 srv.stop()
 
 # ---- one node's driver broken ----
