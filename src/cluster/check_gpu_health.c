@@ -17,6 +17,7 @@ static const char *reason_component(const char *reason) {
         return "unknown";
 }
 
+/* run_layer_conditions: fills f from the facts (pass, warn, fail, skip or blocked, with evidence and remedy); never fails. */
 static void run_layer_conditions(const struct cluster_facts *facts, struct cl_finding *f) {
         size_t bad = 0, known = 0, per_layer[CLUSTER_LAYERS] = {0};
         for (size_t i = 0; i < facts->n_nodes; i++) {
@@ -83,12 +84,14 @@ static void skew(const struct cluster_facts *facts, struct cl_finding *f, size_t
                 finding_pass(&f->f, "%s %s on every labelled GPU node", what, t.value[0]);
 }
 
+/* run_driver_skew: fills f from the facts (pass, warn, fail, skip or blocked, with evidence and remedy); never fails. */
 static void run_driver_skew(const struct cluster_facts *facts, struct cl_finding *f) {
         skew(facts, f, offsetof(struct cl_node, driver_version), "driver", "nvidia.com/cuda.driver-version.full",
              "upgrade the odd nodes' driver to the fleet's (GPU Operator: the ClusterPolicy's driver.version; a host "
              "driver: the node image), then drain and reboot them one at a time");
 }
 
+/* run_cuda_skew: fills f from the facts (pass, warn, fail, skip or blocked, with evidence and remedy); never fails. */
 static void run_cuda_skew(const struct cluster_facts *facts, struct cl_finding *f) {
         skew(facts, f, offsetof(struct cl_node, cuda_version), "CUDA", "nvidia.com/cuda.runtime-version.full",
              "the CUDA version follows the driver: align the drivers (gpu-health.driver-skew); containers built for a "

@@ -4,6 +4,7 @@
 
 #include <inttypes.h>
 
+/* infrastructure.gpu-nodes: fills f from the facts (pass, warn, fail, skip or blocked, with evidence and remedy); never fails. */
 static void run_gpu_nodes(const struct cluster_facts *facts, struct cl_finding *f) {
         if (facts->n_nodes == 0) {
                 finding_fail(&f->f, "no GPU nodes among %zu nodes", facts->n_nodes_total);
@@ -19,6 +20,7 @@ static void run_gpu_nodes(const struct cluster_facts *facts, struct cl_finding *
         finding_evidence(&f->f, "%zu by GPU capacity, %zu by labels only", by_capacity, facts->n_nodes - by_capacity);
 }
 
+/* run_nodes_ready: fills f from the facts (pass, warn, fail, skip or blocked, with evidence and remedy); never fails. */
 static void run_nodes_ready(const struct cluster_facts *facts, struct cl_finding *f) {
         size_t bad = 0;
         for (size_t i = 0; i < facts->n_nodes; i++) {
@@ -35,6 +37,7 @@ static void run_nodes_ready(const struct cluster_facts *facts, struct cl_finding
                 finding_pass(&f->f, "all %zu GPU nodes are Ready", facts->n_nodes);
 }
 
+/* run_versions_uniform: fills f from the facts (pass, warn, fail, skip or blocked, with evidence and remedy); never fails. */
 static void run_versions_uniform(const struct cluster_facts *facts, struct cl_finding *f) {
         struct cl_tally k = {0}, c = {0};
         for (size_t i = 0; i < facts->n_nodes; i++) {
@@ -67,6 +70,7 @@ static bool blocking_taint(const struct cl_taint *t) {
         return !streq(t->key, "nvidia.com/gpu");
 }
 
+/* run_schedulable: fills f from the facts (pass, warn, fail, skip or blocked, with evidence and remedy); never fails. */
 static void run_schedulable(const struct cluster_facts *facts, struct cl_finding *f) {
         size_t bad = 0;
         for (size_t i = 0; i < facts->n_nodes; i++) {
@@ -93,6 +97,7 @@ static void run_schedulable(const struct cluster_facts *facts, struct cl_finding
                 finding_pass(&f->f, "every GPU node takes pods (no cordon, no NoSchedule or NoExecute taint)");
 }
 
+/* run_agent_running: fills f from the facts (pass, warn, fail, skip or blocked, with evidence and remedy); never fails. */
 static void run_agent_running(const struct cluster_facts *facts, struct cl_finding *f) {
         size_t bad = 0, noconds = 0;
         for (size_t i = 0; i < facts->n_nodes; i++) {
@@ -120,6 +125,7 @@ static void run_agent_running(const struct cluster_facts *facts, struct cl_findi
                 finding_pass(&f->f, "a gpunode agent runs and reports on all %zu GPU nodes", facts->n_nodes);
 }
 
+/* run_agent_heartbeat: fills f from the facts (pass, warn, fail, skip or blocked, with evidence and remedy); never fails. */
 static void run_agent_heartbeat(const struct cluster_facts *facts, struct cl_finding *f) {
         size_t bad = 0, known_nodes = 0;
         for (size_t i = 0; i < facts->n_nodes; i++) {

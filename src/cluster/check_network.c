@@ -9,6 +9,7 @@ static size_t rdma_nodes(const struct cluster_facts *facts) {
         return n;
 }
 
+/* run_operator_pods: fills f from the facts (pass, warn, fail, skip or blocked, with evidence and remedy); never fails. */
 static void run_operator_pods(const struct cluster_facts *facts, struct cl_finding *f) {
         size_t want = rdma_nodes(facts), bad = 0;
         if (want == 0) {
@@ -37,6 +38,7 @@ static void run_operator_pods(const struct cluster_facts *facts, struct cl_findi
                 finding_pass(&f->f, "Network Operator pods run on all %zu GPU nodes with RDMA NICs", want);
 }
 
+/* run_rdma_resources: fills f from the facts (pass, warn, fail, skip or blocked, with evidence and remedy); never fails. */
 static void run_rdma_resources(const struct cluster_facts *facts, struct cl_finding *f) {
         size_t want = rdma_nodes(facts), bad = 0, explained = 0;
         if (want == 0) {
@@ -69,6 +71,7 @@ static void run_rdma_resources(const struct cluster_facts *facts, struct cl_find
                 finding_pass(&f->f, "all %zu GPU nodes with RDMA NICs advertise rdma/* resources", want);
 }
 
+/* run_port_state: fills f from the facts (pass, warn, fail, skip or blocked, with evidence and remedy); never fails. */
 static void run_port_state(const struct cluster_facts *facts, struct cl_finding *f) {
         size_t want = rdma_nodes(facts), bad = 0, reporting = 0;
         if (want == 0) {

@@ -2,6 +2,7 @@
 #include "cluster/cluster.h"
 #include "basic/util.h"
 
+/* run_metrics_endpoint: fills f from the facts (pass, warn, fail, skip or blocked, with evidence and remedy); never fails. */
 static void run_metrics_endpoint(const struct cluster_facts *facts, struct cl_finding *f) {
         size_t bad = 0, agents = 0, dcgm = 0;
         for (size_t i = 0; i < facts->n_nodes; i++) {
@@ -21,6 +22,7 @@ static void run_metrics_endpoint(const struct cluster_facts *facts, struct cl_fi
                 finding_pass(&f->f, "a GPU metrics endpoint runs on all %zu GPU nodes", facts->n_nodes);
 }
 
+/* run_node_exporter: fills f from the facts (pass, warn, fail, skip or blocked, with evidence and remedy); never fails. */
 static void run_node_exporter(const struct cluster_facts *facts, struct cl_finding *f) {
         size_t bad = 0;
         for (size_t i = 0; i < facts->n_nodes; i++)
@@ -53,6 +55,7 @@ static bool monitor_selects(const struct cl_monitor *m, const struct cl_service 
         return true;
 }
 
+/* run_scrape_config: fills f from the facts (pass, warn, fail, skip or blocked, with evidence and remedy); never fails. */
 static void run_scrape_config(const struct cluster_facts *facts, struct cl_finding *f) {
         if (cl_list_unreadable(facts, CL_LIST_SERVICES, f, false)) return;
         if (!facts->agent_namespace && !facts->dcgm_namespace) {

@@ -35,6 +35,7 @@ static int64_t explained_withheld(const struct cluster_facts *facts, size_t *ret
         return sum;
 }
 
+/* run_gpu_allocatable: fills f from the facts (pass, warn, fail, skip or blocked, with evidence and remedy); never fails. */
 static void run_gpu_allocatable(const struct cluster_facts *facts, struct cl_finding *f) {
         int64_t cap = 0, alloc = 0, req = 0;
         size_t bad = 0, explained = 0;
@@ -87,6 +88,7 @@ static bool runtimeclass_exists(const struct cluster_facts *facts, const char *n
         return false;
 }
 
+/* run_runtime_class: fills f from the facts (pass, warn, fail, skip or blocked, with evidence and remedy); never fails. */
 static void run_runtime_class(const struct cluster_facts *facts, struct cl_finding *f) {
         if (cl_list_unreadable(facts, CL_LIST_RUNTIMECLASSES, f, false)) return;
         size_t operator_nodes = 0;
@@ -138,6 +140,7 @@ static enum pending_why pending_why(const char *msg) {
         return WHY_OTHER;
 }
 
+/* run_pending_gpu_pods: fills f from the facts (pass, warn, fail, skip or blocked, with evidence and remedy); never fails. */
 static void run_pending_gpu_pods(const struct cluster_facts *facts, struct cl_finding *f) {
         if (facts->n_pending == 0) {
                 finding_pass(&f->f, "no GPU pod is Pending");

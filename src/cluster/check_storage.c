@@ -10,6 +10,7 @@ static char *join(char *const *v, size_t n) {
         return b.data ? b.data : xstrdup("");
 }
 
+/* run_csi_drivers: fills f from the facts (pass, warn, fail, skip or blocked, with evidence and remedy); never fails. */
 static void run_csi_drivers(const struct cluster_facts *facts, struct cl_finding *f) {
         if (cl_list_unreadable(facts, CL_LIST_CSIDRIVERS, f, false)) return;
         if (facts->n_csidrivers == 0) {
@@ -22,6 +23,7 @@ static void run_csi_drivers(const struct cluster_facts *facts, struct cl_finding
         finding_pass(&f->f, "%zu CSI drivers: %s", facts->n_csidrivers, names);
 }
 
+/* run_default_storageclass: fills f from the facts (pass, warn, fail, skip or blocked, with evidence and remedy); never fails. */
 static void run_default_storageclass(const struct cluster_facts *facts, struct cl_finding *f) {
         if (cl_list_unreadable(facts, CL_LIST_STORAGECLASSES, f, false)) return;
         _cleanup_free_ char *all = join(facts->storageclasses, facts->n_storageclasses);
@@ -42,6 +44,7 @@ static void run_default_storageclass(const struct cluster_facts *facts, struct c
                               "(and \"false\" on the others)");
 }
 
+/* run_csi_node_plugins: fills f from the facts (pass, warn, fail, skip or blocked, with evidence and remedy); never fails. */
 static void run_csi_node_plugins(const struct cluster_facts *facts, struct cl_finding *f) {
         if (cl_list_unreadable(facts, CL_LIST_CSINODES, f, false)) return;
         if (cl_list_unreadable(facts, CL_LIST_CSIDRIVERS, f, false)) return;

@@ -51,6 +51,7 @@ static size_t strindex_get(const struct strindex *t, const char *key) {
         return (size_t)-1;
 }
 
+/* Frees t (NULL is fine), not the keys it borrows. Returns nothing. */
 static void strindex_free(struct strindex *t) {
         if (!t) return;
         free(t->keys);
@@ -67,6 +68,7 @@ static void strv_add(char ***v, size_t *n, const char *s, bool unique) {
         (*v)[(*n)++] = xstrndup(s, 512);
 }
 
+/* Frees the n strings of v and v. Returns nothing. */
 static void strv_free(char **v, size_t n) {
         for (size_t i = 0; i < n; i++) free(v[i]);
         free(v);
