@@ -1,4 +1,5 @@
-/* fuzz_cluster_objects.c: libFuzzer target for gpunode cluster's object parsers, its checks and renderers, and the agent report reader. */
+/* fuzz_cluster_objects.c: libFuzzer target for gpunode cluster's object parsers, its checks and renderers, and the
+ * agent report reader. */
 #include <jansson.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -13,13 +14,13 @@
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         json_t *doc = json_loadb((const char *)data, size, JSON_DECODE_ANY, NULL);
         if (!doc) return 0;
-        struct cluster_facts f = {.now = 1796126400, .stale_after_s = 900};
+        struct cluster_facts f = { .now = 1796126400, .stale_after_s = 900 };
         const json_t *items = json_object_get(doc, "items");
         for (int l = 0; l < CL_LIST_COUNT; l++) {
                 if (json_is_array(items)) {
                         size_t i;
                         const json_t *it;
-                        json_array_foreach(items, i, it) (void)cluster_facts_add(&f, (enum cl_list)l, it);
+                        json_array_foreach(items, i, it)(void) cluster_facts_add(&f, (enum cl_list)l, it);
                 } else
                         (void)cluster_facts_add(&f, (enum cl_list)l, doc);
                 if (l == CL_LIST_NODES) cluster_facts_finish(&f);
@@ -28,7 +29,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         cluster_report_build(&f, &r);
         FILE *null = fopen("/dev/null", "w");
         if (null) {
-                struct cl_text_options to = {.all_nodes = true, .verbose = true};
+                struct cl_text_options to = { .all_nodes = true, .verbose = true };
                 if (cluster_render_text(null, &r, &to) < 0 || cluster_render_json(null, &r) < 0) abort();
                 fclose(null);
         }

@@ -1,14 +1,19 @@
-/* agent_report.c: a node's gpunode.report/v1 as its agent serves it (/report) back into a struct report, for the text renderer. */
+/* agent_report.c: a node's gpunode.report/v1 as its agent serves it (/report) back into a struct report, for the text
+ * renderer. */
 #include "cluster/cluster.h"
 #include "basic/util.h"
 
-#define AGENT_REPORT_MAX_CHECKS 4096
+#define AGENT_REPORT_MAX_CHECKS   4096
 #define AGENT_REPORT_MAX_EVIDENCE 1000
 
 /* Returns the status for a JSON word, or -1. */
 static int status_of(const char *s) {
-        static const struct { const char *w; enum check_status s; } map[] = {
-                {"pass", CHECK_PASS}, {"skip", CHECK_SKIP}, {"warn", CHECK_WARN}, {"blocked", CHECK_BLOCKED}, {"fail", CHECK_FAIL},
+        static const struct {
+                const char *w;
+                enum check_status s;
+        } map[] = {
+                { "pass", CHECK_PASS },       { "skip", CHECK_SKIP }, { "warn", CHECK_WARN },
+                { "blocked", CHECK_BLOCKED }, { "fail", CHECK_FAIL },
         };
         for (size_t i = 0; s && i < ELEMENTSOF(map); i++)
                 if (streq(map[i].w, s)) return (int)map[i].s;
@@ -50,14 +55,20 @@ int cluster_report_from_agent_json(const json_t *doc, struct report *ret, char *
                               schema ? schema : "missing");
         const json_t *checks = json_object_get(doc, "checks");
         const char *verdict = json_string_value(json_object_get(doc, "verdict"));
-        if (!json_is_array(checks) || !verdict) return errorf(ret_error, -EBADMSG, "the report has no checks or no verdict");
+        if (!json_is_array(checks) || !verdict)
+                return errorf(ret_error, -EBADMSG, "the report has no checks or no verdict");
         if (json_array_size(checks) > AGENT_REPORT_MAX_CHECKS)
                 return errorf(ret_error, -EBADMSG, "the report has %zu checks (at most %d)", json_array_size(checks),
                               AGENT_REPORT_MAX_CHECKS);
-        if (streq(verdict, "healthy")) ret->verdict = VERDICT_HEALTHY;
-        else if (streq(verdict, "degraded")) ret->verdict = VERDICT_DEGRADED;
-        else if (streq(verdict, "failed")) ret->verdict = VERDICT_FAILED;
-        else return errorf(ret_error, -EBADMSG, "the report's verdict \"%.40s\" is not healthy, degraded or failed", verdict);
+        if (streq(verdict, "healthy"))
+                ret->verdict = VERDICT_HEALTHY;
+        else if (streq(verdict, "degraded"))
+                ret->verdict = VERDICT_DEGRADED;
+        else if (streq(verdict, "failed"))
+                ret->verdict = VERDICT_FAILED;
+        else
+                return errorf(ret_error, -EBADMSG, "the report's verdict \"%.40s\" is not healthy, degraded or failed",
+                              verdict);
         ret->node = dup_str(doc, "node");
         if (!ret->node) ret->node = xstrdup("unknown");
         ret->root = dup_str(doc, "root");
@@ -72,7 +83,8 @@ int cluster_report_from_agent_json(const json_t *doc, struct report *ret, char *
                 int st = status_of(json_string_value(json_object_get(c, "status")));
                 if (!id || !component || layer < LAYER_MIN || layer > LAYER_MAX || st < 0) {
                         cluster_agent_report_free(ret);
-                        return errorf(ret_error, -EBADMSG, "check %zu of the report lacks an id, component, layer 1..4 or status", i);
+                        return errorf(ret_error, -EBADMSG,
+                                      "check %zu of the report lacks an id, component, layer 1..4 or status", i);
                 }
                 struct check_def *d = xcalloc(1, sizeof *d);
                 d->id = xstrdup(id);

@@ -1,4 +1,5 @@
-/* attribution.c: runs the cluster checks bottom-up, blocks those resting on a failed one, and sums up each node's row. */
+/* attribution.c: runs the cluster checks bottom-up, blocks those resting on a failed one, and sums up each node's row.
+ */
 #include "cluster/cluster.h"
 #include "basic/util.h"
 
@@ -12,12 +13,14 @@ static bool endswith_healthy(const char *reason) {
 }
 
 const char *cl_category_id(enum cl_category c) {
-        static const char *const ids[] = {"infrastructure", "gpu-health", "network", "storage", "scheduling", "observability"};
+        static const char *const ids[] = { "infrastructure", "gpu-health", "network",
+                                           "storage",        "scheduling", "observability" };
         return c < CL_CATEGORIES ? ids[c] : "unknown";
 }
 
 const char *cl_category_name(enum cl_category c) {
-        static const char *const names[] = {"Infrastructure", "GPU health", "Network", "Storage", "Scheduling", "Observability"};
+        static const char *const names[] = { "Infrastructure", "GPU health", "Network",
+                                             "Storage",        "Scheduling", "Observability" };
         return c < CL_CATEGORIES ? names[c] : "unknown";
 }
 
@@ -32,10 +35,12 @@ void cl_evidence_node(struct cl_finding *f, size_t *count, const char *fmt, ...)
 
 void cl_evidence_more(struct cl_finding *f, size_t count) {
         if (count > CLUSTER_EVIDENCE_NODES)
-                finding_evidence(&f->f, "... and %zu more (--output json lists every node)", count - CLUSTER_EVIDENCE_NODES);
+                finding_evidence(&f->f, "... and %zu more (--output json lists every node)",
+                                 count - CLUSTER_EVIDENCE_NODES);
 }
 
-bool cl_list_unreadable(const struct cluster_facts *facts, enum cl_list l, struct cl_finding *f, bool not_served_skips) {
+bool cl_list_unreadable(const struct cluster_facts *facts, enum cl_list l, struct cl_finding *f,
+                        bool not_served_skips) {
         const struct cl_list_state *st = &facts->lists[l];
         if (st->rc == 0) return false;
         if (st->rc == -ENOENT && not_served_skips) {
@@ -43,8 +48,9 @@ bool cl_list_unreadable(const struct cluster_facts *facts, enum cl_list l, struc
                 return true;
         }
         finding_warn(&f->f, "cannot tell: %s", st->error ? st->error : strerror(-st->rc));
-        finding_remedy(&f->f, "grant the ClusterRole gpunode-cluster-reader (deploy/clusterrole-cluster-reader.yaml) to "
-                              "whoever runs `gpunode cluster`");
+        finding_remedy(&f->f,
+                       "grant the ClusterRole gpunode-cluster-reader (deploy/clusterrole-cluster-reader.yaml) to "
+                       "whoever runs `gpunode cluster`");
         return true;
 }
 
@@ -95,14 +101,17 @@ void cl_row_fill(const struct cluster_facts *facts, const struct cl_node *n, str
                 if (check_status_rank(ret->layer[l]) > check_status_rank(worst)) worst = ret->layer[l];
         if (n->ready != 1) {
                 ret->status = CHECK_FAIL;
-                ret->root_cause = xasprintf("node not Ready (%s)", n->ready_reason ? n->ready_reason : "no Ready condition");
+                ret->root_cause =
+                        xasprintf("node not Ready (%s)", n->ready_reason ? n->ready_reason : "no Ready condition");
         } else if (fl) {
                 ret->status = CHECK_FAIL;
                 ret->root_layer = fl;
-                ret->root_cause = xasprintf("layer %d: %s", fl, n->layers[fl - 1].reason ? n->layers[fl - 1].reason : "problem");
+                ret->root_cause =
+                        xasprintf("layer %d: %s", fl, n->layers[fl - 1].reason ? n->layers[fl - 1].reason : "problem");
         } else if (!ret->known) {
                 ret->status = CHECK_FAIL;
-                ret->root_cause = xstrdup(n->agent_pod ? "agent pod present, no GPU conditions yet" : "no gpunode agent");
+                ret->root_cause =
+                        xstrdup(n->agent_pod ? "agent pod present, no GPU conditions yet" : "no gpunode agent");
         } else if (ret->stale) {
                 ret->status = CHECK_WARN;
                 int64_t h = newest_heartbeat(n);
@@ -163,7 +172,8 @@ int cluster_report_build(const struct cluster_facts *facts, struct cluster_repor
                 if (f->f.status == CHECK_FAIL) {
                         ret->verdict = VERDICT_FAILED;
                         if (!ret->root_cause || ret->root_cause->f.status != CHECK_FAIL) ret->root_cause = f;
-                } else if ((f->f.status == CHECK_WARN || f->f.status == CHECK_BLOCKED) && ret->verdict == VERDICT_HEALTHY) {
+                } else if ((f->f.status == CHECK_WARN || f->f.status == CHECK_BLOCKED) &&
+                           ret->verdict == VERDICT_HEALTHY) {
                         ret->verdict = VERDICT_DEGRADED;
                         if (!ret->root_cause) ret->root_cause = f;
                 }

@@ -1,4 +1,5 @@
-/* check_network.c: the network category: Network Operator pods, RDMA resources where RDMA NICs are, IB/RoCE port state from the agents. */
+/* check_network.c: the network category: Network Operator pods, RDMA resources where RDMA NICs are, IB/RoCE port state
+ * from the agents. */
 #include "cluster/cluster.h"
 #include "basic/util.h"
 
@@ -9,7 +10,8 @@ static size_t rdma_nodes(const struct cluster_facts *facts) {
         return n;
 }
 
-/* run_operator_pods: fills f from the facts (pass, warn, fail, skip or blocked, with evidence and remedy); never fails. */
+/* run_operator_pods: fills f from the facts (pass, warn, fail, skip or blocked, with evidence and remedy); never fails.
+ */
 static void run_operator_pods(const struct cluster_facts *facts, struct cl_finding *f) {
         size_t want = rdma_nodes(facts), bad = 0;
         if (want == 0) {
@@ -19,9 +21,10 @@ static void run_operator_pods(const struct cluster_facts *facts, struct cl_findi
         }
         if (!facts->network_operator_seen) {
                 finding_warn(&f->f, "%zu GPU nodes have RDMA NICs but no NVIDIA Network Operator pod runs", want);
-                finding_remedy(&f->f, "install the NVIDIA Network Operator (namespace nvidia-network-operator) for the MOFED "
-                                      "driver and the RDMA device plugin, or make sure the host drivers and plugin are "
-                                      "provided otherwise (network.rdma-resources tells whether pods can get RDMA)");
+                finding_remedy(&f->f,
+                               "install the NVIDIA Network Operator (namespace nvidia-network-operator) for the MOFED "
+                               "driver and the RDMA device plugin, or make sure the host drivers and plugin are "
+                               "provided otherwise (network.rdma-resources tells whether pods can get RDMA)");
                 return;
         }
         for (size_t i = 0; i < facts->n_nodes; i++) {
@@ -32,13 +35,15 @@ static void run_operator_pods(const struct cluster_facts *facts, struct cl_findi
         cl_evidence_more(f, bad);
         if (bad) {
                 finding_warn(&f->f, "%zu of %zu GPU nodes with RDMA NICs run no Network Operator pod", bad, want);
-                finding_remedy(&f->f, "`kubectl -n nvidia-network-operator get pods -o wide`: the NicClusterPolicy's node "
-                                      "selector and tolerations must cover these nodes");
+                finding_remedy(&f->f,
+                               "`kubectl -n nvidia-network-operator get pods -o wide`: the NicClusterPolicy's node "
+                               "selector and tolerations must cover these nodes");
         } else
                 finding_pass(&f->f, "Network Operator pods run on all %zu GPU nodes with RDMA NICs", want);
 }
 
-/* run_rdma_resources: fills f from the facts (pass, warn, fail, skip or blocked, with evidence and remedy); never fails. */
+/* run_rdma_resources: fills f from the facts (pass, warn, fail, skip or blocked, with evidence and remedy); never
+ * fails. */
 static void run_rdma_resources(const struct cluster_facts *facts, struct cl_finding *f) {
         size_t want = rdma_nodes(facts), bad = 0, explained = 0;
         if (want == 0) {
@@ -51,22 +56,25 @@ static void run_rdma_resources(const struct cluster_facts *facts, struct cl_find
                 int fl = cl_node_failing_layer(n);
                 if (fl == 1 || fl == 2) {
                         explained++;
-                        finding_evidence(&f->f, "%s: no rdma/* allocatable, explained by its layer %d failure (%s)", n->name, fl,
-                                         n->layers[fl - 1].reason ? n->layers[fl - 1].reason : "?");
+                        finding_evidence(&f->f, "%s: no rdma/* allocatable, explained by its layer %d failure (%s)",
+                                         n->name, fl, n->layers[fl - 1].reason ? n->layers[fl - 1].reason : "?");
                 } else
                         cl_evidence_node(f, &bad, "%s: RDMA NIC but no rdma/* resource allocatable", n->name);
         }
         cl_evidence_more(f, bad);
         if (bad) {
                 finding_fail(&f->f, "%zu of %zu GPU nodes with RDMA NICs advertise no RDMA resource", bad, want);
-                finding_remedy(&f->f, "the RDMA shared device plugin (or SR-IOV network device plugin) must run on them: "
-                                      "`kubectl get node NODE -o jsonpath='{.status.allocatable}'`; its config's selectors "
-                                      "must match the NICs (vendor 15b3)");
+                finding_remedy(&f->f,
+                               "the RDMA shared device plugin (or SR-IOV network device plugin) must run on them: "
+                               "`kubectl get node NODE -o jsonpath='{.status.allocatable}'`; its config's selectors "
+                               "must match the NICs (vendor 15b3)");
         } else if (explained) {
                 f->f.blocked_by = "gpu-health.layer-conditions";
                 f->rests_on = "gpu-health.layer-conditions";
-                finding_set(&f->f, CHECK_BLOCKED, "%zu GPU nodes advertise no RDMA resource because their lower layers fail "
-                            "(gpu-health.layer-conditions)", explained);
+                finding_set(&f->f, CHECK_BLOCKED,
+                            "%zu GPU nodes advertise no RDMA resource because their lower layers fail "
+                            "(gpu-health.layer-conditions)",
+                            explained);
         } else
                 finding_pass(&f->f, "all %zu GPU nodes with RDMA NICs advertise rdma/* resources", want);
 }
@@ -96,21 +104,31 @@ static void run_port_state(const struct cluster_facts *facts, struct cl_finding 
                                 "`kubectl gpunode check NODE` shows every port)");
         if (bad) {
                 finding_fail(&f->f, "%zu GPU nodes' agents report an RDMA problem (ports down, modules missing)", bad);
-                finding_remedy(&f->f, "on the node: `ibstat`, `ibv_devinfo`, `rdma link`; a port not ACTIVE/LinkUp needs its "
-                                      "cable, switch port or subnet manager checked");
+                finding_remedy(&f->f,
+                               "on the node: `ibstat`, `ibv_devinfo`, `rdma link`; a port not ACTIVE/LinkUp needs its "
+                               "cable, switch port or subnet manager checked");
         } else
                 finding_pass(&f->f, "no agent of the %zu reporting RDMA nodes reports an RDMA problem", reporting);
 }
 
 const struct cl_check_def cl_check_network_operator_pods = {
-        .id = "network.operator-pods", .category = CL_NETWORK, .title = "Network Operator pods where RDMA NICs are",
-        .depends = {"infrastructure.gpu-nodes"}, .run = run_operator_pods,
+        .id = "network.operator-pods",
+        .category = CL_NETWORK,
+        .title = "Network Operator pods where RDMA NICs are",
+        .depends = { "infrastructure.gpu-nodes" },
+        .run = run_operator_pods,
 };
 const struct cl_check_def cl_check_network_rdma_resources = {
-        .id = "network.rdma-resources", .category = CL_NETWORK, .title = "RDMA resources advertised where RDMA NICs are",
-        .depends = {"infrastructure.gpu-nodes"}, .run = run_rdma_resources,
+        .id = "network.rdma-resources",
+        .category = CL_NETWORK,
+        .title = "RDMA resources advertised where RDMA NICs are",
+        .depends = { "infrastructure.gpu-nodes" },
+        .run = run_rdma_resources,
 };
 const struct cl_check_def cl_check_network_port_state = {
-        .id = "network.port-state", .category = CL_NETWORK, .title = "IB/RoCE ports up, by the agents",
-        .depends = {"infrastructure.gpu-nodes"}, .run = run_port_state,
+        .id = "network.port-state",
+        .category = CL_NETWORK,
+        .title = "IB/RoCE ports up, by the agents",
+        .depends = { "infrastructure.gpu-nodes" },
+        .run = run_port_state,
 };

@@ -1,8 +1,10 @@
-/* check_observability.c: the observability category: a GPU metrics endpoint on every GPU node, node-exporter, a ServiceMonitor or scrape annotation for them. */
+/* check_observability.c: the observability category: a GPU metrics endpoint on every GPU node, node-exporter, a
+ * ServiceMonitor or scrape annotation for them. */
 #include "cluster/cluster.h"
 #include "basic/util.h"
 
-/* run_metrics_endpoint: fills f from the facts (pass, warn, fail, skip or blocked, with evidence and remedy); never fails. */
+/* run_metrics_endpoint: fills f from the facts (pass, warn, fail, skip or blocked, with evidence and remedy); never
+ * fails. */
 static void run_metrics_endpoint(const struct cluster_facts *facts, struct cl_finding *f) {
         size_t bad = 0, agents = 0, dcgm = 0;
         for (size_t i = 0; i < facts->n_nodes; i++) {
@@ -22,7 +24,8 @@ static void run_metrics_endpoint(const struct cluster_facts *facts, struct cl_fi
                 finding_pass(&f->f, "a GPU metrics endpoint runs on all %zu GPU nodes", facts->n_nodes);
 }
 
-/* run_node_exporter: fills f from the facts (pass, warn, fail, skip or blocked, with evidence and remedy); never fails. */
+/* run_node_exporter: fills f from the facts (pass, warn, fail, skip or blocked, with evidence and remedy); never fails.
+ */
 static void run_node_exporter(const struct cluster_facts *facts, struct cl_finding *f) {
         size_t bad = 0;
         for (size_t i = 0; i < facts->n_nodes; i++)
@@ -30,10 +33,12 @@ static void run_node_exporter(const struct cluster_facts *facts, struct cl_findi
                         cl_evidence_node(f, &bad, "%s: no running node-exporter pod", facts->nodes[i].name);
         cl_evidence_more(f, bad);
         if (bad == facts->n_nodes) {
-                finding_warn(&f->f, "no node-exporter pod runs on any GPU node (labels app.kubernetes.io/name=node-exporter "
+                finding_warn(&f->f,
+                             "no node-exporter pod runs on any GPU node (labels app.kubernetes.io/name=node-exporter "
                              "or prometheus-node-exporter)");
-                finding_remedy(&f->f, "install kube-prometheus-stack's prometheus-node-exporter (or run it on the hosts "
-                                      "and ignore this): host CPU, memory, disk and network of the GPU nodes go unseen");
+                finding_remedy(&f->f,
+                               "install kube-prometheus-stack's prometheus-node-exporter (or run it on the hosts "
+                               "and ignore this): host CPU, memory, disk and network of the GPU nodes go unseen");
         } else if (bad) {
                 finding_warn(&f->f, "%zu of %zu GPU nodes run no node-exporter", bad, facts->n_nodes);
                 finding_remedy(&f->f, "its DaemonSet must tolerate the GPU nodes' taints (nvidia.com/gpu:NoSchedule)");
@@ -55,12 +60,14 @@ static bool monitor_selects(const struct cl_monitor *m, const struct cl_service 
         return true;
 }
 
-/* run_scrape_config: fills f from the facts (pass, warn, fail, skip or blocked, with evidence and remedy); never fails. */
+/* run_scrape_config: fills f from the facts (pass, warn, fail, skip or blocked, with evidence and remedy); never fails.
+ */
 static void run_scrape_config(const struct cluster_facts *facts, struct cl_finding *f) {
         if (cl_list_unreadable(facts, CL_LIST_SERVICES, f, false)) return;
         if (!facts->agent_namespace && !facts->dcgm_namespace) {
                 f->f.blocked_by = "observability.metrics-endpoint";
-                finding_set(&f->f, CHECK_BLOCKED, "no GPU metrics pod runs: nothing to scrape (observability.metrics-endpoint)");
+                finding_set(&f->f, CHECK_BLOCKED,
+                            "no GPU metrics pod runs: nothing to scrape (observability.metrics-endpoint)");
                 return;
         }
         bool scraped = facts->metrics_pods_annotated;
@@ -72,40 +79,55 @@ static void run_scrape_config(const struct cluster_facts *facts, struct cl_findi
                 services++;
                 if (s->scrape_annotation) {
                         scraped = true;
-                        finding_evidence(&f->f, "Service %s/%s carries prometheus.io/scrape=true", s->namespace, s->name);
+                        finding_evidence(&f->f, "Service %s/%s carries prometheus.io/scrape=true", s->namespace,
+                                         s->name);
                 }
                 for (size_t m = 0; m < facts->n_monitors; m++)
                         if (monitor_selects(&facts->monitors[m], s)) {
                                 scraped = true;
-                                finding_evidence(&f->f, "ServiceMonitor %s/%s selects Service %s/%s", facts->monitors[m].namespace,
-                                                 facts->monitors[m].name, s->namespace, s->name);
+                                finding_evidence(&f->f, "ServiceMonitor %s/%s selects Service %s/%s",
+                                                 facts->monitors[m].namespace, facts->monitors[m].name, s->namespace,
+                                                 s->name);
                         }
         }
         if (facts->lists[CL_LIST_SERVICEMONITORS].rc == -ENOENT)
                 finding_evidence(&f->f, "the API serves no ServiceMonitors (Prometheus Operator CRDs not installed)");
         else if (facts->lists[CL_LIST_SERVICEMONITORS].rc)
-                finding_evidence(&f->f, "ServiceMonitors not readable: %s", facts->lists[CL_LIST_SERVICEMONITORS].error);
+                finding_evidence(&f->f, "ServiceMonitors not readable: %s",
+                                 facts->lists[CL_LIST_SERVICEMONITORS].error);
         if (scraped) {
-                finding_pass(&f->f, "Prometheus is told to scrape the GPU metrics (%zu Services select the metrics pods)", services);
+                finding_pass(&f->f,
+                             "Prometheus is told to scrape the GPU metrics (%zu Services select the metrics pods)",
+                             services);
                 return;
         }
-        finding_warn(&f->f, "nothing tells Prometheus to scrape the GPU metrics pods (%zu Services select them, no "
-                     "ServiceMonitor or scrape annotation)", services);
-        finding_remedy(&f->f, "apply deploy/service.yaml and deploy/servicemonitor.yaml (Prometheus Operator), or annotate "
-                              "the Service with prometheus.io/scrape: \"true\" for annotation-based scraping");
+        finding_warn(&f->f,
+                     "nothing tells Prometheus to scrape the GPU metrics pods (%zu Services select them, no "
+                     "ServiceMonitor or scrape annotation)",
+                     services);
+        finding_remedy(&f->f,
+                       "apply deploy/service.yaml and deploy/servicemonitor.yaml (Prometheus Operator), or annotate "
+                       "the Service with prometheus.io/scrape: \"true\" for annotation-based scraping");
 }
 
 const struct cl_check_def cl_check_observability_metrics_endpoint = {
-        .id = "observability.metrics-endpoint", .category = CL_OBSERVABILITY,
+        .id = "observability.metrics-endpoint",
+        .category = CL_OBSERVABILITY,
         .title = "a GPU metrics endpoint (gpunode agent or dcgm-exporter) on every GPU node",
-        .depends = {"infrastructure.gpu-nodes"}, .run = run_metrics_endpoint,
+        .depends = { "infrastructure.gpu-nodes" },
+        .run = run_metrics_endpoint,
 };
 const struct cl_check_def cl_check_observability_node_exporter = {
-        .id = "observability.node-exporter", .category = CL_OBSERVABILITY, .title = "node-exporter on every GPU node",
-        .depends = {"infrastructure.gpu-nodes"}, .run = run_node_exporter,
+        .id = "observability.node-exporter",
+        .category = CL_OBSERVABILITY,
+        .title = "node-exporter on every GPU node",
+        .depends = { "infrastructure.gpu-nodes" },
+        .run = run_node_exporter,
 };
 const struct cl_check_def cl_check_observability_scrape_config = {
-        .id = "observability.scrape-config", .category = CL_OBSERVABILITY,
-        .title = "a ServiceMonitor or scrape annotation points at the metrics", .depends = {"infrastructure.gpu-nodes"},
+        .id = "observability.scrape-config",
+        .category = CL_OBSERVABILITY,
+        .title = "a ServiceMonitor or scrape annotation points at the metrics",
+        .depends = { "infrastructure.gpu-nodes" },
         .run = run_scrape_config,
 };

@@ -8,7 +8,7 @@
 
 #include "engine/check.h"
 
-#define CLUSTER_LAYERS 4
+#define CLUSTER_LAYERS         4
 #define CLUSTER_EVIDENCE_NODES 20 /* nodes named per check; the rest counted */
 
 /* A node condition written by the agent (True = the problem is present). */
@@ -27,8 +27,8 @@ struct cl_taint {
 /* One GPU node: what the checks need from its Node, its pods and its CSINode. */
 struct cl_node {
         char *name;
-        const char *gpu_because;    /* why it is a GPU node (static text) */
-        int ready;                  /* Ready: 1 True, 0 False, -1 Unknown or absent */
+        const char *gpu_because; /* why it is a GPU node (static text) */
+        int ready;               /* Ready: 1 True, 0 False, -1 Unknown or absent */
         char *ready_reason;
         bool unschedulable;
         struct cl_taint *taints;
@@ -37,17 +37,17 @@ struct cl_node {
         /* GFD / NFD / GPU Operator labels, NULL when absent */
         char *product, *driver_version, *cuda_version, *instance_type;
         char *mig_strategy, *mig_config_state, *sharing_strategy, *replicas;
-        bool rdma_nic;              /* an RDMA NIC (Mellanox PCI vendor 15b3, or NFD's rdma.capable) */
-        bool operator_toolkit;      /* nvidia.com/gpu.deploy.container-toolkit=true */
-        int64_t gpu_capacity, gpu_allocatable;   /* nvidia.com/gpu plus the nvidia.com/mig- resources */
-        int64_t rdma_allocatable;   /* the rdma/ resources */
+        bool rdma_nic;                         /* an RDMA NIC (Mellanox PCI vendor 15b3, or NFD's rdma.capable) */
+        bool operator_toolkit;                 /* nvidia.com/gpu.deploy.container-toolkit=true */
+        int64_t gpu_capacity, gpu_allocatable; /* nvidia.com/gpu plus the nvidia.com/mig- resources */
+        int64_t rdma_allocatable;              /* the rdma/ resources */
         struct cl_condition layers[CLUSTER_LAYERS];
         /* from the pods on the node */
         char *agent_namespace, *agent_pod; /* the gpunode agent pod, NULL when none */
         int agent_port;
         bool agent_ready;
         bool dcgm_exporter, node_exporter, network_operator;
-        int64_t gpu_requested;      /* by running and pending pods bound here */
+        int64_t gpu_requested; /* by running and pending pods bound here */
         /* from the CSINode */
         char **csi_drivers;
         size_t n_csi_drivers;
@@ -58,8 +58,8 @@ struct cl_node {
 struct cl_pending {
         char *namespace, *name;
         int64_t gpus;
-        char *message;              /* the latest FailedScheduling event's message, NULL when none */
-        int64_t since;              /* creationTimestamp */
+        char *message; /* the latest FailedScheduling event's message, NULL when none */
+        int64_t since; /* creationTimestamp */
 };
 
 /* "key=value" strings. */
@@ -70,7 +70,7 @@ struct cl_strv {
 
 struct cl_service {
         char *namespace, *name;
-        bool scrape_annotation;     /* prometheus.io/scrape: "true" */
+        bool scrape_annotation; /* prometheus.io/scrape: "true" */
         struct cl_strv labels, selector;
         bool selects_agent, selects_dcgm, selects_node_exporter;
 };
@@ -78,42 +78,50 @@ struct cl_service {
 struct cl_monitor {
         char *namespace, *name;
         struct cl_strv match_labels;
-        char **namespaces;          /* namespaceSelector.matchNames */
+        char **namespaces; /* namespaceSelector.matchNames */
         size_t n_namespaces;
         bool any_namespace;
 };
 
 /* A list that could not be read (optional lists: the checks resting on it say so). */
 struct cl_list_state {
-        int rc;                     /* 0 read, negative errno */
+        int rc; /* 0 read, negative errno */
         char *error;
 };
 
 enum cl_list {
-        CL_LIST_NODES, CL_LIST_CSINODES, CL_LIST_PODS, CL_LIST_EVENTS, CL_LIST_STORAGECLASSES, CL_LIST_CSIDRIVERS,
-        CL_LIST_RUNTIMECLASSES, CL_LIST_SERVICES, CL_LIST_SERVICEMONITORS, CL_LIST_COUNT,
+        CL_LIST_NODES,
+        CL_LIST_CSINODES,
+        CL_LIST_PODS,
+        CL_LIST_EVENTS,
+        CL_LIST_STORAGECLASSES,
+        CL_LIST_CSIDRIVERS,
+        CL_LIST_RUNTIMECLASSES,
+        CL_LIST_SERVICES,
+        CL_LIST_SERVICEMONITORS,
+        CL_LIST_COUNT,
 };
 
 struct cluster_facts {
         char *server;
-        int64_t now;                /* when it was read, seconds since the epoch */
-        int64_t stale_after_s;      /* a heartbeat older than this is stale */
-        size_t n_nodes_total;       /* every node, GPU or not */
-        struct cl_node *nodes;      /* the GPU nodes, sorted by name */
+        int64_t now;           /* when it was read, seconds since the epoch */
+        int64_t stale_after_s; /* a heartbeat older than this is stale */
+        size_t n_nodes_total;  /* every node, GPU or not */
+        struct cl_node *nodes; /* the GPU nodes, sorted by name */
         size_t n_nodes;
-        void *index;                /* name -> node (private to fetch.c) */
-        bool finished;              /* nodes sorted, index rebuilt (cluster_facts_finish) */
+        void *index;   /* name -> node (private to fetch.c) */
+        bool finished; /* nodes sorted, index rebuilt (cluster_facts_finish) */
         struct cl_pending *pending;
         size_t n_pending;
-        size_t n_pods;              /* pods read */
-        size_t n_events;            /* FailedScheduling events read */
+        size_t n_pods;   /* pods read */
+        size_t n_events; /* FailedScheduling events read */
         char **storageclasses, **default_storageclasses;
         size_t n_storageclasses, n_default_storageclasses;
         char **csidrivers;
         size_t n_csidrivers;
-        char **runtimeclasses;      /* "name=handler" */
+        char **runtimeclasses; /* "name=handler" */
         size_t n_runtimeclasses;
-        char **pod_runtimeclasses;  /* runtimeClassName values pods use (distinct) */
+        char **pod_runtimeclasses; /* runtimeClassName values pods use (distinct) */
         size_t n_pod_runtimeclasses;
         struct cl_service *services;
         size_t n_services;
@@ -124,9 +132,9 @@ struct cluster_facts {
         struct cl_strv agent_labels, dcgm_labels, node_exporter_labels;
         char *agent_namespace, *dcgm_namespace, *node_exporter_namespace;
         bool metrics_pods_annotated; /* prometheus.io/scrape on the agent or exporter pods */
-        void *pending_index;        /* "ns/name" -> pending pod (private to fetch.c) */
+        void *pending_index;         /* "ns/name" -> pending pod (private to fetch.c) */
         struct cl_list_state lists[CL_LIST_COUNT];
-        size_t pages;               /* API pages read in all */
+        size_t pages; /* API pages read in all */
 };
 
 /* objects.c: from API objects to the facts (the parsers; fuzzed). Each returns 0, 1 when the object
@@ -162,7 +170,7 @@ struct cl_finding;
 
 /* One cluster check. */
 struct cl_check_def {
-        const char *id;             /* "<category>.<name>" */
+        const char *id; /* "<category>.<name>" */
         enum cl_category category;
         const char *title;
         const char *depends[CHECK_MAX_DEPS]; /* checks it rests on (any category) */
@@ -171,19 +179,19 @@ struct cl_check_def {
 
 struct cl_finding {
         const struct cl_check_def *def;
-        struct finding f;           /* status, summary, evidence, remedy, blocked_by (f.def unused) */
-        const char *rests_on;       /* a check of another category that explains this one */
+        struct finding f;     /* status, summary, evidence, remedy, blocked_by (f.def unused) */
+        const char *rests_on; /* a check of another category that explains this one */
 };
 
 /* Per node, what the table shows. */
 struct cl_row {
         const struct cl_node *node;
         enum check_status layer[CLUSTER_LAYERS]; /* from the conditions: pass/fail/blocked/skip, warn when stale */
-        bool known;                 /* conditions present */
+        bool known;                              /* conditions present */
         bool stale;
-        enum check_status status;   /* the node's worst */
-        int root_layer;             /* 0: none */
-        char *root_cause;           /* one line, NULL when healthy */
+        enum check_status status; /* the node's worst */
+        int root_layer;           /* 0: none */
+        char *root_cause;         /* one line, NULL when healthy */
 };
 
 struct cluster_report {
@@ -194,7 +202,7 @@ struct cluster_report {
         size_t n_rows;
         enum verdict verdict;
         const struct cl_finding *root_cause;
-        size_t nodes_ready;         /* GPU nodes that can take work: Ready, schedulable, no layer failing */
+        size_t nodes_ready; /* GPU nodes that can take work: Ready, schedulable, no layer failing */
         int64_t gpus_allocatable, gpus_capacity;
 };
 
@@ -233,11 +241,11 @@ const char *cl_tally_majority(const struct cl_tally *t);
 
 /* render_text.c, render_json.c: each returns 0 or -EIO. */
 struct cl_text_options {
-        bool color;                 /* ANSI colours */
-        bool all_nodes;             /* one line per GPU node even past CLUSTER_TABLE_ALL rows */
-        bool verbose;               /* evidence of passing checks too */
+        bool color;     /* ANSI colours */
+        bool all_nodes; /* one line per GPU node even past CLUSTER_TABLE_ALL rows */
+        bool verbose;   /* evidence of passing checks too */
 };
-#define CLUSTER_TABLE_ALL 50        /* up to this many GPU nodes, every one has its line; past it only troubled ones */
+#define CLUSTER_TABLE_ALL 50 /* up to this many GPU nodes, every one has its line; past it only troubled ones */
 int cluster_render_text(FILE *out, const struct cluster_report *r, const struct cl_text_options *o);
 json_t *cluster_report_to_json(const struct cluster_report *r);
 int cluster_render_json(FILE *out, const struct cluster_report *r);

@@ -1,4 +1,5 @@
-/* fetch.c: reads the cluster through paginated, server-filtered lists into struct cluster_facts, one page in memory at a time. */
+/* fetch.c: reads the cluster through paginated, server-filtered lists into struct cluster_facts, one page in memory at
+ * a time. */
 #include "cluster/cluster.h"
 #include "kube/kube_client.h"
 #include "kube/kube_list.h"
@@ -24,7 +25,7 @@ static uint64_t hash_str(const char *s) {
 /* Adds key -> val (the table grows at half full). Returns nothing; aborts on out-of-memory. */
 static void strindex_put(struct strindex *t, const char *key, size_t val) {
         if ((t->n + 1) * 2 > t->cap) {
-                struct strindex g = {.cap = t->cap ? t->cap * 2 : 64};
+                struct strindex g = { .cap = t->cap ? t->cap * 2 : 64 };
                 g.keys = xcalloc(g.cap, sizeof *g.keys);
                 g.vals = xcalloc(g.cap, sizeof *g.vals);
                 for (size_t i = 0; i < t->cap; i++)
@@ -127,11 +128,15 @@ static int64_t pod_gpus(const json_t *spec) {
                         json_object_foreach((json_t *)m, k, v) {
                                 int64_t q = 0;
                                 if (!streq(k, "nvidia.com/gpu") && !startswith(k, "nvidia.com/mig-")) continue;
-                                if (json_is_string(v) && kube_quantity_int(json_string_value(v), &q) == 0 && q > 0) n += q;
-                                else if (json_is_integer(v) && json_integer_value(v) > 0) n += json_integer_value(v);
+                                if (json_is_string(v) && kube_quantity_int(json_string_value(v), &q) == 0 && q > 0)
+                                        n += q;
+                                else if (json_is_integer(v) && json_integer_value(v) > 0)
+                                        n += json_integer_value(v);
                         }
-                        if (pass) init = n > init ? n : init;
-                        else sum += n;
+                        if (pass)
+                                init = n > init ? n : init;
+                        else
+                                sum += n;
                 }
         }
         return sum > init ? sum : init;
@@ -155,10 +160,10 @@ static int agent_port(const json_t *spec) {
         const json_t *c, *p;
         json_array_foreach(json_object_get(spec, "containers"), i, c)
                 json_array_foreach(json_object_get(c, "ports"), j, p) {
-                        const char *n = json_string_value(json_object_get(p, "name"));
-                        json_int_t port = json_integer_value(json_object_get(p, "containerPort"));
-                        if (n && streq(n, "metrics") && port > 0 && port < 65536) return (int)port;
-                }
+                const char *n = json_string_value(json_object_get(p, "name"));
+                json_int_t port = json_integer_value(json_object_get(p, "containerPort"));
+                if (n && streq(n, "metrics") && port > 0 && port < 65536) return (int)port;
+        }
         return 9400;
 }
 
@@ -168,7 +173,8 @@ enum pod_kind { POD_OTHER, POD_AGENT, POD_DCGM, POD_NODE_EXPORTER, POD_NETWORK_O
 static enum pod_kind pod_kind(const char *ns, const json_t *labels) {
         const char *name = label(labels, "app.kubernetes.io/name"), *app = label(labels, "app");
         if (name && streq(name, "gpunode")) return POD_AGENT;
-        if ((app && streq(app, "nvidia-dcgm-exporter")) || (name && (streq(name, "dcgm-exporter") || streq(name, "nvidia-dcgm-exporter"))))
+        if ((app && streq(app, "nvidia-dcgm-exporter")) ||
+            (name && (streq(name, "dcgm-exporter") || streq(name, "nvidia-dcgm-exporter"))))
                 return POD_DCGM;
         if ((name && (streq(name, "node-exporter") || streq(name, "prometheus-node-exporter"))) ||
             (app && (streq(app, "node-exporter") || streq(app, "prometheus-node-exporter"))))
@@ -242,7 +248,7 @@ static int add_pod(struct cluster_facts *f, const json_t *pod) {
         if (streq(phase, "Pending") && (!node || !*node)) {
                 f->pending = xrealloc(f->pending, (f->n_pending + 1) * sizeof *f->pending);
                 struct cl_pending *p = &f->pending[f->n_pending++];
-                *p = (struct cl_pending){.namespace = xstrndup(ns, 253), .name = xstrndup(name, 253), .gpus = gpus};
+                *p = (struct cl_pending){ .namespace = xstrndup(ns, 253), .name = xstrndup(name, 253), .gpus = gpus };
                 p->since = cl_parse_time(json_string_value(json_object_get(meta, "creationTimestamp")));
                 pending_index_free(f); /* rebuilt on the next look-up */
         }
@@ -324,7 +330,7 @@ static int add_service(struct cluster_facts *f, const json_t *o) {
         const char *name = json_string_value(json_object_get(meta, "name"));
         if (!name) return -EBADMSG;
         if (!ns) ns = "default";
-        struct cl_service s = {0};
+        struct cl_service s = { 0 };
         strv_from_map(&s.selector, json_object_get(json_object_get(o, "spec"), "selector"));
         s.selects_agent = f->agent_namespace && streq(ns, f->agent_namespace) && selects(&s.selector, &f->agent_labels);
         s.selects_dcgm = f->dcgm_namespace && streq(ns, f->dcgm_namespace) && selects(&s.selector, &f->dcgm_labels);
@@ -351,14 +357,14 @@ static int add_monitor(struct cluster_facts *f, const json_t *o) {
         const char *name = json_string_value(json_object_get(meta, "name"));
         if (!name) return -EBADMSG;
         if (f->n_monitors >= 10000) return 1;
-        struct cl_monitor m = {.namespace = xstrndup(ns ? ns : "default", 253), .name = xstrndup(name, 253)};
+        struct cl_monitor m = { .namespace = xstrndup(ns ? ns : "default", 253), .name = xstrndup(name, 253) };
         strv_from_map(&m.match_labels, json_object_get(json_object_get(spec, "selector"), "matchLabels"));
         const json_t *nss = json_object_get(spec, "namespaceSelector");
         m.any_namespace = json_is_true(json_object_get(nss, "any"));
         size_t i;
         const json_t *v;
-        json_array_foreach(json_object_get(nss, "matchNames"), i, v)
-                if (json_is_string(v) && m.n_namespaces < 64) strv_add(&m.namespaces, &m.n_namespaces, json_string_value(v), true);
+        json_array_foreach(json_object_get(nss, "matchNames"), i, v) if (json_is_string(v) && m.n_namespaces < 64)
+                strv_add(&m.namespaces, &m.n_namespaces, json_string_value(v), true);
         f->monitors = xrealloc(f->monitors, (f->n_monitors + 1) * sizeof *f->monitors);
         f->monitors[f->n_monitors++] = m;
         return 0;
@@ -420,20 +426,34 @@ int cluster_facts_add(struct cluster_facts *f, enum cl_list l, const json_t *ite
 /* The lists, in the order they are read (nodes first: the others join to them). */
 static const struct {
         enum cl_list l;
-        const char *what;           /* "list nodes" in sentences */
+        const char *what; /* "list nodes" in sentences */
         struct kube_list_request req;
         bool required;
 } lists[] = {
-        {CL_LIST_NODES, "nodes", {"/api/v1/nodes", NULL, NULL, 0}, true},
-        {CL_LIST_CSINODES, "csinodes (storage.k8s.io)", {"/apis/storage.k8s.io/v1/csinodes", NULL, NULL, 0}, false},
-        {CL_LIST_PODS, "pods", {"/api/v1/pods", NULL, "status.phase!=Succeeded,status.phase!=Failed", 0}, true},
-        {CL_LIST_EVENTS, "events", {"/api/v1/events", NULL, "involvedObject.kind=Pod,reason=FailedScheduling", 0}, false},
-        {CL_LIST_STORAGECLASSES, "storageclasses (storage.k8s.io)", {"/apis/storage.k8s.io/v1/storageclasses", NULL, NULL, 0}, false},
-        {CL_LIST_CSIDRIVERS, "csidrivers (storage.k8s.io)", {"/apis/storage.k8s.io/v1/csidrivers", NULL, NULL, 0}, false},
-        {CL_LIST_RUNTIMECLASSES, "runtimeclasses (node.k8s.io)", {"/apis/node.k8s.io/v1/runtimeclasses", NULL, NULL, 0}, false},
-        {CL_LIST_SERVICES, "services", {"/api/v1/services", NULL, NULL, 0}, false},
-        {CL_LIST_SERVICEMONITORS, "servicemonitors (monitoring.coreos.com)",
-         {"/apis/monitoring.coreos.com/v1/servicemonitors", NULL, NULL, 0}, false},
+        { CL_LIST_NODES, "nodes", { "/api/v1/nodes", NULL, NULL, 0 }, true },
+        { CL_LIST_CSINODES, "csinodes (storage.k8s.io)", { "/apis/storage.k8s.io/v1/csinodes", NULL, NULL, 0 }, false },
+        { CL_LIST_PODS, "pods", { "/api/v1/pods", NULL, "status.phase!=Succeeded,status.phase!=Failed", 0 }, true },
+        { CL_LIST_EVENTS,
+          "events",
+          { "/api/v1/events", NULL, "involvedObject.kind=Pod,reason=FailedScheduling", 0 },
+          false },
+        { CL_LIST_STORAGECLASSES,
+          "storageclasses (storage.k8s.io)",
+          { "/apis/storage.k8s.io/v1/storageclasses", NULL, NULL, 0 },
+          false },
+        { CL_LIST_CSIDRIVERS,
+          "csidrivers (storage.k8s.io)",
+          { "/apis/storage.k8s.io/v1/csidrivers", NULL, NULL, 0 },
+          false },
+        { CL_LIST_RUNTIMECLASSES,
+          "runtimeclasses (node.k8s.io)",
+          { "/apis/node.k8s.io/v1/runtimeclasses", NULL, NULL, 0 },
+          false },
+        { CL_LIST_SERVICES, "services", { "/api/v1/services", NULL, NULL, 0 }, false },
+        { CL_LIST_SERVICEMONITORS,
+          "servicemonitors (monitoring.coreos.com)",
+          { "/apis/monitoring.coreos.com/v1/servicemonitors", NULL, NULL, 0 },
+          false },
 };
 
 struct add_ctx {
@@ -497,8 +517,8 @@ static int fetch_once(struct kube_client *c, unsigned limit, struct cluster_fact
         for (size_t i = 0; i < ELEMENTSOF(lists); i++) {
                 struct kube_list_request req = lists[i].req;
                 req.limit = limit;
-                struct add_ctx a = {f, lists[i].l};
-                struct kube_list_stats st = {0};
+                struct add_ctx a = { f, lists[i].l };
+                struct kube_list_stats st = { 0 };
                 _cleanup_free_ char *err = NULL;
                 int r = kube_list_all(c, &req, add_item, &a, &st, &err);
                 f->pages += st.pages;
@@ -515,8 +535,10 @@ static int fetch_once(struct kube_client *c, unsigned limit, struct cluster_fact
                 if (r == -EPERM)
                         return errorf(ret_error, r, "cannot list %s: %s", lists[i].what, err ? err : "403 Forbidden");
                 if (partial)
-                        return errorf(ret_error, r, "the list of %s failed part-way, so no verdict is given (a partial "
-                                      "cluster is not the cluster): %s", lists[i].what, err ? err : strerror(-r));
+                        return errorf(ret_error, r,
+                                      "the list of %s failed part-way, so no verdict is given (a partial "
+                                      "cluster is not the cluster): %s",
+                                      lists[i].what, err ? err : strerror(-r));
                 return errorf(ret_error, r, "cannot list %s: %s", lists[i].what, err ? err : strerror(-r));
         }
         return 0;

@@ -1,4 +1,5 @@
-/* gpu_nodes.c: which Nodes are GPU nodes: GPU capacity (nvidia.com/gpu, nvidia.com/mig-*), NFD's PCI vendor label, the GPU Operator's label. */
+/* gpu_nodes.c: which Nodes are GPU nodes: GPU capacity (nvidia.com/gpu, nvidia.com/mig-*), NFD's PCI vendor label, the
+ * GPU Operator's label. */
 #include "cluster/cluster.h"
 #include "basic/util.h"
 

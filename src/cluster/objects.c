@@ -1,4 +1,5 @@
-/* objects.c: a Node object into the compact struct cl_node the cluster checks read (labels, resources, conditions, taints). */
+/* objects.c: a Node object into the compact struct cl_node the cluster checks read (labels, resources, conditions,
+ * taints). */
 #include "cluster/cluster.h"
 #include "kube/kube_objects.h"
 #include "basic/util.h"
@@ -7,7 +8,10 @@
 
 /* The agent's four condition types, layer 1..4 (src/agent/conditions.c writes them). */
 static const char *const layer_types[CLUSTER_LAYERS] = {
-        "GPUHardwareProblem", "GPUContainerRuntimeProblem", "GPUResourceExposureProblem", "GPUObservabilityProblem",
+        "GPUHardwareProblem",
+        "GPUContainerRuntimeProblem",
+        "GPUResourceExposureProblem",
+        "GPUObservabilityProblem",
 };
 
 /* Returns a malloc'd copy of the string member key of o (bounded to 4 KiB), or NULL. */
@@ -30,8 +34,8 @@ static int64_t gpu_sum(const json_t *resources) {
         int64_t sum = 0;
         const char *k;
         const json_t *v;
-        json_object_foreach((json_t *)resources, k, v)
-                if (streq(k, "nvidia.com/gpu") || startswith(k, "nvidia.com/mig-")) sum += quantity(v);
+        json_object_foreach((json_t *)resources, k,
+                            v) if (streq(k, "nvidia.com/gpu") || startswith(k, "nvidia.com/mig-")) sum += quantity(v);
         return sum;
 }
 
@@ -40,20 +44,21 @@ static int64_t rdma_sum(const json_t *resources) {
         int64_t sum = 0;
         const char *k;
         const json_t *v;
-        json_object_foreach((json_t *)resources, k, v)
-                if (startswith(k, "rdma/")) sum += quantity(v);
+        json_object_foreach((json_t *)resources, k, v) if (startswith(k, "rdma/")) sum += quantity(v);
         return sum;
 }
 
 int64_t cl_parse_time(const char *s) {
         if (!s) return 0;
-        struct tm tm = {0};
+        struct tm tm = { 0 };
         const char *p = strptime(s, "%Y-%m-%dT%H:%M:%S", &tm);
         if (!p) return 0;
         if (*p == '.')
-                for (p++; *p >= '0' && *p <= '9'; p++) {}
+                for (p++; *p >= '0' && *p <= '9'; p++) {
+                }
         int64_t off = 0;
-        if (*p == 'Z' || *p == 'z') p++;
+        if (*p == 'Z' || *p == 'z')
+                p++;
         else if ((*p == '+' || *p == '-') && p[1] && p[2] && p[3] == ':' && p[4] && p[5]) {
                 int h = (p[1] - '0') * 10 + (p[2] - '0'), m = (p[4] - '0') * 10 + (p[5] - '0');
                 if (h < 0 || h > 23 || m < 0 || m > 59) return 0;
@@ -75,7 +80,8 @@ static char *driver_version(const json_t *labels) {
         const char *mi = json_string_value(json_object_get(labels, "nvidia.com/cuda.driver.minor"));
         const char *rev = json_string_value(json_object_get(labels, "nvidia.com/cuda.driver.rev"));
         if (!ma) return NULL;
-        return xasprintf("%.32s%s%.32s%s%.32s", ma, mi ? "." : "", mi ? mi : "", rev && *rev ? "." : "", rev ? rev : "");
+        return xasprintf("%.32s%s%.32s%s%.32s", ma, mi ? "." : "", mi ? mi : "", rev && *rev ? "." : "",
+                         rev ? rev : "");
 }
 
 /* Returns the CUDA version the driver supports from GFD's labels ("12.4"), malloc'd, or NULL. */
@@ -152,7 +158,9 @@ int cl_node_parse(const json_t *node, struct cl_node *ret) {
                         struct cl_condition *d = &ret->layers[l];
                         free(d->reason);
                         free(d->message);
-                        d->status = streq(st, "True") ? CL_COND_TRUE : streq(st, "False") ? CL_COND_FALSE : CL_COND_UNKNOWN;
+                        d->status = streq(st, "True")    ? CL_COND_TRUE
+                                    : streq(st, "False") ? CL_COND_FALSE
+                                                         : CL_COND_UNKNOWN;
                         d->reason = dup_member(c, "reason");
                         d->message = dup_member(c, "message");
                         d->heartbeat = cl_parse_time(json_string_value(json_object_get(c, "lastHeartbeatTime")));

@@ -32,7 +32,7 @@ CL_CHECKS(DECLARE)
 
 const struct cl_check_def *const *cluster_checks(size_t *ret_n) {
 #define ENTRY(name) &cl_check_##name,
-        static const struct cl_check_def *const all[] = {CL_CHECKS(ENTRY)};
+        static const struct cl_check_def *const all[] = { CL_CHECKS(ENTRY) };
 #undef ENTRY
         *ret_n = sizeof all / sizeof all[0];
         return all;

@@ -1,15 +1,16 @@
-/* render_text.c: the cluster as a person reads it: one line per GPU node (layers, GPUs, root cause), then the six categories. */
+/* render_text.c: the cluster as a person reads it: one line per GPU node (layers, GPUs, root cause), then the six
+ * categories. */
 #include "cluster/cluster.h"
 #include "basic/util.h"
 
 #include <inttypes.h>
 
-#define C_RESET "\033[0m"
-#define C_RED "\033[31m"
+#define C_RESET  "\033[0m"
+#define C_RED    "\033[31m"
 #define C_YELLOW "\033[33m"
-#define C_GREEN "\033[32m"
-#define C_DIM "\033[2m"
-#define C_BOLD "\033[1m"
+#define C_GREEN  "\033[32m"
+#define C_DIM    "\033[2m"
+#define C_BOLD   "\033[1m"
 
 /* Returns the colour of a status. */
 static const char *color_of(enum check_status s) {
@@ -70,7 +71,8 @@ static void put_clean(FILE *out, const char *s) {
 static enum check_status category_status(const struct cluster_report *r, enum cl_category c) {
         enum check_status worst = CHECK_SKIP;
         for (size_t i = 0; i < r->n_findings; i++)
-                if (r->findings[i].def->category == c && check_status_rank(r->findings[i].f.status) > check_status_rank(worst))
+                if (r->findings[i].def->category == c &&
+                    check_status_rank(r->findings[i].f.status) > check_status_rank(worst))
                         worst = r->findings[i].f.status;
         return worst;
 }
@@ -81,7 +83,8 @@ int cluster_render_text(FILE *out, const struct cluster_report *r, const struct 
         const struct cluster_facts *f = r->facts;
         fprintf(out, "%sgpunode cluster%s: ", COL(C_BOLD), COL(C_RESET));
         put_clean(out, f->server);
-        fprintf(out, "\n%zu nodes, %zu GPU nodes, %zu ready for GPU work; GPUs allocatable %" PRId64 " of %" PRId64 "\n",
+        fprintf(out,
+                "\n%zu nodes, %zu GPU nodes, %zu ready for GPU work; GPUs allocatable %" PRId64 " of %" PRId64 "\n",
                 f->n_nodes_total, f->n_nodes, r->nodes_ready, r->gpus_allocatable, r->gpus_capacity);
         if (r->n_rows) {
                 int w = 4;
@@ -90,7 +93,8 @@ int cluster_render_text(FILE *out, const struct cluster_report *r, const struct 
                         if (len > w) w = len > 48 ? 48 : len;
                 }
                 bool all = (o && o->all_nodes) || r->n_rows <= CLUSTER_TABLE_ALL;
-                fprintf(out, "\n%s%-*s  READY  L1    L2    L3    L4    GPUS     ROOT CAUSE%s\n", COL(C_BOLD), w, "NODE", COL(C_RESET));
+                fprintf(out, "\n%s%-*s  READY  L1    L2    L3    L4    GPUS     ROOT CAUSE%s\n", COL(C_BOLD), w, "NODE",
+                        COL(C_RESET));
                 size_t hidden = 0;
                 for (size_t i = 0; i < r->n_rows; i++) {
                         const struct cl_row *row = &r->rows[i];
@@ -99,11 +103,17 @@ int cluster_render_text(FILE *out, const struct cluster_report *r, const struct 
                                 continue;
                         }
                         _cleanup_free_ char *name = escape_terminal(row->node->name);
-                        fprintf(out, "%-*s  %-5s ", w, name, row->node->ready == 1 ? "yes" : row->node->ready == 0 ? "no" : "?");
+                        fprintf(out, "%-*s  %-5s ", w, name,
+                                row->node->ready == 1   ? "yes"
+                                : row->node->ready == 0 ? "no"
+                                                        : "?");
                         for (int l = 0; l < CLUSTER_LAYERS; l++)
-                                fprintf(out, " %s%-4s%s ", COL(row->node->layers[l].status == CL_COND_ABSENT ? C_DIM : color_of(row->layer[l])),
+                                fprintf(out, " %s%-4s%s ",
+                                        COL(row->node->layers[l].status == CL_COND_ABSENT ? C_DIM
+                                                                                          : color_of(row->layer[l])),
                                         cell(row, l), COL(C_RESET));
-                        _cleanup_free_ char *gpus = xasprintf("%" PRId64 "/%" PRId64, row->node->gpu_allocatable, row->node->gpu_capacity);
+                        _cleanup_free_ char *gpus =
+                                xasprintf("%" PRId64 "/%" PRId64, row->node->gpu_allocatable, row->node->gpu_capacity);
                         fprintf(out, " %-8s %s", gpus, COL(color_of(row->status)));
                         put_clean(out, row->root_cause ? row->root_cause : "-");
                         fprintf(out, "%s\n", COL(C_RESET));
@@ -117,7 +127,8 @@ int cluster_render_text(FILE *out, const struct cluster_report *r, const struct 
                 for (size_t i = 0; i < r->n_findings; i++) {
                         const struct cl_finding *fd = &r->findings[i];
                         if ((int)fd->def->category != cat) continue;
-                        fprintf(out, "  %s[%s]%s %-32s ", COL(color_of(fd->f.status)), tag(fd->f.status), COL(C_RESET), fd->def->id);
+                        fprintf(out, "  %s[%s]%s %-32s ", COL(color_of(fd->f.status)), tag(fd->f.status), COL(C_RESET),
+                                fd->def->id);
                         put_clean(out, fd->f.summary);
                         fputc('\n', out);
                         bool detail = (o && o->verbose) || fd->f.status == CHECK_FAIL || fd->f.status == CHECK_WARN ||
@@ -139,7 +150,8 @@ int cluster_render_text(FILE *out, const struct cluster_report *r, const struct 
         const char *vc = r->verdict == VERDICT_FAILED ? C_RED : r->verdict == VERDICT_DEGRADED ? C_YELLOW : C_GREEN;
         fprintf(out, "\n%sVerdict: %s%s", COL(vc), verdict_name(r->verdict), COL(C_RESET));
         if (r->root_cause) {
-                fprintf(out, "; root cause: %s (%s): ", r->root_cause->def->id, cl_category_id(r->root_cause->def->category));
+                fprintf(out, "; root cause: %s (%s): ", r->root_cause->def->id,
+                        cl_category_id(r->root_cause->def->category));
                 put_clean(out, r->root_cause->f.summary);
         }
         fputc('\n', out);

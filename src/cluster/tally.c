@@ -18,7 +18,7 @@ void cl_tally_add(struct cl_tally *t, const char *v) {
 }
 
 char *cl_tally_text(const struct cl_tally *t) {
-        struct buf b = {0};
+        struct buf b = { 0 };
         for (size_t i = 0; i < t->n; i++) buf_printf(&b, "%s%s (%zu)", i ? ", " : "", t->value[i], t->count[i]);
         if (t->other) buf_printf(&b, ", %zu more", t->other);
         return b.data ? b.data : xstrdup("");

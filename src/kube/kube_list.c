@@ -8,12 +8,12 @@
 
 char *kube_query_escape(const char *s) {
         static const char hex[] = "0123456789ABCDEF";
-        struct buf b = {0};
+        struct buf b = { 0 };
         for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
                 if (isalnum(*p) || *p == '-' || *p == '.' || *p == '_' || *p == '~') {
                         buf_append(&b, (const char *)p, 1);
                 } else {
-                        char e[3] = {'%', hex[*p >> 4], hex[*p & 15]};
+                        char e[3] = { '%', hex[*p >> 4], hex[*p & 15] };
                         buf_append(&b, e, 3);
                 }
         }
@@ -22,7 +22,7 @@ char *kube_query_escape(const char *s) {
 
 /* Returns the path of one page (malloc'd): req's selectors and limit, and the continue token when not NULL. */
 static char *page_path(const struct kube_list_request *req, const char *cont) {
-        struct buf b = {0};
+        struct buf b = { 0 };
         buf_printf(&b, "%s?limit=%u", req->path, req->limit ? req->limit : KUBE_LIST_LIMIT_DEFAULT);
         if (req->label_selector && *req->label_selector) {
                 _cleanup_free_ char *e = kube_query_escape(req->label_selector);
@@ -41,7 +41,7 @@ static char *page_path(const struct kube_list_request *req, const char *cont) {
 
 int kube_list_all(struct kube_client *c, const struct kube_list_request *req, kube_list_item_fn fn, void *userdata,
                   struct kube_list_stats *ret_stats, char **ret_error) {
-        struct kube_list_stats st = {0};
+        struct kube_list_stats st = { 0 };
         _cleanup_free_ char *cont = NULL;
         int r = 0;
         if (!req || !req->path || req->path[0] != '/') return errorf(ret_error, -EINVAL, "no list path");
@@ -58,8 +58,10 @@ int kube_list_all(struct kube_client *c, const struct kube_list_request *req, ku
                         if (st.pages == 0)
                                 r = errorf(ret_error, r, "%s", err ? err : strerror(-r));
                         else if (r == -ESTALE)
-                                r = errorf(ret_error, r, "list %s: the continue token expired after %zu page(s), %zu items "
-                                           "(410 Expired): %s", req->path, st.pages, st.items, err ? err : "");
+                                r = errorf(ret_error, r,
+                                           "list %s: the continue token expired after %zu page(s), %zu items "
+                                           "(410 Expired): %s",
+                                           req->path, st.pages, st.items, err ? err : "");
                         else
                                 r = errorf(ret_error, r, "list %s: page %zu failed after %zu items: %s", req->path,
                                            st.pages + 1, st.items, err ? err : strerror(-r));

@@ -1,4 +1,5 @@
-/* test_cluster.c: gpunode cluster's parsers and judgement: GPU node detection, Node and pod extraction from recorded API objects, the agent's report read back, bottom-up attribution. */
+/* test_cluster.c: gpunode cluster's parsers and judgement: GPU node detection, Node and pod extraction from recorded
+ * API objects, the agent's report read back, bottom-up attribution. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -30,7 +31,7 @@ static void test_parse_time(void **state) {
         assert_int_equal(cl_parse_time("2026-12-01T12:00:00Z"), 1796126400);
         assert_int_equal(cl_parse_time("2026-12-01T12:00:00.123456Z"), 1796126400);
         assert_int_equal(cl_parse_time("2026-12-01T13:30:00+01:30"), 1796126400);
-        assert_int_equal(cl_parse_time("2026-12-01T12:00:00"), 0);   /* no zone */
+        assert_int_equal(cl_parse_time("2026-12-01T12:00:00"), 0); /* no zone */
         assert_int_equal(cl_parse_time("yesterday"), 0);
         assert_int_equal(cl_parse_time("2026-12-01T12:00:00Zjunk"), 0);
         assert_int_equal(cl_parse_time(NULL), 0);
@@ -45,8 +46,9 @@ static void test_gpu_node_reason(void **state) {
         assert_string_equal(cl_gpu_node_reason(j), "GPU capacity");
         json_decref(j);
         /* a zero count is not a GPU; the NFD label still makes it one (a node whose device plugin died) */
-        j = parse("{\"metadata\":{\"name\":\"a\",\"labels\":{\"feature.node.kubernetes.io/pci-10de.present\":\"true\"}},"
-                  "\"status\":{\"capacity\":{\"nvidia.com/gpu\":\"0\"}}}");
+        j = parse(
+                "{\"metadata\":{\"name\":\"a\",\"labels\":{\"feature.node.kubernetes.io/pci-10de.present\":\"true\"}},"
+                "\"status\":{\"capacity\":{\"nvidia.com/gpu\":\"0\"}}}");
         assert_string_equal(cl_gpu_node_reason(j), "label feature.node.kubernetes.io/pci-10de.present=true");
         json_decref(j);
         j = parse("{\"metadata\":{\"name\":\"a\",\"labels\":{\"nvidia.com/gpu.present\":\"true\"}}}");
@@ -76,25 +78,29 @@ static void test_node_parse_recorded(void **state) {
         assert_string_equal(n.runtime_version, "containerd://1.7.13");
         assert_string_equal(n.mig_config_state, "success");
         assert_true(n.operator_toolkit);
-        for (int l = 0; l < CLUSTER_LAYERS; l++) assert_int_equal(n.layers[l].status, CL_COND_ABSENT); /* no agent there */
+        for (int l = 0; l < CLUSTER_LAYERS; l++)
+                assert_int_equal(n.layers[l].status, CL_COND_ABSENT); /* no agent there */
         cl_node_free(&n);
         json_decref(j);
 }
 
 static void test_node_parse_conditions(void **state) {
         (void)state;
-        json_t *j = parse("{\"metadata\":{\"name\":\"g\",\"labels\":{\"nvidia.com/cuda.driver.major\":\"535\","
-                          "\"nvidia.com/cuda.driver.minor\":\"161\",\"nvidia.com/cuda.driver.rev\":\"08\"}},"
-                          "\"spec\":{\"unschedulable\":true,\"taints\":[{\"key\":\"gpunode.io/unhealthy\",\"value\":\"hardware\","
-                          "\"effect\":\"NoSchedule\"},{\"effect\":\"NoSchedule\"}]},"
-                          "\"status\":{\"capacity\":{\"nvidia.com/gpu\":\"8\",\"nvidia.com/mig-1g.10gb\":\"2k\"},"
-                          "\"allocatable\":{\"nvidia.com/gpu\":\"0\",\"nvidia.com/mig-2g\":\"1.5\"},\"conditions\":["
-                          "{\"type\":\"Ready\",\"status\":\"False\",\"reason\":\"KubeletNotReady\"},"
-                          "{\"type\":\"GPUHardwareProblem\",\"status\":\"True\",\"reason\":\"DriverXidErrors\",\"message\":\"Xid 79\","
-                          "\"lastHeartbeatTime\":\"2026-12-01T12:00:00Z\"},"
-                          "{\"type\":\"GPUContainerRuntimeProblem\",\"status\":\"Unknown\",\"reason\":\"BlockedByDriverXidErrors\"},"
-                          "{\"type\":\"GPUObservabilityProblem\",\"status\":\"False\",\"reason\":\"GPUObservabilityHealthy\","
-                          "\"lastHeartbeatTime\":\"garbage\"},{\"type\":7}]}}");
+        json_t *j = parse(
+                "{\"metadata\":{\"name\":\"g\",\"labels\":{\"nvidia.com/cuda.driver.major\":\"535\","
+                "\"nvidia.com/cuda.driver.minor\":\"161\",\"nvidia.com/cuda.driver.rev\":\"08\"}},"
+                "\"spec\":{\"unschedulable\":true,\"taints\":[{\"key\":\"gpunode.io/unhealthy\",\"value\":\"hardware\","
+                "\"effect\":\"NoSchedule\"},{\"effect\":\"NoSchedule\"}]},"
+                "\"status\":{\"capacity\":{\"nvidia.com/gpu\":\"8\",\"nvidia.com/mig-1g.10gb\":\"2k\"},"
+                "\"allocatable\":{\"nvidia.com/gpu\":\"0\",\"nvidia.com/mig-2g\":\"1.5\"},\"conditions\":["
+                "{\"type\":\"Ready\",\"status\":\"False\",\"reason\":\"KubeletNotReady\"},"
+                "{\"type\":\"GPUHardwareProblem\",\"status\":\"True\",\"reason\":\"DriverXidErrors\",\"message\":\"Xid "
+                "79\","
+                "\"lastHeartbeatTime\":\"2026-12-01T12:00:00Z\"},"
+                "{\"type\":\"GPUContainerRuntimeProblem\",\"status\":\"Unknown\",\"reason\":"
+                "\"BlockedByDriverXidErrors\"},"
+                "{\"type\":\"GPUObservabilityProblem\",\"status\":\"False\",\"reason\":\"GPUObservabilityHealthy\","
+                "\"lastHeartbeatTime\":\"garbage\"},{\"type\":7}]}}");
         struct cl_node n;
         assert_int_equal(cl_node_parse(j, &n), 0);
         assert_int_equal(n.ready, 0);
@@ -124,14 +130,15 @@ static void test_node_parse_conditions(void **state) {
 /* The healthy scenario's recorded node and its 16 pods, fed as the lists would. */
 static void test_facts_from_recorded(void **state) {
         (void)state;
-        struct cluster_facts f = {.now = 1796126400, .stale_after_s = 900};
+        struct cluster_facts f = { .now = 1796126400, .stale_after_s = 900 };
         json_t *node = load("k8s-healthy/api/api/v1/nodes/k8s-healthy.json");
         assert_int_equal(cluster_facts_add(&f, CL_LIST_NODES, node), 0);
         cluster_facts_finish(&f);
         json_t *pods = load("k8s-healthy/api/api/v1/pods?fieldSelector=spec.nodeName=k8s-healthy.json");
         size_t i;
         json_t *p;
-        json_array_foreach(json_object_get(pods, "items"), i, p) assert_true(cluster_facts_add(&f, CL_LIST_PODS, p) >= 0);
+        json_array_foreach(json_object_get(pods, "items"), i, p)
+                assert_true(cluster_facts_add(&f, CL_LIST_PODS, p) >= 0);
         assert_int_equal(f.n_pods, 16);
         struct cl_node *n = cluster_node_find(&f, "k8s-healthy");
         assert_non_null(n);
@@ -147,7 +154,8 @@ static void test_facts_from_recorded(void **state) {
         struct cluster_report r;
         assert_int_equal(cluster_report_build(&f, &r), 0);
         assert_int_equal(cluster_report_find(&r, "infrastructure.agent-running")->f.status, CHECK_FAIL);
-        assert_int_equal(cluster_report_find(&r, "observability.metrics-endpoint")->f.status, CHECK_PASS); /* dcgm-exporter */
+        assert_int_equal(cluster_report_find(&r, "observability.metrics-endpoint")->f.status,
+                         CHECK_PASS); /* dcgm-exporter */
         assert_int_equal(cluster_report_find(&r, "gpu-health.layer-conditions")->f.status, CHECK_BLOCKED);
         assert_string_equal(r.rows[0].root_cause, "no gpunode agent");
         cluster_report_free(&r);
@@ -161,29 +169,33 @@ static json_t *gpu_node(const char *name, bool failing) {
         _cleanup_free_ char *s = xasprintf(
                 "{\"metadata\":{\"name\":\"%s\"},\"status\":{\"capacity\":{\"nvidia.com/gpu\":\"8\"},"
                 "\"allocatable\":{\"nvidia.com/gpu\":\"%s\"},\"conditions\":[{\"type\":\"Ready\",\"status\":\"True\"},"
-                "{\"type\":\"GPUHardwareProblem\",\"status\":\"%s\",\"reason\":\"%s\",\"lastHeartbeatTime\":\"2026-12-01T11:59:00Z\"}]}}",
-                name, failing ? "0" : "8", failing ? "True" : "False", failing ? "DriverNvmlInit" : "GPUHardwareHealthy");
+                "{\"type\":\"GPUHardwareProblem\",\"status\":\"%s\",\"reason\":\"%s\",\"lastHeartbeatTime\":\"2026-12-"
+                "01T11:59:00Z\"}]}}",
+                name, failing ? "0" : "8", failing ? "True" : "False",
+                failing ? "DriverNvmlInit" : "GPUHardwareHealthy");
         return parse(s);
 }
 
 static void test_attribution(void **state) {
         (void)state;
-        struct cluster_facts f = {.now = 1796126400, .stale_after_s = 900};
+        struct cluster_facts f = { .now = 1796126400, .stale_after_s = 900 };
         json_t *a = gpu_node("a", false), *b = gpu_node("b", true);
         assert_int_equal(cluster_facts_add(&f, CL_LIST_NODES, b), 0);
         assert_int_equal(cluster_facts_add(&f, CL_LIST_NODES, a), 0);
         assert_int_equal(cluster_facts_add(&f, CL_LIST_NODES, a), 1); /* the same name twice */
         cluster_facts_finish(&f);
         assert_string_equal(f.nodes[0].name, "a"); /* sorted */
-        json_t *pod = parse("{\"metadata\":{\"name\":\"p\",\"namespace\":\"ml\"},\"spec\":{\"containers\":[{\"resources\":"
-                            "{\"limits\":{\"nvidia.com/gpu\":\"4\"}}}],\"initContainers\":[{\"resources\":{\"requests\":"
-                            "{\"nvidia.com/gpu\":\"6\"}}}]},\"status\":{\"phase\":\"Pending\"}}");
+        json_t *pod =
+                parse("{\"metadata\":{\"name\":\"p\",\"namespace\":\"ml\"},\"spec\":{\"containers\":[{\"resources\":"
+                      "{\"limits\":{\"nvidia.com/gpu\":\"4\"}}}],\"initContainers\":[{\"resources\":{\"requests\":"
+                      "{\"nvidia.com/gpu\":\"6\"}}}]},\"status\":{\"phase\":\"Pending\"}}");
         assert_int_equal(cluster_facts_add(&f, CL_LIST_PODS, pod), 0);
         assert_int_equal(f.n_pending, 1);
         assert_int_equal(f.pending[0].gpus, 6); /* the larger of the init container and the sum */
-        json_t *ev = parse("{\"metadata\":{\"name\":\"e\",\"namespace\":\"ml\"},\"involvedObject\":{\"kind\":\"Pod\","
-                           "\"namespace\":\"ml\",\"name\":\"p\"},\"reason\":\"FailedScheduling\",\"message\":\"0/2 nodes are "
-                           "available: 2 Insufficient nvidia.com/gpu.\"}");
+        json_t *ev = parse(
+                "{\"metadata\":{\"name\":\"e\",\"namespace\":\"ml\"},\"involvedObject\":{\"kind\":\"Pod\","
+                "\"namespace\":\"ml\",\"name\":\"p\"},\"reason\":\"FailedScheduling\",\"message\":\"0/2 nodes are "
+                "available: 2 Insufficient nvidia.com/gpu.\"}");
         assert_int_equal(cluster_facts_add(&f, CL_LIST_EVENTS, ev), 0);
         assert_non_null(f.pending[0].message);
         struct cluster_report r;
@@ -200,7 +212,7 @@ static void test_attribution(void **state) {
         char *buf = NULL;
         size_t len = 0;
         FILE *m = open_memstream(&buf, &len);
-        struct cl_text_options to = {0};
+        struct cl_text_options to = { 0 };
         assert_int_equal(cluster_render_text(m, &r, &to), 0);
         fclose(m);
         assert_non_null(strstr(buf, "b     yes    FAIL  ?     ?     ?     0/8      layer 1: DriverNvmlInit"));
@@ -212,7 +224,7 @@ static void test_attribution(void **state) {
         cluster_report_free(&r);
         cluster_facts_free(&f);
         /* no GPU nodes at all: everything rests on infrastructure.gpu-nodes */
-        struct cluster_facts empty = {.now = 1};
+        struct cluster_facts empty = { .now = 1 };
         cluster_facts_finish(&empty);
         cluster_report_build(&empty, &r);
         assert_int_equal(cluster_report_find(&r, "infrastructure.gpu-nodes")->f.status, CHECK_FAIL);
@@ -243,8 +255,12 @@ static void test_agent_report(void **state) {
                 "{\"schema\":\"gpunode.report/v2\",\"verdict\":\"healthy\",\"checks\":[]}",
                 "{\"schema\":\"gpunode.report/v1\",\"verdict\":\"great\",\"checks\":[]}",
                 "{\"schema\":\"gpunode.report/v1\",\"verdict\":\"healthy\"}",
-                "{\"schema\":\"gpunode.report/v1\",\"verdict\":\"healthy\",\"checks\":[{\"id\":\"x\",\"component\":\"c\",\"layer\":5,\"status\":\"pass\"}]}",
-                "{\"schema\":\"gpunode.report/v1\",\"verdict\":\"healthy\",\"checks\":[{\"id\":\"x\",\"component\":\"c\",\"layer\":1,\"status\":\"ok\"}]}",
+                "{\"schema\":\"gpunode.report/"
+                "v1\",\"verdict\":\"healthy\",\"checks\":[{\"id\":\"x\",\"component\":\"c\",\"layer\":5,\"status\":"
+                "\"pass\"}]}",
+                "{\"schema\":\"gpunode.report/"
+                "v1\",\"verdict\":\"healthy\",\"checks\":[{\"id\":\"x\",\"component\":\"c\",\"layer\":1,\"status\":"
+                "\"ok\"}]}",
                 "[]",
         };
         for (size_t i = 0; i < ELEMENTSOF(bad); i++) {
@@ -259,12 +275,9 @@ static void test_agent_report(void **state) {
 
 int main(void) {
         const struct CMUnitTest tests[] = {
-                cmocka_unit_test(test_parse_time),
-                cmocka_unit_test(test_gpu_node_reason),
-                cmocka_unit_test(test_node_parse_recorded),
-                cmocka_unit_test(test_node_parse_conditions),
-                cmocka_unit_test(test_facts_from_recorded),
-                cmocka_unit_test(test_attribution),
+                cmocka_unit_test(test_parse_time),          cmocka_unit_test(test_gpu_node_reason),
+                cmocka_unit_test(test_node_parse_recorded), cmocka_unit_test(test_node_parse_conditions),
+                cmocka_unit_test(test_facts_from_recorded), cmocka_unit_test(test_attribution),
                 cmocka_unit_test(test_agent_report),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
