@@ -164,7 +164,8 @@ for (const { file, obj } of objs.ClusterRole) {
   const grants = (role, group, res, verb) => (role?.rules ?? []).some((r) => (r.apiGroups ?? []).includes(group) &&
     (r.resources ?? []).includes(res) && (r.verbs ?? []).includes(verb));
   const fetchC = fs.readFileSync(path.join(sourceRoot, "src", "cluster", "fetch.c"), "utf8");
-  const listed = [...fetchC.matchAll(/\{"\/api(?:s\/([a-z0-9.-]+)\/v[0-9a-z]+|\/v1)\/([a-z]+)"/g)].map((m) => [m[1] ?? "", m[2]]);
+  const listed = [...new Set([...fetchC.matchAll(/"\/api(?:s\/([a-z0-9.-]+)\/v[0-9a-z]+|\/v1)\/([a-z]+)"/g)]
+    .map((m) => `${m[1] ?? ""}/${m[2]}`))].map((k) => k.split("/"));
   check(listed.length >= 9, `fetch.c lists ${listed.length} resources`);
   for (const [g, r] of listed) check(grants(reader, g, r, "list"), `gpunode-cluster-reader grants list ${g || "core"}/${r}`);
   check(grants(proxyRole, "", "pods/proxy", "get") && proxyRole.rules.length === 1 &&
