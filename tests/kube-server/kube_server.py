@@ -77,6 +77,8 @@ responses folder, as the API server lists them:
     items, metadata.continue (base64 of {"rv", "start", "page", "t"}) and remainingItemCount while more
     remain; a continue token older than --continue-ttl seconds (default 300) answers 410 Expired with
     the API's message.
+  GET /api, /apis, /api/v1, /apis/GROUP/VERSION  legacy discovery of the resources served (what kubectl
+    asks before a list)
   GET /api/v1/namespaces/NS/pods/NAME[:PORT]/proxy/PATH  the pod proxy: an HTTP GET of
     http://<status.podIP>:<PORT, else the first containerPort>/PATH, its status and body passed on;
     503 ServiceUnavailable ("error trying to reach service: ...") when nothing answers there, 404
