@@ -32,6 +32,7 @@ enum {
         OPT_CONTEXT,
         OPT_NAMESPACE,
         OPT_CTIMEOUT,
+        OPT_LIST_CHECKS,
 };
 
 struct cluster_options {
@@ -267,6 +268,7 @@ static int cmd_cluster(int argc, char **argv) {
                 { "namespace", required_argument, NULL, OPT_NAMESPACE },
                 { "verbose", no_argument, NULL, OPT_VERBOSE },
                 { "no-color", no_argument, NULL, OPT_NO_COLOR },
+                { "list-checks", no_argument, NULL, OPT_LIST_CHECKS },
                 { 0 },
         };
         struct cluster_options o = {
@@ -334,6 +336,12 @@ static int cmd_cluster(int argc, char **argv) {
                 case OPT_NAMESPACE: o.namespace = optarg; break;
                 case OPT_VERBOSE: o.verbose = true; break;
                 case OPT_NO_COLOR: o.color = false; break;
+                case OPT_LIST_CHECKS: {
+                        size_t n;
+                        const struct cl_check_def *const *defs = cluster_checks(&n);
+                        for (size_t i = 0; i < n; i++) printf("%-34s %s\n", defs[i]->id, defs[i]->title);
+                        return 0;
+                }
                 default: return EXIT_USAGE;
                 }
         }
@@ -376,6 +384,7 @@ const struct command command_cluster = {
                 "  --all-nodes           one line per GPU node also past 50 nodes (else only troubled ones)\n"
                 "  --verbose             evidence of passing checks too\n"
                 "  --no-color            no colours (NO_COLOR is honoured too)\n"
+                "  --list-checks         print every check's id and what it verifies, and exit\n"
                 "  check NODE            the node's current report from its agent, through the API server's pod proxy\n"
                 "                        (/api/v1/namespaces/NS/pods/POD:PORT/proxy/report), shown as `gpunode check` "
                 "does\n"

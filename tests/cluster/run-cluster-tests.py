@@ -407,6 +407,11 @@ check(r.returncode == 69 and r.stdout == "" and "410" in r.stderr and "expired" 
 srv.stop()
 
 # ---- usage ----
+r = subprocess.run([gpunode, "cluster", "--list-checks"], capture_output=True, text=True)
+ids = [l.split()[0] for l in r.stdout.splitlines()]
+check(r.returncode == 0 and len(ids) == 23 and ids[0] == "infrastructure.gpu-nodes" and ids[-1] == "observability.scrape-config"
+      and all(i.split(".")[0] in ("infrastructure", "gpu-health", "network", "storage", "scheduling", "observability") for i in ids),
+      "--list-checks: 23 checks, each <category>.<name>", r.stdout)
 r = subprocess.run([gpunode, "cluster", "--output", "yaml"], capture_output=True, text=True)
 check(r.returncode == 64, "--output yaml: usage error")
 
