@@ -145,6 +145,7 @@ const struct check_def check_gfd_labels = {
         .outcomes = "pass: consistent; fail: product, count, memory, compute capability or mig.capable contradict NVML, or "
                     "GFD is deployed without labels; warn: driver/CUDA version labels from another driver; skip: GFD not deployed",
         .remedy = "restart the gpu-feature-discovery pod on this node and check its log and Node Feature Discovery's (nfd-worker, nfd-master)",
-        .depends = {"kubelet.api-access", "driver.nvml-init", "driver.gpu-count"},
+        .depends = {"kubelet.api-access", "driver.nvml-init", "driver.gpu-count", "mig-manager.state"},
+        .rests_on = kube_rests_on_mig_manager_if_mig,
         .run = run_gfd_labels,
 };
