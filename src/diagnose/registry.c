@@ -39,6 +39,7 @@
         X(kubelet_api_access)                                                                     \
         X(kubelet_node_ready)                                                                     \
         X(gpu_operator_pods)                                                                      \
+        X(gpu_operator_validations)                                                               \
         X(network_operator_pods)                                                                  \
         X(mig_manager_state)                                                                      \
         X(device_plugin_pod)                                                                      \

@@ -383,6 +383,7 @@ def scenarios(hgx, Node, l4_node):
                    {"node/metrics": NODE_PAGE}, args=urls(dcgm="http://127.0.0.1:@CLOSED_PORT@/metrics")))
 
     mig_scenarios(hgx)  # last: pod numbering of the scenarios above stays as it was
+    validation_scenarios(hgx)
 
 
 # H100 80GB HBM3 MIG profiles (nvidia-smi mig -lgip): GPU instance profile index, compute instance profile
@@ -445,4 +446,32 @@ def mig_scenarios(hgx):
                            "not configured correctly: device 0 has no MIG devices configured")
     n.finish(serve(n, api_docs(n, node_object(n, gpus="0", labels=labels), operator_pods(n, dp=dp) + other_pods(n)),
                    healthy_metrics(n), args=urls()))
+    pod.counter = counter
+
+
+def validation_scenarios(hgx):
+    """The GPU Operator's validation files against the validations that ran (gpu-operator.validations)."""
+    counter = pod.counter  # the scenarios written after these keep their pod numbering
+    # /run/nvidia/validations lost plugin-ready (a cleanup emptied part of the tmpfs) while the validator's
+    # plugin-validation completed long ago: the pods that wait for it would stay in Init at their next start.
+    n = hgx("k8s-validation-file-lost", runtime=False)
+    n.toolkit()
+    n.containerd(version=2)
+    n.cdi_spec()
+    n.validations(".driver-ctr-ready", "driver-ready", "toolkit-ready", "cuda-ready")
+    kubelet_files(n)
+    n.nvml_doc()
+    n.finish(serve(n, api_docs(n, node_object(n), operator_pods(n) + other_pods(n)), healthy_metrics(n), args=urls()))
+
+    # GPUDirect RDMA on (the driver container's .driver-ctr-ready): nvidia-peermem was validated with the driver,
+    # and its file is there; GDS and GDRCopy are off, so nvidia-fs-ready and gdrcopy-ready are not expected.
+    n = hgx("k8s-validation-peermem", runtime=False)
+    n.toolkit()
+    n.containerd(version=2)
+    n.cdi_spec()
+    n.validations(".driver-ctr-ready", "driver-ready", "nvidia-peermem-ready", "toolkit-ready", "cuda-ready", "plugin-ready",
+                  text={".driver-ctr-ready": "GDRCOPY_ENABLED: false\nGDS_ENABLED: false\nGPU_DIRECT_RDMA_ENABLED: true\n"})
+    kubelet_files(n)
+    n.nvml_doc()
+    n.finish(serve(n, api_docs(n, node_object(n), operator_pods(n) + other_pods(n)), healthy_metrics(n), args=urls()))
     pod.counter = counter

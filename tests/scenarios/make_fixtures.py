@@ -347,9 +347,17 @@ class Node:
         y += ["  name: all", "kind: nvidia.com/gpu"]
         self.write(path, "\n".join(y) + "\n")
 
-    def validations(self, *names):
+    # What the validator and the driver container write in them (gpu-operator cmd/nvidia-validator/main.go
+    # createStatusFile, assets/state-driver/0400_configmap.yaml); the other files are empty.
+    VALIDATION_TEXT = {
+        "driver-ready": "IS_HOST_DRIVER=true\nNVIDIA_DRIVER_ROOT=/\nDRIVER_ROOT_CTR_PATH=/host\nNVIDIA_DEV_ROOT=/\n"
+                        "DEV_ROOT_CTR_PATH=/host\n",
+        ".driver-ctr-ready": "GDRCOPY_ENABLED: false\nGDS_ENABLED: false\nGPU_DIRECT_RDMA_ENABLED: false\n",
+    }
+
+    def validations(self, *names, text=None):
         for n in names:
-            self.write("run/nvidia/validations/%s" % n, "")
+            self.write("run/nvidia/validations/%s" % n, (text or {}).get(n, self.VALIDATION_TEXT.get(n, "")))
 
     def nvml_doc(self, **top):
         gpus = []

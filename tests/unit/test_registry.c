@@ -179,6 +179,52 @@ static void test_mig_manager_rests_only_with_mig(void **state) {
         assert_true(mig > 0 && mig < dp);
 }
 
+/* gpu-operator.validations: a validation whose init container keeps failing, without its file, fails; a
+ * component nothing validates here (MOFED, vGPU, ...) is not judged; without operator pods it skips. */
+static void test_operator_validations(void **state) {
+        struct kube_kv labels[] = {{(char *)"app", (char *)"nvidia-operator-validator"}};
+        struct kube_container cs[] = {
+                {.name = (char *)"driver-validation", .init = true, .state = KUBE_STATE_TERMINATED, .exit_code = 0,
+                 .reason = (char *)"Completed"},
+                {.name = (char *)"toolkit-validation", .init = true, .state = KUBE_STATE_WAITING, .restarts = 3,
+                 .reason = (char *)"CrashLoopBackOff", .has_last = true, .last_exit_code = 1,
+                 .last_message = (char *)"nvidia-smi: failed to run: no such file"},
+                {.name = (char *)"nvidia-operator-validator", .state = KUBE_STATE_WAITING, .reason = (char *)"PodInitializing"},
+        };
+        struct kube_pod_info pod = {.namespace = (char *)"gpu-operator", .name = (char *)"nvidia-operator-validator-x",
+                                    .phase = (char *)"Pending", .labels = labels, .n_labels = 1, .containers = cs,
+                                    .n_containers = ELEMENTSOF(cs), .n_init_spec = 2};
+        enum kube_pod_role role = POD_OPERATOR;
+        char *names[] = {(char *)"driver-ready", (char *)"mofed-ready"};
+        char *texts[] = {(char *)"IS_HOST_DRIVER=true\n", (char *)""};
+        struct kube_facts kf = {
+                .kubelet = {.validations = names, .validation_texts = texts, .n_validations = 2},
+                .api = {.node_name = (char *)"n", .pods = &pod, .roles = &role, .n_pods = 1,
+                        .operator_namespace = (char *)"gpu-operator"},
+        };
+        struct node_facts facts = {.kube = &kf};
+        struct finding f = run_one("gpu-operator.validations", &facts);
+        assert_int_equal(f.status, CHECK_FAIL);
+        assert_non_null(strstr(f.summary, "container toolkit"));
+        assert_non_null(strstr(f.remedy, "toolkit-validation"));
+        for (size_t i = 0; i < f.n_evidence; i++)
+                if (strncmp(f.evidence[i], "mofed:", 6) == 0) fail_msg("MOFED judged though nothing validates it: %s", f.evidence[i]);
+        finding_done(&f);
+        /* the toolkit validated: all files there but mofed's, which is not expected */
+        cs[1] = (struct kube_container){.name = (char *)"toolkit-validation", .init = true, .state = KUBE_STATE_TERMINATED};
+        char *names2[] = {(char *)"driver-ready", (char *)"toolkit-ready"};
+        kf.kubelet.validations = names2;
+        f = run_one("gpu-operator.validations", &facts);
+        assert_int_equal(f.status, CHECK_PASS);
+        finding_done(&f);
+        /* no operator pod */
+        pod.labels = NULL;
+        pod.n_labels = 0;
+        f = run_one("gpu-operator.validations", &facts);
+        assert_int_equal(f.status, CHECK_SKIP);
+        finding_done(&f);
+}
+
 int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_checks_well_formed),
@@ -186,6 +232,7 @@ int main(void) {
                 cmocka_unit_test(test_rdma_modules_unreadable),
                 cmocka_unit_test(test_api_failure_classes),
                 cmocka_unit_test(test_mig_manager_rests_only_with_mig),
+                cmocka_unit_test(test_operator_validations),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }
