@@ -10,7 +10,7 @@
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         if (size > 4096) return 0;
         /* an exact-size copy, so that a read past the config space is caught */
-        uint8_t *cfg = malloc(size ? size : 1);
+        uint8_t *cfg = calloc(1, size ? size : 1);
         if (!cfg) abort();
         if (size) memcpy(cfg, data, size);
         bool vgpu;
