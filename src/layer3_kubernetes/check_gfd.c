@@ -57,7 +57,19 @@ static void run_gfd_labels(const struct node_facts *facts, struct finding *f) {
         bool mig_single = want_product && strstr(product, "-MIG-") &&
                           !(plen >= strlen("-MIG-INVALID") && streq(product + plen - strlen("-MIG-INVALID"), "-MIG-INVALID"));
         _cleanup_free_ char *count = NULL, *mem = NULL;
-        if (mig_single) {
+        /* GFD's invalid-strategy labels: count and memory 0, when the single strategy's MIG layout does not fit */
+        bool mig_invalid = want_product && !mig_single && strstr(product, "-MIG-INVALID");
+        int invalid_expected = mig_invalid ? gfd_mig_single_invalid(n) : 0;
+        if (mig_invalid && invalid_expected == 0) {
+                finding_evidence(f, "nvidia.com/gpu.product=%s, but NVML's MIG devices fit the single strategy", product);
+                hard++;
+        }
+        if (mig_invalid) {
+                if (invalid_expected == 1) {
+                        count = xstrdup("0");
+                        mem = xstrdup("0");
+                }
+        } else if (mig_single) {
                 unsigned migs = 0;
                 bool known = true;
                 const struct nvml_mig_facts *first = NULL;
@@ -138,6 +150,14 @@ static void run_gfd_labels(const struct node_facts *facts, struct finding *f) {
                                   "(`kubectl -n %s delete pod -l app=gpu-feature-discovery --field-selector spec.nodeName=%s`) "
                                   "and check its log and NFD's",
                                pod ? pod->namespace : "gpu-operator", a->node_name);
+        } else if (invalid_expected == 1) {
+                finding_warn(f, "GFD labels the GPUs %s: the MIG layout does not fit the single MIG strategy (a GPU without MIG "
+                                "mode or without MIG devices, or more than one profile), so nvidia.com/gpu has nothing to offer",
+                             product);
+                finding_remedy(f, "make the layout uniform (one profile on every GPU, e.g. `kubectl label node %s "
+                                  "nvidia.com/mig.config=all-1g.10gb --overwrite` with the MIG manager) or use the mixed "
+                                  "strategy; see mig-manager.state",
+                               a->node_name);
         } else if (soft) {
                 finding_warn(f, "%d driver/CUDA version label(s) are from another driver than the one loaded%s", soft,
                              h == KUBE_POD_FAIL ? why : ": GFD has not relabelled the node since the driver changed");

@@ -242,6 +242,30 @@ int gfd_mig_name(const struct nvml_mig_facts *m, char *buf, size_t size) {
         return 0;
 }
 
+int gfd_mig_single_invalid(const struct nvml_facts *n) {
+        bool any_enabled = false, any_disabled = false, any_empty = false;
+        char first[40] = "";
+        bool mixed = false;
+        for (unsigned i = 0; i < n->n_gpus; i++) {
+                const struct nvml_gpu_facts *g = &n->gpus[i];
+                if (!mig_enabled(g)) {
+                        any_disabled = true;
+                        continue;
+                }
+                any_enabled = true;
+                if (g->mig_max_rc != NVML_SUCCESS || g->mig_devices_rc != NVML_SUCCESS) return -EIO;
+                any_empty |= g->n_mig == 0;
+                for (unsigned j = 0; j < g->n_mig; j++) {
+                        char name[40];
+                        if (gfd_mig_name(&g->mig[j], name, sizeof name) < 0) return -EIO;
+                        if (!first[0]) snprintf(first, sizeof first, "%s", name);
+                        else mixed |= !streq(first, name);
+                }
+        }
+        if (!any_enabled) return 0;
+        return any_disabled || any_empty || mixed;
+}
+
 /* One MIG resource: its name, how many MIG devices carry it, and the first of them (GFD labels its
  * attributes) with its parent GPU. */
 struct mig_resource {

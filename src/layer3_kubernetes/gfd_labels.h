@@ -98,6 +98,12 @@ int gfd_vgpu_labels(const struct label_options *o, struct label_set *s, char **r
  * "") when the profile is unknown (its lookup failed or go-nvlib cannot name it). */
 int gfd_mig_name(const struct nvml_mig_facts *m, char *buf, size_t size);
 
+/* Returns 1 when GFD's single MIG strategy labels these GPUs <model>-MIG-INVALID (MIG enabled on some
+ * GPU, and a GPU without MIG mode, a MIG-enabled GPU without MIG devices, or more than one profile), 0
+ * when not (no MIG, or one profile everywhere), -EIO when the MIG devices or their profiles are not
+ * known. Never fails otherwise. */
+int gfd_mig_single_invalid(const struct nvml_facts *n);
+
 /* Returns the labels as "key=value\n" lines in key order (malloc'd). Never fails. */
 char *label_set_format(const struct label_set *s);
 void label_set_free(struct label_set *s);

@@ -288,6 +288,51 @@ static void test_mode_and_clique(void **state) {
         free(f.evidence);
 }
 
+/* gfd.labels agrees with the labeler on GFD's MIG-INVALID labels (single strategy, MIG-enabled GPUs without
+ * MIG devices: count 0, memory 0): a warning about the layout, not label mismatches; where the MIG devices
+ * fit the single strategy the INVALID product is a mismatch. */
+static void test_check_mig_invalid(void **state) {
+        static struct nvml_gpu_facts gpus[2];
+        for (int i = 0; i < 2; i++) {
+                gpus[i] = (struct nvml_gpu_facts){.name_rc = NVML_SUCCESS, .mig_rc = NVML_SUCCESS, .mig_current = 1,
+                                                  .mig_pending = 1, .mig_max_rc = NVML_SUCCESS, .mig_devices_rc = NVML_SUCCESS,
+                                                  .memory_rc = NVML_SUCCESS, .memory_total = 81559ull << 20};
+                snprintf(gpus[i].name, sizeof gpus[i].name, "NVIDIA H100 80GB HBM3");
+        }
+        struct nvml_facts n = {.init_rc = NVML_SUCCESS, .n_gpus = 2, .gpus = gpus, .device_count = 2};
+        struct kube_facts kube = {0};
+        struct kube_kv labels[] = {{"nvidia.com/gpu.product", "NVIDIA-H100-80GB-HBM3-MIG-INVALID"},
+                                   {"nvidia.com/gpu.count", "0"}, {"nvidia.com/gpu.memory", "0"},
+                                   {"nvidia.com/mig.strategy", "single"}};
+        kube.api.node_name = "n";
+        kube.api.node.labels = labels;
+        kube.api.node.n_labels = ELEMENTSOF(labels);
+        struct node_facts facts = {.nvml = {.facts = &n}, .kube = &kube};
+        assert_int_equal(gfd_mig_single_invalid(&n), 1);
+        const struct check_def *def = check_find("gfd.labels");
+        struct finding f = {.def = def};
+        def->run(&facts, &f);
+        if (f.status != CHECK_WARN) fail_msg("%s", f.summary);
+        assert_non_null(strstr(f.summary, "MIG-INVALID"));
+        free(f.summary);
+        free(f.remedy);
+        for (size_t i = 0; i < f.n_evidence; i++) free(f.evidence[i]);
+        free(f.evidence);
+        /* one 7g.80gb on each GPU: the single strategy fits, INVALID contradicts NVML */
+        for (int i = 0; i < 2; i++) {
+                gpus[i].mig[0] = (struct nvml_mig_facts){.profile_rc = NVML_SUCCESS, .profile = "7g.80gb"};
+                gpus[i].n_mig = 1;
+        }
+        assert_int_equal(gfd_mig_single_invalid(&n), 0);
+        f = (struct finding){.def = def};
+        def->run(&facts, &f);
+        assert_int_equal(f.status, CHECK_FAIL);
+        free(f.summary);
+        free(f.remedy);
+        for (size_t i = 0; i < f.n_evidence; i++) free(f.evidence[i]);
+        free(f.evidence);
+}
+
 int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_sanitise),
@@ -297,6 +342,7 @@ int main(void) {
                 cmocka_unit_test(test_check_agrees_with_labels),
                 cmocka_unit_test(test_vgpu_config),
                 cmocka_unit_test(test_mode_and_clique),
+                cmocka_unit_test(test_check_mig_invalid),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }
