@@ -418,6 +418,14 @@ int gfd_labels(const struct node_facts *facts, const struct label_options *o, st
                                        nvml_error_string(g->mig_rc));
                         goto fail;
                 }
+                /* internal/lm/imex.go: a fabric query that fails (not "not supported") fails GFD's IMEX
+                 * labeler, and with it the labels */
+                if (g->fabric_rc != NVML_SUCCESS && g->fabric_rc != NVML_ERROR_NOT_SUPPORTED &&
+                    g->fabric_rc != NVML_FACT_NOT_QUERIED) {
+                        r = label_fail(ret_error, -EIO, "error creating IMEX labeler: error checking imex capability: error "
+                                       "getting GPU Fabric Info of GPU %u: %s", i, nvml_error_string(g->fabric_rc));
+                        goto fail;
+                }
                 if (g->cc_rc != NVML_SUCCESS) {
                         r = label_fail(ret_error, -EIO, "failed to determine CUDA compute capability of GPU %u: %s", i,
                                        nvml_error_string(g->cc_rc));

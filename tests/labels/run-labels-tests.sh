@@ -85,6 +85,14 @@ GPUNODE_FAKE_NVML=$here/t4-vgpu-guest/nvml.json "$gpunode" labels --once -o "$tm
 [ $? -eq 1 ] && [ ! -e "$tmp/vg/norec.out" ] && grep -q 'driver version record' "$tmp/vg/norec.err" &&
         ok "a vGPU without its host driver record: exit 1, nothing written" || { fail "vGPU without record"; cat "$tmp/vg/norec.err"; }
 
+# a fabric query failing (not "not supported") fails GFD's IMEX labeler and with it the labels
+python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); d["gpus"][0]["errors"]={"nvmlDeviceGetGpuFabricInfo": 999}; json.dump(d, open(sys.argv[2], "w"))' \
+        "$here/h100-hgx/nvml.json" "$tmp/fabric-error.json"
+GPUNODE_FAKE_NVML=$tmp/fabric-error.json "$gpunode" labels --once -o - --no-timestamp --root "$here/h100-hgx/root" --nvml-library "$fake" \
+        > "$tmp/fabric.out" 2> "$tmp/fabric.err"
+[ $? -eq 1 ] && [ ! -s "$tmp/fabric.out" ] && grep -q 'IMEX labeler' "$tmp/fabric.err" && ok "fabric info failing: exit 1, as GFD's IMEX labeler" ||
+        { fail "fabric info failing"; cat "$tmp/fabric.out" "$tmp/fabric.err"; }
+
 # the file: atomic, mode 0644, folders created, no temporary left; the timestamp without --no-timestamp
 labels h100-hgx -o "$tmp/nfd/features.d/gfd" 2> "$tmp/err"
 if [ "$(stat -c %a "$tmp/nfd/features.d/gfd" 2>/dev/null)" = 644 ] && [ "$(ls "$tmp/nfd/features.d")" = gfd ] &&
