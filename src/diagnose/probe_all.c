@@ -22,6 +22,7 @@ void probe_all(const struct probe_options *opts, struct node_facts *ret) {
                 }
         }
         probe_processes(&ret->processes);
+        probe_fabric_manager(&ret->fabric_manager);
         /* NVML only when the kernel module is there: dlopen of a half-installed driver can hang
          * or abort, and without the module it can only fail. */
         if (module_loaded(&ret->modules, "nvidia") && opts->nvml_replay)
@@ -51,6 +52,7 @@ void node_facts_free(struct node_facts *f) {
         nvml_state_free(&f->nvml);
         rdma_facts_free(&f->rdma);
         sriov_facts_free(&f->sriov);
+        fabric_manager_facts_free(&f->fabric_manager);
         runtime_facts_free(f->runtime);
         kube_facts_free(f->kube);
         metrics_facts_free(f->metrics);

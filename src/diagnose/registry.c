@@ -22,6 +22,9 @@
         X(driver_recovery_action)                                                                 \
         X(driver_memory_errors)                                                                   \
         X(driver_persistence)                                                                     \
+        X(nvswitch_sxid_errors)                                                                   \
+        X(fabric_manager_version_match)                                                           \
+        X(fabric_manager_log_errors)                                                              \
         X(fabric_manager_fabric_state)                                                            \
         X(rdma_devices)                                                                           \
         X(rdma_ports)                                                                             \

@@ -128,6 +128,79 @@ struct process_facts {
         bool persistenced_running;     /* nvidia-persistenced in /proc */
 };
 
+/* ---- Fabric manager and NVSwitch (probe_fabric_manager.c) ---- */
+
+#define FM_LOG_PATH "/var/log/fabricmanager.log"      /* LOG_FILE_NAME's default in fabricmanager.cfg */
+#define FM_CONFIG_PATH "/usr/share/nvidia/nvswitch/fabricmanager.cfg"
+#define FM_DPKG_STATUS "/var/lib/dpkg/status"
+#define FM_LOG_TAIL_BYTES (1u << 20)   /* the log's last bytes read: it grows without bound when not rotated */
+#define FM_LOG_KEPT 16                 /* error lines kept as evidence, the last ones */
+#define FM_TEXT_MAX 300                /* bytes of a kept line */
+
+/* What a fabric manager log line says, when it says something gpunode looks for. */
+enum fm_log_kind {
+        FM_LOG_ERROR,                  /* any other "[ERROR]" line */
+        FM_LOG_VERSION_MISMATCH,       /* "... driver interface version X don't match with driver version Y" */
+        FM_LOG_TOPOLOGY_MISMATCH,      /* "detected number of NVSwitches don't match with any supported system topology" */
+        FM_LOG_NVSWITCH_QUERY_FAILED,  /* "request to query NVSwitch device information from NVSwitch driver failed" */
+        FM_LOG_NVSWITCH_FATAL,         /* "detected NVSwitch fatal error N on ..." */
+        FM_LOG_NVSWITCH_NON_FATAL,     /* "detected NVSwitch non-fatal error N on ..." */
+        FM_LOG_TRAINING_FAILED,        /* NVLink/NVSwitch link training failed */
+        FM_LOG_NOT_ABLE,               /* "fabric manager is not able to ..." / "failed to ..." at ERROR or not */
+        FM_LOG_MULTICAST,              /* "failed to find the GPU handle ... in the multicast team" */
+        _FM_LOG_KIND_MAX,
+};
+
+struct fm_log_line {
+        uint64_t lineno;               /* 1-based within the part read */
+        enum fm_log_kind kind;
+        char text[FM_TEXT_MAX + 1];    /* valid UTF-8, control bytes as '?' */
+};
+
+/* The fabric manager log's tail, split at the last start ("Fabric Manager version X is running"). */
+struct fm_log_facts {
+        int rc;                        /* 0 read; -ENOENT absent; other -errno unreadable */
+        char *error;
+        char *path;                    /* the log read (LOG_FILE_NAME from the config, else FM_LOG_PATH) */
+        uint64_t size;                 /* the file's size */
+        bool tail_only;                /* size > FM_LOG_TAIL_BYTES: only its end was read */
+        uint64_t lines;                /* lines looked at */
+        char *running_version;         /* from the last start line, NULL when the part read has none */
+        uint64_t start_lineno;         /* that line, 0 when none */
+        uint64_t starts;               /* start lines seen */
+        uint64_t errors_before_start;  /* error lines before the last start (history) */
+        uint64_t errors;               /* error lines after the last start (all, when no start) */
+        uint64_t kind_count[_FM_LOG_KIND_MAX]; /* of those, by kind */
+        char *mismatch_fm, *mismatch_driver;   /* versions a mismatch line names (after the start), or NULL */
+        size_t n_kept;                 /* the last FM_LOG_KEPT error lines after the start, oldest first */
+        struct fm_log_line kept[FM_LOG_KEPT];
+};
+
+struct fm_package_facts {
+        int rc;                        /* 0 read; -ENOENT no dpkg status; other -errno unreadable */
+        char *error;
+        char *name;                    /* "nvidia-fabricmanager-550" or "nvidia-fabricmanager", NULL when not installed */
+        char *version;                 /* the upstream version: "550.54.15" from "550.54.15-1" */
+        char *raw_version;             /* as dpkg has it */
+};
+
+struct fabric_manager_facts {
+        struct fm_package_facts package;
+        struct fm_log_facts log;
+};
+
+/* Scans a fabric manager log's text (len bytes, NULs allowed) into ret (path/size/tail_only left as
+ * they are). Never fails: what it does not recognise it skips. */
+void fm_log_scan(const char *text, size_t len, struct fm_log_facts *ret);
+/* Finds the installed fabric manager package in a dpkg status file's text into ret (rc/error left as
+ * they are). Never fails: no package leaves name NULL. */
+void fm_dpkg_scan(const char *text, size_t len, struct fm_package_facts *ret);
+/* Returns the kind's stable name ("error", "version-mismatch", ...), or "?". */
+const char *fm_log_kind_name(enum fm_log_kind k);
+
+void probe_fabric_manager(struct fabric_manager_facts *ret);
+void fabric_manager_facts_free(struct fabric_manager_facts *f);
+
 /* Individual probes (one file each). */
 void probe_pci(struct pci_facts *ret);
 void probe_modules(struct module_facts *ret);

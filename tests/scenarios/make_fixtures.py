@@ -347,6 +347,24 @@ class Node:
         y += ["  name: all", "kind: nvidia.com/gpu"]
         self.write(path, "\n".join(y) + "\n")
 
+    def fabric_manager(self, version=DRIVER, log=None, package=True):
+        """The fabric manager as a host install leaves it: its dpkg package and its log (a list of
+        (level, message) pairs; None: no log file)."""
+        status = [
+            "Package: libnvidia-nscq-550\nStatus: install ok installed\nArchitecture: amd64\nVersion: %s-1\n" % version,
+            "Package: nvidia-fabricmanager-dev-550\nStatus: deinstall ok config-files\nArchitecture: amd64\nVersion: %s-1\n" % version,
+        ]
+        if package:
+            status.append("Package: nvidia-fabricmanager-550\nStatus: install ok installed\nPriority: optional\n"
+                          "Section: multiverse/devel\nInstalled-Size: 6072\nMaintainer: NVIDIA Corporation\n"
+                          "Architecture: amd64\nVersion: %s-1\nDescription: Fabric Manager for NVSwitch based systems.\n" % version)
+        status.append("Package: zlib1g\nStatus: install ok installed\nArchitecture: amd64\nVersion: 1:1.2.13.dfsg-1\n")
+        self.write("var/lib/dpkg/status", "\n".join(status))
+        if log is not None:
+            self.write("var/log/fabricmanager.log",
+                       "".join("[Mar 06 2024 09:%02d:%02d] [%s] [tid 1250] %s\n" % (10 + i // 60, i % 60, lvl, msg)
+                               for i, (lvl, msg) in enumerate(log)))
+
     # What the validator and the driver container write in them (gpu-operator cmd/nvidia-validator/main.go
     # createStatusFile, assets/state-driver/0400_configmap.yaml); the other files are empty.
     VALIDATION_TEXT = {
@@ -407,6 +425,83 @@ def boot_noise(n):
     n.log("pci 0000:00:00.0: [8086:09a2] type 00 class 0x060000")
 
 
+def fm_started(version=DRIVER):
+    """A fabric manager log's lines from a good start."""
+    return [
+        ("INFO", "Fabric Manager version %s is running with the following configuration options" % version),
+        ("INFO", "Logging level = 4"),
+        ("INFO", "Fabric Mode = 0"),
+        ("INFO", "Fabric Manager Unix Domain Socket Path = "),
+        ("INFO", "Successfully configured all the available NVSwitches to route GPU NVLink traffic. NVLink Peer-to-Peer "
+                 "support will be enabled once the GPUs are successfully registered with the NVLink fabric."),
+    ]
+
+
+def nvswitch_scenarios():
+    """NVSwitch errors (SXids), Xid severities that follow NVIDIA's catalog, the fabric manager's version and log."""
+    # A fatal SXid on one NVSwitch: the driver's three lines, the fabric manager's word on it, the jobs' Xid 45.
+    n = hgx("nvswitch-sxid-fatal")
+    sw = "nvidia-nvswitch0: SXid (PCI:0000:05:00.0): 24007, "
+    n.log(sw + "Fatal, Link 28 sourcetrack timeout error (First)", 3)
+    n.log(sw + "Severity 1 Engine instance 28 Sub-engine instance 00", 3)
+    n.log(sw + "Data {0x1c000000, 0x00000001, 0x00000000, 0x00000000, 0x00000000, 0x00000000, 0x00000000, 0x00000000, 0x00000000}", 3)
+    n.log("NVRM: Xid (PCI:0000:18:00): 45, pid=1818990, name=python3, Ch 00000001", 4)
+    n.fabric_manager(log=fm_started() + [
+        ("ERROR", "detected NVSwitch fatal error 24007 on fid 0 on NVSwitch pci bus id 00000000:05:00.0 physical id 0 port 28")])
+    n.nvml_doc()
+    n.finish()
+
+    # Non-fatal SXids (NVIDIA/nvtrust#124): a warning, not a failure.
+    n = hgx("nvswitch-sxid-nonfatal")
+    for link in (44, 45):
+        sw = "nvidia-nvswitch3: SXid (PCI:0000:08:00.0): 22013, "
+        n.log(sw + "Data {0x%08x, 0x%08x, 0x00000000, 0x%08x, 0x80005302, 0x00000000, 0x00000000, 0x00000000, 0x00000000}"
+              % (link - 1, link - 1, link - 1), 4)
+        n.log(sw + "Non-fatal, Link %d Minion Link DLREQ interrupt" % link, 4)
+        n.log(sw + "Severity 0 Engine instance %d Sub-engine instance 00" % link, 4)
+    n.nvml_doc()
+    n.finish()
+
+    # Xid 154: the driver asks for a GPU reset (NVML's recovery action agrees).
+    n = hgx("xid154-reset-required", gpu_overrides={4: {"recovery_action": 1}})
+    n.log("NVRM: Xid (PCI:0000:9a:00): 154, GPU recovery action changed from 0x0 (None) to 0x1 (GPU Reset Required)", 4)
+    n.nvml_doc()
+    n.finish()
+
+    # An Xid gpunode's catalog does not know: a warning that asks for NVIDIA support.
+    n = hgx("xid-unknown")
+    n.log("NVRM: Xid (PCI:0000:3a:00): 999, pid='<unknown>', name=<unknown>, Ch 00000010", 4)
+    n.nvml_doc()
+    n.finish()
+
+    # Xid 146 (NVLink5 TLW): the error status decides: 0x1 is ignored, 0x2 asks for support.
+    n = hgx("xid146")
+    n.log("NVRM: Xid (PCI:0000:9a:00): 146, TLW_TX Nonfatal XC0 i0 Link 07 (0x0000000c 0x00000001 0x00000000 0x00000000 0x00000000 0x00000000)", 4)
+    n.log("NVRM: Xid (PCI:0000:ab:00): 146, TLW_RX Nonfatal XC0 i0 Link 03 (0x0000000a 0x00000002 0x00000000 0x00000000 0x00000000 0x00000000)", 4)
+    n.nvml_doc()
+    n.finish()
+
+    # The fabric manager package was upgraded past the driver: it refuses to start, GPUs stay unregistered.
+    n = hgx("fabric-manager-version-mismatch", fabric_state=1, fm_running=False)
+    n.fabric_manager(version="550.90.07", log=fm_started() + [
+        ("INFO", "Received signal 15, exiting"),
+        ("ERROR", "fabric manager NVIDIA GPU driver interface version 550.90.07 don't match with driver version 550.54.15. "
+                  "Please update with matching NVIDIA driver package.")])
+    n.nvml_doc()
+    n.finish()
+
+    # Errors in the fabric manager's log since its last start (and an older run's, not judged).
+    n = hgx("fabric-manager-log-errors")
+    n.fabric_manager(log=[
+        ("ERROR", "detected number of NVSwitches don't match with any supported system topology, aborting fabric manager"),
+    ] + fm_started() + [
+        ("ERROR", "detected NVSwitch non-fatal error 12028 on fid 0 on NVSwitch pci bus id 00000000:06:00.0 physical id 1 port 61"),
+        ("ERROR", "failed to find the GPU handle 5410063385821516767 in the multicast team request setup 6130285411925746235."),
+    ])
+    n.nvml_doc()
+    n.finish()
+
+
 def hgx(name, fabric_state=3, fm_running=True, rdma=True, gpu_overrides=None, runtime=True):
     gpu_overrides = gpu_overrides or {}
     n = Node(name)
@@ -423,6 +518,9 @@ def hgx(name, fabric_state=3, fm_running=True, rdma=True, gpu_overrides=None, ru
     n.process(1203, "nvidia-persiste")
     if fm_running:
         n.process(1250, "nv-fabricmanager")
+        n.fabric_manager(log=fm_started())
+    else:
+        n.fabric_manager()
     if rdma:
         n.rdma_stack()
     n.nic("eno1", "0000:c1:00.0")
@@ -554,6 +652,7 @@ def main():
     n.finish()
 
     layer2_scenarios()
+    nvswitch_scenarios()
     k8s_fixtures.scenarios(hgx, Node, l4_node)
     default_runtime_scenarios()
 

@@ -14,7 +14,7 @@
 #include "nvml/nvml_probe.h"
 
 static const char *const components[] = {
-        "driver", "fabric-manager", "rdma", "sriov", "container-toolkit", "rdma-device-plugin", "device-plugin", "gfd",
+        "driver", "fabric-manager", "nvswitch", "rdma", "sriov", "container-toolkit", "rdma-device-plugin", "device-plugin", "gfd",
         "mig-manager", "csi", "dcgm-exporter", "node-exporter", "logging-agent", "otel-agent", "gpu-operator",
         "network-operator", "kubelet",
 };
