@@ -1,9 +1,11 @@
 /* fuzz_containerd.c: libFuzzer target for containerd config resolution: the input is the main config.toml, resolved
- * with its imports (a fixed drop-in, globs, itself) through hostfs in a scratch root. */
+ * with its imports (a fixed drop-in, globs, itself) through hostfs in a scratch root, under containerd 1.x, 2.x
+ * and an unknown version; and the same input as dpkg's status file and as a version string. */
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/stat.h>
 
 #include "facts/node.h"
@@ -55,11 +57,26 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         if (!f) abort();
         fwrite(data, 1, size, f);
         fclose(f);
-        struct containerd_facts c = {0};
-        c.config_path = strdup("/etc/containerd/config.toml");
-        containerd_resolve(&c);
-        if (c.rc < 0 && !c.error) abort();
-        if (c.n_files == 0) abort();
-        containerd_facts_free(&c);
+        for (int major = 0; major <= 2; major++) {
+                struct containerd_facts c = {.major = major};
+                c.config_path = strdup("/etc/containerd/config.toml");
+                containerd_resolve(&c);
+                if (c.rc < 0 && !c.error) abort();
+                if (c.n_files == 0) abort();
+                if (c.merge_other && !c.merge_assumed) abort();
+                containerd_facts_free(&c);
+        }
+
+        /* dpkg's status file, and a version string (NUL-terminated copy) */
+        char *v = NULL;
+        if (dpkg_installed_version((const char *)data, size, "containerd", &v) == 0 && !v) abort();
+        free(v);
+        char *str = malloc(size + 1);
+        if (!str) abort();
+        memcpy(str, data, size);
+        str[size] = 0;
+        int major, minor;
+        if (containerd_parse_version(str, &major, &minor) == 0 && (major < 1 || minor < 0)) abort();
+        free(str);
         return 0;
 }

@@ -180,12 +180,28 @@ static int label_once(const char *library, unsigned timeout_ms, const char *mach
         o->machine_type = NULL;
         if (*machine_file && hostfs_read(machine_file, 64 * 1024, &o->machine_type, NULL) < 0) o->machine_type = NULL;
         o->now = time(NULL);
+        struct gfd_vgpu_facts vgpu;
+        gfd_probe_vgpu(&vgpu);
+        o->vgpu = &vgpu;
         struct label_set s;
         int r = gfd_labels(&f, o, &s, ret_error);
         if (r == 0) {
                 *ret = label_set_format(&s);
                 label_set_free(&s);
+        } else if (r == -ENODEV) {
+                /* GFD's null resource manager (--fail-on-init-error=false): the timestamp and the vgpu labels */
+                struct label_set none = {0};
+                _cleanup_free_ char *verr = NULL;
+                if (o->timestamp) {
+                        none.v = xcalloc(1, sizeof *none.v);
+                        none.v[0] = (struct label){xstrdup("nvidia.com/gfd.timestamp"), xasprintf("%lld", (long long)o->now)};
+                        none.n = 1;
+                }
+                if (gfd_vgpu_labels(o, &none, &verr) == 0) *ret = label_set_format(&none);
+                label_set_free(&none);
         }
+        o->vgpu = NULL;
+        gfd_vgpu_facts_free(&vgpu);
         pci_facts_free(&f.pci);
         nvml_state_free(&f.nvml);
         return r;
@@ -424,8 +440,7 @@ static int cmd_labels(int argc, char **argv) {
                         /* As GFD's fallback to its null resource manager: no GPU labels, only the timestamp. */
                         fprintf_escaped(stderr, "gpunode labels: %s; labelling without GPUs (--fail-on-init-error=false)\n",
                                         err ? err : strerror(-r));
-                        free(text);
-                        text = o.timestamp ? xasprintf("nvidia.com/gfd.timestamp=%lld\n", (long long)o.now) : xstrdup("");
+                        if (!text) text = o.timestamp ? xasprintf("nvidia.com/gfd.timestamp=%lld\n", (long long)o.now) : xstrdup("");
                         r = 0;
                 }
                 if (r < 0) {

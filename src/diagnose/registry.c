@@ -51,12 +51,13 @@
         X(kubelet_api_access)                                                                     \
         X(kubelet_node_ready)                                                                     \
         X(gpu_operator_pods)                                                                      \
+        X(gpu_operator_validations)                                                               \
         X(network_operator_pods)                                                                  \
+        X(mig_manager_state)                                                                      \
         X(device_plugin_pod)                                                                      \
         X(device_plugin_registered)                                                               \
         X(device_plugin_allocatable)                                                              \
         X(gfd_labels)                                                                             \
-        X(mig_manager_state)                                                                      \
         X(csi_plugins)                                                                            \
         /* Layer 4: observability */                                                              \
         X(dcgm_exporter_metrics)                                                                  \

@@ -73,9 +73,10 @@ const struct finding *report_find(const struct report *r, const char *id) {
 }
 
 /* Returns the id of the failed check that blocks f (following blocked dependencies down to the
- * failure itself), or NULL when every dependency answered. */
-static const char *blocking_failure(const struct report *r, const struct check_def *def) {
+ * failure itself), or NULL when every dependency it rests on here answered. */
+static const char *blocking_failure(const struct report *r, const struct node_facts *facts, const struct check_def *def) {
         for (size_t d = 0; d < CHECK_MAX_DEPS && def->depends[d]; d++) {
+                if (def->rests_on && !def->rests_on(facts, def->depends[d])) continue;
                 const struct finding *dep = report_find(r, def->depends[d]);
                 if (!dep) continue;
                 if (dep->status == CHECK_FAIL) return dep->def->id;
@@ -96,7 +97,7 @@ int report_build(const struct node_facts *facts, const char *node, const char *r
                 struct finding *f = &r.findings[i];
                 f->def = all[i];
                 r.n_findings = i + 1;
-                const char *blocker = blocking_failure(&r, all[i]);
+                const char *blocker = blocking_failure(&r, facts, all[i]);
                 if (blocker) {
                         const struct check_def *b = check_find(blocker);
                         f->blocked_by = b ? b->id : blocker;

@@ -21,7 +21,7 @@ enum verdict {
 
 #define LAYER_MIN 1
 #define LAYER_MAX 4
-#define CHECK_MAX_DEPS 4
+#define CHECK_MAX_DEPS 6
 
 struct finding;
 
@@ -35,6 +35,10 @@ struct check_def {
         const char *outcomes;                 /* what pass/warn/fail mean, for explain */
         const char *remedy;                   /* what to do when it fails, in general, for explain */
         const char *depends[CHECK_MAX_DEPS];  /* ids it rests on; NULL-terminated if shorter */
+        /* NULL: it rests on every depends[] entry. Else returns whether it rests on the entry `dep` on
+         * the node these facts describe (a check resting on another only in some setups, e.g. on the
+         * MIG manager only where MIG is enabled); a pure function of the facts, never fails. */
+        bool (*rests_on)(const struct node_facts *facts, const char *dep);
         /* Fills the finding from the facts; never prints, never fails itself. */
         void (*run)(const struct node_facts *facts, struct finding *f);
 };

@@ -31,7 +31,9 @@ struct runtime_config_file {
 struct ctd_runtime {
         char *name;
         char *runtime_type, *runtime_type_file;   /* value and the file that set it */
-        char *binary_name, *binary_file;          /* options.BinaryName */
+        char *binary_name, *binary_file;          /* the binary it runs: options.BinaryName, or options.Runtime */
+        const char *binary_key; /* "BinaryName"; "Runtime" for runtime_type io.containerd.runtime.v1.linux, whose
+                                 * shim runs options.Runtime (containerd 1.x runtime/linux/runctypes RuncOptions) */
         int binary_rc;          /* 0 executable; -ENOENT; -EACCES not executable; BINARY_UNSET */
 };
 
@@ -51,7 +53,13 @@ struct containerd_facts {
         char *imports_cut;              /* an import glob gpunode expanded only in part (bounds, symlink loops); NULL */
         int version;                    /* of the main file: 1, 2 or 3 (1 when absent) */
         const char *cri_plugin;         /* CRI runtime plugin id for that version */
-        bool deep_merge;                /* imports merged key by key (containerd 2.x), else plugin by plugin */
+        int major, minor;               /* containerd's own version (1.7: 1, 7); 0, 0 when gpunode cannot tell */
+        char *version_text;             /* as its source writes it ("1.7.24~ds1-1"); NULL when unknown */
+        char *version_from;             /* where it was read, or why it could not be (a sentence) */
+        bool deep_merge;                /* imports merged key by key (containerd 2.x), else plugin by plugin (1.x) */
+        bool merge_assumed;             /* containerd's version unknown: the merge rule follows the config version */
+        char *merge_other;              /* merge_assumed, and the other major's rule gives another nvidia runtime or
+                                         * default runtime: what it would give (a sentence); NULL otherwise */
         char *cri_owner;                /* plugin-by-plugin merge: the file whose CRI table wins; NULL none */
         bool cri_disabled;              /* disabled_plugins names the CRI plugin (e.g. Docker's containerd) */
         struct ctd_runtime *runtimes;
@@ -60,6 +68,12 @@ struct containerd_facts {
         int enable_cdi;                 /* -1 not set, 0 false, 1 true */
         char *enable_cdi_file;
 };
+
+/* Returns true when containerd is 2.x: its version says so, or, unknown, its main config is version 3
+ * (containerd 1.x refuses those). CDI on by default and key-by-key imports come with 2.x. */
+static inline bool containerd_is_2x(const struct containerd_facts *c) {
+        return c->major >= 2 || (c->major == 0 && c->version >= 3);
+}
 
 struct crio_facts {
         bool present;
@@ -184,3 +198,12 @@ int crio_apply_file(struct crio_facts *c, struct runtime_config_file *file, cons
  * device nodes, mounts or hooks (the sentence says which bound). */
 int cdi_parse_spec(const char *path, const char *text, size_t len, bool json, struct cdi_spec *ret);
 void cdi_spec_free(struct cdi_spec *s);
+
+/* Finds package in dpkg's status file (/var/lib/dpkg/status: stanzas of "Field: value" lines, blank
+ * lines between). Returns 0 and its Version (malloc'd, as dpkg writes it: "1.7.24~ds1-1") when it is
+ * installed ("Status: ... installed"), or -ENOENT (not there, or removed). Never reads outside len. */
+int dpkg_installed_version(const char *text, size_t len, const char *package, char **ret_version);
+
+/* Parses containerd's major and minor version from a version string ("1.7.24", "v2.0.0", dpkg's
+ * "1:1.6.20~ds1-1+deb12u1"). Returns 0, or -EINVAL (both 0) when s does not start with major.minor. */
+int containerd_parse_version(const char *s, int *ret_major, int *ret_minor);

@@ -28,6 +28,7 @@ struct kubelet_facts {
         size_t n_registry;
         int validations_rc;            /* /run/nvidia/validations: 0 or -errno (-ENOENT: no GPU Operator) */
         char **validations;            /* file names there ("driver-ready", ...) */
+        char **validation_texts;       /* parallel: each file's content (NULL when unreadable), at most 64 KiB */
         size_t n_validations;
 };
 

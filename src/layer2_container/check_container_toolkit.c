@@ -84,9 +84,15 @@ static void run_runtime_config(const struct node_facts *facts, struct finding *f
                 finding_evidence(f, "containerd: binary %s; process %s", c->binary ? c->binary : "not found",
                                  c->process.pid ? "running" : "not seen in /proc");
                 if (c->process.pid) finding_evidence(f, "containerd pid %d", c->process.pid);
-                finding_evidence(f, "containerd config %s (%s): version %d, CRI plugin %s, imports merged %s", c->config_path,
+                if (c->major)
+                        finding_evidence(f, "containerd %d.%d (%s)", c->major, c->minor, c->version_from);
+                else
+                        finding_evidence(f, "containerd version: %s", c->version_from ? c->version_from : "cannot tell");
+                finding_evidence(f, "containerd config %s (%s): version %d, CRI plugin %s, imports merged %s%s", c->config_path,
                                  c->config_path_from, c->version, c->cri_plugin,
-                                 c->deep_merge ? "key by key (containerd 2.x)" : "plugin by plugin (containerd 1.x)");
+                                 c->deep_merge ? "key by key (containerd 2.x)" : "plugin by plugin (containerd 1.x)",
+                                 c->merge_assumed ? ", assumed from the config version" : "");
+                if (c->merge_other) finding_evidence(f, "the imports merge differently by containerd version: %s", c->merge_other);
                 for (size_t i = 0; i < c->n_files; i++) {
                         const struct runtime_config_file *fl = &c->files[i];
                         if (fl->rc < 0)
@@ -354,14 +360,25 @@ static void nvidia_runtime_containerd(const struct node_facts *facts, const stru
         for (size_t i = 0; i < c->n_runtimes; i++) {
                 const struct ctd_runtime *rt = &c->runtimes[i];
                 if (!startswith(rt->name, "nvidia")) continue;
-                finding_evidence(f, "containerd runtime %s: runtime_type %s (%s), BinaryName %s (%s)", rt->name,
+                finding_evidence(f, "containerd runtime %s: runtime_type %s (%s), %s %s (%s)", rt->name,
                                  rt->runtime_type ? rt->runtime_type : "unset", rt->runtime_type_file ? rt->runtime_type_file : "-",
-                                 rt->binary_name ? rt->binary_name : "unset", rt->binary_file ? rt->binary_file : "-");
+                                 rt->binary_key ? rt->binary_key : "BinaryName", rt->binary_name ? rt->binary_name : "unset",
+                                 rt->binary_file ? rt->binary_file : "-");
                 if (streq(rt->name, "nvidia")) nv = rt;
         }
         if (c->default_runtime)
                 finding_evidence(f, "default_runtime_name = \"%s\" (%s)", c->default_runtime, c->default_runtime_file);
         if (c->enable_cdi >= 0) finding_evidence(f, "enable_cdi = %s (%s)", c->enable_cdi ? "true" : "false", c->enable_cdi_file);
+        if (c->merge_other) {
+                part_add(acc, CHECK_WARN,
+                         xasprintf("cannot tell whether containerd has the nvidia runtime: its imports merge differently in "
+                                   "containerd 1.x and 2.x (%s), and containerd's version is unknown (%s)", c->merge_other,
+                                   c->version_from ? c->version_from : "cannot tell"),
+                         xasprintf("`containerd --version` says which; `containerd config dump | grep -n -A3 "
+                                   "'runtimes.nvidia'` shows what it loaded. Putting every CRI setting in one file makes both "
+                                   "versions agree"));
+                return;
+        }
         if (!nv) {
                 const struct runtime_config_file *stray = NULL, *shadowed = NULL;
                 for (size_t i = 0; i < c->n_stray && !stray; i++)
@@ -383,8 +400,11 @@ static void nvidia_runtime_containerd(const struct node_facts *facts, const stru
                         free(why);
                 } else if (shadowed && c->cri_owner) {
                         part_add(acc, CHECK_FAIL,
-                                 xasprintf("containerd was patched in %s, but the CRI plugin table of %s, loaded later, replaces it "
-                                           "whole (containerd 1.x imports)", shadowed->path, c->cri_owner),
+                                 c->major ? xasprintf("containerd was patched in %s, but the CRI plugin table of %s, loaded later, "
+                                                      "replaces it whole (containerd %d.%d merges imports plugin by plugin)",
+                                                      shadowed->path, c->cri_owner, c->major, c->minor)
+                                          : xasprintf("containerd was patched in %s, but the CRI plugin table of %s, loaded later, "
+                                                      "replaces it whole (containerd 1.x imports)", shadowed->path, c->cri_owner),
                                  xasprintf("put the nvidia runtime in %s too (or all CRI settings in one file): `nvidia-ctk runtime "
                                            "configure --runtime=containerd --config=%s`, then `systemctl restart containerd`",
                                            c->cri_owner, c->cri_owner));
@@ -412,16 +432,31 @@ static void nvidia_runtime_containerd(const struct node_facts *facts, const stru
                         return;
                 }
         }
+        bool linux_v1 = streq_ptr(nv->runtime_type, "io.containerd.runtime.v1.linux");
+        if (linux_v1 && containerd_is_2x(c)) {
+                _cleanup_free_ char *key = cri_key(c, "containerd.runtimes.nvidia.runtime_type");
+                part_add(acc, CHECK_FAIL,
+                         xasprintf("the nvidia runtime's runtime_type is io.containerd.runtime.v1.linux, which containerd 2.0 "
+                                   "removed: pods using it do not start"),
+                         xasprintf("set %s = \"io.containerd.runc.v2\" and options.BinaryName = \"/usr/bin/nvidia-container-runtime\" "
+                                   "in %s (`nvidia-ctk runtime configure --runtime=containerd` writes both), then `systemctl restart "
+                                   "containerd`", key, nv->runtime_type_file));
+                return;
+        }
         if (!nv->binary_name) {
                 _cleanup_free_ char *key = cri_key(c, "containerd.runtimes.nvidia.options");
                 part_add(acc, CHECK_FAIL,
-                         xasprintf("the nvidia runtime has no options.BinaryName: containerd runs plain runc and injects no GPU"),
-                         xasprintf("set BinaryName = \"/usr/bin/nvidia-container-runtime\" in [%s] of %s (or rerun `nvidia-ctk "
+                         xasprintf("the nvidia runtime has no options.%s: containerd runs plain runc and injects no GPU",
+                                   linux_v1 ? "Runtime (what runtime_type io.containerd.runtime.v1.linux runs)" : "BinaryName"),
+                         xasprintf("set %s = \"/usr/bin/nvidia-container-runtime\" in [%s] of %s (or rerun `nvidia-ctk "
                                    "runtime configure --runtime=containerd`), then `systemctl restart containerd`",
-                                   key, nv->runtime_type_file ? nv->runtime_type_file : c->config_path));
+                                   linux_v1 ? "Runtime" : "BinaryName", key,
+                                   nv->runtime_type_file ? nv->runtime_type_file : c->config_path));
                 return;
         }
-        if (nv->runtime_type && !streq(nv->runtime_type, "io.containerd.runc.v2")) {
+        /* runc.v2 and runc.v1 run options.BinaryName; the v1 linux shim (containerd 1.x) options.Runtime */
+        if (nv->runtime_type && !streq(nv->runtime_type, "io.containerd.runc.v2") && !streq(nv->runtime_type, "io.containerd.runc.v1") &&
+            !linux_v1) {
                 _cleanup_free_ char *key = cri_key(c, "containerd.runtimes.nvidia.runtime_type");
                 part_add(acc, CHECK_FAIL,
                          xasprintf("the nvidia runtime's runtime_type is \"%s\", not io.containerd.runc.v2: BinaryName is not used",
@@ -435,13 +470,13 @@ static void nvidia_runtime_containerd(const struct node_facts *facts, const stru
         _cleanup_free_ char *cdi_how = c->enable_cdi >= 0 ? xasprintf("%s = %s in %s", cdi_key, c->enable_cdi ? "true" : "false",
                                                                       c->enable_cdi_file)
                                        : xasprintf("%s unset: containerd %s", cdi_key,
-                                                   c->version >= 3 ? "2.x turns it on" : "1.x leaves it off");
+                                                   containerd_is_2x(c) ? "2.x turns it on" : "1.x leaves it off");
         _cleanup_free_ char *have = xasprintf("containerd has the nvidia runtime (%s)", nv->binary_file);
         struct default_setting d = {
                 .runtime = "containerd", .value = c->default_runtime, .builtin = "runc", .key = key,
                 .file = c->default_runtime ? c->default_runtime_file : nv->binary_file ? nv->binary_file : c->config_path,
                 .configure = "nvidia-ctk runtime configure --runtime=containerd --set-as-default",
-                .cdi_on = c->enable_cdi == 1 || (c->enable_cdi < 0 && c->version >= 3), .cdi_how = cdi_how,
+                .cdi_on = c->enable_cdi == 1 || (c->enable_cdi < 0 && containerd_is_2x(c)), .cdi_how = cdi_how,
         };
         default_runtime_judge(facts, &d, have, f, acc);
 }
@@ -558,10 +593,16 @@ static void run_runtime_binary(const struct node_facts *facts, struct finding *f
                 for (size_t i = 0; i < c->n_runtimes; i++) {
                         const struct ctd_runtime *rt = &c->runtimes[i];
                         if (!startswith(rt->name, "nvidia") || !rt->binary_name) continue;
-                        finding_evidence(f, "containerd runtime %s: %s %s", rt->name, rt->binary_name,
-                                         rt->binary_rc == 0 ? "is executable" : binary_problem(rt->binary_rc));
+                        const char *bk = rt->binary_key ? rt->binary_key : "BinaryName";
+                        finding_evidence(f, "containerd runtime %s: %s %s%s%s", rt->name, rt->binary_name,
+                                         rt->binary_rc == 0 ? "is executable" : binary_problem(rt->binary_rc),
+                                         streq(bk, "BinaryName") ? "" : " (options.", streq(bk, "BinaryName") ? "" : "Runtime)");
                         if (rt->binary_rc == 0) {
-                                part_add(&acc, CHECK_PASS, xasprintf("every nvidia runtime's BinaryName is an executable file"), NULL);
+                                part_add(&acc, CHECK_PASS,
+                                         streq(bk, "BinaryName") ? xasprintf("every nvidia runtime's BinaryName is an executable file")
+                                                                 : xasprintf("every nvidia runtime's binary (options.%s) is an "
+                                                                             "executable file", bk),
+                                         NULL);
                                 continue;
                         }
                         _cleanup_free_ char *key = cri_key(c, "containerd.runtimes.");
@@ -569,16 +610,16 @@ static void run_runtime_binary(const struct node_facts *facts, struct finding *f
                         if (rt->binary_rc == -EACCES)
                                 remedy = xasprintf("`chmod 755 %s`, or reinstall the toolkit", rt->binary_name);
                         else if (installed)
-                                remedy = xasprintf("set %s%s.options.BinaryName in %s to a binary that exists (the toolkit is "
-                                                   "installed as %s%s), then `systemctl restart containerd`", key, rt->name,
+                                remedy = xasprintf("set %s%s.options.%s in %s to a binary that exists (the toolkit is "
+                                                   "installed as %s%s), then `systemctl restart containerd`", key, rt->name, bk,
                                                    rt->binary_file, installed, streq(rt->name, "nvidia") ? "" : " and its .cdi/.legacy variants");
                         else
                                 remedy = xasprintf("install the NVIDIA Container Toolkit so that %s exists, or point "
-                                                   "%s%s.options.BinaryName in %s at it; then `systemctl restart containerd`",
-                                                   rt->binary_name, key, rt->name, rt->binary_file);
+                                                   "%s%s.options.%s in %s at it; then `systemctl restart containerd`",
+                                                   rt->binary_name, key, rt->name, bk, rt->binary_file);
                         part_add(&acc, CHECK_FAIL,
-                                 xasprintf("containerd runtime %s's BinaryName %s (set in %s) %s: containers using it fail to start",
-                                           rt->name, rt->binary_name, rt->binary_file, binary_problem(rt->binary_rc)),
+                                 xasprintf("containerd runtime %s's %s %s (set in %s) %s: containers using it fail to start",
+                                           rt->name, bk, rt->binary_name, rt->binary_file, binary_problem(rt->binary_rc)),
                                  remedy);
                 }
         }
@@ -695,7 +736,9 @@ const struct check_def check_container_toolkit_runtime_config = {
         .title = "the container runtime's configuration loads as the runtime itself loads it",
         .reads = "/etc/containerd/config.toml (or containerd's --config) and its imports (globs, relative paths, in containerd's "
                  "order), /etc/containerd/conf.d/*.toml, /etc/crio/crio.conf and crio.conf.d/*, /etc/docker/daemon.json, "
-                 "containerd/crio/dockerd in /proc and on PATH",
+                 "containerd/crio/dockerd in /proc and on PATH; containerd's version from the dpkg package owning its binary "
+                 "(/var/lib/dpkg/status, /var/lib/dpkg/info/<package>.list), which sets the import merge rule (1.x: plugin "
+                 "tables whole, 2.x: key by key)",
         .outcomes = "pass: every file parses (TOML, JSON), versions agree; fail: a syntax error (file, line, column), an "
                     "import that cannot be read, a drop-in with a higher version; skip: no container runtime on the host",
         .remedy = "fix the file, line and column named (containerd/crio/dockerd refuse a config they cannot parse); check with `containerd config dump`",

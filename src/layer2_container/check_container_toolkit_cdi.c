@@ -111,7 +111,7 @@ static char *enable_cdi_problem(const struct runtime_facts *r, char **ret_remedy
         const struct containerd_facts *c = &r->containerd;
         *ret_remedy = NULL;
         if (!c->present || c->cri_disabled || c->rc < 0) return NULL;
-        bool on = c->enable_cdi == 1 || (c->enable_cdi < 0 && c->version >= 3);
+        bool on = c->enable_cdi == 1 || (c->enable_cdi < 0 && containerd_is_2x(c));
         if (on) return NULL;
         const char *dp = NULL;
         for (size_t i = 0; i < r->cdi.n_specs && !dp; i++)

@@ -21,10 +21,19 @@
  *   (containerd.runtimes, default_runtime_name, enable_cdi) are "io.containerd.cri.v1.runtime" in v3.
  * - `imports` and `version` are top-level keys: written after a [table] header they belong to that
  *   table and containerd ignores them (reported as misplaced).
- * - Merging: containerd 1.x (configs v1 and v2) merges the `plugins` map key by key but replaces
- *   each plugin's table wholesale (containerd issue #5837), so the last file that has a CRI table
- *   owns all of it. containerd 2.x (v3 configs) merges plugin tables recursively (containerd PR
- *   #9982), so for every setting the last file that sets it wins. disabled_plugins lists append.
+ * - Merging follows containerd's own version, not the config's: containerd 1.x (1.6, 1.7:
+ *   services/server/config/config.go mergeConfig) runs mergo.Merge and then copies every plugin
+ *   table of the import over the result (`to.Plugins[k] = v`, "Replace entire sections instead of
+ *   merging map's values"; containerd issue #5837), so the last file that has a CRI table owns all
+ *   of it. containerd 2.x (cmd/containerd/server/config/config.go mergeConfig) dropped that copy:
+ *   mergo merges plugin tables recursively (containerd PR #9982), so for every setting the last file
+ *   that sets it wins, whatever the config's version. disabled_plugins lists append in both.
+ *   containerd 1.x refuses config version 3 (ValidateV2: "unsupported config version"), so a v3
+ *   main file means 2.x; otherwise, with containerd's version unknown, gpunode assumes 1.x for
+ *   configs v1 and v2 and says when 2.x would merge the imports differently.
+ * - The binary a runtime runs: options.BinaryName for io.containerd.runc.v1/v2 (runc's shim
+ *   options), options.Runtime for io.containerd.runtime.v1.linux (containerd 1.x's v1 linux shim,
+ *   runtime/linux/runctypes RuncOptions; removed in containerd 2.0, RELEASES.md).
  */
 
 #define CTD_MAX_FILES 128
@@ -33,6 +42,7 @@
 static const char *const PLUGIN_V1 = "cri";
 static const char *const PLUGIN_V2 = "io.containerd.grpc.v1.cri";
 static const char *const PLUGIN_V3 = "io.containerd.cri.v1.runtime";
+#define RUNTIME_LINUX_V1 "io.containerd.runtime.v1.linux"
 
 /* Returns a malloc'd cleaned absolute path (Go's filepath.Clean on an absolute path). Never fails. */
 static char *path_clean(const char *path) {
@@ -365,7 +375,8 @@ static void merge_view(struct containerd_facts *c, struct ctd_loaded *l) {
                 const char *k1[] = {"containerd", "runtimes", rt->name, "runtime_type", NULL};
                 const struct toml_value *v = cri_lookup(c, l, k1, &file);
                 if ((rt->runtime_type = string_dup(v))) rt->runtime_type_file = xstrdup(file);
-                const char *k2[] = {"containerd", "runtimes", rt->name, "options", "BinaryName", NULL};
+                rt->binary_key = streq_ptr(rt->runtime_type, RUNTIME_LINUX_V1) ? "Runtime" : "BinaryName";
+                const char *k2[] = {"containerd", "runtimes", rt->name, "options", rt->binary_key, NULL};
                 v = cri_lookup(c, l, k2, &file);
                 if ((rt->binary_name = string_dup(v))) {
                         rt->binary_file = xstrdup(file);
@@ -390,6 +401,51 @@ static void merge_view(struct containerd_facts *c, struct ctd_loaded *l) {
                 c->enable_cdi = b;
                 c->enable_cdi_file = xstrdup(file);
         }
+}
+
+/* Frees what merge_view computed in c. */
+static void merge_view_free(struct containerd_facts *c) {
+        free(c->cri_owner);
+        for (size_t i = 0; i < c->n_runtimes; i++) {
+                struct ctd_runtime *r = &c->runtimes[i];
+                free(r->name);
+                free(r->runtime_type);
+                free(r->runtime_type_file);
+                free(r->binary_name);
+                free(r->binary_file);
+        }
+        free(c->runtimes);
+        free(c->default_runtime);
+        free(c->default_runtime_file);
+        free(c->enable_cdi_file);
+        c->cri_owner = c->default_runtime = c->default_runtime_file = c->enable_cdi_file = NULL;
+        c->runtimes = NULL;
+        c->n_runtimes = 0;
+        c->enable_cdi = -1;
+}
+
+/* Returns a malloc'd account of the nvidia runtime and the default runtime of a merged view
+ * ("nvidia runtime from X, default runtime nvidia"). Never fails. */
+static char *merge_outcome(const struct containerd_facts *c) {
+        const struct ctd_runtime *nv = NULL;
+        for (size_t i = 0; i < c->n_runtimes; i++)
+                if (streq(c->runtimes[i].name, "nvidia")) nv = &c->runtimes[i];
+        const char *from = nv ? (nv->binary_file ? nv->binary_file : nv->runtime_type_file) : NULL;
+        return xasprintf("%s%s%s, default runtime %s", nv ? "the nvidia runtime" : "no nvidia runtime", from ? " from " : "",
+                         from ? from : "", c->default_runtime ? c->default_runtime : "unset");
+}
+
+/* With containerd's version unknown: merges again under the other major's rule and, when the nvidia
+ * runtime or the default runtime come out otherwise, records both outcomes in c->merge_other. */
+static void merge_compare(struct containerd_facts *c, struct ctd_loaded *l) {
+        struct containerd_facts alt = {.files = c->files, .n_files = c->n_files, .version = c->version,
+                                       .deep_merge = !c->deep_merge, .enable_cdi = -1};
+        merge_view(&alt, l);
+        _cleanup_free_ char *mine = merge_outcome(c), *other = merge_outcome(&alt);
+        if (!streq(mine, other))
+                c->merge_other = xasprintf("containerd 1.x's rule gives %s; containerd 2.x's gives %s",
+                                           c->deep_merge ? other : mine, c->deep_merge ? mine : other);
+        merge_view_free(&alt);
 }
 
 /* Adds the conf.d drop-ins that are not loaded to c->stray. */
@@ -486,7 +542,14 @@ void containerd_resolve(struct containerd_facts *c) {
 
         c->version = c->n_files && c->files[0].version ? c->files[0].version : 1;
         c->cri_plugin = c->version >= 3 ? PLUGIN_V3 : c->version == 2 ? PLUGIN_V2 : PLUGIN_V1;
-        c->deep_merge = c->version >= 3;
+        if (c->major >= 2 || c->version >= 3)
+                c->deep_merge = true;
+        else if (c->major == 0)
+                c->merge_assumed = true;
+        if (c->major == 1 && c->version >= 3)
+                set_error(c, -EINVAL, xasprintf("%s: config version %d, but containerd %d.%d reads versions 1 and 2 only: it "
+                                                "refuses to start (\"unsupported config version\")", c->config_path, c->version,
+                                                c->major, c->minor));
         for (size_t i = 0; i < c->n_files && !c->misplaced_imports; i++)
                 if (l.docs[i]) c->misplaced_imports = find_misplaced_imports(l.docs[i], "", 0);
         for (size_t i = 0; i < c->n_files; i++) {
@@ -497,9 +560,60 @@ void containerd_resolve(struct containerd_facts *c) {
                 }
         }
         if (c->rc == 0) merge_view(c, &l);
+        if (c->rc == 0 && c->merge_assumed && c->n_files > 1) merge_compare(c, &l);
         for (size_t i = 0; i < c->n_files; i++) toml_free(l.docs[i]);
         free(l.docs);
         find_stray(c);
+}
+
+/*
+ * Finds containerd's version from the package that installed its binary: dpkg's file list of the
+ * package (/var/lib/dpkg/info/<package>.list) names the binary, its stanza in /var/lib/dpkg/status
+ * gives the version (Debian's and Ubuntu's `containerd`, Docker's `containerd.io`). The binary embeds
+ * its version too, but reading it would put a 40-60 MB file into every `gpunode collect` snapshot
+ * (which holds what the probes read) and gpunode runs nothing on the host; a binary no package owns
+ * (a release tarball in /usr/local/bin, k3s's, an RPM host) is "cannot tell". Fills c's version
+ * fields; never fails.
+ */
+static void containerd_version(struct containerd_facts *c) {
+        if (!c->binary) {
+                c->version_from = xstrdup("cannot tell: no containerd binary found");
+                return;
+        }
+        static const char *const packages[] = {"containerd.io", "containerd"};
+        for (size_t i = 0; i < ELEMENTSOF(packages); i++) {
+                _cleanup_free_ char *list_path = xasprintf("/var/lib/dpkg/info/%s.list", packages[i]);
+                _cleanup_free_ char *list = NULL;
+                size_t len = 0;
+                if (hostfs_read(list_path, 4u << 20, &list, &len) < 0) continue;
+                bool owns = false;
+                /* usrmerge: dpkg may list /bin/containerd for /usr/bin/containerd and the other way round */
+                const char *alt = startswith(c->binary, "/usr") ? c->binary + 4 : NULL;
+                for (char *save = NULL, *line = strtok_r(list, "\n", &save); line && !owns; line = strtok_r(NULL, "\n", &save))
+                        owns = streq(line, c->binary) || (alt && streq(line, alt));
+                if (!owns) continue;
+                _cleanup_free_ char *status = NULL;
+                int r = hostfs_read("/var/lib/dpkg/status", 64u << 20, &status, &len);
+                if (r < 0) {
+                        c->version_from = xasprintf("cannot tell: package %s owns %s, but /var/lib/dpkg/status: %s", packages[i],
+                                                    c->binary, strerror(-r));
+                        return;
+                }
+                char *version = NULL;
+                if (dpkg_installed_version(status, len, packages[i], &version) < 0 ||
+                    containerd_parse_version(version, &c->major, &c->minor) < 0) {
+                        c->version_from = xasprintf("cannot tell: package %s owns %s, but dpkg's status %s", packages[i], c->binary,
+                                                    version ? "has a version gpunode cannot read" : "lists it as not installed");
+                        c->version_text = version ? utf8_sanitize(version) : NULL;
+                        free(version);
+                        return;
+                }
+                c->version_text = utf8_sanitize(version);
+                free(version);
+                c->version_from = xasprintf("dpkg: package %s %s owns %s", packages[i], c->version_text, c->binary);
+                return;
+        }
+        c->version_from = xasprintf("cannot tell: no dpkg package lists %s (installed from a tarball, or an RPM host)", c->binary);
 }
 
 void probe_containerd(struct containerd_facts *ret) {
@@ -521,6 +635,7 @@ void probe_containerd(struct containerd_facts *ret) {
         bool config = config_rc != -ENOENT && config_rc != -ENOTDIR;
         ret->present = ret->binary || ret->process.pid || config;
         if (!ret->present) return;
+        containerd_version(ret);
         if (!config && !ret->process.config_arg) {
                 /* containerd without a config file runs on built-in defaults: no nvidia runtime */
                 ret->version = 3;
@@ -545,18 +660,9 @@ void containerd_facts_free(struct containerd_facts *f) {
         free(f->stray);
         free(f->misplaced_imports);
         free(f->imports_cut);
-        free(f->cri_owner);
-        for (size_t i = 0; i < f->n_runtimes; i++) {
-                struct ctd_runtime *r = &f->runtimes[i];
-                free(r->name);
-                free(r->runtime_type);
-                free(r->runtime_type_file);
-                free(r->binary_name);
-                free(r->binary_file);
-        }
-        free(f->runtimes);
-        free(f->default_runtime);
-        free(f->default_runtime_file);
-        free(f->enable_cdi_file);
+        merge_view_free(f);
+        free(f->version_text);
+        free(f->version_from);
+        free(f->merge_other);
         *f = (struct containerd_facts){0};
 }

@@ -315,7 +315,8 @@ const struct check_def check_device_plugin_registered = {
         .outcomes = "pass: registered, every GPU advertised; fail: no kubelet.sock, no NVIDIA socket, or GPUs NVML sees not "
                     "advertised; warn: stale device IDs or an unreadable checkpoint; skip: not a Kubernetes node",
         .remedy = "restart the device plugin pod on this node so that it registers again (a kubelet restart removes plugin sockets); make sure the kubelet runs",
-        .depends = {"driver.nvml-init", "driver.gpu-count", "device-plugin.pod"},
+        .depends = {"driver.nvml-init", "driver.gpu-count", "mig-manager.state", "device-plugin.pod"},
+        .rests_on = kube_rests_on_mig_manager_if_mig,
         .run = run_dp_registered,
 };
 
@@ -327,7 +328,8 @@ const struct check_def check_device_plugin_allocatable = {
         .outcomes = "pass: equal (times time-slicing replicas; MIG devices accounted for); fail: missing or fewer (Unhealthy "
                     "devices, plugin not registered); warn: more than NVML accounts for",
         .remedy = "compare `kubectl describe node` with nvidia-smi: a missing resource means the plugin never registered, a low allocatable means it marked GPUs Unhealthy (its log says why)",
-        .depends = {"driver.nvml-init", "driver.gpu-count", "device-plugin.pod", "device-plugin.registered"},
+        .depends = {"driver.nvml-init", "driver.gpu-count", "mig-manager.state", "device-plugin.pod", "device-plugin.registered"},
+        .rests_on = kube_rests_on_mig_manager_if_mig,
         .run = run_dp_allocatable,
 };
 
@@ -375,6 +377,7 @@ const struct check_def check_device_plugin_pod = {
         .outcomes = "pass: Running and Ready; fail: CrashLoopBackOff, ImagePullBackOff, Init, or labelled for it with no pod; "
                     "warn: frequent restarts; skip: no pod (the plugin may run outside Kubernetes)",
         .remedy = "`kubectl logs --previous` on the device plugin pod: NVML errors point to the driver (layer 1), missing libraries or device nodes to the container toolkit (layer 2), a bad ConfigMap to the plugin's config",
-        .depends = {"kubelet.api-access", "driver.nvml-init"},
+        .depends = {"kubelet.api-access", "driver.nvml-init", "mig-manager.state"},
+        .rests_on = kube_rests_on_mig_manager_if_mig,
         .run = run_device_plugin_pod,
 };

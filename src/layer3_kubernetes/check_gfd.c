@@ -57,7 +57,19 @@ static void run_gfd_labels(const struct node_facts *facts, struct finding *f) {
         bool mig_single = want_product && strstr(product, "-MIG-") &&
                           !(plen >= strlen("-MIG-INVALID") && streq(product + plen - strlen("-MIG-INVALID"), "-MIG-INVALID"));
         _cleanup_free_ char *count = NULL, *mem = NULL;
-        if (mig_single) {
+        /* GFD's invalid-strategy labels: count and memory 0, when the single strategy's MIG layout does not fit */
+        bool mig_invalid = want_product && !mig_single && strstr(product, "-MIG-INVALID");
+        int invalid_expected = mig_invalid ? gfd_mig_single_invalid(n) : 0;
+        if (mig_invalid && invalid_expected == 0) {
+                finding_evidence(f, "nvidia.com/gpu.product=%s, but NVML's MIG devices fit the single strategy", product);
+                hard++;
+        }
+        if (mig_invalid) {
+                if (invalid_expected == 1) {
+                        count = xstrdup("0");
+                        mem = xstrdup("0");
+                }
+        } else if (mig_single) {
                 unsigned migs = 0;
                 bool known = true;
                 const struct nvml_mig_facts *first = NULL;
@@ -86,6 +98,23 @@ static void run_gfd_labels(const struct node_facts *facts, struct finding *f) {
         bool mig_capable = false;
         for (unsigned i = 0; i < n->n_gpus; i++) mig_capable |= n->gpus[i].mig_rc == NVML_SUCCESS;
         hard += compare_label(a, "nvidia.com/mig.capable", mig_capable ? "true" : "false", f);
+        /* gpu.mode from the PCI classes, as `gpunode labels` writes it; not judged where gpunode cannot
+         * read them either */
+        const char *mode = gfd_gpu_mode(facts);
+        hard += compare_label(a, "nvidia.com/gpu.mode", streq(mode, "unknown") ? NULL : mode, f);
+        /* gpu.clique: a label where GFD writes none (an all-zero cluster UUID: no multi-node NVLink, which
+         * older GFDs labelled anyway) or another clique steers IMEX/ComputeDomain workloads wrong; its
+         * absence is no mismatch (GFD before v0.15 has no clique label) */
+        char clique[64];
+        const char *have_clique = kube_node_label(a, "nvidia.com/gpu.clique");
+        bool clique_known = gfd_clique(n, clique, sizeof clique) == 0;
+        if (have_clique && !clique_known) {
+                finding_evidence(f, "nvidia.com/gpu.clique=%s, but NVML shows no GPU in a multi-node NVLink clique (no fabric "
+                                    "with a cluster UUID other than all zero): GFD writes no clique label", have_clique);
+                hard++;
+        } else if (have_clique) {
+                hard += compare_label(a, "nvidia.com/gpu.clique", clique, f);
+        }
 
         if (n->driver_version_rc == NVML_SUCCESS) {
                 char parts[3][32] = {"", "", ""};
@@ -121,6 +150,14 @@ static void run_gfd_labels(const struct node_facts *facts, struct finding *f) {
                                   "(`kubectl -n %s delete pod -l app=gpu-feature-discovery --field-selector spec.nodeName=%s`) "
                                   "and check its log and NFD's",
                                pod ? pod->namespace : "gpu-operator", a->node_name);
+        } else if (invalid_expected == 1) {
+                finding_warn(f, "GFD labels the GPUs %s: the MIG layout does not fit the single MIG strategy (a GPU without MIG "
+                                "mode or without MIG devices, or more than one profile), so nvidia.com/gpu has nothing to offer",
+                             product);
+                finding_remedy(f, "make the layout uniform (one profile on every GPU, e.g. `kubectl label node %s "
+                                  "nvidia.com/mig.config=all-1g.10gb --overwrite` with the MIG manager) or use the mixed "
+                                  "strategy; see mig-manager.state",
+                               a->node_name);
         } else if (soft) {
                 finding_warn(f, "%d driver/CUDA version label(s) are from another driver than the one loaded%s", soft,
                              h == KUBE_POD_FAIL ? why : ": GFD has not relabelled the node since the driver changed");
@@ -140,11 +177,13 @@ static void run_gfd_labels(const struct node_facts *facts, struct finding *f) {
 const struct check_def check_gfd_labels = {
         .id = "gfd.labels", .layer = 3, .component = "gfd",
         .title = "GPU feature discovery labels agree with NVML",
-        .reads = "node labels nvidia.com/gpu.product, .count, .memory, .family, .compute.*, nvidia.com/cuda.driver-version.*, "
-                 "nvidia.com/cuda.runtime-version.*, nvidia.com/mig.capable; NVML's name, count, memory, versions",
-        .outcomes = "pass: consistent; fail: product, count, memory, compute capability or mig.capable contradict NVML, or "
+        .reads = "node labels nvidia.com/gpu.product, .count, .memory, .family, .compute.*, .mode, .clique, "
+                 "nvidia.com/cuda.driver-version.*, nvidia.com/cuda.runtime-version.*, nvidia.com/mig.capable; NVML's name, "
+                 "count, memory, versions, fabric cluster UUID and clique; the GPUs' PCI classes",
+        .outcomes = "pass: consistent; fail: product, count, memory, compute capability, mode, clique or mig.capable contradict NVML, or "
                     "GFD is deployed without labels; warn: driver/CUDA version labels from another driver; skip: GFD not deployed",
         .remedy = "restart the gpu-feature-discovery pod on this node and check its log and Node Feature Discovery's (nfd-worker, nfd-master)",
-        .depends = {"kubelet.api-access", "driver.nvml-init", "driver.gpu-count"},
+        .depends = {"kubelet.api-access", "driver.nvml-init", "driver.gpu-count", "mig-manager.state"},
+        .rests_on = kube_rests_on_mig_manager_if_mig,
         .run = run_gfd_labels,
 };

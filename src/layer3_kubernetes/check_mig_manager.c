@@ -50,6 +50,20 @@ static int mig_devices_evidence(const struct nvml_gpu_facts *g, const char *only
         return other;
 }
 
+/* Adds evidence on what a failed MIG reconfiguration does to the checks resting on it (they show as
+ * blocked): the device plugin pod's state when it is not running, GFD's <model>-MIG-INVALID product. */
+static void consequences_evidence(const struct kube_api_facts *a, struct finding *f) {
+        const struct kube_pod_info *p = kube_pod_find(a, POD_DEVICE_PLUGIN);
+        _cleanup_free_ char *text = NULL;
+        if (p && kube_pod_judge(p, &text) != KUBE_POD_OK)
+                finding_evidence(f, "resting on it: device plugin pod %s/%s: %s", p->namespace, p->name, text);
+        const char *product = kube_node_label(a, "nvidia.com/gpu.product");
+        size_t len = product ? strlen(product) : 0, suffix = strlen("-MIG-INVALID");
+        if (len >= suffix && streq(product + len - suffix, "-MIG-INVALID"))
+                finding_evidence(f, "resting on it: GFD labelled nvidia.com/gpu.product=%s (MIG devices do not fit the MIG strategy)",
+                                 product);
+}
+
 static void run_mig_state(const struct node_facts *facts, struct finding *f) {
         const struct nvml_facts *n = facts->nvml.facts;
         if (!n || n->init_rc != NVML_SUCCESS) {
@@ -104,6 +118,7 @@ static void run_mig_state(const struct node_facts *facts, struct finding *f) {
         bool devices_checked = !streq(config, "all-disabled") && !streq(config, "all-enabled") && enabled > 0 &&
                                (!state || streq(state, "success"));
         if (streq_ptr(state, "failed")) {
+                consequences_evidence(a, f);
                 finding_fail(f, "the MIG manager failed to apply %s", config);
                 finding_remedy(f, "%s", remedy_logs);
         } else if (state && (streq(state, "pending") || streq(state, "rebooting"))) {

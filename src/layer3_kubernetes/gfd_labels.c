@@ -92,11 +92,26 @@ char *label_set_format(const struct label_set *s) {
         return b.data;
 }
 
-/* Returns the PCI class of the GPU at NVML's bus id, or of the first GPU PCI found, or 0. */
+/* Returns the PCI class of the function at the GPU's NVML bus id, or 0 when NVML gave no bus id or no
+ * PCI function there was read (GFD's GetPCIClass fails then). */
 static uint32_t gpu_class(const struct node_facts *f, const struct nvml_gpu_facts *g) {
-        for (size_t i = 0; g && g->pci_rc == NVML_SUCCESS && i < f->pci.n_gpus; i++)
+        for (size_t i = 0; g->pci_rc == NVML_SUCCESS && i < f->pci.n_gpus; i++)
                 if (strcasecmp(f->pci.gpus[i].address, g->pci_bus_id_legacy) == 0) return f->pci.gpus[i].class_code;
-        return f->pci.n_gpus > 0 ? f->pci.gpus[0].class_code : 0;
+        return 0;
+}
+
+const char *gfd_gpu_mode(const struct node_facts *facts) {
+        /* internal/lm/nvml.go newGPUModeLabeler: every device's class (an error: "unknown"); more than one
+         * class: "unknown"; else 0x030000 graphics, 0x030200 compute, others unknown. */
+        const struct nvml_facts *n = facts->nvml.facts;
+        if (!n || n->n_gpus == 0) return "unknown";
+        uint32_t first = 0;
+        for (unsigned i = 0; i < n->n_gpus; i++) {
+                uint32_t cls = gpu_class(facts, &n->gpus[i]);
+                if (cls == 0 || (i > 0 && cls != first)) return "unknown";
+                first = cls;
+        }
+        return first == 0x030000 ? "graphics" : first == 0x030200 ? "compute" : "unknown";
 }
 
 /* Returns true when the GPU has MIG mode enabled. */
@@ -145,20 +160,43 @@ static int version_labels(const struct nvml_facts *n, struct label_set *s, char 
         return 0;
 }
 
-/* Adds nvidia.com/gpu.clique when every fabric-attached GPU shares one cluster UUID and clique. */
-static void clique_label(const struct nvml_facts *n, struct label_set *s) {
+int gfd_clique(const struct nvml_facts *n, char *buf, size_t size) {
+        /* internal/lm/imex.go getFabricIDs over go-nvlib's IsFabricAttached: state completed, status
+         * success, a cluster UUID that is not all zero (non-MNNVL NVSwitch systems, e.g. HGX H100,
+         * report exactly that); more than one UUID or clique among them: no label. */
+        static const char zero[] = "00000000-0000-0000-0000-000000000000";
         const char *uuid = NULL;
         unsigned clique = 0;
+        if (size > 0) buf[0] = 0;
         for (unsigned i = 0; i < n->n_gpus; i++) {
                 const struct nvml_gpu_facts *g = &n->gpus[i];
                 bool attached = g->fabric_rc == NVML_SUCCESS && g->fabric_state == NVML_GPU_FABRIC_STATE_COMPLETED &&
-                                g->fabric_status == NVML_SUCCESS;
+                                g->fabric_status == NVML_SUCCESS && g->fabric_cluster_uuid[0] &&
+                                strcasecmp(g->fabric_cluster_uuid, zero) != 0;
                 if (!attached) continue;
-                if (uuid && (!streq(uuid, g->fabric_cluster_uuid) || clique != g->fabric_clique_id)) return;
+                if (uuid && (!streq(uuid, g->fabric_cluster_uuid) || clique != g->fabric_clique_id)) return -ENOENT;
                 uuid = g->fabric_cluster_uuid;
                 clique = g->fabric_clique_id;
         }
-        if (uuid) label_putf(s, "nvidia.com/gpu.clique", "%s.%u", uuid, clique);
+        if (!uuid) return -ENOENT;
+        snprintf(buf, size, "%s.%u", uuid, clique);
+        return 0;
+}
+
+int gfd_vgpu_labels(const struct label_options *o, struct label_set *s, char **ret_error) {
+        /* internal/lm/vgpu.go: a vGPU list that cannot be read writes no labels; a vGPU without its
+         * host driver record fails the labels. */
+        const struct gfd_vgpu_facts *v = o->vgpu;
+        if (!v || v->rc < 0) return 0;
+        if (v->info_rc < 0)
+                return label_fail(ret_error, -EIO, "error getting vGPU device info: cannot find driver version record in "
+                                  "vendor specific capability");
+        label_put(s, "nvidia.com/vgpu.present", v->n_vgpus > 0 ? "true" : "false");
+        if (v->n_vgpus > 0) {
+                label_put(s, "nvidia.com/vgpu.host-driver-version", v->host_driver_version);
+                label_put(s, "nvidia.com/vgpu.host-driver-branch", v->host_driver_branch);
+        }
+        return 0;
 }
 
 /* Adds the nvidia.com/gpu.* resource labels: product, count, replicas, sharing, memory, architecture. */
@@ -202,6 +240,30 @@ int gfd_mig_name(const struct nvml_mig_facts *m, char *buf, size_t size) {
         for (char *p = buf; *p; p++)
                 if (*p == '+') *p = '.';
         return 0;
+}
+
+int gfd_mig_single_invalid(const struct nvml_facts *n) {
+        bool any_enabled = false, any_disabled = false, any_empty = false;
+        char first[40] = "";
+        bool mixed = false;
+        for (unsigned i = 0; i < n->n_gpus; i++) {
+                const struct nvml_gpu_facts *g = &n->gpus[i];
+                if (!mig_enabled(g)) {
+                        any_disabled = true;
+                        continue;
+                }
+                any_enabled = true;
+                if (g->mig_max_rc != NVML_SUCCESS || g->mig_devices_rc != NVML_SUCCESS) return -EIO;
+                any_empty |= g->n_mig == 0;
+                for (unsigned j = 0; j < g->n_mig; j++) {
+                        char name[40];
+                        if (gfd_mig_name(&g->mig[j], name, sizeof name) < 0) return -EIO;
+                        if (!first[0]) snprintf(first, sizeof first, "%s", name);
+                        else mixed |= !streq(first, name);
+                }
+        }
+        if (!any_enabled) return 0;
+        return any_disabled || any_empty || mixed;
 }
 
 /* One MIG resource: its name, how many MIG devices carry it, and the first of them (GFD labels its
@@ -340,9 +402,9 @@ int gfd_labels(const struct node_facts *facts, const struct label_options *o, st
         if (n->device_count_rc != NVML_SUCCESS)
                 return label_fail(ret_error, -EIO, "error getting devices: %s", nvml_error_string(n->device_count_rc));
         if (o->timestamp) label_putf(&s, "nvidia.com/gfd.timestamp", "%lld", (long long)o->now);
+        int r;
         if (n->n_gpus == 0) goto done;
 
-        int r;
         bool any_mig_enabled = false, mig_capable = false;
         for (unsigned i = 0; i < n->n_gpus; i++) {
                 const struct nvml_gpu_facts *g = &n->gpus[i];
@@ -354,6 +416,14 @@ int gfd_labels(const struct node_facts *facts, const struct label_options *o, st
                 if (g->mig_rc != NVML_SUCCESS && g->mig_rc != NVML_ERROR_NOT_SUPPORTED) {
                         r = label_fail(ret_error, -EIO, "error getting mig capability of GPU %u: %s", i,
                                        nvml_error_string(g->mig_rc));
+                        goto fail;
+                }
+                /* internal/lm/imex.go: a fabric query that fails (not "not supported") fails GFD's IMEX
+                 * labeler, and with it the labels */
+                if (g->fabric_rc != NVML_SUCCESS && g->fabric_rc != NVML_ERROR_NOT_SUPPORTED &&
+                    g->fabric_rc != NVML_FACT_NOT_QUERIED) {
+                        r = label_fail(ret_error, -EIO, "error creating IMEX labeler: error checking imex capability: error "
+                                       "getting GPU Fabric Info of GPU %u: %s", i, nvml_error_string(g->fabric_rc));
                         goto fail;
                 }
                 if (g->cc_rc != NVML_SUCCESS) {
@@ -393,11 +463,12 @@ int gfd_labels(const struct node_facts *facts, const struct label_options *o, st
                 }
         }
 
-        /* gpu.mode from the first GPU's PCI class (GFD keeps the first when they differ) */
-        uint32_t cls = gpu_class(facts, &n->gpus[0]);
-        label_put(&s, "nvidia.com/gpu.mode", cls == 0x030000 ? "graphics" : cls == 0x030200 ? "compute" : "unknown");
-        clique_label(n, &s);
+        label_put(&s, "nvidia.com/gpu.mode", gfd_gpu_mode(facts));
+        char clique[64];
+        if (gfd_clique(n, clique, sizeof clique) == 0) label_put(&s, "nvidia.com/gpu.clique", clique);
 done:
+        r = gfd_vgpu_labels(o, &s, ret_error);
+        if (r < 0) goto fail;
         qsort(s.v, s.n, sizeof *s.v, cmp_label);
         *ret = s;
         return 0;

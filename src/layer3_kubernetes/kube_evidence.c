@@ -1,5 +1,6 @@
 /* kube_evidence.c: the API's view of the node as check evidence, shared by the layer 3 and 4 checks. */
 #include "layer3_kubernetes/kube_evidence.h"
+#include "nvml/nvml_probe.h"
 
 const struct kube_api_facts *kube_api_or_skip(const struct node_facts *facts, struct finding *f, bool need_pods) {
         const struct kube_api_facts *a = facts->kube ? &facts->kube->api : NULL;
@@ -71,4 +72,15 @@ void kube_validations_evidence(const struct kubelet_facts *k, struct finding *f)
                          missing.data ? missing.data : "none");
         buf_free(&present);
         buf_free(&missing);
+}
+
+bool kube_rests_on_mig_manager_if_mig(const struct node_facts *facts, const char *dep) {
+        if (!streq(dep, "mig-manager.state")) return true;
+        const struct nvml_facts *n = facts->nvml.facts;
+        if (!n || n->init_rc != NVML_SUCCESS) return false;
+        for (unsigned i = 0; i < n->n_gpus; i++) {
+                const struct nvml_gpu_facts *g = &n->gpus[i];
+                if (g->mig_rc == NVML_SUCCESS && (g->mig_current == 1 || g->mig_pending == 1)) return true;
+        }
+        return false;
 }

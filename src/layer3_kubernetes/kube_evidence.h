@@ -23,3 +23,9 @@ const char *kube_node_label(const struct kube_api_facts *a, const char *key);
 
 /* Adds evidence on the GPU Operator's validation files (/run/nvidia/validations). */
 void kube_validations_evidence(const struct kubelet_facts *k, struct finding *f);
+
+/* A check_def rests_on for the device plugin's and GFD's checks: they rest on every dependency, and on
+ * mig-manager.state only where MIG is enabled (on a GPU now, or after its next reset): a failed MIG
+ * reconfiguration makes the plugin crash-loop and GFD write <model>-MIG-INVALID, while a node without
+ * MIG does not depend on the MIG manager. Returns whether the check rests on dep. */
+bool kube_rests_on_mig_manager_if_mig(const struct node_facts *facts, const char *dep);

@@ -56,6 +56,22 @@ void probe_kubelet(struct kubelet_facts *ret) {
         n = hostfs_list(NVIDIA_VALIDATIONS_DIR, true, &names);
         ret->validations_rc = n < 0 ? n : 0;
         if (n >= 0) take_names(names, n, &ret->validations, &ret->n_validations);
+        /* their content: most are empty; driver-ready holds the driver root, .driver-ctr-ready the driver
+         * container's features (GDS_ENABLED: true, ...), workload-type the node's workload */
+        ret->validation_texts = ret->n_validations ? xcalloc(ret->n_validations, sizeof(char *)) : NULL;
+        for (size_t i = 0; i < ret->n_validations; i++) {
+                _cleanup_free_ char *p = xasprintf("%s/%s", NVIDIA_VALIDATIONS_DIR, ret->validations[i]);
+                _cleanup_free_ char *text = NULL;
+                if (hostfs_read(p, 64 * 1024, &text, NULL) < 0) continue;
+                /* line by line: the lines stay, each made valid UTF-8 without control characters */
+                struct buf b = {0};
+                for (char *save = NULL, *line = strtok_r(text, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
+                        _cleanup_free_ char *clean = utf8_sanitize(line);
+                        buf_printf(&b, "%s\n", clean);
+                }
+                if (!b.data) buf_append(&b, "", 0);
+                ret->validation_texts[i] = b.data;
+        }
 }
 
 /* Frees n names and the array. */
@@ -71,6 +87,7 @@ static void kubelet_facts_free(struct kubelet_facts *k) {
         free(k->checkpoint_error);
         kube_checkpoint_free(k->checkpoint);
         names_free(k->registry, k->n_registry);
+        names_free(k->validation_texts, k->n_validations);
         names_free(k->validations, k->n_validations);
         *k = (struct kubelet_facts){0};
 }

@@ -53,7 +53,29 @@ def gpu(name, bus, dev_id, mem_mib, cc, mig=None, minor=0, fabric=None, mig_devi
     return g
 
 
-def node(name, machine, gpus, cls, driver="550.54.15", cuda=12040, args=None):
+def bare_metal_config(dev_id):
+    """A GPU's 256-byte PCI config space on bare metal (read as root): vendor/device, status with a capability
+    list, the capabilities power management (0x60), MSI (0x68), PCI Express (0x78) and no vendor-specific one."""
+    c = bytearray(256)
+    c[0:4] = bytes([0xde, 0x10, dev_id & 0xff, dev_id >> 8])
+    c[4], c[6], c[0x0b], c[0x34] = 0x07, 0x10, 0x03, 0x60
+    c[0x60:0x62] = bytes([0x01, 0x68])
+    c[0x68:0x6a] = bytes([0x05, 0x78])
+    c[0x78:0x7a] = bytes([0x10, 0x00])
+    return bytes(c)
+
+
+def vgpu_guest_config(dev_id, version, branch):
+    """A vGPU guest's config space: as bare metal, plus a vendor-specific capability (0x09) at 0xc8 with the
+    "VF" signature and record 0: the host driver's version and branch, 10 bytes each, NUL padded."""
+    c = bytearray(bare_metal_config(dev_id))
+    c[0x79] = 0xc8
+    cap = bytes([0x09, 0x00, 0x1b, ord("V"), ord("F"), 0x00, 0x16]) + version.encode().ljust(10, b"\0") + branch.encode().ljust(10, b"\0")
+    c[0xc8:0xc8 + len(cap)] = cap
+    return bytes(c)
+
+
+def node(name, machine, gpus, cls, driver="550.54.15", cuda=12040, args=None, config=bare_metal_config):
     d = os.path.join(HERE, name)
     root = os.path.join(d, "root")
     if os.path.exists(root):  # expected.labels stays
@@ -66,6 +88,8 @@ def node(name, machine, gpus, cls, driver="550.54.15", cuda=12040, args=None):
                      ("subsystem_vendor", "0x10de"), ("subsystem_device", "0x0000"), ("numa_node", "0")):
             with open(os.path.join(p, f), "w") as fh:
                 fh.write(v + "\n")
+        with open(os.path.join(p, "config"), "wb") as fh:
+            fh.write(config(int(g["pci_device_id"][2:6], 16)))
     os.makedirs(os.path.join(root, "sys/class/dmi/id"))
     if machine is not None:
         with open(os.path.join(root, "sys/class/dmi/id/product_name"), "w") as fh:
@@ -110,3 +134,14 @@ node("l40s", "ThinkSystem SR675 V3",
 node("odd-name", "  Super Server (X13)/Rev 1.0\tÜber  ",
      [gpu("NVIDIA  RTX (6000) Ada/Gen™ Übung   ", "65", 0x26B1, 49140, [8, 9], None, 0)], 0x038000,
      driver="560.35", cuda=12060)
+# An HGX H100 without multi-node NVLink: the fabric is complete but its cluster UUID is all zero, which GFD
+# (go-nvlib IsFabricAttached) does not count as fabric-attached: no nvidia.com/gpu.clique.
+NO_MNNVL = {"state": 3, "status": 0, "cluster_uuid": "00000000-0000-0000-0000-000000000000", "clique_id": 0,
+            "health_mask": 0}
+node("h100-hgx-no-mnnvl", "PowerEdge XE9680",
+     [gpu("NVIDIA H100 80GB HBM3", b, 0x2330, 81559, [9, 0], {"current": 0, "pending": 0}, i, NO_MNNVL)
+      for i, b in enumerate(["18", "2a"])], 0x030200)
+# A vGPU guest (a T4-16Q profile): the vendor-specific capability names the host driver 535.129.03, branch r535_00.
+node("t4-vgpu-guest", "OpenStack Nova",
+     [gpu("GRID T4-16Q", "05", 0x1EB8, 16384, [7, 5], None, 0)], 0x030200, driver="535.129.03", cuda=12020,
+     config=lambda dev: vgpu_guest_config(dev, "535.129.03", "r535_00"))

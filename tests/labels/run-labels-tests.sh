@@ -66,6 +66,33 @@ GPUNODE_FAKE_NVML=$tmp/noperm.json "$gpunode" labels --once --root "$here/a100-m
 [ $? -eq 1 ] && [ ! -e "$tmp/out" ] && grep -q 'Insufficient Permissions' "$tmp/mig.err" && ok "MIG profile unreadable: exit 1, nothing written" ||
         { fail "MIG profile unreadable"; cat "$tmp/mig.err"; }
 
+# vGPU: a config space read without privileges (64 bytes) gives no vgpu labels, as GFD; a vGPU capability without
+# the host driver record fails the labels, as GFD; GPUs of two PCI classes, or a class that cannot be read: gpu.mode=unknown
+mkdir -p "$tmp/vg" && cp -a "$here/l40s/root" "$tmp/vg/short" && cp -a "$here/l40s/root" "$tmp/vg/mixed" && cp -a "$here/t4-vgpu-guest/root" "$tmp/vg/norec"
+for c in "$tmp"/vg/short/sys/bus/pci/devices/*/config; do head -c 64 "$here/l40s/root/sys/bus/pci/devices/$(basename "$(dirname "$c")")/config" > "$c"; done
+GPUNODE_FAKE_NVML=$here/l40s/nvml.json "$gpunode" labels --once -o - --no-timestamp --root "$tmp/vg/short" --nvml-library "$fake" > "$tmp/vg/short.out" 2>&1
+! grep -q '^nvidia.com/vgpu' "$tmp/vg/short.out" && grep -qx 'nvidia.com/gpu.mode=graphics' "$tmp/vg/short.out" &&
+        ok "config space not fully readable: no vgpu labels" || { fail "short config"; cat "$tmp/vg/short.out"; }
+echo 0x030200 > "$(ls -d "$tmp"/vg/mixed/sys/bus/pci/devices/* | tail -1)/class"
+GPUNODE_FAKE_NVML=$here/l40s/nvml.json "$gpunode" labels --once -o - --no-timestamp --root "$tmp/vg/mixed" --nvml-library "$fake" > "$tmp/vg/mixed.out" 2>&1
+grep -qx 'nvidia.com/gpu.mode=unknown' "$tmp/vg/mixed.out" && ok "GPUs of two PCI classes: gpu.mode=unknown" || { fail "mixed classes"; cat "$tmp/vg/mixed.out"; }
+rm "$(ls -d "$tmp"/vg/mixed/sys/bus/pci/devices/* | tail -1)/class"
+GPUNODE_FAKE_NVML=$here/l40s/nvml.json "$gpunode" labels --once -o - --no-timestamp --root "$tmp/vg/mixed" --nvml-library "$fake" > "$tmp/vg/nocls.out" 2>&1
+grep -qx 'nvidia.com/gpu.mode=unknown' "$tmp/vg/nocls.out" && ok "a PCI class that cannot be read: gpu.mode=unknown" || { fail "class unreadable"; cat "$tmp/vg/nocls.out"; }
+c=$(ls "$tmp"/vg/norec/sys/bus/pci/devices/*/config)
+python3 -c 'import sys; p=sys.argv[1]; b=bytearray(open(p,"rb").read()); b[0xcd]=0x05; b[0xce]=0x16; open(p,"wb").write(bytes(b))' "$c"
+GPUNODE_FAKE_NVML=$here/t4-vgpu-guest/nvml.json "$gpunode" labels --once -o "$tmp/vg/norec.out" --root "$tmp/vg/norec" --nvml-library "$fake" 2> "$tmp/vg/norec.err"
+[ $? -eq 1 ] && [ ! -e "$tmp/vg/norec.out" ] && grep -q 'driver version record' "$tmp/vg/norec.err" &&
+        ok "a vGPU without its host driver record: exit 1, nothing written" || { fail "vGPU without record"; cat "$tmp/vg/norec.err"; }
+
+# a fabric query failing (not "not supported") fails GFD's IMEX labeler and with it the labels
+python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); d["gpus"][0]["errors"]={"nvmlDeviceGetGpuFabricInfo": 999}; json.dump(d, open(sys.argv[2], "w"))' \
+        "$here/h100-hgx/nvml.json" "$tmp/fabric-error.json"
+GPUNODE_FAKE_NVML=$tmp/fabric-error.json "$gpunode" labels --once -o - --no-timestamp --root "$here/h100-hgx/root" --nvml-library "$fake" \
+        > "$tmp/fabric.out" 2> "$tmp/fabric.err"
+[ $? -eq 1 ] && [ ! -s "$tmp/fabric.out" ] && grep -q 'IMEX labeler' "$tmp/fabric.err" && ok "fabric info failing: exit 1, as GFD's IMEX labeler" ||
+        { fail "fabric info failing"; cat "$tmp/fabric.out" "$tmp/fabric.err"; }
+
 # the file: atomic, mode 0644, folders created, no temporary left; the timestamp without --no-timestamp
 labels h100-hgx -o "$tmp/nfd/features.d/gfd" 2> "$tmp/err"
 if [ "$(stat -c %a "$tmp/nfd/features.d/gfd" 2>/dev/null)" = 644 ] && [ "$(ls "$tmp/nfd/features.d")" = gfd ] &&
@@ -187,8 +214,10 @@ rc=$?
 GFD_FAIL_ON_INIT_ERROR=false GPUNODE_FAKE_NVML=$here/../fake-nvml/testdata/init-error-18.json "$gpunode" labels --once \
         --root "$here/t4/root" --nvml-library "$fake" -o "$tmp/gfd/noinit" 2> "$tmp/gfd.err"
 rc=$?
-[ $rc -eq 0 ] && grep -qE '^nvidia.com/gfd.timestamp=[0-9]+$' "$tmp/gfd/noinit" && [ "$(wc -l < "$tmp/gfd/noinit")" -eq 1 ] &&
-        grep -q 'version mismatch' "$tmp/gfd.err" && ok "GFD_FAIL_ON_INIT_ERROR=false: the timestamp only, exit 0" ||
+# (GFD's null resource manager: no GPU labels; its vGPU labeler still reads the PCI bus)
+[ $rc -eq 0 ] && grep -qE '^nvidia.com/gfd.timestamp=[0-9]+$' "$tmp/gfd/noinit" && [ "$(wc -l < "$tmp/gfd/noinit")" -eq 2 ] &&
+        grep -qx 'nvidia.com/vgpu.present=false' "$tmp/gfd/noinit" &&
+        grep -q 'version mismatch' "$tmp/gfd.err" && ok "GFD_FAIL_ON_INIT_ERROR=false: the timestamp and vgpu.present only, exit 0" ||
         fail "fail-on-init-error=false: exit $rc $(cat "$tmp/gfd.err")"
 FAIL_ON_INIT_ERROR=false GPUNODE_FAKE_NVML=$here/../fake-nvml/testdata/init-error-18.json "$gpunode" labels --once \
         --root "$here/t4/root" --nvml-library "$fake" -o - --fail-on-init-error > /dev/null 2>&1

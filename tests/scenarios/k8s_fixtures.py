@@ -383,6 +383,7 @@ def scenarios(hgx, Node, l4_node):
                    {"node/metrics": NODE_PAGE}, args=urls(dcgm="http://127.0.0.1:@CLOSED_PORT@/metrics")))
 
     mig_scenarios(hgx)  # last: pod numbering of the scenarios above stays as it was
+    validation_scenarios(hgx)
 
 
 # H100 80GB HBM3 MIG profiles (nvidia-smi mig -lgip): GPU instance profile index, compute instance profile
@@ -422,3 +423,55 @@ def mig_scenarios(hgx):
     for k in ("capacity", "allocatable"):
         node["status"][k].update({"nvidia.com/mig-1g.10gb": "49", "nvidia.com/mig-7g.80gb": "1"})
     n.finish(serve(n, api_docs(n, node, operator_pods(n) + other_pods(n)), healthy_metrics(n), args=urls()))
+
+    # A failed MIG reconfiguration: asked for all-1g.10gb, the MIG manager enabled MIG mode on every GPU but
+    # could not create the GPU instances (a process held the GPUs) and set mig.config.state=failed. The device
+    # plugin (single strategy) crash-loops on MIG-enabled GPUs without MIG devices, and GFD wrote the
+    # <model>-MIG-INVALID labels: both rest on the MIG manager, the root cause.
+    counter = pod.counter  # the scenarios written after these keep their pod numbering
+    over = {i: {"mig_mode": {"current": 1, "pending": 1}, "mig_devices": []} for i in range(8)}
+    n = hgx("mig-reconfig-failed", gpu_overrides=over)
+    kubelet_files(n, registered=[], sockets=())
+    n.nvml_doc()
+    labels = gfd_labels(n)
+    labels.update({"nvidia.com/mig.strategy": "single", "nvidia.com/mig.config": "all-1g.10gb",
+                   "nvidia.com/mig.config.state": "failed", "nvidia.com/gpu.product": "NVIDIA-H100-80GB-HBM3-MIG-INVALID",
+                   "nvidia.com/gpu.count": "0", "nvidia.com/gpu.replicas": "0", "nvidia.com/gpu.memory": "0",
+                   "nvidia.com/gpu.sharing-strategy": ""})
+    dp = crashloop("nvidia-device-plugin", IMG + "k8s-device-plugin:v0.17.0", "nvidia-device-plugin-daemonset-x7k2p", OP,
+                   restarts=9,
+                   message="E0302 09:31:04.112 main.go:297] error starting plugins: error creating plugin manager: unable "
+                           "to create plugin manager: error building device map: error building device map from "
+                           "config.resources: invalid MIG configuration: at least one device with migEnabled=true was "
+                           "not configured correctly: device 0 has no MIG devices configured")
+    n.finish(serve(n, api_docs(n, node_object(n, gpus="0", labels=labels), operator_pods(n, dp=dp) + other_pods(n)),
+                   healthy_metrics(n), args=urls()))
+    pod.counter = counter
+
+
+def validation_scenarios(hgx):
+    """The GPU Operator's validation files against the validations that ran (gpu-operator.validations)."""
+    counter = pod.counter  # the scenarios written after these keep their pod numbering
+    # /run/nvidia/validations lost plugin-ready (a cleanup emptied part of the tmpfs) while the validator's
+    # plugin-validation completed long ago: the pods that wait for it would stay in Init at their next start.
+    n = hgx("k8s-validation-file-lost", runtime=False)
+    n.toolkit()
+    n.containerd(version=2)
+    n.cdi_spec()
+    n.validations(".driver-ctr-ready", "driver-ready", "toolkit-ready", "cuda-ready")
+    kubelet_files(n)
+    n.nvml_doc()
+    n.finish(serve(n, api_docs(n, node_object(n), operator_pods(n) + other_pods(n)), healthy_metrics(n), args=urls()))
+
+    # GPUDirect RDMA on (the driver container's .driver-ctr-ready): nvidia-peermem was validated with the driver,
+    # and its file is there; GDS and GDRCopy are off, so nvidia-fs-ready and gdrcopy-ready are not expected.
+    n = hgx("k8s-validation-peermem", runtime=False)
+    n.toolkit()
+    n.containerd(version=2)
+    n.cdi_spec()
+    n.validations(".driver-ctr-ready", "driver-ready", "nvidia-peermem-ready", "toolkit-ready", "cuda-ready", "plugin-ready",
+                  text={".driver-ctr-ready": "GDRCOPY_ENABLED: false\nGDS_ENABLED: false\nGPU_DIRECT_RDMA_ENABLED: true\n"})
+    kubelet_files(n)
+    n.nvml_doc()
+    n.finish(serve(n, api_docs(n, node_object(n), operator_pods(n) + other_pods(n)), healthy_metrics(n), args=urls()))
+    pod.counter = counter

@@ -288,6 +288,16 @@ class Node:
         self.write("etc/containerd/config.toml", head + body)
         self.daemon(pid, "containerd", ["/usr/bin/containerd"], btime=btime)
 
+    def dpkg(self, package, version, files):
+        """dpkg's record of an installed package: its stanza in /var/lib/dpkg/status and its file list."""
+        stanza = ("Package: %s\nStatus: install ok installed\nPriority: optional\nSection: admin\nArchitecture: amd64\n"
+                  "Version: %s\nDescription: An open and reliable container runtime\n" % (package, version))
+        status = self.path("var/lib/dpkg/status")
+        old = open(status).read() + "\n" if os.path.exists(status) else ""
+        self.write("var/lib/dpkg/status", old + stanza)
+        dirs = sorted({os.path.dirname(f) for f in files} | {"/usr", "/."})
+        self.write("var/lib/dpkg/info/%s.list" % package, "\n".join(dirs + list(files)) + "\n")
+
     def crio(self, patched=True, default=None, btime=BTIME_AFTER, pid=905, binary="/usr/bin/nvidia-container-runtime"):
         """CRI-O as packaged since 1.29 (its settings in crio.conf.d/10-crio.conf, crun the default runtime) and, when
         patched, the drop-in `nvidia-ctk runtime configure --runtime=crio` writes (pkg/config/engine/crio): the low-level
@@ -367,9 +377,17 @@ class Node:
                        "".join("[Mar 06 2024 09:%02d:%02d] [%s] [tid 1250] %s\n" % (10 + i // 60, i % 60, lvl, msg)
                                for i, (lvl, msg) in enumerate(log)))
 
-    def validations(self, *names):
+    # What the validator and the driver container write in them (gpu-operator cmd/nvidia-validator/main.go
+    # createStatusFile, assets/state-driver/0400_configmap.yaml); the other files are empty.
+    VALIDATION_TEXT = {
+        "driver-ready": "IS_HOST_DRIVER=true\nNVIDIA_DRIVER_ROOT=/\nDRIVER_ROOT_CTR_PATH=/host\nNVIDIA_DEV_ROOT=/\n"
+                        "DEV_ROOT_CTR_PATH=/host\n",
+        ".driver-ctr-ready": "GDRCOPY_ENABLED: false\nGDS_ENABLED: false\nGPU_DIRECT_RDMA_ENABLED: false\n",
+    }
+
+    def validations(self, *names, text=None):
         for n in names:
-            self.write("run/nvidia/validations/%s" % n, "")
+            self.write("run/nvidia/validations/%s" % n, (text or {}).get(n, self.VALIDATION_TEXT.get(n, "")))
 
     def nvml_doc(self, **top):
         gpus = []
@@ -918,6 +936,41 @@ def layer2_scenarios():
     n.toolkit()
     n.crio(patched=False)
     n.finish()
+
+    # containerd 1.6 (Debian's package) with a version 1 config: the nvidia runtime is of runtime_type
+    # io.containerd.runtime.v1.linux, whose shim runs options.Runtime, which the toolkit set (config_v1.go).
+    n = l4_node("containerd-v1-runtime-patched")
+    n.toolkit()
+    n.executable("usr/bin/containerd")
+    n.executable("usr/bin/containerd-shim")
+    n.executable("usr/sbin/runc")
+    n.dpkg("containerd", "1.6.20~ds1-1+b1", ["/usr/bin/containerd", "/usr/bin/containerd-shim", "/usr/bin/ctr"])
+    n.write("etc/containerd/config.toml",
+            'root = "/var/lib/containerd"\nstate = "/run/containerd"\noom_score = 0\n\n[grpc]\n  address = "/run/containerd/containerd.sock"\n\n'
+            '[plugins]\n  [plugins.cri]\n    sandbox_image = "registry.k8s.io/pause:3.6"\n    [plugins.cri.cni]\n'
+            '      bin_dir = "/opt/cni/bin"\n      conf_dir = "/etc/cni/net.d"\n    [plugins.cri.containerd]\n'
+            '      snapshotter = "overlayfs"\n      default_runtime_name = "nvidia"\n      [plugins.cri.containerd.runtimes]\n'
+            '        [plugins.cri.containerd.runtimes.nvidia]\n          runtime_type = "io.containerd.runtime.v1.linux"\n'
+            '          [plugins.cri.containerd.runtimes.nvidia.options]\n            Runtime = "/usr/bin/nvidia-container-runtime"\n'
+            '        [plugins.cri.containerd.runtimes.runc]\n          runtime_type = "io.containerd.runtime.v1.linux"\n'
+            '          [plugins.cri.containerd.runtimes.runc.options]\n            Runtime = "runc"\n')
+    n.daemon(812, "containerd", ["/usr/bin/containerd"])
+    n.finish()
+
+    # The same files under containerd 1.7 and 2.0 (Docker's containerd.io package): the main v2 file has the
+    # nvidia runtime, a later drop-in sets only a registry option of the CRI plugin. containerd 1.x replaces
+    # the whole CRI table with the drop-in's and loses the nvidia runtime; containerd 2.x merges key by key.
+    for name, version in (("containerd-1x-import-replaces", "1.7.25-1"), ("containerd-2x-import-merges", "2.0.5-1")):
+        n = l4_node(name)
+        n.toolkit()
+        n.containerd(version=2)
+        n.dpkg("containerd.io", version, ["/usr/bin/containerd", "/usr/bin/containerd-shim-runc-v2", "/usr/bin/ctr"])
+        cfg = n.path("etc/containerd/config.toml")
+        text = open(cfg).read().replace("version = 2\n", 'version = 2\nimports = ["/etc/containerd/conf.d/*.toml"]\n', 1)
+        n.write("etc/containerd/config.toml", text)
+        n.write("etc/containerd/conf.d/20-registry-mirror.toml",
+                'version = 2\n\n[plugins."io.containerd.grpc.v1.cri".registry]\n  config_path = "/etc/containerd/certs.d"\n')
+        n.finish()
 
     # Bad input: a TOML error in the drop-in; the check names file, line and column.
     n = l4_node("containerd-toml-error")

@@ -323,6 +323,169 @@ static void test_glob_symlink_loops(void **state) {
         containerd_facts_free(&c);
 }
 
+/* The drop-in replaces the whole CRI table (a registry setting only) and the main file has the nvidia runtime. */
+static const char *IMPORT_MAIN = "version = 2\nimports = [\"/etc/containerd/conf.d/*.toml\"]\n"
+                                 "[plugins.\"io.containerd.grpc.v1.cri\".containerd]\ndefault_runtime_name = \"nvidia\"\n"
+                                 "[plugins.\"io.containerd.grpc.v1.cri\".containerd.runtimes.nvidia]\n"
+                                 "runtime_type = \"io.containerd.runc.v2\"\n"
+                                 "[plugins.\"io.containerd.grpc.v1.cri\".containerd.runtimes.nvidia.options]\n"
+                                 "BinaryName = \"/usr/bin/nvidia-container-runtime\"\n";
+static const char *IMPORT_DROPIN = "version = 2\n[plugins.\"io.containerd.grpc.v1.cri\".registry]\nconfig_path = \"/etc/containerd/certs.d\"\n";
+
+/* Resolves with containerd's version set as the probe would have found it. */
+static void resolve_as(struct containerd_facts *c, int major, int minor) {
+        *c = (struct containerd_facts){.major = major, .minor = minor};
+        c->config_path = xstrdup("/etc/containerd/config.toml");
+        containerd_resolve(c);
+}
+
+/* The merge rule follows containerd's version, not the config's: with the same v2 files, 1.x loses the
+ * main file's nvidia runtime to the drop-in's CRI table, 2.x merges key by key and keeps it; unknown,
+ * gpunode assumes 1.x and records that 2.x would differ. */
+static void test_merge_by_containerd_version(void **state) {
+        put("etc/containerd/config.toml", IMPORT_MAIN);
+        put("etc/containerd/conf.d/10-registry.toml", IMPORT_DROPIN);
+        struct containerd_facts c;
+        resolve_as(&c, 1, 7);
+        assert_int_equal(c.rc, 0);
+        assert_false(c.deep_merge);
+        assert_false(c.merge_assumed);
+        assert_null(c.merge_other);
+        assert_null(runtime(&c, "nvidia"));
+        assert_string_equal(c.cri_owner, "/etc/containerd/conf.d/10-registry.toml");
+        containerd_facts_free(&c);
+
+        resolve_as(&c, 2, 0);
+        assert_int_equal(c.rc, 0);
+        assert_true(c.deep_merge);
+        const struct ctd_runtime *nv = runtime(&c, "nvidia");
+        assert_non_null(nv);
+        assert_string_equal(nv->binary_file, "/etc/containerd/config.toml");
+        assert_string_equal(c.default_runtime, "nvidia");
+        containerd_facts_free(&c);
+
+        resolve_as(&c, 0, 0);
+        assert_int_equal(c.rc, 0);
+        assert_true(c.merge_assumed);
+        assert_false(c.deep_merge);
+        assert_non_null(c.merge_other);
+        assert_non_null(strstr(c.merge_other, "containerd 1.x's rule gives no nvidia runtime"));
+        assert_non_null(strstr(c.merge_other, "2.x's gives the nvidia runtime from /etc/containerd/config.toml"));
+        c.present = true;
+        _cleanup_free_ char *sum = NULL;
+        assert_int_equal(judge("container-toolkit.nvidia-runtime", &c, &sum), CHECK_WARN);
+        assert_non_null(strstr(sum, "cannot tell"));
+        containerd_facts_free(&c);
+
+        /* containerd 1.x refuses a version 3 config */
+        put("etc/containerd/config.toml", "version = 3\n");
+        resolve_as(&c, 1, 7);
+        assert_int_equal(c.rc, -EINVAL);
+        assert_non_null(strstr(c.error, "unsupported config version"));
+        containerd_facts_free(&c);
+}
+
+/* runtime_type io.containerd.runtime.v1.linux runs options.Runtime (what the toolkit writes into a v1
+ * config), not BinaryName: a config patched so is healthy under containerd 1.x, and removed in 2.x. */
+static void test_v1_linux_runtime(void **state) {
+        put("etc/containerd/config.toml",
+            "[plugins]\n  [plugins.cri]\n    [plugins.cri.containerd]\n      default_runtime_name = \"nvidia\"\n"
+            "      [plugins.cri.containerd.runtimes.nvidia]\n        runtime_type = \"io.containerd.runtime.v1.linux\"\n"
+            "        [plugins.cri.containerd.runtimes.nvidia.options]\n          Runtime = \"/usr/bin/nvidia-container-runtime\"\n");
+        put("usr/bin/nvidia-container-runtime", "#!/bin/sh\n");
+        _cleanup_free_ char *bin = xasprintf("%s/usr/bin/nvidia-container-runtime", root);
+        assert_int_equal(chmod(bin, 0755), 0);
+        struct containerd_facts c;
+        resolve_as(&c, 1, 6);
+        assert_int_equal(c.rc, 0);
+        assert_int_equal(c.version, 1);
+        const struct ctd_runtime *nv = runtime(&c, "nvidia");
+        assert_non_null(nv);
+        assert_string_equal(nv->binary_key, "Runtime");
+        assert_string_equal(nv->binary_name, "/usr/bin/nvidia-container-runtime");
+        assert_int_equal(nv->binary_rc, 0);
+        c.present = true;
+        _cleanup_free_ char *sum = NULL, *sum2 = NULL, *sum3 = NULL;
+        enum check_status st = judge("container-toolkit.nvidia-runtime", &c, &sum);
+        if (st != CHECK_PASS) fail_msg("%s", sum);
+        assert_int_equal(judge("container-toolkit.runtime-binary", &c, &sum2), CHECK_PASS);
+        c.major = 2; /* the same config under containerd 2.x */
+        assert_int_equal(judge("container-toolkit.nvidia-runtime", &c, &sum3), CHECK_FAIL);
+        assert_non_null(strstr(sum3, "removed"));
+        containerd_facts_free(&c);
+}
+
+/* dpkg's status file as dpkg writes it (Debian 12: containerd 1.6.20~ds1-1+b1; a removed containerd.io
+ * left its config files). */
+static void test_dpkg_version(void **state) {
+        static const char status[] =
+                "Package: containerd.io\n"
+                "Status: deinstall ok config-files\n"
+                "Priority: optional\n"
+                "Section: devel\n"
+                "Architecture: amd64\n"
+                "Version: 1.7.25-1\n"
+                "Conffiles:\n"
+                " /etc/containerd/config.toml 3f0b8c8e6c1b8d4c0a4f1d7f9e3a2b1c obsolete\n"
+                "Description: An open and reliable container runtime\n"
+                "\n"
+                "Package: containerd\n"
+                "Status: install ok installed\n"
+                "Priority: optional\n"
+                "Section: admin\n"
+                "Installed-Size: 120424\n"
+                "Maintainer: Debian Go Packaging Team <team+pkg-go@tracker.debian.org>\n"
+                "Architecture: amd64\n"
+                "Source: containerd (1.6.20~ds1-1)\n"
+                "Version: 1.6.20~ds1-1+b1\n"
+                "Depends: runc (>= 1.0.0~rc2~), libc6 (>= 2.34), libseccomp2 (>= 2.5.0)\n"
+                "Description: open and reliable container runtime\n"
+                " containerd is an industry-standard container runtime with an emphasis on\n"
+                " simplicity, robustness and portability.\n"
+                "Homepage: https://containerd.io\n";
+        char *v = NULL;
+        assert_int_equal(dpkg_installed_version(status, strlen(status), "containerd", &v), 0);
+        assert_string_equal(v, "1.6.20~ds1-1+b1");
+        int major, minor;
+        assert_int_equal(containerd_parse_version(v, &major, &minor), 0);
+        assert_int_equal(major, 1);
+        assert_int_equal(minor, 6);
+        free(v);
+        assert_int_equal(dpkg_installed_version(status, strlen(status), "containerd.io", &v), -ENOENT);
+        assert_null(v);
+        assert_int_equal(dpkg_installed_version(status, strlen(status), "contain", &v), -ENOENT);
+        assert_int_equal(dpkg_installed_version(status, 40, "containerd", &v), -ENOENT); /* cut short */
+        assert_int_equal(containerd_parse_version("1:2.0.4-1", &major, &minor), 0);
+        assert_int_equal(major, 2);
+        assert_int_equal(containerd_parse_version("v1.7.24", &major, &minor), 0);
+        assert_int_equal(minor, 7);
+        assert_int_equal(containerd_parse_version("(devel)", &major, &minor), -EINVAL);
+        assert_int_equal(containerd_parse_version("1", &major, &minor), -EINVAL);
+        assert_int_equal(containerd_parse_version("", &major, &minor), -EINVAL);
+}
+
+/* The probe reads the version of the package that owns the binary, and says "cannot tell" for a binary
+ * no package lists. */
+static void test_probe_version(void **state) {
+        put("usr/bin/containerd", "\x7f" "ELF");
+        _cleanup_free_ char *bin = xasprintf("%s/usr/bin/containerd", root);
+        assert_int_equal(chmod(bin, 0755), 0);
+        put("etc/containerd/config.toml", "version = 2\n");
+        struct containerd_facts c;
+        probe_containerd(&c);
+        assert_int_equal(c.major, 0);
+        assert_non_null(strstr(c.version_from, "cannot tell"));
+        containerd_facts_free(&c);
+        put("var/lib/dpkg/info/containerd.io.list", "/.\n/usr\n/usr/bin\n/usr/bin/containerd\n/usr/bin/ctr\n");
+        put("var/lib/dpkg/status", "Package: containerd.io\nStatus: install ok installed\nVersion: 2.0.5-1\n");
+        probe_containerd(&c);
+        assert_int_equal(c.major, 2);
+        assert_int_equal(c.minor, 0);
+        assert_string_equal(c.version_text, "2.0.5-1");
+        assert_true(c.deep_merge); /* a v2 config under containerd 2.x */
+        containerd_facts_free(&c);
+}
+
 int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test_setup_teardown(test_v2_main, setup, teardown),
@@ -336,6 +499,10 @@ int main(void) {
                 cmocka_unit_test_setup_teardown(test_config_symlink_loop, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_config_too_large, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_glob_symlink_loops, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_merge_by_containerd_version, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_v1_linux_runtime, setup, teardown),
+                cmocka_unit_test(test_dpkg_version),
+                cmocka_unit_test_setup_teardown(test_probe_version, setup, teardown),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }

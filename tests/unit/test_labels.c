@@ -159,6 +159,180 @@ static void test_check_agrees_with_labels(void **state) {
         nvml_facts_free(facts.nvml.facts);
 }
 
+/* The config spaces GFD's own tests read (k8s-device-plugin internal/vgpu/pciutil.go NewMockNvidiaPCI): a
+ * passed-through T4 (no vGPU capability) and a vGPU guest whose host runs 460.16, branch r460_00. */
+static void test_vgpu_config(void **state) {
+        static const uint8_t passthrough[256] = {
+                "\xde\x10\x8a\x11\x07\x04\x10\x00\xa1\x00\x00\x03\x00\xf8\x00\x00"
+                "\x00\x00\x00\xec\x0c\x00\x00\xe0\x00\x00\x00\x00\x0c\x00\x00\xea"
+                "\x00\x00\x00\x00\x01\xc1\x00\x00\x00\x00\x00\x00\xde\x10\x14\x10"
+                "\x00\x00\x00\xee\x60\x00\x00\x00\x00\x00\x00\x00\x05\x01\x00\x00"
+                "\xde\x10\x14\x10\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00"
+                "\x01\x00\x00\x00\x01\x00\x00\x00\xce\xd6\x23\x00\x00\x00\x00\x00"
+                "\x01\x68\x03\x00\x08\x00\x00\x00\x05\x78\x81\x00\x00\x70\xe6\xfe"
+                "\x00\x00\x00\x00\x00\x43\x00\x00\x10\xb4\x02\x00\xe1\x8d\x64\x00"
+                "\x10\x29\x00\x00\x03\x3d\x45\x10\x00\x00\x01\x11\x00\x00\x00\x00"
+                "\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x13\x00\x00\x00"
+                "\x00\x00\x00\x00\x0e\x00\x00\x00\x03\x00\x3e\x00\x00\x00\x00\x00"
+                "\x00\x00\x00\x00\x09\x00\x14\x01\x00\x00\x00\x00\x00\x00\x00\x00"
+                "\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00"
+                "\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00"
+                "\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00"
+                "\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00"
+        };
+        static const uint8_t vgpu[256] = {
+                "\xde\x10\xb8\x1e\x02\x05\xff\x06\xa1\x00\x00\x03\x00\x00\x00\x00"
+                "\x00\x00\x00\xfc\x0c\x00\x00\xd0\x00\x00\x00\x00\x04\x00\x00\xfa"
+                "\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\xde\x10\x0f\x13"
+                "\x00\x00\x00\x00\xd0\x00\x00\x00\x00\x00\x00\x00\x0a\x01\x00\x00"
+                "\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00"
+                "\x01\x00\x00\x00\x01\x00\x00\x00\xce\xd6\x23\x00\x00\x00\x00\x00"
+                "\x00\x00\x00\x00\x00\x00\x00\x00\x05\x00\x81\x00\x00\x00\xe0\xfe"
+                "\x00\x00\x00\x00\x4e\x40\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00"
+                "\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00"
+                "\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00"
+                "\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00"
+                "\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00"
+                "\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00"
+                "\x09\x68\x1b\x56\x46\x00\x16\x34\x36\x30\x2e\x31\x36\x00\x00\x00"
+                "\x00\x72\x34\x36\x30\x5f\x30\x30\x00\x00\x00\x00\x00\x00\x00\x00"
+                "\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00"
+        };
+        bool is_vgpu;
+        int info_rc;
+        char version[16], branch[16];
+        assert_int_equal(gfd_vgpu_parse_config(passthrough, sizeof passthrough, &is_vgpu, &info_rc, version, branch), 0);
+        assert_false(is_vgpu);
+        assert_int_equal(gfd_vgpu_parse_config(vgpu, sizeof vgpu, &is_vgpu, &info_rc, version, branch), 1);
+        assert_true(is_vgpu);
+        assert_int_equal(info_rc, 0);
+        assert_string_equal(version, "460.16");
+        assert_string_equal(branch, "r460_00");
+        /* read without privileges: 64 bytes, GFD cannot tell */
+        assert_int_equal(gfd_vgpu_parse_config(vgpu, 64, &is_vgpu, &info_rc, version, branch), -EINVAL);
+        /* a looped capability chain ends; a capability past the end is none */
+        uint8_t loop[256] = {0};
+        loop[6] = 0x10;
+        loop[0x34] = 0x40;
+        loop[0x40] = 0x01;
+        loop[0x41] = 0x40;
+        assert_int_equal(gfd_vgpu_parse_config(loop, sizeof loop, &is_vgpu, &info_rc, version, branch), 0);
+        loop[0x40] = 0x09;
+        loop[0x42] = 0xf0;
+        loop[0x43] = 'V';
+        loop[0x44] = 'F';
+        assert_int_equal(gfd_vgpu_parse_config(loop, sizeof loop, &is_vgpu, &info_rc, version, branch), 0);
+        assert_false(is_vgpu);
+        /* a vGPU whose records never reach record 0 */
+        loop[0x42] = 0x10;
+        loop[0x45] = 0x03;
+        loop[0x46] = 0x00;
+        assert_int_equal(gfd_vgpu_parse_config(loop, sizeof loop, &is_vgpu, &info_rc, version, branch), 1);
+        assert_int_equal(info_rc, -EBADMSG);
+}
+
+/* gpu.mode and gpu.clique as GFD computes them: one class for all GPUs, else unknown; a class that
+ * cannot be read is unknown; an all-zero cluster UUID is no clique. */
+static void test_mode_and_clique(void **state) {
+        struct nvml_gpu_facts gpus[2] = {
+                {.pci_rc = NVML_SUCCESS, .pci_bus_id_legacy = "0000:18:00.0", .fabric_rc = NVML_SUCCESS,
+                 .fabric_state = NVML_GPU_FABRIC_STATE_COMPLETED, .fabric_status = NVML_SUCCESS,
+                 .fabric_cluster_uuid = "00000000-0000-0000-0000-000000000000"},
+                {.pci_rc = NVML_SUCCESS, .pci_bus_id_legacy = "0000:2a:00.0", .fabric_rc = NVML_SUCCESS,
+                 .fabric_state = NVML_GPU_FABRIC_STATE_COMPLETED, .fabric_status = NVML_SUCCESS,
+                 .fabric_cluster_uuid = "00000000-0000-0000-0000-000000000000"},
+        };
+        struct nvml_facts n = {.init_rc = NVML_SUCCESS, .n_gpus = 2, .gpus = gpus};
+        struct pci_function fn[2] = {{.address = "0000:18:00.0", .class_code = 0x030200},
+                                     {.address = "0000:2a:00.0", .class_code = 0x030200}};
+        struct node_facts facts = {.pci = {.gpus = fn, .n_gpus = 2}, .nvml = {.facts = &n}};
+        assert_string_equal(gfd_gpu_mode(&facts), "compute");
+        fn[1].class_code = 0x030000;
+        assert_string_equal(gfd_gpu_mode(&facts), "unknown");
+        fn[0].class_code = 0x030000;
+        assert_string_equal(gfd_gpu_mode(&facts), "graphics");
+        facts.pci.n_gpus = 1; /* the second GPU's class was not read */
+        assert_string_equal(gfd_gpu_mode(&facts), "unknown");
+        char buf[64];
+        assert_int_equal(gfd_clique(&n, buf, sizeof buf), -ENOENT);
+        assert_string_equal(buf, "");
+        snprintf(gpus[0].fabric_cluster_uuid, sizeof gpus[0].fabric_cluster_uuid, "6b1bd5c2-7f45-4b2e-9b66-0c1a3e2f4d5e");
+        gpus[0].fabric_clique_id = 32766;
+        assert_int_equal(gfd_clique(&n, buf, sizeof buf), 0); /* the all-zero GPU is not attached */
+        assert_string_equal(buf, "6b1bd5c2-7f45-4b2e-9b66-0c1a3e2f4d5e.32766");
+
+        /* gfd.labels: an old GFD's all-zero clique label contradicts NVML */
+        snprintf(gpus[0].fabric_cluster_uuid, sizeof gpus[0].fabric_cluster_uuid, "00000000-0000-0000-0000-000000000000");
+        gpus[0].fabric_clique_id = 0;
+        gpus[0].name_rc = gpus[1].name_rc = NVML_SUCCESS;
+        snprintf(gpus[0].name, sizeof gpus[0].name, "NVIDIA H100 80GB HBM3");
+        snprintf(gpus[1].name, sizeof gpus[1].name, "NVIDIA H100 80GB HBM3");
+        n.device_count = 2;
+        struct kube_facts kube = {0};
+        struct kube_kv labels[] = {{"nvidia.com/gpu.product", "NVIDIA-H100-80GB-HBM3"},
+                                   {"nvidia.com/gpu.clique", "00000000-0000-0000-0000-000000000000.0"}};
+        kube.api.node_name = "n";
+        kube.api.node.labels = labels;
+        kube.api.node.n_labels = ELEMENTSOF(labels);
+        facts.kube = &kube;
+        const struct check_def *def = check_find("gfd.labels");
+        struct finding f = {.def = def};
+        def->run(&facts, &f);
+        assert_int_equal(f.status, CHECK_FAIL);
+        bool named = false;
+        for (size_t i = 0; i < f.n_evidence; i++) named |= strstr(f.evidence[i], "gpu.clique=00000000") != NULL;
+        assert_true(named);
+        free(f.summary);
+        free(f.remedy);
+        for (size_t i = 0; i < f.n_evidence; i++) free(f.evidence[i]);
+        free(f.evidence);
+}
+
+/* gfd.labels agrees with the labeler on GFD's MIG-INVALID labels (single strategy, MIG-enabled GPUs without
+ * MIG devices: count 0, memory 0): a warning about the layout, not label mismatches; where the MIG devices
+ * fit the single strategy the INVALID product is a mismatch. */
+static void test_check_mig_invalid(void **state) {
+        static struct nvml_gpu_facts gpus[2];
+        for (int i = 0; i < 2; i++) {
+                gpus[i] = (struct nvml_gpu_facts){.name_rc = NVML_SUCCESS, .mig_rc = NVML_SUCCESS, .mig_current = 1,
+                                                  .mig_pending = 1, .mig_max_rc = NVML_SUCCESS, .mig_devices_rc = NVML_SUCCESS,
+                                                  .memory_rc = NVML_SUCCESS, .memory_total = 81559ull << 20};
+                snprintf(gpus[i].name, sizeof gpus[i].name, "NVIDIA H100 80GB HBM3");
+        }
+        struct nvml_facts n = {.init_rc = NVML_SUCCESS, .n_gpus = 2, .gpus = gpus, .device_count = 2};
+        struct kube_facts kube = {0};
+        struct kube_kv labels[] = {{"nvidia.com/gpu.product", "NVIDIA-H100-80GB-HBM3-MIG-INVALID"},
+                                   {"nvidia.com/gpu.count", "0"}, {"nvidia.com/gpu.memory", "0"},
+                                   {"nvidia.com/mig.strategy", "single"}};
+        kube.api.node_name = "n";
+        kube.api.node.labels = labels;
+        kube.api.node.n_labels = ELEMENTSOF(labels);
+        struct node_facts facts = {.nvml = {.facts = &n}, .kube = &kube};
+        assert_int_equal(gfd_mig_single_invalid(&n), 1);
+        const struct check_def *def = check_find("gfd.labels");
+        struct finding f = {.def = def};
+        def->run(&facts, &f);
+        if (f.status != CHECK_WARN) fail_msg("%s", f.summary);
+        assert_non_null(strstr(f.summary, "MIG-INVALID"));
+        free(f.summary);
+        free(f.remedy);
+        for (size_t i = 0; i < f.n_evidence; i++) free(f.evidence[i]);
+        free(f.evidence);
+        /* one 7g.80gb on each GPU: the single strategy fits, INVALID contradicts NVML */
+        for (int i = 0; i < 2; i++) {
+                gpus[i].mig[0] = (struct nvml_mig_facts){.profile_rc = NVML_SUCCESS, .profile = "7g.80gb"};
+                gpus[i].n_mig = 1;
+        }
+        assert_int_equal(gfd_mig_single_invalid(&n), 0);
+        f = (struct finding){.def = def};
+        def->run(&facts, &f);
+        assert_int_equal(f.status, CHECK_FAIL);
+        free(f.summary);
+        free(f.remedy);
+        for (size_t i = 0; i < f.n_evidence; i++) free(f.evidence[i]);
+        free(f.evidence);
+}
+
 int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_sanitise),
@@ -166,6 +340,9 @@ int main(void) {
                 cmocka_unit_test(test_no_nvml),
                 cmocka_unit_test(test_mig_profile_names),
                 cmocka_unit_test(test_check_agrees_with_labels),
+                cmocka_unit_test(test_vgpu_config),
+                cmocka_unit_test(test_mode_and_clique),
+                cmocka_unit_test(test_check_mig_invalid),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -11,6 +11,7 @@
 #include "facts/node.h"
 #include "facts/layer3_kubernetes.h"
 #include "kube/net_replay.h"
+#include "nvml/nvml_probe.h"
 
 static const char *const components[] = {
         "driver", "fabric-manager", "nvswitch", "rdma", "sriov", "container-toolkit", "rdma-device-plugin", "device-plugin", "gfd",
@@ -144,12 +145,94 @@ static void test_api_failure_classes(void **state) {
         finding_done(&f);
 }
 
+/* The device plugin's and GFD's checks rest on mig-manager.state where MIG is enabled (now or after the
+ * next reset) and not on a node without MIG; on their other dependencies always. */
+static void test_mig_manager_rests_only_with_mig(void **state) {
+        static const char *const ids[] = {"device-plugin.pod", "device-plugin.registered", "device-plugin.allocatable", "gfd.labels"};
+        struct nvml_gpu_facts gpus[2] = {{.mig_rc = NVML_SUCCESS}, {.mig_rc = NVML_ERROR_NOT_SUPPORTED}};
+        struct nvml_facts nf = {.init_rc = NVML_SUCCESS, .n_gpus = 2, .gpus = gpus};
+        struct node_facts facts = {.nvml = {.facts = &nf}};
+        struct node_facts no_nvml = {0};
+        for (size_t i = 0; i < ELEMENTSOF(ids); i++) {
+                const struct check_def *d = check_find(ids[i]);
+                assert_non_null(d);
+                bool listed = false;
+                for (size_t k = 0; k < CHECK_MAX_DEPS && d->depends[k]; k++) listed |= streq(d->depends[k], "mig-manager.state");
+                if (!listed) fail_msg("%s does not list mig-manager.state", d->id);
+                assert_non_null(d->rests_on);
+                gpus[0].mig_current = gpus[0].mig_pending = 0;
+                assert_false(d->rests_on(&facts, "mig-manager.state"));
+                assert_false(d->rests_on(&no_nvml, "mig-manager.state"));
+                assert_true(d->rests_on(&facts, "driver.nvml-init"));
+                gpus[0].mig_current = gpus[0].mig_pending = 1;
+                assert_true(d->rests_on(&facts, "mig-manager.state"));
+                gpus[0].mig_current = 0; /* enabled after the next reset */
+                assert_true(d->rests_on(&facts, "mig-manager.state"));
+        }
+        /* mig-manager.state runs before them, so that it is the root cause */
+        size_t n, mig = 0, dp = 0;
+        const struct check_def *const *all = check_registry(&n);
+        for (size_t i = 0; i < n; i++) {
+                if (streq(all[i]->id, "mig-manager.state")) mig = i;
+                if (streq(all[i]->id, "device-plugin.pod")) dp = i;
+        }
+        assert_true(mig > 0 && mig < dp);
+}
+
+/* gpu-operator.validations: a validation whose init container keeps failing, without its file, fails; a
+ * component nothing validates here (MOFED, vGPU, ...) is not judged; without operator pods it skips. */
+static void test_operator_validations(void **state) {
+        struct kube_kv labels[] = {{(char *)"app", (char *)"nvidia-operator-validator"}};
+        struct kube_container cs[] = {
+                {.name = (char *)"driver-validation", .init = true, .state = KUBE_STATE_TERMINATED, .exit_code = 0,
+                 .reason = (char *)"Completed"},
+                {.name = (char *)"toolkit-validation", .init = true, .state = KUBE_STATE_WAITING, .restarts = 3,
+                 .reason = (char *)"CrashLoopBackOff", .has_last = true, .last_exit_code = 1,
+                 .last_message = (char *)"nvidia-smi: failed to run: no such file"},
+                {.name = (char *)"nvidia-operator-validator", .state = KUBE_STATE_WAITING, .reason = (char *)"PodInitializing"},
+        };
+        struct kube_pod_info pod = {.namespace = (char *)"gpu-operator", .name = (char *)"nvidia-operator-validator-x",
+                                    .phase = (char *)"Pending", .labels = labels, .n_labels = 1, .containers = cs,
+                                    .n_containers = ELEMENTSOF(cs), .n_init_spec = 2};
+        enum kube_pod_role role = POD_OPERATOR;
+        char *names[] = {(char *)"driver-ready", (char *)"mofed-ready"};
+        char *texts[] = {(char *)"IS_HOST_DRIVER=true\n", (char *)""};
+        struct kube_facts kf = {
+                .kubelet = {.validations = names, .validation_texts = texts, .n_validations = 2},
+                .api = {.node_name = (char *)"n", .pods = &pod, .roles = &role, .n_pods = 1,
+                        .operator_namespace = (char *)"gpu-operator"},
+        };
+        struct node_facts facts = {.kube = &kf};
+        struct finding f = run_one("gpu-operator.validations", &facts);
+        assert_int_equal(f.status, CHECK_FAIL);
+        assert_non_null(strstr(f.summary, "container toolkit"));
+        assert_non_null(strstr(f.remedy, "toolkit-validation"));
+        for (size_t i = 0; i < f.n_evidence; i++)
+                if (strncmp(f.evidence[i], "mofed:", 6) == 0) fail_msg("MOFED judged though nothing validates it: %s", f.evidence[i]);
+        finding_done(&f);
+        /* the toolkit validated: all files there but mofed's, which is not expected */
+        cs[1] = (struct kube_container){.name = (char *)"toolkit-validation", .init = true, .state = KUBE_STATE_TERMINATED};
+        char *names2[] = {(char *)"driver-ready", (char *)"toolkit-ready"};
+        kf.kubelet.validations = names2;
+        f = run_one("gpu-operator.validations", &facts);
+        assert_int_equal(f.status, CHECK_PASS);
+        finding_done(&f);
+        /* no operator pod */
+        pod.labels = NULL;
+        pod.n_labels = 0;
+        f = run_one("gpu-operator.validations", &facts);
+        assert_int_equal(f.status, CHECK_SKIP);
+        finding_done(&f);
+}
+
 int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_checks_well_formed),
                 cmocka_unit_test(test_symptoms_name_real_checks),
                 cmocka_unit_test(test_rdma_modules_unreadable),
                 cmocka_unit_test(test_api_failure_classes),
+                cmocka_unit_test(test_mig_manager_rests_only_with_mig),
+                cmocka_unit_test(test_operator_validations),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }
