@@ -20,6 +20,16 @@ static int status_of(const char *s) {
         return -1;
 }
 
+/* Returns whether s is a check id or component as gpunode writes them: 1..64 of [a-z0-9._-]. The text renderer
+ * prints ids as they are, so anything else from a pod's answer (escape sequences, say) is refused here. */
+static bool plain_token(const char *s) {
+        size_t n = 0;
+        for (; s && s[n]; n++)
+                if (n >= 64 || !((s[n] >= 'a' && s[n] <= 'z') || (s[n] >= '0' && s[n] <= '9') || strchr("._-", s[n])))
+                        return false;
+        return n > 0;
+}
+
 /* Returns a malloc'd copy of the string member key, or NULL when absent or not a string. */
 static char *dup_str(const json_t *o, const char *key) {
         const char *s = json_string_value(json_object_get(o, key));
@@ -81,10 +91,11 @@ int cluster_report_from_agent_json(const json_t *doc, struct report *ret, char *
                 const char *component = json_string_value(json_object_get(c, "component"));
                 json_int_t layer = json_integer_value(json_object_get(c, "layer"));
                 int st = status_of(json_string_value(json_object_get(c, "status")));
-                if (!id || !component || layer < LAYER_MIN || layer > LAYER_MAX || st < 0) {
+                if (!plain_token(id) || !plain_token(component) || layer < LAYER_MIN || layer > LAYER_MAX || st < 0) {
                         cluster_agent_report_free(ret);
                         return errorf(ret_error, -EBADMSG,
-                                      "check %zu of the report lacks an id, component, layer 1..4 or status", i);
+                                      "check %zu of the report lacks an id or component of [a-z0-9._-], a layer 1..4 "
+                                      "or a status", i);
                 }
                 struct check_def *d = xcalloc(1, sizeof *d);
                 d->id = xstrdup(id);

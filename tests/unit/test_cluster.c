@@ -261,10 +261,18 @@ static void test_agent_report(void **state) {
                 "{\"schema\":\"gpunode.report/"
                 "v1\",\"verdict\":\"healthy\",\"checks\":[{\"id\":\"x\",\"component\":\"c\",\"layer\":1,\"status\":"
                 "\"ok\"}]}",
+                /* an id carrying a terminal escape (OSC title, clear screen) from a hostile pod */
+                "{\"schema\":\"gpunode.report/"
+                "v1\",\"verdict\":\"failed\",\"checks\":[{\"id\":\"\\u001b]0;owned\\u0007\\u001b[2J\","
+                "\"component\":\"x\",\"layer\":1,\"status\":\"fail\"}]}",
+                "{\"schema\":\"gpunode.report/"
+                "v1\",\"verdict\":\"healthy\",\"checks\":[{\"id\":\"x\",\"component\":\"C\\n\",\"layer\":1,"
+                "\"status\":\"pass\"}]}",
                 "[]",
         };
         for (size_t i = 0; i < ELEMENTSOF(bad); i++) {
                 json_t *j = json_loads(bad[i], 0, NULL);
+                assert_non_null(j);
                 err = NULL;
                 assert_int_equal(cluster_report_from_agent_json(j, &r, &err), -EBADMSG);
                 assert_non_null(err);
