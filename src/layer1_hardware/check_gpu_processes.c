@@ -27,10 +27,14 @@ static void run_processes(const struct node_facts *facts, struct finding *f) {
         }
         const struct gpu_process_facts *hp = &facts->gpu_processes;
         bool kube = facts->kube && facts->kube->podres.rc == 0;
-        unsigned known = 0, procs = 0, orphans = 0, leaks = 0;
+        unsigned known = 0, procs = 0, orphans = 0, leaks = 0, unlisted = 0, unjudged_idle = 0;
+        /* Only in the host's PID namespace does a pid NVML names mean the host's process: elsewhere (0), or when
+         * gpunode cannot tell (-1), a missing /proc/<pid> or an empty process list proves nothing. */
+        bool host_view = hp->pid_namespace == 1;
         if (hp->pid_namespace == 0)
                 finding_evidence(f, "gpunode runs in its own PID namespace: NVML lists only the processes in it (run it with "
                                     "hostPID to see every GPU process)");
+
         for (unsigned i = 0; i < n->n_gpus; i++) {
                 const struct nvml_gpu_facts *g = &n->gpus[i];
                 const struct nvml_health_facts *h = &g->health;
@@ -43,14 +47,19 @@ static void run_processes(const struct node_facts *facts, struct finding *f) {
                 procs += h->n_processes;
                 _cleanup_free_ struct gpu_holder *holders = NULL;
                 size_t n_holders = kube ? gpu_holders(facts, (int)g->index, NULL, g, &holders) : 0;
-                if (h->processes_rc == NVML_ERROR_INSUFFICIENT_SIZE)
-                        finding_evidence(f, "%s: %u processes, more than gpunode lists", label, h->n_processes);
+                if (h->processes_rc == NVML_ERROR_INSUFFICIENT_SIZE || h->n_processes > NVML_MAX_PROCESSES) {
+                        unlisted++;
+                        finding_evidence(f, "%s: %u processes, more than the %u gpunode lists: not all judged", label,
+                                         h->n_processes, NVML_MAX_PROCESSES);
+                }
                 for (unsigned k = 0; h->processes_rc == NVML_SUCCESS && k < h->n_processes && k < NVML_MAX_PROCESSES; k++) {
                         const struct nvml_process_facts *p = &h->processes[k];
                         const struct gpu_process_host *host = gpu_process_find(hp, p->pid);
                         char text[128];
                         process_text(p, host, text, sizeof text);
-                        if (host && !host->alive && hp->pid_namespace != 0) {
+                        if (!host_view) {
+                                finding_evidence(f, "%s: %s", label, text);
+                        } else if (host && !host->alive) {
                                 orphans++;
                                 finding_evidence(f, "%s: %s: no such process on the host: its memory was never freed (a leftover "
                                                     "of a dead process)", label, text);
@@ -73,13 +82,18 @@ static void run_processes(const struct node_facts *facts, struct finding *f) {
                 }
                 bool no_graphics = h->graphics_processes.rc != NVML_SUCCESS || h->graphics_processes.value == 0;
                 bool mig = g->mig_rc == NVML_SUCCESS && g->mig_current == NVML_DEVICE_MIG_ENABLE;
-                if (h->processes_rc == NVML_SUCCESS && h->n_processes == 0 && no_graphics && !mig && hp->pid_namespace != 0 &&
-                    g->memory_rc == NVML_SUCCESS && g->memory_used > IDLE_USED_LIMIT) {
+                bool idle_used = h->processes_rc == NVML_SUCCESS && h->n_processes == 0 && no_graphics && !mig &&
+                                 g->memory_rc == NVML_SUCCESS && g->memory_used > IDLE_USED_LIMIT;
+                if (idle_used && !host_view) unjudged_idle++;
+                if (idle_used && host_view) {
                         leaks++;
                         finding_evidence(f, "%s: %llu MiB of memory in use with no process on the GPU", label,
                                          (unsigned long long)(g->memory_used >> 20));
                 }
         }
+        if (hp->pid_namespace < 0 && (procs > 0 || unjudged_idle > 0))
+                finding_evidence(f, "cannot tell whether gpunode shares the host's PID namespace (/proc/self under the root "
+                                    "unreadable): processes are listed, not judged");
         if (known == 0) {
                 finding_skip(f, "NVML does not list GPU processes here");
         } else if (orphans || leaks) {
@@ -94,6 +108,12 @@ static void run_processes(const struct node_facts *facts, struct finding *f) {
                 finding_remedy(f, "kill a leftover process (`kill <pid>`, or the pod's containers with `crictl rm`); memory held with "
                                   "no process, or a process that is gone, is freed only by a GPU reset (`nvidia-smi -r -i <index>`) "
                                   "or a reboot");
+        } else if (!host_view && (procs > 0 || unjudged_idle > 0)) {
+                finding_skip(f, "%u process(es) on %u GPU(s), not judged: gpunode does not see the host's processes (its PID "
+                                "namespace is %s)", procs, known, hp->pid_namespace == 0 ? "its own" : "unknown");
+        } else if (unlisted) {
+                finding_warn(f, "cannot tell for %u GPU(s): more processes than gpunode lists", unlisted);
+                finding_remedy(f, "list them with `nvidia-smi --query-compute-apps=pid,used_memory --format=csv`");
         } else if (procs == 0) {
                 finding_pass(f, "no process holds memory on %u GPU(s)", known);
         } else {
