@@ -261,7 +261,9 @@ static struct cl_pending *pending_find(struct cluster_facts *f, const char *ns, 
                 struct strindex *t = xcalloc(1, sizeof *t);
                 for (size_t i = 0; i < f->n_pending; i++) {
                         /* keys live in a side buffer owned by the table's users: "ns/name" strings */
-                        strindex_put(t, xasprintf("%s/%s", f->pending[i].namespace, f->pending[i].name), i);
+                        char *k = xasprintf("%s/%s", f->pending[i].namespace, f->pending[i].name);
+                        if (strindex_get(t, k) == (size_t)-1) strindex_put(t, k, i);
+                        else free(k); /* the same pod named twice: the first one stands */
                 }
                 f->pending_index = t;
         }

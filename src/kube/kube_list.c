@@ -82,9 +82,16 @@ int kube_list_all(struct kube_client *c, const struct kube_list_request *req, ku
                         if ((r = fn(it, userdata)) < 0) break;
                 }
                 const char *next = json_string_value(json_object_get(json_object_get(page, "metadata"), "continue"));
+                bool stuck = next && cont && streq(next, cont);
                 free(cont);
                 cont = next && *next ? xstrdup(next) : NULL;
                 json_decref(page);
+                if (r >= 0 && stuck) {
+                        /* A server answering the token it was sent would be followed for ever, the items counted twice. */
+                        r = errorf(ret_error, -EBADMSG, "list %s: the server answered the continue token it was sent: the "
+                                   "list does not advance", req->path);
+                        break;
+                }
                 if (r < 0) {
                         errorf(ret_error, r, "list %s: %s", req->path, strerror(-r));
                         break;

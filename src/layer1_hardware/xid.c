@@ -235,7 +235,7 @@ static size_t hex_at(const char *p, size_t n, uint32_t *ret) {
         if (n < 3 || p[0] != '0' || (p[1] != 'x' && p[1] != 'X')) return 0;
         uint32_t v = 0;
         size_t i = 2;
-        for (; i < n && i < 11; i++) {
+        for (; i < n && i < 10; i++) {
                 char c = p[i];
                 unsigned d;
                 if (c >= '0' && c <= '9') d = (unsigned)(c - '0');

@@ -404,6 +404,10 @@ srv.control({"lists": {"expire": "always"}})
 r = srv.run("--chunk-size", "2")
 check(r.returncode == 69 and r.stdout == "" and "410" in r.stderr and "expired" in r.stderr,
       "410 always: exit 69, no partial verdict", r.stderr)
+srv.control({"lists": {"expire": "never", "repeat_continue": True}})
+r = srv.run("--chunk-size", "2")
+check(r.returncode == 69 and r.stdout == "" and "continue" in r.stderr,
+      "a continue token that does not advance: exit 69 at once, no partial verdict", r.stderr)
 srv.stop()
 
 # ---- usage ----

@@ -87,7 +87,8 @@ responses folder, as the API server lists them:
     forbid: listing those resources answers 403 with the API's words (User "system:serviceaccount:
     gpunode:gpunode" cannot list resource "nodes" in API group "" at the cluster scope); hang_after_pages:
     a list's page N+1 and later never answer (a timeout part-way); expire: continue tokens answer 410
-    Expired (once: the next one only). Answers {"lists": ...}.
+    Expired (once: the next one only); "repeat_continue": true answers every continued page with the
+    token it was sent, as a broken proxy might. Answers {"lists": ...}.
 
 Controls (no authentication; for the tests that drive an agent against one running server):
   POST /_control {"writes": W, "down_seconds": N}  sets how writes (PATCH, POST) are answered:
@@ -879,6 +880,8 @@ class Handler(http.server.BaseHTTPRequestHandler):
         if nxt is not None:
             meta["continue"] = __import__("base64").b64encode(json.dumps(
                 {"v": "meta.k8s.io/v1", "rv": int(cl.rv), "start": nxt, "page": page + 1, "t": time.time()}).encode()).decode()
+        if cont and lists.get("repeat_continue"):
+            meta["continue"] = cont  # a broken server or proxy: the token it was sent, again
         head = json.dumps({"kind": kind, "apiVersion": "v1" if col.startswith("/api/") else col.split("/")[2] + "/" + col.split("/")[3],
                            "metadata": meta})[:-1].encode()
         self.send_body(200, head + b',"items":[' + b",".join(out) + b"]}")

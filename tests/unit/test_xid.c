@@ -162,6 +162,9 @@ static void test_xid154(void **state) {
                   XID_INFO, 0, "None", "field 230" },
                 { "NVRM: Xid (PCI:0000:01:00): 154, GPU recovery action changed", XID_INFO, -1, "", "field 230" },
                 { "NVRM: Xid (PCI:0000:01:00): 154, GPU recovery action changed from 0x0 (None) to 0xzz", XID_INFO, -1, "", "field 230" },
+                /* nine hex digits do not fit the 32-bit action: refused, not wrapped to 0x1 */
+                { "NVRM: Xid (PCI:0000:01:00): 154, GPU recovery action changed from 0x0 (None) to 0x100000001 (x)", XID_INFO, -1,
+                  "", "field 230" },
         };
         for (size_t i = 0; i < ELEMENTSOF(t); i++) {
                 const char *l = t[i].line;
