@@ -46,6 +46,43 @@ static void run_node_exporter(const struct cluster_facts *facts, struct cl_findi
                 finding_pass(&f->f, "node-exporter runs on all %zu GPU nodes", facts->n_nodes);
 }
 
+/* Returns the value of label key among s's "k=v" labels, or NULL. */
+static const char *service_label(const struct cl_service *s, const char *key, size_t key_len) {
+        for (size_t j = 0; j < s->labels.n; j++)
+                if (strncmp(s->labels.v[j], key, key_len) == 0 && s->labels.v[j][key_len] == '=')
+                        return s->labels.v[j] + key_len + 1;
+        return NULL;
+}
+
+/* Returns whether value is one of the comma-separated values. */
+static bool in_values(const char *values, const char *value) {
+        size_t n = strlen(value);
+        for (const char *p = values; *p;) {
+                size_t len = strcspn(p, ",");
+                if (len == n && strncmp(p, value, n) == 0) return true;
+                p += len;
+                if (*p == ',') p++;
+        }
+        return false;
+}
+
+/* Returns whether Service s's labels satisfy one matchExpressions entry "OPERATOR KEY V1,V2" (In, NotIn, Exists,
+ * DoesNotExist, as the API server evaluates a label selector); an operator it does not know selects nothing. */
+static bool expression_matches(const char *expr, const struct cl_service *s) {
+        const char *key = strchr(expr, ' ');
+        if (!key) return false;
+        key++;
+        const char *end = strchr(key, ' ');
+        size_t key_len = end ? (size_t)(end - key) : strlen(key);
+        const char *values = end ? end + 1 : "";
+        const char *v = service_label(s, key, key_len);
+        if (startswith(expr, "In ")) return v && in_values(values, v);
+        if (startswith(expr, "NotIn ")) return !v || !in_values(values, v);
+        if (startswith(expr, "Exists ")) return v != NULL;
+        if (startswith(expr, "DoesNotExist ")) return v == NULL;
+        return false;
+}
+
 /* Returns whether ServiceMonitor m selects Service s. */
 static bool monitor_selects(const struct cl_monitor *m, const struct cl_service *s) {
         bool ns = m->any_namespace;
@@ -57,6 +94,8 @@ static bool monitor_selects(const struct cl_monitor *m, const struct cl_service 
                 for (size_t j = 0; j < s->labels.n && !found; j++) found = streq(m->match_labels.v[i], s->labels.v[j]);
                 if (!found) return false;
         }
+        for (size_t i = 0; i < m->match_expressions.n; i++)
+                if (!expression_matches(m->match_expressions.v[i], s)) return false;
         return true;
 }
 
@@ -99,6 +138,15 @@ static void run_scrape_config(const struct cluster_facts *facts, struct cl_findi
                 finding_pass(&f->f,
                              "Prometheus is told to scrape the GPU metrics (%zu Services select the metrics pods)",
                              services);
+                return;
+        }
+        int monitors_rc = facts->lists[CL_LIST_SERVICEMONITORS].rc;
+        if (monitors_rc && monitors_rc != -ENOENT) {
+                /* A ServiceMonitor gpunode may not read may well be the one that scrapes them. */
+                finding_warn(&f->f, "cannot tell whether Prometheus scrapes the GPU metrics pods: ServiceMonitors not "
+                                    "readable, and no scrape annotation (%zu Services select them)", services);
+                finding_remedy(&f->f, "grant list on servicemonitors.monitoring.coreos.com (deploy/"
+                                      "clusterrole-cluster-reader.yaml) and run gpunode cluster again");
                 return;
         }
         finding_warn(&f->f,

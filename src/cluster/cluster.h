@@ -63,6 +63,10 @@ struct cl_pending {
 };
 
 /* "key=value" strings. */
+/* The most GPUs (or RDMA devices) one resource quantity counts: a larger one is an API's garbage, and clamping it
+ * keeps every sum over nodes, pods and containers far from int64 overflow. */
+#define CL_QUANTITY_MAX ((int64_t)1 << 20)
+
 struct cl_strv {
         char **v;
         size_t n;
@@ -78,6 +82,9 @@ struct cl_service {
 struct cl_monitor {
         char *namespace, *name;
         struct cl_strv match_labels;
+        /* selector.matchExpressions, each "OPERATOR KEY V1,V2" (label keys hold no space, values no comma);
+         * "Invalid" for one gpunode cannot read, which selects nothing */
+        struct cl_strv match_expressions;
         char **namespaces; /* namespaceSelector.matchNames */
         size_t n_namespaces;
         bool any_namespace;

@@ -129,9 +129,10 @@ static int64_t pod_gpus(const json_t *spec) {
                                 int64_t q = 0;
                                 if (!streq(k, "nvidia.com/gpu") && !startswith(k, "nvidia.com/mig-")) continue;
                                 if (json_is_string(v) && kube_quantity_int(json_string_value(v), &q) == 0 && q > 0)
-                                        n += q;
+                                        n += q > CL_QUANTITY_MAX ? CL_QUANTITY_MAX : q;
                                 else if (json_is_integer(v) && json_integer_value(v) > 0)
-                                        n += json_integer_value(v);
+                                        n += json_integer_value(v) > CL_QUANTITY_MAX ? CL_QUANTITY_MAX
+                                                                                     : json_integer_value(v);
                         }
                         if (pass)
                                 init = n > init ? n : init;
@@ -360,7 +361,31 @@ static int add_monitor(struct cluster_facts *f, const json_t *o) {
         if (!name) return -EBADMSG;
         if (f->n_monitors >= 10000) return 1;
         struct cl_monitor m = { .namespace = xstrndup(ns ? ns : "default", 253), .name = xstrndup(name, 253) };
-        strv_from_map(&m.match_labels, json_object_get(json_object_get(spec, "selector"), "matchLabels"));
+        const json_t *selector = json_object_get(spec, "selector");
+        strv_from_map(&m.match_labels, json_object_get(selector, "matchLabels"));
+        size_t e;
+        const json_t *ex;
+        json_array_foreach(json_object_get(selector, "matchExpressions"), e, ex) {
+                if (m.match_expressions.n >= 32) break;
+                const char *key = json_string_value(json_object_get(ex, "key"));
+                const char *op = json_string_value(json_object_get(ex, "operator"));
+                _cleanup_free_ char *values = xstrdup("");
+                size_t k;
+                const json_t *val;
+                bool ok = key && op && *key && !strchr(key, ' ') && strlen(key) <= 317;
+                json_array_foreach(json_object_get(ex, "values"), k, val) {
+                        const char *sv = json_string_value(val);
+                        if (!sv || strchr(sv, ',') || strchr(sv, ' ') || strlen(sv) > 63 || k >= 64) {
+                                ok = false;
+                                break;
+                        }
+                        char *joined = xasprintf("%s%s%s", values, *values ? "," : "", sv);
+                        free(values);
+                        values = joined;
+                }
+                _cleanup_free_ char *text = ok ? xasprintf("%s %s %s", op, key, values) : xstrdup("Invalid");
+                strv_add(&m.match_expressions.v, &m.match_expressions.n, text, false);
+        }
         const json_t *nss = json_object_get(spec, "namespaceSelector");
         m.any_namespace = json_is_true(json_object_get(nss, "any"));
         size_t i;
@@ -501,6 +526,7 @@ void cluster_facts_free(struct cluster_facts *f) {
                 free(m->namespace);
                 free(m->name);
                 strv_free(m->match_labels.v, m->match_labels.n);
+                strv_free(m->match_expressions.v, m->match_expressions.n);
                 strv_free(m->namespaces, m->n_namespaces);
         }
         free(f->monitors);

@@ -320,6 +320,18 @@ if doc:
     check(status(doc, "gpu-health.cuda-skew") == "warn", "driver skew: CUDA skew too")
 srv.stop()
 
+# ---- a ServiceMonitor selecting by matchExpressions ----
+for values, want in ((["something-else"], "warn"), (["gpunode", "other"], "pass")):
+    d = base()
+    d["servicemonitors"][0]["spec"]["selector"] = {
+        "matchExpressions": [{"key": "app.kubernetes.io/name", "operator": "In", "values": values}]}
+    srv = Server(d, "monitor-expressions")
+    r, doc = cluster_json(srv)
+    check(doc and status(doc, "observability.scrape-config") == want,
+          "ServiceMonitor matchExpressions In %s: observability.scrape-config %s" % (values, want),
+          doc and json.dumps(finding(doc, "observability.scrape-config")))
+    srv.stop()
+
 # ---- no default StorageClass ----
 d = base()
 for sc in d["storageclasses"]:

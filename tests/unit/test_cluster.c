@@ -119,6 +119,13 @@ static void test_node_parse_conditions(void **state) {
         assert_int_equal(cl_node_failing_layer(&n), 1);
         cl_node_free(&n);
         json_decref(j);
+        /* quantities near INT64_MAX are clamped, so the sums never overflow */
+        j = parse("{\"metadata\":{\"name\":\"h\"},\"status\":{\"capacity\":{\"nvidia.com/gpu\":"
+                  "\"9223372036854775807\",\"nvidia.com/mig-1g.5gb\":9223372036854775807}}}");
+        assert_int_equal(cl_node_parse(j, &n), 0);
+        assert_int_equal(n.gpu_capacity, 2 * CL_QUANTITY_MAX);
+        cl_node_free(&n);
+        json_decref(j);
         j = parse("{\"metadata\":{}}");
         assert_int_equal(cl_node_parse(j, &n), -EBADMSG);
         json_decref(j);
