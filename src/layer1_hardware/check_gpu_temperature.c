@@ -54,7 +54,7 @@ static void run_temperature(const struct node_facts *facts, struct finding *f) {
                 finding_remedy(f, "check cooling (inlet temperature, fans, airflow); `nvidia-smi -q -d TEMPERATURE` shows each "
                                   "threshold");
         } else if (unjudged == known) {
-                finding_pass(f, "%u GPU(s) report temperatures but no thresholds to judge them by", known);
+                finding_skip(f, "cannot tell: %u GPU(s) report temperatures but no thresholds to judge them by", known);
         } else {
                 finding_pass(f, "%u GPU(s) run below their slowdown temperatures", known);
         }
@@ -66,7 +66,8 @@ const struct check_def check_gpu_temperature = {
         .reads = "nvmlDeviceGetTemperature, NVML field 82 (memory temperature), nvmlDeviceGetTemperatureThreshold (shutdown, "
                  "slowdown, GPU max operating, memory max operating)",
         .outcomes = "pass: below every threshold; warn: within 5 C of the slowdown threshold, above the GPU's maximum operating "
-                    "temperature, or memory within 5 C of its maximum; fail: at or above the slowdown or shutdown threshold",
+                    "temperature, or memory within 5 C of its maximum; fail: at or above the slowdown or shutdown threshold; skip: no "
+                    "temperature, or no threshold to judge it by",
         .remedy = "cooling: inlet temperature, fans, airflow, the liquid loop; drain before the shutdown temperature",
         .depends = {"driver.nvml-init"},
         .run = run_temperature,

@@ -82,8 +82,11 @@ static void run_links(const struct node_facts *facts, struct finding *f) {
         } else if (with_links == 0) {
                 finding_skip(f, "cannot tell the NVLink state of %u GPU(s)", unknown);
         } else if (unknown) {
-                finding_pass(f, "every GPU that answers has its NVLinks up (%u active links on %u GPU(s)); %u GPU(s) did not say",
-                             total_up, with_links, unknown);
+                /* On an NVSwitch system every GPU should answer: one that does not may be the one whose links are down. */
+                finding_warn(f, "cannot tell the NVLink state of %u GPU(s) of an NVSwitch system; the %u that answer have their "
+                                "links up (%u active)", unknown, with_links, total_up);
+                finding_remedy(f, "`nvidia-smi nvlink -s -i <index>` shows the links NVML would not report; a GPU that cannot "
+                                  "answer may need a reset");
         } else {
                 finding_pass(f, "every GPU has its NVLinks up (%u active links on %u GPU(s))", total_up, with_links);
         }
@@ -147,7 +150,8 @@ const struct check_def check_nvlink_links = {
         .title = "every GPU has the NVLinks up that its NVSwitch board should have",
         .reads = "nvmlDeviceGetNvLinkState for each link, the product name (HGX H100/H200 and Blackwell: 18 links per GPU, A100 "
                  "SXM: 12), NVSwitch PCI functions and the fabric state",
-        .outcomes = "pass: all up; fail: a link down on an NVSwitch system (NCCL runs on fewer links or falls back); skip: no "
+        .outcomes = "pass: all up; fail: a link down on an NVSwitch system (NCCL runs on fewer links or falls back); warn: a GPU "
+                    "of an NVSwitch system whose links NVML does not report; skip: no "
                     "NVSwitch (PCIe cards with bridges are not judged). A pod named as holding the GPU runs on the degraded fabric",
         .remedy = "`nvidia-smi nvlink -s`; SXid errors in the kernel log; reboot; a link that stays down is a hardware fault",
         .depends = {"driver.nvml-init", "fabric-manager.fabric-state"},
