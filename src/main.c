@@ -16,6 +16,7 @@ static const struct command *const commands[] = {
         &command_labels,
         &command_agent,
         &command_kube_call,
+        &command_device_plugin,
 };
 
 /* Prints `gpunode CMD --help` from the command's entry. */
