@@ -270,6 +270,14 @@ int dp_config_from_json(json_t *root, struct dp_config *c, char **ret_error) {
 
 int dp_config_parse(const char *text, size_t len, struct dp_config *c, char **ret_error) {
         if (len > DP_CONFIG_MAX_BYTES) return errorf(ret_error, -EFBIG, "larger than %zu bytes", DP_CONFIG_MAX_BYTES);
+        /* Nothing but blanks and comments: the defaults (as NVIDIA's plugin reads an empty file). */
+        bool empty = true;
+        for (size_t i = 0; i < len && empty;) {
+                while (i < len && (text[i] == ' ' || text[i] == '\t' || text[i] == '\r' || text[i] == '\n')) i++;
+                if (i < len && text[i] != '#') empty = false;
+                while (i < len && text[i] != '\n') i++;
+        }
+        if (empty) return 0;
         json_t *root = NULL;
         _cleanup_free_ char *error = NULL;
         int r = yaml_to_json(text, len, &root, &error);

@@ -243,6 +243,13 @@ int grpc_call_fail(struct grpc_call *c, int code, const char *fmt, ...) {
         return end_call(c, code == GRPC_OK ? GRPC_UNKNOWN : code, text);
 }
 
+int grpc_call_end(struct grpc_call *c) {
+        if (!c || c->ended || c->id < 0) return -EPIPE;
+        int r = start_answer(c);
+        if (r < 0) return r;
+        return end_call(c, GRPC_OK, NULL);
+}
+
 int grpc_call_send(struct grpc_call *c, const void *msg, size_t len) {
         if (!c || c->ended || c->id < 0) return -EPIPE;
         int r = queue_message(c, msg, len);
@@ -468,24 +475,22 @@ static int conn_receive(struct conn *k) {
         return 0;
 }
 
-/* Accepts one connection on listener l. Returns nothing; failures drop that connection. */
-static void conn_accept(struct grpc_server *s, struct listener *l) {
-        int fd = accept4(l->fd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
-        if (fd < 0) return;
+/* Makes a connection of fd (non-blocking). Returns 0, or -EMFILE / -ENOMEM with fd closed. */
+static int conn_add(struct grpc_server *s, int fd, void *listener_data) {
         if (s->n_conns >= s->limits.max_connections) {
                 s->stats.refused_connections++;
                 close(fd);
-                return;
+                return -EMFILE;
         }
         struct conn *k = xcalloc(1, sizeof *k);
         k->server = s;
         k->fd = fd;
-        k->listener_data = l->data;
+        k->listener_data = listener_data;
         k->started_ms = monotonic_ms();
         if (nghttp2_session_server_new(&k->session, s->callbacks, k) != 0) {
                 k->session = NULL;
                 conn_free(k);
-                return;
+                return -ENOMEM;
         }
         const nghttp2_settings_entry settings[] = {
                 {NGHTTP2_SETTINGS_MAX_CONCURRENT_STREAMS, s->limits.max_streams},
@@ -493,11 +498,28 @@ static void conn_accept(struct grpc_server *s, struct listener *l) {
         };
         if (nghttp2_submit_settings(k->session, NGHTTP2_FLAG_NONE, settings, ELEMENTSOF(settings)) != 0) {
                 conn_free(k);
-                return;
+                return -ENOMEM;
         }
         s->stats.connections++;
         s->conns = xrealloc(s->conns, (s->n_conns + 1) * sizeof *s->conns);
         s->conns[s->n_conns++] = k;
+        return 0;
+}
+
+/* Accepts one connection on listener l. Returns nothing; failures drop that connection. */
+static void conn_accept(struct grpc_server *s, struct listener *l) {
+        int fd = accept4(l->fd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
+        if (fd >= 0) (void)conn_add(s, fd, l->data);
+}
+
+int grpc_server_adopt(struct grpc_server *s, int fd, void *listener_data) {
+        int fl = fcntl(fd, F_GETFL);
+        if (fl >= 0) (void)fcntl(fd, F_SETFL, fl | O_NONBLOCK);
+        return conn_add(s, fd, listener_data);
+}
+
+size_t grpc_server_connections(const struct grpc_server *s) {
+        return s->n_conns;
 }
 
 /* Ends calls past their deadline and connections that never spoke. */

@@ -74,6 +74,14 @@ void grpc_server_unlisten(struct grpc_server *s, int id);
  * kubelet removes plugin sockets when it restarts). */
 bool grpc_server_listener_present(struct grpc_server *s, int id);
 
+/* Serves an already connected stream socket (made non-blocking here; owned from here on) as if it
+ * had been accepted on a listener with listener_data: for tests and the fuzz target. Returns 0, or
+ * -EMFILE past max_connections (fd closed). */
+int grpc_server_adopt(struct grpc_server *s, int fd, void *listener_data);
+
+/* Returns the number of open connections. */
+size_t grpc_server_connections(const struct grpc_server *s);
+
 /* Adds fd to the server's poll: fn(fd, userdata) runs when it is readable. Returns 0 or -ENOSPC. */
 int grpc_server_watch_fd(struct grpc_server *s, int fd, void (*fn)(int fd, void *userdata), void *userdata);
 
@@ -92,6 +100,9 @@ int grpc_call_reply(struct grpc_call *c, const void *msg, size_t len);
 /* Ends a call with status code (not OK) and a sentence (percent-encoded on the wire). Returns 0
  * or -EPIPE (already ended). */
 int grpc_call_fail(struct grpc_call *c, int code, const char *fmt, ...) _printf_(3, 4);
+
+/* Ends a streaming call with status OK after what was sent. Returns 0 or -EPIPE. */
+int grpc_call_end(struct grpc_call *c);
 
 /* Sends one message on a streaming call. Returns 0, -EPIPE (the call ended), -ENOBUFS (the peer
  * has not taken max_queued bytes: the call is reset and will close). */
