@@ -329,6 +329,35 @@ check(bool(got), "the driver back: the GPUs enumerated again, Healthy")
 stop(p)
 kubelet.stop()
 
+# ---- inside the agent (--device-plugin) ----
+root = make_root("agent")
+folder = root + "/var/lib/kubelet/device-plugins"
+kubelet = K.FakeKubelet(folder)
+nv = os.path.join(root, "nvml.json")
+desc = eight_gpus()
+write_desc(nv, desc)
+s = socket.socket()
+s.bind(("127.0.0.1", 0))
+port = s.getsockname()[1]
+s.close()
+log = open(os.path.join(root, "plugin.log"), "w")
+p = subprocess.Popen([gpunode, "agent", "--device-plugin", "--root", root, "--nvml-library", fake_nvml, "--listen",
+                      "127.0.0.1:%d" % port, "--no-conditions", "--no-labels", "--no-kubernetes", "--node", "n1"],
+                     env=dict(os.environ, GPUNODE_FAKE_NVML=nv, GPUNODE_FAKE_NVML_RELOAD="1"), stdout=log,
+                     stderr=subprocess.STDOUT)
+procs.append(p)
+got = kubelet.wait(lambda: kubelet.last_list("nvidia.com/gpu"), 15)
+check(len(health(got)) == 8 and all(v == "Healthy" for v in health(got).values()),
+      "agent --device-plugin: registered, 8 GPUs Healthy")
+desc["gpus"][2]["lost"] = True
+write_desc(nv, desc)
+got = kubelet.wait(lambda: health(kubelet.last_list("nvidia.com/gpu")).get(uuid(2)) == "Unhealthy", 5)
+check(bool(got), "agent --device-plugin: a lost GPU Unhealthy on the stream")
+rc = stop(p)
+check(rc == 0 and not os.path.exists(folder + "/gpunode-nvidia-gpu.sock") and "device-plugin: registered" in log_of(root),
+      "agent --device-plugin: SIGTERM stops both, socket removed")
+kubelet.stop()
+
 for q in procs:
     if q.poll() is None:
         q.kill()
