@@ -329,6 +329,27 @@ check(bool(got), "the driver back: the GPUs enumerated again, Healthy")
 stop(p)
 kubelet.stop()
 
+# ---- gpunode's own diagnosis recognises gpunode's plugin (the k8s-healthy scenario's node) ----
+scen = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "scenarios", "k8s-healthy")
+root = os.path.join(tmp, "scenario")
+shutil.copytree(scen + "/root", root, symlinks=True)
+folder = root + "/var/lib/kubelet/device-plugins"
+for f in ("kubelet.sock", "nvidia-gpu.sock"):
+    os.unlink(os.path.join(folder, f))
+kubelet = K.FakeKubelet(folder)
+p, nv = start_plugin(root, json.load(open(scen + "/nvml.json")))
+kubelet.wait(lambda: kubelet.last_list("nvidia.com/gpu"), 10)
+r = subprocess.run([gpunode, "check", "--root", root, "--nvml-library", fake_nvml, "--output", "json"],
+                   env=dict(os.environ, GPUNODE_FAKE_NVML=nv), capture_output=True, text=True, timeout=60)
+try:
+    reg = [x for x in json.loads(r.stdout)["checks"] if x["id"] == "device-plugin.registered"][0]
+except (ValueError, IndexError, KeyError):
+    reg = {"status": "?", "summary": r.stdout[-300:] + r.stderr[-300:]}
+check(reg["status"] == "pass" and "gpunode-nvidia-gpu.sock" in reg["summary"],
+      "gpunode check: device-plugin.registered passes on gpunode's socket (%s: %s)" % (reg["status"], reg["summary"]))
+stop(p)
+kubelet.stop()
+
 # ---- inside the agent (--device-plugin) ----
 root = make_root("agent")
 folder = root + "/var/lib/kubelet/device-plugins"
