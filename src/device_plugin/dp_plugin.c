@@ -459,11 +459,16 @@ static int setup(struct plugin *p, char **ret_error) {
         _cleanup_free_ char *perr = NULL;
         if (dp_xid_policy_parse(getenv("DP_DISABLE_HEALTHCHECKS"), getenv("DP_ENABLE_HEALTHCHECKS"), &pol, &perr) < 0)
                 return errorf(ret_error, -EINVAL, "%s", perr);
+        /* Enumerated just now: Healthy until the health thread says otherwise; the kubelet's
+         * last devices, NVML not answering: Unhealthy from the first list on. */
         p->gh = xcalloc(p->inv->n_gpus + 1, sizeof *p->gh);
-        for (size_t i = 0; i < p->inv->n_gpus; i++) p->gh[i].healthy = true;
+        for (size_t i = 0; i < p->inv->n_gpus; i++) {
+                p->gh[i].healthy = !p->inv->from_checkpoint;
+                if (p->inv->from_checkpoint) snprintf(p->gh[i].reason, sizeof p->gh[i].reason, "NVML does not answer");
+        }
         r = dp_health_start(p->lib, p->inv->gpus, p->inv->n_gpus, p->o->health_interval_ms, &pol, &p->health);
         if (r < 0) return errorf(ret_error, r, "cannot start the health thread: %s", strerror(-r));
-        dp_health_get(p->health, p->gh);
+        if (!p->inv->from_checkpoint) dp_health_get(p->health, p->gh);
         r = grpc_server_new(NULL, methods, ELEMENTSOF(methods), &p->srv, ret_error);
         if (r < 0) return r;
         p->rs = xcalloc(p->inv->n_resources + 1, sizeof *p->rs);
