@@ -555,7 +555,12 @@ int dp_run(const struct dp_options *o, char **ret_error) {
                 return r;
         }
         p->strategies = p->cfg.list_strategies;
-        if (!p->strategies) p->strategies = cdi_present() ? DP_LIST_CDI_CRI : DP_LIST_ENVVAR;
+        const char *why = ", ";
+        if (!p->strategies) {
+                bool cdi = cdi_present();
+                p->strategies = cdi ? DP_LIST_CDI_CRI : DP_LIST_ENVVAR;
+                why = cdi ? " (auto: nvidia CDI specs found), " : " (auto: no nvidia CDI spec in /etc/cdi, /var/run/cdi), ";
+        }
         p->kubelet_dir = xstrdup(o->kubelet_dir ? o->kubelet_dir : DP_KUBELET_DIR);
         p->kubelet_socket = xasprintf("%s/kubelet.sock", p->kubelet_dir);
         p->reg = xcalloc(1, sizeof *p->reg);
@@ -567,10 +572,15 @@ int dp_run(const struct dp_options *o, char **ret_error) {
                 plog(p, "cannot load NVML: %s", lerr);
                 p->lib = NULL;
         }
-        plog(p, "device list strategy %s%s%s%s%s, MIG strategy %s", p->strategies & DP_LIST_ENVVAR ? "envvar " : "",
-             p->strategies & DP_LIST_VOLUME_MOUNTS ? "volume-mounts " : "", p->strategies & DP_LIST_CDI_ANNOTATIONS ? "cdi-annotations " : "",
-             p->strategies & DP_LIST_CDI_CRI ? "cdi-cri " : "", p->cfg.list_strategies ? "" : "(auto: CDI specs present or not)",
-             p->cfg.mig_strategy == DP_MIG_NONE ? "none" : p->cfg.mig_strategy == DP_MIG_SINGLE ? "single" : "mixed");
+        {
+                static const char *const names[] = {"envvar", "volume-mounts", "cdi-annotations", "cdi-cri"};
+                struct buf b = {0};
+                for (unsigned i = 0; i < ELEMENTSOF(names); i++)
+                        if (p->strategies & (1u << i)) buf_printf(&b, "%s%s", b.len ? "," : "", names[i]);
+                plog(p, "device list strategy %s%sMIG strategy %s", b.data, why,
+                     p->cfg.mig_strategy == DP_MIG_NONE ? "none" : p->cfg.mig_strategy == DP_MIG_SINGLE ? "single" : "mixed");
+                buf_free(&b);
+        }
         if (!hostfs_exists(p->kubelet_dir)) {
                 r = errorf(ret_error, -ENOENT, "the kubelet's device plugin folder %s does not exist (not a Kubernetes node, or "
                                                "the DaemonSet lacks its hostPath)", p->kubelet_dir);

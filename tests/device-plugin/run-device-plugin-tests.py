@@ -98,12 +98,15 @@ def code_of(fn):
 
 
 def stop(p):
+    """SIGTERM; every plugin must exit 0 (a sanitizer build's leak report makes it 1)."""
     p.send_signal(signal.SIGTERM)
     try:
-        return p.wait(5)
+        rc = p.wait(10)
     except subprocess.TimeoutExpired:
         p.kill()
-        return None
+        rc = None
+    check(rc == 0, "SIGTERM: the process exits 0 (%s)" % rc)
+    return rc
 
 
 # ---- 8 GPUs: registration, list, Allocate, GetPreferredAllocation, health on the stream ----
@@ -382,6 +385,14 @@ kubelet.stop()
 for q in procs:
     if q.poll() is None:
         q.kill()
+reports = []
+for dirpath, _, names in os.walk(tmp):
+    for name in names:
+        if name == "plugin.log":
+            text = open(os.path.join(dirpath, name), errors="replace").read()
+            if "AddressSanitizer" in text or "runtime error:" in text or "LeakSanitizer" in text:
+                reports.append(dirpath)
+check(not reports, "no sanitizer report in any plugin's log (%s)" % reports)
 if failed:
     print("logs kept in", tmp)
     sys.exit(1)
