@@ -6,9 +6,9 @@
  *   - NVML says its row remapping failed, or that it needs a reset, a reboot or a drain (recovery
  *     action, field 230): the layer-1 checks' facts; Healthy again when NVML says so;
  *   - an Xid event that is not an application's (NVIDIA's plugin's rule): until the GPU went
- *     through a reset (seen lost and back) or the plugin restarts, as NVIDIA's plugin never clears it;
- *   - NVML or the driver gone (nvmlInit or nvmlDeviceGetCount failing): every GPU, with the error;
- *   - a verdict set from outside (the agent's diagnosis).
+ *     through a reset (seen lost and back, or NVML back after the driver was gone) or the plugin
+ *     restarts (NVIDIA's plugin never clears it);
+ *   - NVML or the driver gone (nvmlInit or nvmlDeviceGetCount failing): every GPU, with the error.
  * Nothing here exits the process: a broken driver is a device state, not a crash loop.
  */
 #include "device_plugin/dp_health.h"
@@ -65,8 +65,8 @@ typedef nvmlReturn_t (*p2p_fn)(nvmlDevice_t, nvmlDevice_t, int, int *);
 struct gpu_state {
         struct dp_gpu gpu;
         nvmlDevice_t handle;            /* thread only */
-        bool lost, layer1_bad, xid_bad, external_bad;
-        char lost_reason[200], layer1_reason[200], xid_reason[200], external_reason[200];
+        bool lost, layer1_bad, xid_bad;
+        char lost_reason[200], layer1_reason[200], xid_reason[200];
         struct dp_gpu_health now;       /* what was last published */
 };
 
@@ -97,7 +97,6 @@ static void publish_locked(struct dp_health *h) {
                                   : s->lost      ? s->lost_reason
                                   : s->layer1_bad ? s->layer1_reason
                                   : s->xid_bad   ? s->xid_reason
-                                  : s->external_bad ? s->external_reason
                                                    : NULL;
                 if (why) {
                         v.healthy = false;
@@ -308,7 +307,9 @@ static void *health_main(void *arg) {
                         }
                         pthread_mutex_lock(&h->lock);
                         if (h->driver_gone) {
+                                /* NVML back after it failed: the driver was reloaded, its GPUs reset */
                                 h->driver_gone = false;
+                                for (size_t i = 0; i < h->n; i++) h->g[i].xid_bad = false;
                                 if (h->nvml_failed_once && count > 0) h->nvml_back = true;
                                 char one = 1;
                                 if (h->nvml_back) (void)!write(h->pipe[1], &one, 1);
@@ -435,18 +436,4 @@ int dp_health_link(struct dp_health *h, size_t a, size_t b) {
         int v = h->links[a * h->n + b];
         pthread_mutex_unlock(&h->lock);
         return v;
-}
-
-int dp_health_set_external(struct dp_health *h, const char *uuid, bool bad, const char *reason) {
-        int r = -ENOENT;
-        pthread_mutex_lock(&h->lock);
-        for (size_t i = 0; i < h->n; i++)
-                if (streq(h->g[i].gpu.uuid, uuid)) {
-                        h->g[i].external_bad = bad;
-                        snprintf(h->g[i].external_reason, sizeof h->g[i].external_reason, "%s", reason ? reason : "");
-                        r = 0;
-                }
-        publish_locked(h);
-        pthread_mutex_unlock(&h->lock);
-        return r;
 }

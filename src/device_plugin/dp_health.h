@@ -60,7 +60,3 @@ bool dp_health_take_nvml_back(struct dp_health *h);
  * more for NVLink (P2P over NVLink), 40 same PCIe switch, 30 several switches, 20 one host bridge,
  * 10 one NUMA node's CPU, 0 across sockets; -1 while unknown. */
 int dp_health_link(struct dp_health *h, size_t a, size_t b);
-
-/* Sets a verdict from outside (the agent's layer-1 diagnosis) on the GPU of uuid: bad with reason
- * makes it Unhealthy until cleared with bad false. Returns 0 or -ENOENT (no such GPU). */
-int dp_health_set_external(struct dp_health *h, const char *uuid, bool bad, const char *reason);

@@ -319,10 +319,7 @@ static const struct grpc_method methods[] = {
 static void on_health(int fd, void *userdata) {
         struct plugin *p = userdata;
         dp_health_drain(p->health);
-        if (dp_health_take_nvml_back(p->health)) {
-                p->reenumerate = true;
-                return;
-        }
+        if (dp_health_take_nvml_back(p->health)) p->reenumerate = true;
         _cleanup_free_ struct dp_gpu_health *now = xcalloc(p->inv->n_gpus + 1, sizeof *now);
         dp_health_get(p->health, now);
         for (size_t i = 0; i < p->inv->n_gpus; i++) {
@@ -433,15 +430,15 @@ static void teardown(struct plugin *p) {
         p->inv = NULL;
 }
 
-/* Enumerates (NVML, else the kubelet's checkpoint), starts health, the server and its listeners.
- * Returns 0 or -errno with a sentence. */
-static int setup(struct plugin *p, char **ret_error) {
+/* Enumerates the devices: NVML's, else the kubelet's last ones (checkpoint). Returns 0 with *ret,
+ * or -EINVAL with a sentence (the config cannot serve the GPUs found). */
+static int enumerate(struct plugin *p, struct dp_inventory **ret, char **ret_error) {
         _cleanup_free_ char *err = NULL;
         struct nvml_facts *f = NULL;
         int r = -ENOENT;
         if (p->lib) {
                 r = nvml_probe_run(p->lib, p->o->nvml_timeout_ms ? p->o->nvml_timeout_ms : 10000, &f);
-                if (r == 0) r = dp_inventory_build(f, &p->cfg, &p->inv, &err);
+                if (r == 0) r = dp_inventory_build(f, &p->cfg, ret, &err);
         }
         nvml_facts_free(f);
         if (r == -EINVAL) return errorf(ret_error, r, "%s", err);
@@ -449,12 +446,19 @@ static int setup(struct plugin *p, char **ret_error) {
                 if (p->cfg.fail_on_init_error && !p->lib)
                         plog(p, "NVML cannot be loaded; failOnInitError is set, but a plugin that crash-loops tells the "
                                 "kubelet less than one whose devices are Unhealthy: serving the kubelet's last devices");
-                dp_inventory_from_checkpoint(&p->inv);
+                dp_inventory_from_checkpoint(ret);
                 size_t n = 0;
-                for (size_t i = 0; i < p->inv->n_resources; i++) n += p->inv->resources[i].n_devices;
+                for (size_t i = 0; i < (*ret)->n_resources; i++) n += (*ret)->resources[i].n_devices;
                 plog(p, "NVML found no GPU (%s): advertising the %zu device(s) the kubelet last knew as Unhealthy until it does",
                      err ? err : strerror(-r), n);
         }
+        return 0;
+}
+
+/* Takes inv, starts health, the server and its listeners. Returns 0 or -errno with a sentence. */
+static int setup(struct plugin *p, struct dp_inventory *inv, char **ret_error) {
+        int r;
+        p->inv = inv;
         struct dp_xid_policy pol;
         _cleanup_free_ char *perr = NULL;
         if (dp_xid_policy_parse(getenv("DP_DISABLE_HEALTHCHECKS"), getenv("DP_ENABLE_HEALTHCHECKS"), &pol, &perr) < 0)
@@ -587,7 +591,9 @@ int dp_run(const struct dp_options *o, char **ret_error) {
                 goto out;
         }
         watch_folder(p);
-        r = setup(p, ret_error);
+        struct dp_inventory *inv = NULL;
+        r = enumerate(p, &inv, ret_error);
+        if (r == 0) r = setup(p, inv, ret_error);
         if (r < 0) goto out;
         p->kubelet_ino = kubelet_ino(p);
         if (p->kubelet_ino)
@@ -603,10 +609,19 @@ int dp_run(const struct dp_options *o, char **ret_error) {
                 }
                 if (p->reenumerate && !p->stop) {
                         p->reenumerate = false;
-                        plog(p, "NVML answers again: enumerating the GPUs anew");
-                        teardown(p);
                         _cleanup_free_ char *err = NULL;
-                        r = setup(p, &err);
+                        struct dp_inventory *next = NULL;
+                        r = enumerate(p, &next, &err);
+                        if (r == 0 && !p->inv->from_checkpoint && dp_inventory_same(p->inv, next)) {
+                                plog(p, "NVML answers again, with the same GPUs");
+                                dp_inventory_free(next);
+                                continue;
+                        }
+                        if (r == 0) {
+                                plog(p, "NVML answers again: serving the GPUs it found anew");
+                                teardown(p);
+                                r = setup(p, next, &err);
+                        }
                         if (r < 0) {
                                 errorf(ret_error, r, "%s", err);
                                 break;

@@ -186,6 +186,21 @@ got = kubelet.wait(lambda: health(kubelet.last_list("nvidia.com/gpu")).get(uuid(
 check(bool(got), "a row remapping failure (layer 1): GPU 6 Unhealthy")
 check("row remapping failed" in log_of(root), "the log names the reason")
 
+# The driver gone mid-run (nvmlDeviceGetCount fails): every GPU Unhealthy; back: the same GPUs, no re-registration.
+n_regs = len(kubelet.registrations)
+desc["errors"] = {"nvmlDeviceGetCount": 9}
+write_desc(nv, desc)
+got = kubelet.wait(lambda: all(v == "Unhealthy" for v in health(kubelet.last_list("nvidia.com/gpu")).values()), 5)
+check(bool(got), "the driver gone: all 8 GPUs Unhealthy on the stream, the plugin runs on (%s)" % (p.poll() is None))
+del desc["errors"]
+desc["gpus"][5]["xid_events"] = []
+desc["gpus"][6]["remapped_rows"]["failure"] = False
+write_desc(nv, desc)
+got = kubelet.wait(lambda: all(v == "Healthy" for v in health(kubelet.last_list("nvidia.com/gpu")).values()), 10)
+time.sleep(0.5)
+check(bool(got) and len(kubelet.registrations) == n_regs and "with the same GPUs" in log_of(root),
+      "the driver back (a reload: Xids forgotten): all 8 Healthy, the same GPUs kept (no re-registration)")
+
 # Hostile clients: garbage, a preface then nothing, a huge prefix; the plugin lives on.
 for junk in [b"GET / HTTP/1.1\r\n\r\n", os.urandom(4096), b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n" + os.urandom(200)]:
     s = socket.socket(socket.AF_UNIX)
