@@ -1,4 +1,4 @@
-/* fuzz_dp_config.c: libFuzzer target for NVIDIA's device plugin config format (YAML through libfyaml's child, and JSON through jansson). */
+/* fuzz_dp_config.c: libFuzzer target for NVIDIA's device plugin config format (YAML through libfyaml's child, JSON through jansson) and mig-minors. */
 #include <jansson.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "device_plugin/dp_config.h"
+#include "device_plugin/dp_devices.h"
 
 /* libfyaml 0.7.12's own leak (see fuzz_kubeconfig.c). */
 const char *__lsan_default_suppressions(void);
@@ -44,6 +45,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
                 dp_config_done(&c);
                 json_decref(j);
         }
+        /* the same bytes as /proc/driver/nvidia-caps/mig-minors */
+        struct dp_mig_minor *mm = NULL;
+        size_t nm = 0, skipped = 0;
+        dp_mig_minors_parse((const char *)data, size, &mm, &nm, &skipped);
+        if (nm + skipped > size) abort();
+        free(mm);
         /* and the strategy list parser */
         char *s = strndup((const char *)data, size > 256 ? 256 : size);
         (void)dp_list_strategy_parse(s);

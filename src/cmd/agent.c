@@ -216,6 +216,7 @@ static int cmd_agent(int argc, char **argv) {
                                            .mig_strategy = (v = getenv("MIG_STRATEGY")) && *v ? v : NULL,
                                            .list_strategy = (v = getenv("DEVICE_LIST_STRATEGY")) && *v ? v : NULL,
                                            .id_strategy = (v = getenv("DEVICE_ID_STRATEGY")) && *v ? v : NULL,
+                                           .pass_device_specs = (v = getenv("PASS_DEVICE_SPECS")) && *v ? v : NULL,
                                            .nvml_library = so.probe.nvml_library,
                                            .log = dp_log, .health_event = dp_health_event, .userdata = &dp};
                 dp.agent = a;

@@ -17,6 +17,7 @@ enum {
         OPT_REGISTER_ATTEMPTS,
         OPT_REGISTER_TIMEOUT,
         OPT_KUBELET_DIR,
+        OPT_PASS_DEVICE_SPECS,
 };
 
 static int stop_pipe[2] = {-1, -1};
@@ -57,6 +58,7 @@ static int cmd_device_plugin(int argc, char **argv) {
                 {"register-attempts", required_argument, NULL, OPT_REGISTER_ATTEMPTS},
                 {"register-timeout", required_argument, NULL, OPT_REGISTER_TIMEOUT},
                 {"kubelet-dir", required_argument, NULL, OPT_KUBELET_DIR},
+                {"pass-device-specs", required_argument, NULL, OPT_PASS_DEVICE_SPECS},
                 OPTION_ROOT,
                 OPTION_NVML_LIBRARY,
                 OPTION_NVML_TIMEOUT,
@@ -70,6 +72,7 @@ static int cmd_device_plugin(int argc, char **argv) {
                                .list_strategy = env("DEVICE_LIST_STRATEGY"),
                                .id_strategy = env("DEVICE_ID_STRATEGY"),
                                .fail_on_init_error = env("FAIL_ON_INIT_ERROR"),
+                               .pass_device_specs = env("PASS_DEVICE_SPECS"),
                                .log = log_stderr};
         int c;
         optind = 1;
@@ -82,6 +85,7 @@ static int cmd_device_plugin(int argc, char **argv) {
                 case OPT_ID_STRATEGY: o.id_strategy = optarg; break;
                 case OPT_FAIL_ON_INIT_ERROR: o.fail_on_init_error = optarg; break;
                 case OPT_KUBELET_DIR: o.kubelet_dir = optarg; break;
+                case OPT_PASS_DEVICE_SPECS: o.pass_device_specs = optarg; break;
                 case OPT_HEALTH_INTERVAL:
                 case OPT_REGISTER_TIMEOUT:
                         if (parse_duration_ms(optarg, 10, 600000, &v) < 0) {
@@ -157,6 +161,8 @@ const struct command command_device_plugin = {
                 "                              (env DEVICE_LIST_STRATEGY; default: cdi-cri when nvidia CDI specs exist, else envvar)\n"
                 "  --device-id-strategy S      uuid or index: what NVIDIA_VISIBLE_DEVICES names (env DEVICE_ID_STRATEGY)\n"
                 "  --fail-on-init-error B      accepted for NVIDIA's flag; without NVML the devices are advertised Unhealthy\n"
+                "  --pass-device-specs B       Allocate names the device nodes too: /dev/nvidia<minor>, MIG capability\n"
+                "                              nodes, /dev/nvidiactl, -uvm, -uvm-tools, -modeset (env PASS_DEVICE_SPECS)\n"
                 "  --health-interval DUR       how often health is polled and Xid events are waited for (default 250ms)\n"
                 "  --register-attempts N       Register tries before waiting for the kubelet to restart (default 5)\n"
                 "  --register-timeout DUR      each Register try (default 5s)\n"

@@ -69,9 +69,11 @@ int dp_allocate(const struct dp_alloc_context *ctx, const uint8_t *req, size_t l
         V1beta1__ContainerAllocateResponse *cr = xcalloc(n ? n : 1, sizeof *cr);
         V1beta1__ContainerAllocateResponse **crp = xcalloc(n ? n : 1, sizeof *crp);
         /* Everything the answer points at, freed at the end. */
-        char **owned = xcalloc(total * 4 + n * 4 + 1, sizeof *owned);
+        size_t n_ctl = 0;
+        while (ctx->control_nodes && ctx->control_nodes[n_ctl]) n_ctl++;
+        char **owned = xcalloc(total * 8 + n * (4 + n_ctl) + 1, sizeof *owned);
         size_t n_owned = 0;
-        void **blocks = xcalloc(n * 10 + 1, sizeof *blocks);
+        void **blocks = xcalloc(n * 12 + 1, sizeof *blocks);
         size_t n_blocks = 0;
 #define OWN(s) (owned[n_owned++] = (s))
 #define BLOCK(p) (blocks[n_blocks++] = (p))
@@ -140,6 +142,32 @@ int dp_allocate(const struct dp_alloc_context *ctx, const uint8_t *req, size_t l
                         ap[0] = a;
                         o->n_annotations = 1;
                         o->annotations = ap;
+                }
+                if (ctx->pass_device_specs) {
+                        /* the control nodes, then each device's, each once */
+                        size_t cap = n_ctl + 1;
+                        for (size_t k = 0; k < nd; k++)
+                                for (size_t j = 0; devs[k]->nodes && devs[k]->nodes[j]; j++) cap++;
+                        V1beta1__DeviceSpec *ds = BLOCK(xcalloc(cap, sizeof *ds));
+                        V1beta1__DeviceSpec **dsp = BLOCK(xcalloc(cap, sizeof *dsp));
+                        size_t m = 0;
+                        const char *root = ctx->dev_root && !streq(ctx->dev_root, "/") ? ctx->dev_root : "";
+                        for (size_t k = 0; k <= nd; k++) {
+                                char *const *nodes = k == 0 ? ctx->control_nodes : devs[k - 1]->nodes;
+                                for (size_t j = 0; nodes && nodes[j]; j++) {
+                                        bool dup = false;
+                                        for (size_t u = 0; u < m; u++) dup |= streq(ds[u].container_path, nodes[j]);
+                                        if (dup) continue;
+                                        v1beta1__device_spec__init(&ds[m]);
+                                        ds[m].container_path = nodes[j];
+                                        ds[m].host_path = OWN(xasprintf("%s%s", root, nodes[j]));
+                                        ds[m].permissions = (char *)"rw";
+                                        dsp[m] = &ds[m];
+                                        m++;
+                                }
+                        }
+                        o->n_devices = m;
+                        o->devices = dsp;
                 }
                 if (ctx->list_strategies & DP_LIST_CDI_CRI) {
                         V1beta1__CDIDevice *cd = BLOCK(xcalloc(nd + 1, sizeof *cd));

@@ -18,6 +18,9 @@ struct dp_alloc_context {
         unsigned list_strategies;               /* DP_LIST_*, never 0 here */
         const char *cdi_annotation_prefix;      /* "cdi.k8s.io/" */
         bool fail_requests_greater_than_one;
+        bool pass_device_specs;                 /* DeviceSpecs: the control nodes and the devices' nodes, "rw" */
+        const char *dev_root;                   /* the host's prefix of the nodes; NULL: none */
+        char *const *control_nodes;             /* NULL-terminated; NULL: none */
         /* GPU connectivity (dp_health_link's scale), for GetPreferredAllocation; NULL: NUMA only */
         int (*link)(void *userdata, size_t gpu_a, size_t gpu_b);
         void *link_data;

@@ -19,6 +19,7 @@ void dp_config_done(struct dp_config *c) {
         }
         free(c->resources);
         free(c->cdi_annotation_prefix);
+        free(c->dev_root);
         dp_config_init(c);
 }
 
@@ -211,6 +212,15 @@ int dp_config_from_json(json_t *root, struct dp_config *c, char **ret_error) {
                         return errorf(ret_error, -EINVAL, "flags.migStrategy: \"%s\" is not none, single or mixed", mig);
                 r = get_bool(flags, "failOnInitError", "flags.", &c->fail_on_init_error, ret_error);
                 if (r < 0) return r;
+                const char *dev_root;
+                r = get_string(flags, "nvidiaDevRoot", "flags.", &dev_root, ret_error);
+                if (r < 0) return r;
+                if (dev_root && *dev_root) {
+                        if (dev_root[0] != '/' || strlen(dev_root) > 256)
+                                return errorf(ret_error, -EINVAL, "flags.nvidiaDevRoot: \"%.100s\" is not an absolute path", dev_root);
+                        free(c->dev_root);
+                        c->dev_root = xstrdup(dev_root);
+                }
                 json_t *plugin = json_object_get(flags, "plugin");
                 if (plugin && !json_is_null(plugin)) {
                         if (!json_is_object(plugin)) return errorf(ret_error, -EINVAL, "flags.plugin must be a mapping");

@@ -38,7 +38,8 @@ struct dp_config {
         bool fail_on_init_error;                /* flags.failOnInitError, default true */
         unsigned list_strategies;               /* flags.plugin.deviceListStrategy; 0: not set (auto) */
         bool id_index;                          /* flags.plugin.deviceIDStrategy: index (else uuid) */
-        bool pass_device_specs;                 /* flags.plugin.passDeviceSpecs */
+        bool pass_device_specs;                 /* flags.plugin.passDeviceSpecs: Allocate names the device nodes too */
+        char *dev_root;                         /* flags.nvidiaDevRoot: where the host's /dev/nvidia* are; NULL: "/" */
         char *cdi_annotation_prefix;            /* flags.plugin.cdiAnnotationPrefix, default "cdi.k8s.io/" */
         bool rename_by_default;                 /* sharing.timeSlicing.renameByDefault */
         bool fail_requests_greater_than_one;    /* sharing.timeSlicing.failRequestsGreaterThanOne */

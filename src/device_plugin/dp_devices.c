@@ -19,14 +19,68 @@ static struct dp_resource *resource_get(struct dp_inventory *inv, const char *na
         return r;
 }
 
-/* Appends a device to r. */
+/* Returns a malloc'd copy of a NULL-terminated list (NULL stays NULL). */
+static char **strv_copy(char *const *v) {
+        if (!v) return NULL;
+        size_t n = 0;
+        while (v[n]) n++;
+        char **c = xcalloc(n + 1, sizeof *c);
+        for (size_t i = 0; i < n; i++) c[i] = xstrdup(v[i]);
+        return c;
+}
+
+/* Appends a device to r, with a copy of its device nodes. */
 static void device_add(struct dp_resource *r, const char *id, const char *visible, const char *uuid, size_t gpu,
-                       bool replicated, unsigned replica) {
+                       bool replicated, unsigned replica, char *const *nodes) {
         r->devices = xrealloc(r->devices, (r->n_devices + 1) * sizeof *r->devices);
         r->devices[r->n_devices++] = (struct dp_device){
                 .id = xstrdup(id), .visible = xstrdup(visible), .uuid = xstrdup(uuid), .gpu = gpu,
-                .replicated = replicated, .replica = replica};
+                .replicated = replicated, .replica = replica, .nodes = strv_copy(nodes)};
         if (replicated) r->replicated = true;
+}
+
+int dp_mig_minors_parse(const char *text, size_t len, struct dp_mig_minor **ret, size_t *ret_n, size_t *ret_skipped) {
+        struct dp_mig_minor *v = NULL;
+        size_t n = 0, skipped = 0;
+        for (size_t i = 0; i < len;) {
+                size_t e = i;
+                while (e < len && text[e] != '\n') e++;
+                size_t l = e - i;
+                char line[128];
+                i = e + 1;
+                if (l == 0) continue;
+                if (l >= sizeof line) {
+                        skipped++;
+                        continue;
+                }
+                memcpy(line, text + (e - l), l);
+                line[l] = 0;
+                if (startswith(line, "config ") || startswith(line, "monitor ")) continue;
+                unsigned gpu, gi, ci, minor;
+                int k = -1;
+                struct dp_mig_minor m;
+                if (sscanf(line, "gpu%u/gi%u/ci%u/access %u%n", &gpu, &gi, &ci, &minor, &k) == 4 && k == (int)l && ci <= 0xffff)
+                        m = (struct dp_mig_minor){.gpu = gpu, .gi = gi, .ci = (int)ci, .minor = minor};
+                else if ((k = -1, sscanf(line, "gpu%u/gi%u/access %u%n", &gpu, &gi, &minor, &k)) == 3 && k == (int)l)
+                        m = (struct dp_mig_minor){.gpu = gpu, .gi = gi, .ci = -1, .minor = minor};
+                else {
+                        skipped++;
+                        continue;
+                }
+                v = xrealloc(v, (n + 1) * sizeof *v);
+                v[n++] = m;
+        }
+        *ret = v;
+        *ret_n = n;
+        if (ret_skipped) *ret_skipped = skipped;
+        return 0;
+}
+
+/* Returns the capability minor of (gpu minor, gi, ci) in the table, or -1. */
+static long cap_minor(const struct dp_mig_minor *v, size_t n, unsigned gpu, unsigned gi, int ci) {
+        for (size_t i = 0; i < n; i++)
+                if (v[i].gpu == gpu && v[i].gi == gi && v[i].ci == ci) return v[i].minor;
+        return -1;
 }
 
 /* Returns the GPU's NUMA node from sysfs, or -1 (none, unknown). */
@@ -45,6 +99,7 @@ struct base {
         char *visible;
         size_t gpu;
         char *index;            /* "0", "0:1": for a devices list */
+        char *nodes[4];         /* its device nodes, NULL-terminated */
 };
 
 /* Returns true when the replicated entry rr selects base device b (the k-th of its resource). */
@@ -74,6 +129,13 @@ int dp_inventory_build(const struct nvml_facts *f, const struct dp_config *cfg, 
         size_t n_bases = 0;
         int r = 0;
         inv->gpus = xcalloc(f->n_gpus, sizeof *inv->gpus);
+        struct dp_mig_minor *minors = NULL;
+        size_t n_minors = 0;
+        bool minors_read = false;
+        static const char *const controls[] = {"/dev/nvidiactl", "/dev/nvidia-uvm", "/dev/nvidia-uvm-tools", "/dev/nvidia-modeset"};
+        inv->control_nodes = xcalloc(ELEMENTSOF(controls) + 1, sizeof *inv->control_nodes);
+        for (size_t i = 0, k = 0; i < ELEMENTSOF(controls); i++)
+                if (hostfs_exists(controls[i])) inv->control_nodes[k++] = xstrdup(controls[i]);
 
         /* MIG single: every GPU in MIG mode with MIG devices of one profile, or none in MIG mode. */
         bool any_mig = false;
@@ -88,6 +150,7 @@ int dp_inventory_build(const struct nvml_facts *f, const struct dp_config *cfg, 
                 if (g->uuid_rc != NVML_SUCCESS) continue; /* a GPU without UUID cannot be named to the kubelet */
                 struct dp_gpu *o = &inv->gpus[inv->n_gpus];
                 o->index = g->index;
+                o->minor = g->minor_number.rc == NVML_SUCCESS && g->minor_number.value < 4096 ? (int)g->minor_number.value : -1;
                 snprintf(o->uuid, sizeof o->uuid, "%s", g->uuid);
                 o->numa = -1;
                 if (g->pci_rc == NVML_SUCCESS) {
@@ -108,7 +171,9 @@ int dp_inventory_build(const struct nvml_facts *f, const struct dp_config *cfg, 
                                 goto fail;
                         }
                         bases = xrealloc(bases, (n_bases + 1) * sizeof *bases);
-                        bases[n_bases++] = (struct base){xstrdup("nvidia.com/gpu"), xstrdup(g->uuid), xstrdup(idx), gi, xstrdup(idx)};
+                        bases[n_bases++] = (struct base){.resource = xstrdup("nvidia.com/gpu"), .uuid = xstrdup(g->uuid), .visible = xstrdup(idx),
+                                                         .gpu = gi, .index = xstrdup(idx)};
+                        if (o->minor >= 0) bases[n_bases - 1].nodes[0] = xasprintf("/dev/nvidia%d", o->minor);
                         continue;
                 }
                 for (unsigned m = 0; m < g->n_mig; m++) {
@@ -134,8 +199,27 @@ int dp_inventory_build(const struct nvml_facts *f, const struct dp_config *cfg, 
                         char midx[32];
                         snprintf(midx, sizeof midx, "%u:%u", g->index, mf->index);
                         bases = xrealloc(bases, (n_bases + 1) * sizeof *bases);
-                        bases[n_bases++] = (struct base){cfg->mig_strategy == DP_MIG_SINGLE ? xstrdup("nvidia.com/gpu") : mig_resource(prof),
-                                                         xstrdup(mf->uuid), xstrdup(midx), gi, xstrdup(midx)};
+                        bases[n_bases++] = (struct base){
+                                .resource = cfg->mig_strategy == DP_MIG_SINGLE ? xstrdup("nvidia.com/gpu") : mig_resource(prof),
+                                .uuid = xstrdup(mf->uuid), .visible = xstrdup(midx), .gpu = gi, .index = xstrdup(midx)};
+                        /* its parent's node and its GPU and compute instances' capability nodes, as NVIDIA's plugin passes them */
+                        char **nodes = bases[n_bases - 1].nodes;
+                        size_t k = 0;
+                        if (o->minor >= 0) {
+                                nodes[k++] = xasprintf("/dev/nvidia%d", o->minor);
+                                if (!minors_read) {
+                                        _cleanup_free_ char *text = NULL;
+                                        size_t tl;
+                                        if (hostfs_read(DP_MIG_MINORS_FILE, 1 << 20, &text, &tl) == 0)
+                                                dp_mig_minors_parse(text, tl, &minors, &n_minors, NULL);
+                                        minors_read = true;
+                                }
+                                long gcap = mf->gi_rc == NVML_SUCCESS ? cap_minor(minors, n_minors, (unsigned)o->minor, mf->gi_id, -1) : -1;
+                                long ccap = mf->gi_rc == NVML_SUCCESS && mf->ci_rc == NVML_SUCCESS
+                                                    ? cap_minor(minors, n_minors, (unsigned)o->minor, mf->gi_id, (int)mf->ci_id) : -1;
+                                if (gcap >= 0) nodes[k++] = xasprintf("/dev/nvidia-caps/nvidia-cap%ld", gcap);
+                                if (ccap >= 0) nodes[k++] = xasprintf("/dev/nvidia-caps/nvidia-cap%ld", ccap);
+                        }
                 }
         }
         if (inv->n_gpus == 0) {
@@ -158,11 +242,11 @@ int dp_inventory_build(const struct nvml_facts *f, const struct dp_config *cfg, 
                         struct dp_resource *res = resource_get(inv, dp_replicated_advertised(rr));
                         for (unsigned k = 0; k < rr->replicas; k++) {
                                 _cleanup_free_ char *id = xasprintf("%s::%u", bs->uuid, k);
-                                device_add(res, id, cfg->id_index ? bs->index : bs->uuid, bs->uuid, bs->gpu, true, k);
+                                device_add(res, id, cfg->id_index ? bs->index : bs->uuid, bs->uuid, bs->gpu, true, k, bs->nodes);
                         }
                 } else {
                         struct dp_resource *res = resource_get(inv, bs->resource);
-                        device_add(res, bs->uuid, cfg->id_index ? bs->index : bs->uuid, bs->uuid, bs->gpu, false, 0);
+                        device_add(res, bs->uuid, cfg->id_index ? bs->index : bs->uuid, bs->uuid, bs->gpu, false, 0, bs->nodes);
                 }
         }
         free(seen);
@@ -174,8 +258,10 @@ fail:
                 free(bases[b].uuid);
                 free(bases[b].visible);
                 free(bases[b].index);
+                for (size_t k = 0; bases[b].nodes[k]; k++) free(bases[b].nodes[k]);
         }
         free(bases);
+        free(minors);
         if (r < 0) {
                 dp_inventory_free(inv);
                 return r;
@@ -206,10 +292,10 @@ int dp_inventory_from_checkpoint(struct dp_inventory **ret) {
                                 if (g == inv->n_gpus) {
                                         inv->gpus = xrealloc(inv->gpus, (inv->n_gpus + 1) * sizeof *inv->gpus);
                                         struct dp_gpu *o = &inv->gpus[inv->n_gpus++];
-                                        *o = (struct dp_gpu){.index = (unsigned)g, .numa = -1};
+                                        *o = (struct dp_gpu){.index = (unsigned)g, .numa = -1, .minor = -1};
                                         snprintf(o->uuid, sizeof o->uuid, "%s", uuid);
                                 }
-                                device_add(res, id, uuid, uuid, g, bl != strlen(id), 0);
+                                device_add(res, id, uuid, uuid, g, bl != strlen(id), 0, NULL);
                         }
                 }
                 kube_checkpoint_free(cp);
@@ -227,6 +313,7 @@ void dp_inventory_free(struct dp_inventory *inv) {
                         free(r->devices[d].id);
                         free(r->devices[d].visible);
                         free(r->devices[d].uuid);
+                        strv_free(r->devices[d].nodes);
                 }
                 free(r->devices);
                 free(r->name);
@@ -235,6 +322,7 @@ void dp_inventory_free(struct dp_inventory *inv) {
         }
         free(inv->resources);
         free(inv->gpus);
+        strv_free(inv->control_nodes);
         free(inv);
 }
 

@@ -20,6 +20,7 @@ struct dp_gpu {
         char uuid[96];
         char pci_bus_id[32];    /* "0000:18:00.0", lowercase as sysfs names it */
         int numa;               /* -1: none (sysfs says -1 or nothing) */
+        int minor;              /* /dev/nvidia<minor>; -1: NVML did not say */
 };
 
 /* One device advertised to the kubelet. */
@@ -30,6 +31,7 @@ struct dp_device {
         size_t gpu;             /* its physical GPU: index into dp_inventory.gpus */
         unsigned replica;       /* 0.. with time-slicing */
         bool replicated;
+        char **nodes;           /* its device nodes (passDeviceSpecs): /dev/nvidia<minor>, MIG's /dev/nvidia-caps/nvidia-cap<n>; NULL-terminated */
 };
 
 /* One resource: its own socket, registration and device list. */
@@ -48,7 +50,22 @@ struct dp_inventory {
         struct dp_resource *resources;
         size_t n_resources;
         bool from_checkpoint;   /* NVML did not answer: the devices are the kubelet's last known ones */
+        char **control_nodes;   /* /dev/nvidiactl, -uvm, -uvm-tools, -modeset that exist under the root; NULL-terminated */
 };
+
+/* One line of /proc/driver/nvidia-caps/mig-minors: "gpu<minor>/gi<gi>/access <n>" (ci -1) or
+ * "gpu<minor>/gi<gi>/ci<ci>/access <n>": the capability device /dev/nvidia-caps/nvidia-cap<n>. */
+struct dp_mig_minor {
+        unsigned gpu, gi;
+        int ci;
+        unsigned minor;
+};
+#define DP_MIG_MINORS_FILE "/proc/driver/nvidia-caps/mig-minors"
+
+/* Parses mig-minors (text, len bytes) into a malloc'd array (*ret, *ret_n entries), skipping
+ * "config" and "monitor" and any line that is not one of the two forms (counted in *ret_skipped).
+ * Returns 0; never fails otherwise. */
+int dp_mig_minors_parse(const char *text, size_t len, struct dp_mig_minor **ret, size_t *ret_n, size_t *ret_skipped);
 
 /* Builds the inventory from NVML's facts and the config: GPUs with a UUID, their NUMA node from
  * /sys/bus/pci/devices/<bus id>/numa_node (through hostfs), MIG devices by cfg's strategy (single:

@@ -266,6 +266,9 @@ static struct dp_alloc_context alloc_context(struct res_state *s) {
                 .list_strategies = p->strategies,
                 .cdi_annotation_prefix = p->cfg.cdi_annotation_prefix ? p->cfg.cdi_annotation_prefix : "cdi.k8s.io/",
                 .fail_requests_greater_than_one = p->cfg.fail_requests_greater_than_one,
+                .pass_device_specs = p->cfg.pass_device_specs,
+                .dev_root = p->cfg.dev_root,
+                .control_nodes = p->inv->control_nodes,
                 .link = link_cb,
                 .link_data = p,
                 .gpus = p->inv->gpus,
@@ -529,6 +532,8 @@ int dp_apply_overrides(const struct dp_options *o, struct dp_config *cfg, char *
         }
         if (o->fail_on_init_error && parse_bool(o->fail_on_init_error, &cfg->fail_on_init_error) < 0)
                 return errorf(ret_error, -EINVAL, "fail-on-init-error '%s' is not true or false", o->fail_on_init_error);
+        if (o->pass_device_specs && parse_bool(o->pass_device_specs, &cfg->pass_device_specs) < 0)
+                return errorf(ret_error, -EINVAL, "pass-device-specs '%s' is not true or false", o->pass_device_specs);
         return 0;
 }
 

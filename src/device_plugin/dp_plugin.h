@@ -17,6 +17,7 @@ struct dp_options {
         const char *list_strategy;      /* envvar, volume-mounts, cdi-annotations, cdi-cri (comma list) */
         const char *id_strategy;        /* uuid, index */
         const char *fail_on_init_error; /* a Go boolean */
+        const char *pass_device_specs;  /* a Go boolean */
         const char *kubelet_dir;        /* the kubelet's device plugin folder, a host path [/var/lib/kubelet/device-plugins] */
         int stop_fd;                    /* readable: stop (a signal pipe) */
         /* one log line (no newline); NULL: stderr. Called from the plugin's threads too. */

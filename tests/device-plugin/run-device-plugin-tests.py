@@ -66,6 +66,9 @@ def make_root(name, n=8):
         d = root + "/sys/bus/pci/devices/0000:%02x:00.0" % (0x18 + i)
         os.makedirs(d)
         open(d + "/numa_node", "w").write("%d\n" % (i // 4))
+    os.makedirs(root + "/dev")
+    for node in ("nvidiactl", "nvidia-uvm"):  # no -uvm-tools, no -modeset: those are left out
+        open(root + "/dev/" + node, "w").close()
     return root
 
 
@@ -114,7 +117,7 @@ root = make_root("main")
 folder = root + "/var/lib/kubelet/device-plugins"
 kubelet = K.FakeKubelet(folder)
 desc = eight_gpus()
-p, nv = start_plugin(root, desc, "--device-list-strategy", "envvar,cdi-cri")
+p, nv = start_plugin(root, desc, "--device-list-strategy", "envvar,cdi-cri", env={"PASS_DEVICE_SPECS": "true"})
 regs = kubelet.wait(lambda: kubelet.registrations, 10)
 check(bool(regs), "the plugin registers with the kubelet")
 if regs:
@@ -137,6 +140,9 @@ check(K.pairs(cr.envs).get("NVIDIA_VISIBLE_DEVICES") == "%s,%s" % (uuid(2), uuid
       "Allocate: NVIDIA_VISIBLE_DEVICES names both GPUs")
 check([d.name for d in cr.cdi_devices] == ["nvidia.com/gpu=" + uuid(2), "nvidia.com/gpu=" + uuid(3)],
       "Allocate: CDI devices nvidia.com/gpu=<uuid>")
+check([(d.container_path, d.host_path, d.permissions) for d in cr.devices] ==
+      [(x, x, "rw") for x in ("/dev/nvidiactl", "/dev/nvidia-uvm", "/dev/nvidia2", "/dev/nvidia3")],
+      "Allocate with PASS_DEVICE_SPECS: the control nodes present and each GPU's /dev/nvidia<minor>")
 check(code_of(lambda: c.allocate(["GPU-nonexistent"])) == grpc.StatusCode.INVALID_ARGUMENT,
       "Allocate of an unknown device id: INVALID_ARGUMENT")
 check(code_of(lambda: c.unary("Allocate", b"\xff\xff\xff\xff garbage")) == grpc.StatusCode.INVALID_ARGUMENT,
@@ -247,7 +253,11 @@ mdesc["gpus"] = [gpu(0, mig_mode={"current": 1, "pending": 1}, mig_max_devices=7
                                   mig("MIG-aaaa0001-0000-5555-6666-777788889999", 8, 0, 0, 9728, 16),
                                   mig("MIG-aaaa0002-0000-5555-6666-777788889999", 1, 0, 2, 40192, 60)]),
                  gpu(1), gpu(2)]
-p, nv = start_plugin(root, mdesc, "--mig-strategy", "mixed")
+os.makedirs(root + "/proc/driver/nvidia-caps")
+open(root + "/proc/driver/nvidia-caps/mig-minors", "w").write(
+    "config 1\nmonitor 2\n" + "".join("gpu0/gi%d/access %d\ngpu0/gi%d/ci0/access %d\n" % (g, 10 + 2 * g, g, 11 + 2 * g)
+                                      for g in range(9)))
+p, nv = start_plugin(root, mdesc, "--mig-strategy", "mixed", "--pass-device-specs", "true")
 got = kubelet.wait(lambda: len(kubelet.lists) >= 3 and kubelet.lists, 10)
 names = sorted(kubelet.lists)
 check(names == ["nvidia.com/gpu", "nvidia.com/mig-1g.10gb", "nvidia.com/mig-3g.40gb"],
@@ -262,6 +272,10 @@ mc = K.PluginClient(folder + "/gpunode-nvidia-mig-3g.40gb.sock")
 cr = mc.allocate(["MIG-aaaa0002-0000-5555-6666-777788889999"]).container_responses[0]
 check(K.pairs(cr.envs).get("NVIDIA_VISIBLE_DEVICES") == "MIG-aaaa0002-0000-5555-6666-777788889999",
       "MIG Allocate: NVIDIA_VISIBLE_DEVICES names the MIG device")
+check([d.container_path for d in cr.devices] == ["/dev/nvidiactl", "/dev/nvidia-uvm", "/dev/nvidia0",
+                                                 "/dev/nvidia-caps/nvidia-cap12", "/dev/nvidia-caps/nvidia-cap13"],
+      "MIG Allocate with passDeviceSpecs: the parent's node and the GPU/compute instance capability nodes (%s)" %
+      [d.container_path for d in cr.devices])
 check(code_of(lambda: mc.allocate([uuid(1)])) == grpc.StatusCode.INVALID_ARGUMENT,
       "MIG Allocate of a device of another resource: INVALID_ARGUMENT")
 mc.close()

@@ -7,6 +7,7 @@
 
 #include "basic/util.h"
 #include "device_plugin/dp_config.h"
+#include "device_plugin/dp_devices.h"
 #include "device_plugin/dp_health.h"
 
 /* Parses text into c (initialised here). Returns the parser's answer; *ret_error kept for the caller. */
@@ -217,6 +218,46 @@ static void test_xid_policy(void **state) {
         free(err);
 }
 
+/* /proc/driver/nvidia-caps/mig-minors as the driver writes it (its first lines). */
+static void test_mig_minors(void **state) {
+        static const char text[] = "config 1\nmonitor 2\ngpu0/gi0/access 3\ngpu0/gi0/ci0/access 4\ngpu0/gi0/ci1/access 5\n"
+                                   "gpu7/gi14/ci7/access 4095\ngpu1/gi2/access 30\ngarbage line\ngpu0/gi0/access x\n"
+                                   "gpu0/gi1/access 6 extra\n\n";
+        struct dp_mig_minor *v = NULL;
+        size_t n = 0, skipped = 0;
+        assert_int_equal(dp_mig_minors_parse(text, sizeof text - 1, &v, &n, &skipped), 0);
+        assert_int_equal(n, 5);
+        assert_int_equal(skipped, 3);
+        assert_int_equal(v[0].gpu, 0);
+        assert_int_equal(v[0].gi, 0);
+        assert_int_equal(v[0].ci, -1);
+        assert_int_equal(v[0].minor, 3);
+        assert_int_equal(v[2].ci, 1);
+        assert_int_equal(v[2].minor, 5);
+        assert_int_equal(v[3].gpu, 7);
+        assert_int_equal(v[3].gi, 14);
+        assert_int_equal(v[3].ci, 7);
+        assert_int_equal(v[3].minor, 4095);
+        free(v);
+        assert_int_equal(dp_mig_minors_parse("", 0, &v, &n, NULL), 0);
+        assert_int_equal(n, 0);
+        free(v);
+}
+
+/* flags.nvidiaDevRoot, and its refusal. */
+static void test_dev_root(void **state) {
+        struct dp_config c;
+        char *err;
+        assert_int_equal(parse("version: v1\nflags:\n  nvidiaDevRoot: /run/nvidia/driver\n  plugin:\n    passDeviceSpecs: true\n", &c, &err), 0);
+        assert_string_equal(c.dev_root, "/run/nvidia/driver");
+        assert_true(c.pass_device_specs);
+        dp_config_done(&c);
+        assert_int_equal(parse("version: v1\nflags:\n  nvidiaDevRoot: run/nvidia\n", &c, &err), -EINVAL);
+        assert_non_null(strstr(err, "nvidiaDevRoot"));
+        free(err);
+        dp_config_done(&c);
+}
+
 int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_readme_flags),
@@ -226,6 +267,8 @@ int main(void) {
                 cmocka_unit_test(test_refusals),
                 cmocka_unit_test(test_list_strategy),
                 cmocka_unit_test(test_xid_policy),
+                cmocka_unit_test(test_mig_minors),
+                cmocka_unit_test(test_dev_root),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }
