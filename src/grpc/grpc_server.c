@@ -77,6 +77,7 @@ struct conn {
         nghttp2_session *session;
         void *listener_data;
         uint64_t started_ms;
+        uint64_t active_ms;             /* when it last sent something */
         bool got_frame;                 /* the preface and a frame arrived */
         bool dead;                      /* close at the end of this round */
         const uint8_t *pending;
@@ -466,6 +467,7 @@ static int conn_receive(struct conn *k) {
                         return -ECONNRESET;
                 }
                 if (n == 0) return -ECONNRESET;
+                k->active_ms = monotonic_ms();
                 ssize_t r = nghttp2_session_mem_recv(k->session, buf, (size_t)n);
                 if (r < 0) {
                         k->server->stats.protocol_errors++;
@@ -478,15 +480,28 @@ static int conn_receive(struct conn *k) {
 /* Makes a connection of fd (non-blocking). Returns 0, or -EMFILE / -ENOMEM with fd closed. */
 static int conn_add(struct grpc_server *s, int fd, void *listener_data) {
         if (s->n_conns >= s->limits.max_connections) {
+                /* Full: the oldest connection without a call makes room (idle clients cannot lock
+                 * out the kubelet, whose ListAndWatch keeps its own busy); else the new one goes. */
+                ssize_t idle = -1;
+                for (size_t i = 0; i < s->n_conns; i++)
+                        if (s->conns[i]->n_streams == 0 && !s->conns[i]->dead &&
+                            (idle < 0 || s->conns[i]->active_ms < s->conns[idle]->active_ms))
+                                idle = (ssize_t)i;
                 s->stats.refused_connections++;
-                close(fd);
-                return -EMFILE;
+                if (idle < 0) {
+                        close(fd);
+                        return -EMFILE;
+                }
+                struct conn *old = s->conns[idle];
+                memmove(&s->conns[idle], &s->conns[idle + 1], (s->n_conns - (size_t)idle - 1) * sizeof *s->conns);
+                s->n_conns--;
+                conn_free(old);
         }
         struct conn *k = xcalloc(1, sizeof *k);
         k->server = s;
         k->fd = fd;
         k->listener_data = listener_data;
-        k->started_ms = monotonic_ms();
+        k->started_ms = k->active_ms = monotonic_ms();
         if (nghttp2_session_server_new(&k->session, s->callbacks, k) != 0) {
                 k->session = NULL;
                 conn_free(k);
@@ -648,10 +663,12 @@ int grpc_server_listen(struct grpc_server *s, const char *host_path, void *liste
         }
         _cleanup_close_ int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
         if (fd < 0) return errorf(ret_error, -errno, "cannot create a socket: %m");
-        mode_t old = umask(0177);
         int r = bind_at(fd, dfd, name, host_path);
-        umask(old);
         if (r < 0) return errorf(ret_error, r, "%s: cannot bind: %s", host_path, strerror(-r));
+        /* Owner only (the kubelet is root). Set after bind, not with umask: umask is the whole
+         * process's, and other threads create files. Connecting needs write permission, which
+         * the umask's usual 022 already withholds from others until this. */
+        (void)fchmodat(dfd, name, 0600, 0);
         if (listen(fd, 64) < 0) return errorf(ret_error, -errno, "%s: cannot listen: %m", host_path);
         if (fstatat(dfd, name, &st, AT_SYMLINK_NOFOLLOW) < 0)
                 return errorf(ret_error, -errno, "%s: the socket vanished after bind: %m", host_path);

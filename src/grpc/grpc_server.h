@@ -11,7 +11,7 @@
 /* The bounds of a server; zero fields take the defaults below. */
 struct grpc_server_limits {
         size_t max_message;             /* a request message past this is refused (RESOURCE_EXHAUSTED) */
-        unsigned max_connections;       /* more are accepted and closed at once */
+        unsigned max_connections;       /* past it, the oldest connection without a call is closed, else the new one */
         unsigned max_streams;           /* per connection: SETTINGS_MAX_CONCURRENT_STREAMS, more refused */
         unsigned call_timeout_ms;       /* a request must be whole this soon (or its grpc-timeout, if shorter) */
         unsigned preface_timeout_ms;    /* a new connection must send its HTTP/2 preface this soon */
@@ -61,7 +61,7 @@ static inline void grpc_server_freep(struct grpc_server **s) { grpc_server_free(
 #define _cleanup_grpc_server_ _cleanup_(grpc_server_freep)
 
 /* Listens on a unix socket at host_path (below hostfs's root; a stale socket there is removed
- * first, any other file is refused), mode 0600 unless the umask says less. Calls on it get
+ * first, any other file is refused), mode 0600. Calls on it get
  * listener_data. Returns a listener id >= 0, or -ENOENT (no such folder), -EEXIST (a file that is
  * not a socket), -EADDRINUSE (another process listens there), another -errno, with a sentence. */
 int grpc_server_listen(struct grpc_server *s, const char *host_path, void *listener_data, char **ret_error);
@@ -76,7 +76,7 @@ bool grpc_server_listener_present(struct grpc_server *s, int id);
 
 /* Serves an already connected stream socket (made non-blocking here; owned from here on) as if it
  * had been accepted on a listener with listener_data: for tests and the fuzz target. Returns 0, or
- * -EMFILE past max_connections (fd closed). */
+ * -EMFILE past max_connections when every connection has a call open (fd closed). */
 int grpc_server_adopt(struct grpc_server *s, int fd, void *listener_data);
 
 /* Returns the number of open connections. */

@@ -263,18 +263,48 @@ static void test_bounds(void **state) {
         assert_int_equal(grpc_server_connections(s), 0); /* the silent one too, at 300 ms */
         close(a[1]);
         close(b[1]);
+        /* past the limit, the oldest idle connection makes room */
         int fds[6];
         for (int i = 0; i < 6; i++) {
                 int p[2];
                 assert_int_equal(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, p), 0);
-                int r = grpc_server_adopt(s, p[0], NULL);
-                assert_int_equal(r, i < 4 ? 0 : -EMFILE);
+                assert_int_equal(grpc_server_adopt(s, p[0], NULL), 0);
                 fds[i] = p[1];
         }
+        assert_int_equal(grpc_server_connections(s), 4);
         assert_int_equal(grpc_server_stats(s)->refused_connections, 2);
+        char byte;
+        assert_int_equal(read(fds[0], &byte, 1), 0); /* the oldest was closed, unanswered */
         for (int i = 0; i < 6; i++) close(fds[i]);
         for (int i = 0; i < 3; i++) grpc_server_run(s, 10);
         assert_int_equal(grpc_server_connections(s), 0);
+        grpc_server_free(s);
+}
+
+/* A connection with a call open is never evicted: with every one busy, a new one is refused. */
+static void test_busy_limit(void **state) {
+        struct grpc_server_limits l = {.max_connections = 1};
+        struct grpc_server *s = NULL;
+        assert_int_equal(grpc_server_new(&l, methods, ELEMENTSOF(methods), &s, NULL), 0);
+        int sv[2];
+        assert_int_equal(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0, sv), 0);
+        assert_int_equal(grpc_server_adopt(s, sv[0], NULL), 0);
+        struct client cl = {.fn = do_stream, .fd = sv[1]};
+        atomic_init(&cl.done, false);
+        held = NULL;
+        pthread_t t;
+        assert_int_equal(pthread_create(&t, NULL, client_main, &cl), 0);
+        uint64_t end = monotonic_ms() + 5000;
+        while (!held && monotonic_ms() < end) grpc_server_run(s, 10);
+        assert_non_null(held);
+        int p[2];
+        assert_int_equal(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, p), 0);
+        assert_int_equal(grpc_server_adopt(s, p[0], NULL), -EMFILE);
+        close(p[1]);
+        grpc_call_end(held);
+        while (!atomic_load(&cl.done) && monotonic_ms() < end) grpc_server_run(s, 10);
+        pthread_join(t, NULL);
+        assert_int_equal(cl.status, GRPC_OK);
         grpc_server_free(s);
 }
 
@@ -286,6 +316,7 @@ int main(void) {
                 cmocka_unit_test(test_stream_end),
                 cmocka_unit_test(test_deadline),
                 cmocka_unit_test(test_bounds),
+                cmocka_unit_test(test_busy_limit),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }
