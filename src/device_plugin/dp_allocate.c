@@ -3,8 +3,7 @@
 #include "basic/util.h"
 #include "grpc/grpc_wire.h"
 
-#include "basic/dl_protobuf_c.h"
-#include "deviceplugin.pb-c.h"
+#include "device_plugin/dp_pb.h"
 
 #define VISIBLE_ENV "NVIDIA_VISIBLE_DEVICES"
 #define MOUNT_ROOT "/var/run/nvidia-container-devices"

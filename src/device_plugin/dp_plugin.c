@@ -16,8 +16,7 @@
 #include <stdatomic.h>
 #include <sys/inotify.h>
 
-#include "basic/dl_protobuf_c.h"
-#include "deviceplugin.pb-c.h"
+#include "device_plugin/dp_pb.h"
 
 #define CHECK_EVERY_MS 5000
 #define REGISTER_BACKOFF_MAX_MS 30000
@@ -161,7 +160,7 @@ static void register_all(struct plugin *p) {
 
 /* ---- ListAndWatch ---- */
 
-/* Packs the ListAndWatchResponse of a resource with the health last seen. Returns 0 with *ret. */
+/* Packs the ListAndWatchResponse of a resource with the health last seen into *ret (malloc'd, *ret_len bytes). */
 static void pack_list(struct plugin *p, const struct dp_resource *r, uint8_t **ret, size_t *ret_len) {
         size_t n = r->n_devices;
         V1beta1__Device *d = xcalloc(n + 1, sizeof *d);
@@ -201,8 +200,8 @@ static void pack_list(struct plugin *p, const struct dp_resource *r, uint8_t **r
         *ret_len = len;
 }
 
-/* Sends every resource's list to its watchers when it changed (all: also when it did not). */
-static void send_lists(struct plugin *p, bool all) {
+/* Sends every resource's list to its watchers when it changed. */
+static void send_lists(struct plugin *p) {
         for (size_t i = 0; i < p->n_rs; i++) {
                 struct res_state *s = &p->rs[i];
                 uint8_t *m;
@@ -212,7 +211,7 @@ static void send_lists(struct plugin *p, bool all) {
                 free(s->last);
                 s->last = m;
                 s->last_len = len;
-                if (same && !all) continue;
+                if (same) continue;
                 for (size_t w = 0; w < s->n_watchers; w++) (void)grpc_call_send(s->watchers[w], m, len);
         }
 }
@@ -335,7 +334,7 @@ static void on_health(int fd, void *userdata) {
                 if (p->o->health_event) p->o->health_event(p->o->userdata, g->uuid, now[i].healthy, now[i].reason);
                 p->gh[i] = now[i];
         }
-        send_lists(p, false);
+        send_lists(p);
 }
 
 static void on_stop(int fd, void *userdata) {

@@ -3,8 +3,7 @@
 #include "basic/util.h"
 #include "grpc/grpc_client.h"
 
-#include "basic/dl_protobuf_c.h"
-#include "deviceplugin.pb-c.h"
+#include "device_plugin/dp_pb.h"
 
 int dp_register(const char *kubelet_socket, const char *resource_name, const char *endpoint, unsigned timeout_ms,
                 char **ret_error) {
