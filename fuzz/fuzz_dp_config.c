@@ -1,4 +1,4 @@
-/* fuzz_dp_config.c: libFuzzer target for NVIDIA's device plugin config format (YAML through libfyaml's child, JSON through jansson) and mig-minors. */
+/* fuzz_dp_config.c: libFuzzer target for NVIDIA's device plugin config (YAML, JSON) and mig-minors. */
 #include <jansson.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -10,13 +10,16 @@
 
 /* libfyaml 0.7.12's own leak (see fuzz_kubeconfig.c). */
 const char *__lsan_default_suppressions(void);
-const char *__lsan_default_suppressions(void) { return "leak:libfyaml.so\n"; }
+const char *__lsan_default_suppressions(void) {
+        return "leak:libfyaml.so\n";
+}
 
 /* Checks what a parse accepted: names set, replicas in range. Aborts otherwise. */
 static void check(const struct dp_config *c) {
         for (size_t i = 0; i < c->n_resources; i++) {
                 const struct dp_replicated *r = &c->resources[i];
-                if (!r->name || r->replicas < 2 || r->replicas > DP_MAX_REPLICAS || !dp_replicated_advertised(r)) abort();
+                if (!r->name || r->replicas < 2 || r->replicas > DP_MAX_REPLICAS || !dp_replicated_advertised(r))
+                        abort();
                 for (size_t k = 0; k < r->n_devices; k++)
                         if (!r->devices[k]) abort();
         }

@@ -1,4 +1,4 @@
-/* device_plugin.c: `gpunode device-plugin`: the kubelet device plugin API v1beta1 for nvidia.com/gpu, with gpunode's health. */
+/* device_plugin.c: `gpunode device-plugin`: the kubelet device plugin API v1beta1 with gpunode's GPU health. */
 #include "cmd/commands.h"
 #include "cmd/options.h"
 #include "basic/hostfs.h"
@@ -20,7 +20,7 @@ enum {
         OPT_PASS_DEVICE_SPECS,
 };
 
-static int stop_pipe[2] = {-1, -1};
+static int stop_pipe[2] = { -1, -1 };
 
 /* SIGTERM/SIGINT: wakes the plugin's loop. */
 static void on_signal(int sig) {
@@ -49,31 +49,31 @@ static const char *env(const char *name) {
 /* Runs `gpunode device-plugin` (argv[0] "device-plugin"). Returns the exit code. */
 static int cmd_device_plugin(int argc, char **argv) {
         static const struct option longopts[] = {
-                {"config-file", required_argument, NULL, OPT_CONFIG_FILE},
-                {"mig-strategy", required_argument, NULL, OPT_MIG_STRATEGY},
-                {"device-list-strategy", required_argument, NULL, OPT_LIST_STRATEGY},
-                {"device-id-strategy", required_argument, NULL, OPT_ID_STRATEGY},
-                {"fail-on-init-error", required_argument, NULL, OPT_FAIL_ON_INIT_ERROR},
-                {"health-interval", required_argument, NULL, OPT_HEALTH_INTERVAL},
-                {"register-attempts", required_argument, NULL, OPT_REGISTER_ATTEMPTS},
-                {"register-timeout", required_argument, NULL, OPT_REGISTER_TIMEOUT},
-                {"kubelet-dir", required_argument, NULL, OPT_KUBELET_DIR},
-                {"pass-device-specs", required_argument, NULL, OPT_PASS_DEVICE_SPECS},
+                { "config-file", required_argument, NULL, OPT_CONFIG_FILE },
+                { "mig-strategy", required_argument, NULL, OPT_MIG_STRATEGY },
+                { "device-list-strategy", required_argument, NULL, OPT_LIST_STRATEGY },
+                { "device-id-strategy", required_argument, NULL, OPT_ID_STRATEGY },
+                { "fail-on-init-error", required_argument, NULL, OPT_FAIL_ON_INIT_ERROR },
+                { "health-interval", required_argument, NULL, OPT_HEALTH_INTERVAL },
+                { "register-attempts", required_argument, NULL, OPT_REGISTER_ATTEMPTS },
+                { "register-timeout", required_argument, NULL, OPT_REGISTER_TIMEOUT },
+                { "kubelet-dir", required_argument, NULL, OPT_KUBELET_DIR },
+                { "pass-device-specs", required_argument, NULL, OPT_PASS_DEVICE_SPECS },
                 OPTION_ROOT,
                 OPTION_NVML_LIBRARY,
                 OPTION_NVML_TIMEOUT,
-                {0},
+                { 0 },
         };
         struct shared_options so;
         shared_options_init(&so);
         /* NVIDIA's plugin's variables, so that its DaemonSet's env works unchanged; flags win. */
-        struct dp_options o = {.config_file = env("CONFIG_FILE"),
-                               .mig_strategy = env("MIG_STRATEGY"),
-                               .list_strategy = env("DEVICE_LIST_STRATEGY"),
-                               .id_strategy = env("DEVICE_ID_STRATEGY"),
-                               .fail_on_init_error = env("FAIL_ON_INIT_ERROR"),
-                               .pass_device_specs = env("PASS_DEVICE_SPECS"),
-                               .log = log_stderr};
+        struct dp_options o = { .config_file = env("CONFIG_FILE"),
+                                .mig_strategy = env("MIG_STRATEGY"),
+                                .list_strategy = env("DEVICE_LIST_STRATEGY"),
+                                .id_strategy = env("DEVICE_ID_STRATEGY"),
+                                .fail_on_init_error = env("FAIL_ON_INIT_ERROR"),
+                                .pass_device_specs = env("PASS_DEVICE_SPECS"),
+                                .log = log_stderr };
         int c;
         optind = 1;
         while ((c = getopt_long(argc, argv, "", longopts, NULL)) != -1) {
@@ -89,16 +89,21 @@ static int cmd_device_plugin(int argc, char **argv) {
                 case OPT_HEALTH_INTERVAL:
                 case OPT_REGISTER_TIMEOUT:
                         if (parse_duration_ms(optarg, 10, 600000, &v) < 0) {
-                                fprintf_escaped(stderr, "gpunode device-plugin: --%s: '%s' is not a duration of 10ms..10m\n",
-                                                c == OPT_HEALTH_INTERVAL ? "health-interval" : "register-timeout", optarg);
+                                fprintf_escaped(
+                                        stderr, "gpunode device-plugin: --%s: '%s' is not a duration of 10ms..10m\n",
+                                        c == OPT_HEALTH_INTERVAL ? "health-interval" : "register-timeout", optarg);
                                 return EXIT_USAGE;
                         }
-                        if (c == OPT_HEALTH_INTERVAL) o.health_interval_ms = (unsigned)v;
-                        else o.register_timeout_ms = (unsigned)v;
+                        if (c == OPT_HEALTH_INTERVAL)
+                                o.health_interval_ms = (unsigned)v;
+                        else
+                                o.register_timeout_ms = (unsigned)v;
                         break;
                 case OPT_REGISTER_ATTEMPTS:
                         if (parse_u64(optarg, 10, &v) < 0 || v < 1 || v > 1000) {
-                                fprintf_escaped(stderr, "gpunode device-plugin: --register-attempts: '%s' is not 1..1000\n", optarg);
+                                fprintf_escaped(stderr,
+                                                "gpunode device-plugin: --register-attempts: '%s' is not 1..1000\n",
+                                                optarg);
                                 return EXIT_USAGE;
                         }
                         o.register_attempts = (unsigned)v;
@@ -117,7 +122,8 @@ static int cmd_device_plugin(int argc, char **argv) {
                 return EXIT_USAGE;
         }
         if (o.kubelet_dir && o.kubelet_dir[0] != '/') {
-                fprintf_escaped(stderr, "gpunode device-plugin: --kubelet-dir: '%s' is not an absolute host path\n", o.kubelet_dir);
+                fprintf_escaped(stderr, "gpunode device-plugin: --kubelet-dir: '%s' is not an absolute host path\n",
+                                o.kubelet_dir);
                 return EXIT_USAGE;
         }
         int r = hostfs_init(so.root);
@@ -132,7 +138,7 @@ static int cmd_device_plugin(int argc, char **argv) {
                 hostfs_done();
                 return EXIT_INTERNAL;
         }
-        struct sigaction sa = {.sa_handler = on_signal};
+        struct sigaction sa = { .sa_handler = on_signal };
         sigemptyset(&sa.sa_mask);
         sigaction(SIGTERM, &sa, NULL);
         sigaction(SIGINT, &sa, NULL);
@@ -156,14 +162,21 @@ const struct command command_device_plugin = {
         .options =
                 "  --config-file FILE          NVIDIA's device plugin config (version v1: flags, sharing.timeSlicing)\n"
                 "                              (env CONFIG_FILE)\n"
-                "  --mig-strategy S            none, single or mixed (env MIG_STRATEGY; default: the file's, else none)\n"
+                "  --mig-strategy S            none, single or mixed (env MIG_STRATEGY; default: the file's, else "
+                "none)\n"
                 "  --device-list-strategy S    envvar, volume-mounts, cdi-annotations, cdi-cri, or a comma list\n"
-                "                              (env DEVICE_LIST_STRATEGY; default: cdi-cri when nvidia CDI specs exist, else envvar)\n"
-                "  --device-id-strategy S      uuid or index: what NVIDIA_VISIBLE_DEVICES names (env DEVICE_ID_STRATEGY)\n"
-                "  --fail-on-init-error B      accepted for NVIDIA's flag; without NVML the devices are advertised Unhealthy\n"
-                "  --pass-device-specs B       Allocate names the device nodes too: /dev/nvidia<minor>, MIG capability\n"
-                "                              nodes, /dev/nvidiactl, -uvm, -uvm-tools, -modeset (env PASS_DEVICE_SPECS)\n"
-                "  --health-interval DUR       how often health is polled and Xid events are waited for (default 250ms)\n"
+                "                              (env DEVICE_LIST_STRATEGY; default: cdi-cri when nvidia CDI specs "
+                "exist, else envvar)\n"
+                "  --device-id-strategy S      uuid or index: what NVIDIA_VISIBLE_DEVICES names (env "
+                "DEVICE_ID_STRATEGY)\n"
+                "  --fail-on-init-error B      accepted for NVIDIA's flag; without NVML the devices are advertised "
+                "Unhealthy\n"
+                "  --pass-device-specs B       Allocate names the device nodes too: /dev/nvidia<minor>, MIG "
+                "capability\n"
+                "                              nodes, /dev/nvidiactl, -uvm, -uvm-tools, -modeset (env "
+                "PASS_DEVICE_SPECS)\n"
+                "  --health-interval DUR       how often health is polled and Xid events are waited for (default "
+                "250ms)\n"
                 "  --register-attempts N       Register tries before waiting for the kubelet to restart (default 5)\n"
                 "  --register-timeout DUR      each Register try (default 5s)\n"
                 "  --kubelet-dir PATH          the kubelet's device plugin folder, a host path (default\n"
@@ -172,6 +185,7 @@ const struct command command_device_plugin = {
                 "  --nvml-library PATH         load this file instead of libnvidia-ml.so.1\n"
                 "  --nvml-timeout DUR          the GPU enumeration's NVML bound (default 10s)\n"
                 "health: a GPU is Unhealthy while NVML says it is lost, its row remapping failed or it needs a reset,\n"
-                "after a critical Xid (not 13, 31, 43, 45, 68, 109; DP_DISABLE_HEALTHCHECKS, DP_ENABLE_HEALTHCHECKS as\n"
+                "after a critical Xid (not 13, 31, 43, 45, 68, 109; DP_DISABLE_HEALTHCHECKS, DP_ENABLE_HEALTHCHECKS "
+                "as\n"
                 "NVIDIA's plugin), and every GPU while the driver is gone. Stops cleanly on SIGTERM or SIGINT.\n",
 };

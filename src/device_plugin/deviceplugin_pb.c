@@ -1,4 +1,4 @@
-/* deviceplugin_pb.c: protoc-c's code for deviceplugin.proto, compiled so that libprotobuf-c is loaded with dlopen (see kube/podresources_pb.c). */
+/* deviceplugin_pb.c: protoc-c's code for deviceplugin.proto, built for a libprotobuf-c loaded with dlopen. */
 #include "basic/dl_protobuf_c.h"
 
 /* Defined once, in kube/podresources_pb.c. */

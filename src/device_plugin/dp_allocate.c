@@ -1,4 +1,4 @@
-/* dp_allocate.c: Allocate (envvar, volume mounts, CDI annotations, CDI devices) and GetPreferredAllocation (topology-aware best effort). */
+/* dp_allocate.c: Allocate (envvar, volume mounts, CDI) and GetPreferredAllocation (topology-aware best effort). */
 #include "device_plugin/dp_allocate.h"
 #include "basic/util.h"
 #include "grpc/grpc_wire.h"
@@ -6,7 +6,7 @@
 #include "device_plugin/dp_pb.h"
 
 #define VISIBLE_ENV "NVIDIA_VISIBLE_DEVICES"
-#define MOUNT_ROOT "/var/run/nvidia-container-devices"
+#define MOUNT_ROOT  "/var/run/nvidia-container-devices"
 
 /* protobuf-c's allocator for one request: malloc, refused past the budget. */
 struct budget {
@@ -26,7 +26,7 @@ static void budget_free(void *data, void *ptr) {
 }
 
 static void budget_init(struct budget *b) {
-        *b = (struct budget){.allocator = {budget_alloc, budget_free, b}, .left = DP_DECODE_BUDGET};
+        *b = (struct budget){ .allocator = { budget_alloc, budget_free, b }, .left = DP_DECODE_BUDGET };
 }
 
 /* Packs a message. Returns 0 with *ret, *ret_len. */
@@ -44,7 +44,8 @@ static const struct dp_device *lookup(const struct dp_alloc_context *ctx, const 
         const struct dp_device *d = dp_resource_find(ctx->resource, id);
         if (!d) {
                 _cleanup_free_ char *safe = utf8_sanitize(id);
-                errorf(ret_error, GRPC_INVALID_ARGUMENT, "unknown device id \"%.100s\" for resource %s", safe, ctx->resource->name);
+                errorf(ret_error, GRPC_INVALID_ARGUMENT, "unknown device id \"%.100s\" for resource %s", safe,
+                       ctx->resource->name);
         }
         return d;
 }
@@ -56,13 +57,15 @@ int dp_allocate(const struct dp_alloc_context *ctx, const uint8_t *req, size_t l
         struct budget b;
         budget_init(&b);
         V1beta1__AllocateRequest *in = v1beta1__allocate_request__unpack(&b.allocator, len, req);
-        if (!in) return errorf(ret_error, GRPC_INVALID_ARGUMENT, "the AllocateRequest (%zu bytes) does not decode", len);
+        if (!in)
+                return errorf(ret_error, GRPC_INVALID_ARGUMENT, "the AllocateRequest (%zu bytes) does not decode", len);
         size_t total = 0;
         for (size_t c = 0; c < in->n_container_requests; c++) total += in->container_requests[c]->n_devices_ids;
         size_t n = in->n_container_requests;
         if (total > DP_MAX_REQUEST_IDS || n > DP_MAX_REQUEST_IDS) {
                 protobuf_c_message_free_unpacked(&in->base, &b.allocator);
-                return errorf(ret_error, GRPC_INVALID_ARGUMENT, "the request names %zu devices, more than %u", total, DP_MAX_REQUEST_IDS);
+                return errorf(ret_error, GRPC_INVALID_ARGUMENT, "the request names %zu devices, more than %u", total,
+                              DP_MAX_REQUEST_IDS);
         }
         V1beta1__AllocateResponse out = V1BETA1__ALLOCATE_RESPONSE__INIT;
         V1beta1__ContainerAllocateResponse *cr = xcalloc(n ? n : 1, sizeof *cr);
@@ -74,7 +77,7 @@ int dp_allocate(const struct dp_alloc_context *ctx, const uint8_t *req, size_t l
         size_t n_owned = 0;
         void **blocks = xcalloc(n * 12 + 1, sizeof *blocks);
         size_t n_blocks = 0;
-#define OWN(s) (owned[n_owned++] = (s))
+#define OWN(s)   (owned[n_owned++] = (s))
 #define BLOCK(p) (blocks[n_blocks++] = (p))
         r = 0;
         for (size_t c = 0; c < n; c++) {
@@ -101,7 +104,7 @@ int dp_allocate(const struct dp_alloc_context *ctx, const uint8_t *req, size_t l
                         for (size_t k = 0; k < nd; k++) dup |= streq(devs[k]->uuid, d->uuid);
                         if (!dup) devs[nd++] = d;
                 }
-                struct buf list = {0};
+                struct buf list = { 0 };
                 for (size_t k = 0; k < nd; k++) buf_printf(&list, "%s%s", k ? "," : "", devs[k]->visible);
                 char *visible = OWN(list.data ? list.data : xstrdup(""));
                 size_t n_env = 0;
@@ -130,8 +133,9 @@ int dp_allocate(const struct dp_alloc_context *ctx, const uint8_t *req, size_t l
                         o->mounts = mp;
                 }
                 if (ctx->list_strategies & DP_LIST_CDI_ANNOTATIONS && nd) {
-                        struct buf names = {0};
-                        for (size_t k = 0; k < nd; k++) buf_printf(&names, "%snvidia.com/gpu=%s", k ? "," : "", devs[k]->uuid);
+                        struct buf names = { 0 };
+                        for (size_t k = 0; k < nd; k++)
+                                buf_printf(&names, "%snvidia.com/gpu=%s", k ? "," : "", devs[k]->uuid);
                         V1beta1__ContainerAllocateResponse__AnnotationsEntry *a = BLOCK(xcalloc(1, sizeof *a));
                         V1beta1__ContainerAllocateResponse__AnnotationsEntry **ap = BLOCK(xcalloc(1, sizeof *ap));
                         v1beta1__container_allocate_response__annotations_entry__init(a);
@@ -231,7 +235,8 @@ static void pick(const struct dp_alloc_context *ctx, const struct dp_device **av
                                         continue;
                                 }
                                 size_t bg = avail[best]->gpu;
-                                if (taken[g] < taken[bg] || (taken[g] == taken[bg] && free_on[g] > free_on[bg])) best = (ssize_t)i;
+                                if (taken[g] < taken[bg] || (taken[g] == taken[bg] && free_on[g] > free_on[bg]))
+                                        best = (ssize_t)i;
                         }
                         if (best < 0) break;
                         used[best] = true;
@@ -288,7 +293,9 @@ int dp_preferred(const struct dp_alloc_context *ctx, const uint8_t *req, size_t 
         struct budget b;
         budget_init(&b);
         V1beta1__PreferredAllocationRequest *in = v1beta1__preferred_allocation_request__unpack(&b.allocator, len, req);
-        if (!in) return errorf(ret_error, GRPC_INVALID_ARGUMENT, "the PreferredAllocationRequest (%zu bytes) does not decode", len);
+        if (!in)
+                return errorf(ret_error, GRPC_INVALID_ARGUMENT,
+                              "the PreferredAllocationRequest (%zu bytes) does not decode", len);
         size_t n = in->n_container_requests;
         V1beta1__PreferredAllocationResponse out = V1BETA1__PREFERRED_ALLOCATION_RESPONSE__INIT;
         V1beta1__ContainerPreferredAllocationResponse *cr = xcalloc(n ? n : 1, sizeof *cr);
@@ -299,13 +306,17 @@ int dp_preferred(const struct dp_alloc_context *ctx, const uint8_t *req, size_t 
                 V1beta1__ContainerPreferredAllocationRequest *q = in->container_requests[c];
                 v1beta1__container_preferred_allocation_response__init(&cr[c]);
                 crp[c] = &cr[c];
-                if (q->n_available_deviceids > DP_MAX_REQUEST_IDS || q->n_must_include_deviceids > q->n_available_deviceids + DP_MAX_REQUEST_IDS) {
-                        r = errorf(ret_error, GRPC_INVALID_ARGUMENT, "the request names more than %u devices", DP_MAX_REQUEST_IDS);
+                if (q->n_available_deviceids > DP_MAX_REQUEST_IDS ||
+                    q->n_must_include_deviceids > q->n_available_deviceids + DP_MAX_REQUEST_IDS) {
+                        r = errorf(ret_error, GRPC_INVALID_ARGUMENT, "the request names more than %u devices",
+                                   DP_MAX_REQUEST_IDS);
                         goto done;
                 }
-                if (q->allocation_size < 0 || (size_t)q->allocation_size > q->n_available_deviceids + q->n_must_include_deviceids) {
-                        r = errorf(ret_error, GRPC_INVALID_ARGUMENT, "allocation_size %d cannot be met from %zu available devices",
-                                   q->allocation_size, q->n_available_deviceids);
+                if (q->allocation_size < 0 ||
+                    (size_t)q->allocation_size > q->n_available_deviceids + q->n_must_include_deviceids) {
+                        r = errorf(ret_error, GRPC_INVALID_ARGUMENT,
+                                   "allocation_size %d cannot be met from %zu available devices", q->allocation_size,
+                                   q->n_available_deviceids);
                         goto done;
                 }
                 size_t size = (size_t)q->allocation_size;
@@ -314,12 +325,15 @@ int dp_preferred(const struct dp_alloc_context *ctx, const uint8_t *req, size_t 
                 size_t na = 0, np = 0;
                 for (size_t i = 0; i < q->n_available_deviceids && !r; i++) {
                         avail[na] = lookup(ctx, q->available_deviceids[i], ret_error);
-                        if (!avail[na]) r = GRPC_INVALID_ARGUMENT;
-                        else na++;
+                        if (!avail[na])
+                                r = GRPC_INVALID_ARGUMENT;
+                        else
+                                na++;
                 }
                 for (size_t i = 0; i < q->n_must_include_deviceids && !r; i++) {
                         const struct dp_device *d = lookup(ctx, q->must_include_deviceids[i], ret_error);
-                        if (!d) r = GRPC_INVALID_ARGUMENT;
+                        if (!d)
+                                r = GRPC_INVALID_ARGUMENT;
                         else {
                                 bool dup = false;
                                 for (size_t k = 0; k < np; k++) dup |= pickd[k] == d;

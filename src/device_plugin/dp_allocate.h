@@ -1,4 +1,4 @@
-/* dp_allocate.h: the plugin's answers to Allocate and GetPreferredAllocation, from request bytes to answer bytes (pure: no I/O). */
+/* dp_allocate.h: the answers to Allocate and GetPreferredAllocation, request bytes to answer bytes (no I/O). */
 #pragma once
 
 #include <stddef.h>
@@ -15,16 +15,16 @@
 /* How an answer is built. */
 struct dp_alloc_context {
         const struct dp_resource *resource;
-        unsigned list_strategies;               /* DP_LIST_*, never 0 here */
-        const char *cdi_annotation_prefix;      /* "cdi.k8s.io/" */
+        unsigned list_strategies;          /* DP_LIST_*, never 0 here */
+        const char *cdi_annotation_prefix; /* "cdi.k8s.io/" */
         bool fail_requests_greater_than_one;
-        bool pass_device_specs;                 /* DeviceSpecs: the control nodes and the devices' nodes, "rw" */
-        const char *dev_root;                   /* the host's prefix of the nodes; NULL: none */
-        char *const *control_nodes;             /* NULL-terminated; NULL: none */
+        bool pass_device_specs;     /* DeviceSpecs: the control nodes and the devices' nodes, "rw" */
+        const char *dev_root;       /* the host's prefix of the nodes; NULL: none */
+        char *const *control_nodes; /* NULL-terminated; NULL: none */
         /* GPU connectivity (dp_health_link's scale), for GetPreferredAllocation; NULL: NUMA only */
         int (*link)(void *userdata, size_t gpu_a, size_t gpu_b);
         void *link_data;
-        const struct dp_gpu *gpus;              /* the inventory's GPUs (NUMA nodes) */
+        const struct dp_gpu *gpus; /* the inventory's GPUs (NUMA nodes) */
         size_t n_gpus;
 };
 

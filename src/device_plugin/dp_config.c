@@ -1,4 +1,4 @@
-/* dp_config.c: NVIDIA's device plugin config file (api/config/v1) read into struct dp_config, with NVIDIA's rules and refusals. */
+/* dp_config.c: NVIDIA's device plugin config file (api/config/v1) read with NVIDIA's rules and refusals. */
 #include "device_plugin/dp_config.h"
 #include "basic/util.h"
 #include "basic/yaml.h"
@@ -6,7 +6,7 @@
 #include <ctype.h>
 
 void dp_config_init(struct dp_config *c) {
-        *c = (struct dp_config){.mig_strategy = DP_MIG_NONE, .fail_on_init_error = true};
+        *c = (struct dp_config){ .mig_strategy = DP_MIG_NONE, .fail_on_init_error = true };
 }
 
 void dp_config_done(struct dp_config *c) {
@@ -27,10 +27,10 @@ int dp_list_strategy_parse(const char *s) {
         static const struct {
                 const char *name;
                 int bit;
-        } names[] = {{"envvar", DP_LIST_ENVVAR},
-                     {"volume-mounts", DP_LIST_VOLUME_MOUNTS},
-                     {"cdi-annotations", DP_LIST_CDI_ANNOTATIONS},
-                     {"cdi-cri", DP_LIST_CDI_CRI}};
+        } names[] = { { "envvar", DP_LIST_ENVVAR },
+                      { "volume-mounts", DP_LIST_VOLUME_MOUNTS },
+                      { "cdi-annotations", DP_LIST_CDI_ANNOTATIONS },
+                      { "cdi-cri", DP_LIST_CDI_CRI } };
         int set = 0;
         const char *p = s;
         for (;;) {
@@ -52,10 +52,14 @@ int dp_list_strategy_parse(const char *s) {
 }
 
 int dp_mig_strategy_parse(const char *s, enum dp_mig_strategy *ret) {
-        if (streq(s, "none")) *ret = DP_MIG_NONE;
-        else if (streq(s, "single")) *ret = DP_MIG_SINGLE;
-        else if (streq(s, "mixed")) *ret = DP_MIG_MIXED;
-        else return -EINVAL;
+        if (streq(s, "none"))
+                *ret = DP_MIG_NONE;
+        else if (streq(s, "single"))
+                *ret = DP_MIG_SINGLE;
+        else if (streq(s, "mixed"))
+                *ret = DP_MIG_MIXED;
+        else
+                return -EINVAL;
         return 0;
 }
 
@@ -69,9 +73,12 @@ static int get_bool(json_t *obj, const char *key, const char *where, bool *ret, 
                 return 0;
         }
         const char *s = json_string_value(v);
-        if (s && (streq(s, "true") || streq(s, "True") || streq(s, "TRUE"))) *ret = true;
-        else if (s && (streq(s, "false") || streq(s, "False") || streq(s, "FALSE"))) *ret = false;
-        else return errorf(ret_error, -EINVAL, "%s%s must be true or false", where, key);
+        if (s && (streq(s, "true") || streq(s, "True") || streq(s, "TRUE")))
+                *ret = true;
+        else if (s && (streq(s, "false") || streq(s, "False") || streq(s, "FALSE")))
+                *ret = false;
+        else
+                return errorf(ret_error, -EINVAL, "%s%s must be true or false", where, key);
         return 0;
 }
 
@@ -115,13 +122,15 @@ static int read_devices(json_t *v, struct dp_replicated *r, const char *where, c
         int64_t n;
         if (json_is_string(v) && streq(json_string_value(v), "all")) return 0;
         if (!json_is_array(v) && get_int(v, &n) == 0) {
-                if (n <= 0 || n > 1024) return errorf(ret_error, -EINVAL, "%sdevices: a count of devices must be 1..1024", where);
+                if (n <= 0 || n > 1024)
+                        return errorf(ret_error, -EINVAL, "%sdevices: a count of devices must be 1..1024", where);
                 r->all = false;
                 r->count = (unsigned)n;
                 return 0;
         }
         if (!json_is_array(v))
-                return errorf(ret_error, -EINVAL, "%sdevices must be \"all\", a count or a list of GPU indices or UUIDs", where);
+                return errorf(ret_error, -EINVAL,
+                              "%sdevices must be \"all\", a count or a list of GPU indices or UUIDs", where);
         if (json_array_size(v) > 1024) return errorf(ret_error, -EINVAL, "%sdevices: more than 1024 entries", where);
         r->all = false;
         r->devices = xcalloc(json_array_size(v) + 1, sizeof *r->devices);
@@ -135,7 +144,8 @@ static int read_devices(json_t *v, struct dp_replicated *r, const char *where, c
                         s = buf;
                 }
                 if (!s || !*s || strlen(s) > 128)
-                        return errorf(ret_error, -EINVAL, "%sdevices[%zu] must be a GPU index, a MIG index (0:1) or a UUID", where, i);
+                        return errorf(ret_error, -EINVAL,
+                                      "%sdevices[%zu] must be a GPU index, a MIG index (0:1) or a UUID", where, i);
                 r->devices[r->n_devices++] = xstrdup(s);
         }
         return 0;
@@ -154,21 +164,24 @@ static int read_time_slicing(json_t *ts, struct dp_config *c, char **ret_error) 
         if (!json_is_array(res) || json_array_size(res) == 0)
                 return errorf(ret_error, -EINVAL, "sharing.timeSlicing: no resources specified");
         if (json_array_size(res) > DP_MAX_CONFIG_RESOURCES)
-                return errorf(ret_error, -EINVAL, "sharing.timeSlicing.resources: more than %u entries", DP_MAX_CONFIG_RESOURCES);
+                return errorf(ret_error, -EINVAL, "sharing.timeSlicing.resources: more than %u entries",
+                              DP_MAX_CONFIG_RESOURCES);
         c->resources = xcalloc(json_array_size(res), sizeof *c->resources);
         size_t i;
         json_t *e;
         json_array_foreach(res, i, e) {
                 char where[64];
                 snprintf(where, sizeof where, "sharing.timeSlicing.resources[%zu].", i);
-                if (!json_is_object(e)) return errorf(ret_error, -EINVAL, "%.*s must be a mapping", (int)strlen(where) - 1, where);
+                if (!json_is_object(e))
+                        return errorf(ret_error, -EINVAL, "%.*s must be a mapping", (int)strlen(where) - 1, where);
                 struct dp_replicated *rr = &c->resources[c->n_resources++];
                 const char *name, *rename;
                 r = get_string(e, "name", where, &name, ret_error);
                 if (r < 0) return r;
                 if (!name) return errorf(ret_error, -EINVAL, "%sname: no resource name specified", where);
                 if (!resource_name_ok(name))
-                        return errorf(ret_error, -EINVAL, "%sname: \"%s\" is not a resource name nvidia.com/<name>", where, name);
+                        return errorf(ret_error, -EINVAL, "%sname: \"%s\" is not a resource name nvidia.com/<name>",
+                                      where, name);
                 rr->name = xstrdup(name);
                 r = get_string(e, "rename", where, &rename, ret_error);
                 if (r < 0) return r;
@@ -176,14 +189,16 @@ static int read_time_slicing(json_t *ts, struct dp_config *c, char **ret_error) 
                         /* NVIDIA's plugin takes a bare name as nvidia.com/<name>. */
                         rr->rename = strchr(rename, '/') ? xstrdup(rename) : xasprintf("nvidia.com/%s", rename);
                         if (!resource_name_ok(rr->rename))
-                                return errorf(ret_error, -EINVAL, "%srename: \"%s\" is not a resource name", where, rename);
+                                return errorf(ret_error, -EINVAL, "%srename: \"%s\" is not a resource name", where,
+                                              rename);
                 }
                 int64_t n;
                 int k = get_int(json_object_get(e, "replicas"), &n);
                 if (k == 1) return errorf(ret_error, -EINVAL, "%sreplicas: no replicas specified", where);
                 if (k < 0) return errorf(ret_error, -EINVAL, "%sreplicas must be a whole number", where);
                 if (n < 2) return errorf(ret_error, -EINVAL, "%sreplicas: number of replicas must be >= 2", where);
-                if (n > DP_MAX_REPLICAS) return errorf(ret_error, -EINVAL, "%sreplicas: more than %u", where, DP_MAX_REPLICAS);
+                if (n > DP_MAX_REPLICAS)
+                        return errorf(ret_error, -EINVAL, "%sreplicas: more than %u", where, DP_MAX_REPLICAS);
                 rr->replicas = (unsigned)n;
                 r = read_devices(json_object_get(e, "devices"), rr, where, ret_error);
                 if (r < 0) return r;
@@ -209,7 +224,8 @@ int dp_config_from_json(json_t *root, struct dp_config *c, char **ret_error) {
                 r = get_string(flags, "migStrategy", "flags.", &mig, ret_error);
                 if (r < 0) return r;
                 if (mig && dp_mig_strategy_parse(mig, &c->mig_strategy) < 0)
-                        return errorf(ret_error, -EINVAL, "flags.migStrategy: \"%s\" is not none, single or mixed", mig);
+                        return errorf(ret_error, -EINVAL, "flags.migStrategy: \"%s\" is not none, single or mixed",
+                                      mig);
                 r = get_bool(flags, "failOnInitError", "flags.", &c->fail_on_init_error, ret_error);
                 if (r < 0) return r;
                 const char *dev_root;
@@ -217,13 +233,15 @@ int dp_config_from_json(json_t *root, struct dp_config *c, char **ret_error) {
                 if (r < 0) return r;
                 if (dev_root && *dev_root) {
                         if (dev_root[0] != '/' || strlen(dev_root) > 256)
-                                return errorf(ret_error, -EINVAL, "flags.nvidiaDevRoot: \"%.100s\" is not an absolute path", dev_root);
+                                return errorf(ret_error, -EINVAL,
+                                              "flags.nvidiaDevRoot: \"%.100s\" is not an absolute path", dev_root);
                         free(c->dev_root);
                         c->dev_root = xstrdup(dev_root);
                 }
                 json_t *plugin = json_object_get(flags, "plugin");
                 if (plugin && !json_is_null(plugin)) {
-                        if (!json_is_object(plugin)) return errorf(ret_error, -EINVAL, "flags.plugin must be a mapping");
+                        if (!json_is_object(plugin))
+                                return errorf(ret_error, -EINVAL, "flags.plugin must be a mapping");
                         const char *w = "flags.plugin.";
                         r = get_bool(plugin, "passDeviceSpecs", w, &c->pass_device_specs, ret_error);
                         if (r < 0) return r;
@@ -239,7 +257,9 @@ int dp_config_from_json(json_t *root, struct dp_config *c, char **ret_error) {
                                         set = (unsigned)k;
                                 } else if (json_is_array(ls) && json_array_size(ls) > 0) {
                                         json_array_foreach(ls, i, one) {
-                                                int k = json_is_string(one) ? dp_list_strategy_parse(json_string_value(one)) : -EINVAL;
+                                                int k = json_is_string(one)
+                                                                ? dp_list_strategy_parse(json_string_value(one))
+                                                                : -EINVAL;
                                                 if (k < 0) goto bad_list;
                                                 set |= (unsigned)k;
                                         }
@@ -255,7 +275,8 @@ int dp_config_from_json(json_t *root, struct dp_config *c, char **ret_error) {
                         r = get_string(plugin, "deviceIDStrategy", w, &ids, ret_error);
                         if (r < 0) return r;
                         if (ids && !streq(ids, "uuid") && !streq(ids, "index"))
-                                return errorf(ret_error, -EINVAL, "flags.plugin.deviceIDStrategy: \"%s\" is not uuid or index", ids);
+                                return errorf(ret_error, -EINVAL,
+                                              "flags.plugin.deviceIDStrategy: \"%s\" is not uuid or index", ids);
                         c->id_index = ids && streq(ids, "index");
                         r = get_string(plugin, "cdiAnnotationPrefix", w, &prefix, ret_error);
                         if (r < 0) return r;
@@ -270,8 +291,9 @@ int dp_config_from_json(json_t *root, struct dp_config *c, char **ret_error) {
                 if (!json_is_object(sharing)) return errorf(ret_error, -EINVAL, "sharing must be a mapping");
                 json_t *mps = json_object_get(sharing, "mps");
                 if (mps && !json_is_null(mps))
-                        return errorf(ret_error, -EINVAL, "sharing.mps: MPS sharing is not supported by gpunode's device plugin "
-                                                          "(it needs NVIDIA's MPS control daemon); use time-slicing or NVIDIA's plugin");
+                        return errorf(ret_error, -EINVAL,
+                                      "sharing.mps: MPS sharing is not supported by gpunode's device plugin "
+                                      "(it needs NVIDIA's MPS control daemon); use time-slicing or NVIDIA's plugin");
                 r = read_time_slicing(json_object_get(sharing, "timeSlicing"), c, ret_error);
                 if (r < 0) return r;
         }

@@ -12,7 +12,7 @@ static struct dp_resource *resource_get(struct dp_inventory *inv, const char *na
                 if (streq(inv->resources[i].name, name)) return &inv->resources[i];
         inv->resources = xrealloc(inv->resources, (inv->n_resources + 1) * sizeof *inv->resources);
         struct dp_resource *r = &inv->resources[inv->n_resources++];
-        *r = (struct dp_resource){.name = xstrdup(name)};
+        *r = (struct dp_resource){ .name = xstrdup(name) };
         const char *shortname = startswith(name, "nvidia.com/");
         r->endpoint = xasprintf(DP_SOCKET_PREFIX "%s.sock", shortname ? shortname : name);
         r->socket = xasprintf(DP_KUBELET_DIR "/%s", r->endpoint);
@@ -33,9 +33,13 @@ static char **strv_copy(char *const *v) {
 static void device_add(struct dp_resource *r, const char *id, const char *visible, const char *uuid, size_t gpu,
                        bool replicated, unsigned replica, char *const *nodes) {
         r->devices = xrealloc(r->devices, (r->n_devices + 1) * sizeof *r->devices);
-        r->devices[r->n_devices++] = (struct dp_device){
-                .id = xstrdup(id), .visible = xstrdup(visible), .uuid = xstrdup(uuid), .gpu = gpu,
-                .replicated = replicated, .replica = replica, .nodes = strv_copy(nodes)};
+        r->devices[r->n_devices++] = (struct dp_device){ .id = xstrdup(id),
+                                                         .visible = xstrdup(visible),
+                                                         .uuid = xstrdup(uuid),
+                                                         .gpu = gpu,
+                                                         .replicated = replicated,
+                                                         .replica = replica,
+                                                         .nodes = strv_copy(nodes) };
         if (replicated) r->replicated = true;
 }
 
@@ -59,10 +63,11 @@ int dp_mig_minors_parse(const char *text, size_t len, struct dp_mig_minor **ret,
                 unsigned gpu, gi, ci, minor;
                 int k = -1;
                 struct dp_mig_minor m;
-                if (sscanf(line, "gpu%u/gi%u/ci%u/access %u%n", &gpu, &gi, &ci, &minor, &k) == 4 && k == (int)l && ci <= 0xffff)
-                        m = (struct dp_mig_minor){.gpu = gpu, .gi = gi, .ci = (int)ci, .minor = minor};
+                if (sscanf(line, "gpu%u/gi%u/ci%u/access %u%n", &gpu, &gi, &ci, &minor, &k) == 4 && k == (int)l &&
+                    ci <= 0xffff)
+                        m = (struct dp_mig_minor){ .gpu = gpu, .gi = gi, .ci = (int)ci, .minor = minor };
                 else if ((k = -1, sscanf(line, "gpu%u/gi%u/access %u%n", &gpu, &gi, &minor, &k)) == 3 && k == (int)l)
-                        m = (struct dp_mig_minor){.gpu = gpu, .gi = gi, .ci = -1, .minor = minor};
+                        m = (struct dp_mig_minor){ .gpu = gpu, .gi = gi, .ci = -1, .minor = minor };
                 else {
                         skipped++;
                         continue;
@@ -98,8 +103,8 @@ struct base {
         char *uuid;
         char *visible;
         size_t gpu;
-        char *index;            /* "0", "0:1": for a devices list */
-        char *nodes[4];         /* its device nodes, NULL-terminated */
+        char *index;    /* "0", "0:1": for a devices list */
+        char *nodes[4]; /* its device nodes, NULL-terminated */
 };
 
 /* Returns true when the replicated entry rr selects base device b (the k-th of its resource). */
@@ -123,7 +128,9 @@ int dp_inventory_build(const struct nvml_facts *f, const struct dp_config *cfg, 
                        char **ret_error) {
         if (!f || f->init_rc != NVML_SUCCESS || f->n_gpus == 0)
                 return errorf(ret_error, -ENODEV, "NVML found no GPU (%s)",
-                              !f ? "no facts" : f->init_rc != NVML_SUCCESS ? nvml_return_name(f->init_rc) : "device count 0");
+                              !f                           ? "no facts"
+                              : f->init_rc != NVML_SUCCESS ? nvml_return_name(f->init_rc)
+                                                           : "device count 0");
         struct dp_inventory *inv = xcalloc(1, sizeof *inv);
         struct base *bases = NULL;
         size_t n_bases = 0;
@@ -132,7 +139,8 @@ int dp_inventory_build(const struct nvml_facts *f, const struct dp_config *cfg, 
         struct dp_mig_minor *minors = NULL;
         size_t n_minors = 0;
         bool minors_read = false;
-        static const char *const controls[] = {"/dev/nvidiactl", "/dev/nvidia-uvm", "/dev/nvidia-uvm-tools", "/dev/nvidia-modeset"};
+        static const char *const controls[] = { "/dev/nvidiactl", "/dev/nvidia-uvm", "/dev/nvidia-uvm-tools",
+                                                "/dev/nvidia-modeset" };
         inv->control_nodes = xcalloc(ELEMENTSOF(controls) + 1, sizeof *inv->control_nodes);
         for (size_t i = 0, k = 0; i < ELEMENTSOF(controls); i++)
                 if (hostfs_exists(controls[i])) inv->control_nodes[k++] = xstrdup(controls[i]);
@@ -150,7 +158,9 @@ int dp_inventory_build(const struct nvml_facts *f, const struct dp_config *cfg, 
                 if (g->uuid_rc != NVML_SUCCESS) continue; /* a GPU without UUID cannot be named to the kubelet */
                 struct dp_gpu *o = &inv->gpus[inv->n_gpus];
                 o->index = g->index;
-                o->minor = g->minor_number.rc == NVML_SUCCESS && g->minor_number.value < 4096 ? (int)g->minor_number.value : -1;
+                o->minor = g->minor_number.rc == NVML_SUCCESS && g->minor_number.value < 4096
+                                   ? (int)g->minor_number.value
+                                   : -1;
                 snprintf(o->uuid, sizeof o->uuid, "%s", g->uuid);
                 o->numa = -1;
                 if (g->pci_rc == NVML_SUCCESS) {
@@ -164,15 +174,19 @@ int dp_inventory_build(const struct nvml_facts *f, const struct dp_config *cfg, 
                 snprintf(idx, sizeof idx, "%u", g->index);
                 if (cfg->mig_strategy == DP_MIG_NONE || !mig) {
                         if (cfg->mig_strategy == DP_MIG_SINGLE && any_mig) {
-                                r = errorf(ret_error, -EINVAL,
-                                           "migStrategy single: GPU %u (%s) has MIG mode off while other GPUs have it on; "
-                                           "single needs every GPU in MIG mode with one profile (use mixed)",
-                                           g->index, g->uuid);
+                                r = errorf(
+                                        ret_error, -EINVAL,
+                                        "migStrategy single: GPU %u (%s) has MIG mode off while other GPUs have it on; "
+                                        "single needs every GPU in MIG mode with one profile (use mixed)",
+                                        g->index, g->uuid);
                                 goto fail;
                         }
                         bases = xrealloc(bases, (n_bases + 1) * sizeof *bases);
-                        bases[n_bases++] = (struct base){.resource = xstrdup("nvidia.com/gpu"), .uuid = xstrdup(g->uuid), .visible = xstrdup(idx),
-                                                         .gpu = gi, .index = xstrdup(idx)};
+                        bases[n_bases++] = (struct base){ .resource = xstrdup("nvidia.com/gpu"),
+                                                          .uuid = xstrdup(g->uuid),
+                                                          .visible = xstrdup(idx),
+                                                          .gpu = gi,
+                                                          .index = xstrdup(idx) };
                         if (o->minor >= 0) bases[n_bases - 1].nodes[0] = xasprintf("/dev/nvidia%d", o->minor);
                         continue;
                 }
@@ -184,14 +198,17 @@ int dp_inventory_build(const struct nvml_facts *f, const struct dp_config *cfg, 
                         if (!*prof &&
                             (mf->attributes_rc != NVML_SUCCESS ||
                              nvml_mig_name_from_attributes(&mf->attributes, g->memory_total, prof, sizeof prof) < 0)) {
-                                r = errorf(ret_error, -EINVAL, "MIG device %s on GPU %u: its profile cannot be told", mf->uuid, g->index);
+                                r = errorf(ret_error, -EINVAL, "MIG device %s on GPU %u: its profile cannot be told",
+                                           mf->uuid, g->index);
                                 goto fail;
                         }
                         if (cfg->mig_strategy == DP_MIG_SINGLE) {
                                 if (*single_profile && !streq(single_profile, prof)) {
                                         r = errorf(ret_error, -EINVAL,
-                                                   "migStrategy single: MIG devices of profiles %s and %s; single needs one "
-                                                   "profile on every GPU (use mixed)", single_profile, prof);
+                                                   "migStrategy single: MIG devices of profiles %s and %s; single "
+                                                   "needs one "
+                                                   "profile on every GPU (use mixed)",
+                                                   single_profile, prof);
                                         goto fail;
                                 }
                                 snprintf(single_profile, sizeof single_profile, "%s", prof);
@@ -199,10 +216,15 @@ int dp_inventory_build(const struct nvml_facts *f, const struct dp_config *cfg, 
                         char midx[32];
                         snprintf(midx, sizeof midx, "%u:%u", g->index, mf->index);
                         bases = xrealloc(bases, (n_bases + 1) * sizeof *bases);
-                        bases[n_bases++] = (struct base){
-                                .resource = cfg->mig_strategy == DP_MIG_SINGLE ? xstrdup("nvidia.com/gpu") : mig_resource(prof),
-                                .uuid = xstrdup(mf->uuid), .visible = xstrdup(midx), .gpu = gi, .index = xstrdup(midx)};
-                        /* its parent's node and its GPU and compute instances' capability nodes, as NVIDIA's plugin passes them */
+                        bases[n_bases++] = (struct base){ .resource = cfg->mig_strategy == DP_MIG_SINGLE
+                                                                              ? xstrdup("nvidia.com/gpu")
+                                                                              : mig_resource(prof),
+                                                          .uuid = xstrdup(mf->uuid),
+                                                          .visible = xstrdup(midx),
+                                                          .gpu = gi,
+                                                          .index = xstrdup(midx) };
+                        /* its parent's node and its GPU and compute instances' capability nodes, as NVIDIA's plugin
+                         * passes them */
                         char **nodes = bases[n_bases - 1].nodes;
                         size_t k = 0;
                         if (o->minor >= 0) {
@@ -214,9 +236,13 @@ int dp_inventory_build(const struct nvml_facts *f, const struct dp_config *cfg, 
                                                 dp_mig_minors_parse(text, tl, &minors, &n_minors, NULL);
                                         minors_read = true;
                                 }
-                                long gcap = mf->gi_rc == NVML_SUCCESS ? cap_minor(minors, n_minors, (unsigned)o->minor, mf->gi_id, -1) : -1;
+                                long gcap = mf->gi_rc == NVML_SUCCESS
+                                                    ? cap_minor(minors, n_minors, (unsigned)o->minor, mf->gi_id, -1)
+                                                    : -1;
                                 long ccap = mf->gi_rc == NVML_SUCCESS && mf->ci_rc == NVML_SUCCESS
-                                                    ? cap_minor(minors, n_minors, (unsigned)o->minor, mf->gi_id, (int)mf->ci_id) : -1;
+                                                    ? cap_minor(minors, n_minors, (unsigned)o->minor, mf->gi_id,
+                                                                (int)mf->ci_id)
+                                                    : -1;
                                 if (gcap >= 0) nodes[k++] = xasprintf("/dev/nvidia-caps/nvidia-cap%ld", gcap);
                                 if (ccap >= 0) nodes[k++] = xasprintf("/dev/nvidia-caps/nvidia-cap%ld", ccap);
                         }
@@ -242,11 +268,13 @@ int dp_inventory_build(const struct nvml_facts *f, const struct dp_config *cfg, 
                         struct dp_resource *res = resource_get(inv, dp_replicated_advertised(rr));
                         for (unsigned k = 0; k < rr->replicas; k++) {
                                 _cleanup_free_ char *id = xasprintf("%s::%u", bs->uuid, k);
-                                device_add(res, id, cfg->id_index ? bs->index : bs->uuid, bs->uuid, bs->gpu, true, k, bs->nodes);
+                                device_add(res, id, cfg->id_index ? bs->index : bs->uuid, bs->uuid, bs->gpu, true, k,
+                                           bs->nodes);
                         }
                 } else {
                         struct dp_resource *res = resource_get(inv, bs->resource);
-                        device_add(res, bs->uuid, cfg->id_index ? bs->index : bs->uuid, bs->uuid, bs->gpu, false, 0, bs->nodes);
+                        device_add(res, bs->uuid, cfg->id_index ? bs->index : bs->uuid, bs->uuid, bs->gpu, false, 0,
+                                   bs->nodes);
                 }
         }
         free(seen);
@@ -292,7 +320,7 @@ int dp_inventory_from_checkpoint(struct dp_inventory **ret) {
                                 if (g == inv->n_gpus) {
                                         inv->gpus = xrealloc(inv->gpus, (inv->n_gpus + 1) * sizeof *inv->gpus);
                                         struct dp_gpu *o = &inv->gpus[inv->n_gpus++];
-                                        *o = (struct dp_gpu){.index = (unsigned)g, .numa = -1, .minor = -1};
+                                        *o = (struct dp_gpu){ .index = (unsigned)g, .numa = -1, .minor = -1 };
                                         snprintf(o->uuid, sizeof o->uuid, "%s", uuid);
                                 }
                                 device_add(res, id, uuid, uuid, g, bl != strlen(id), 0, NULL);

@@ -1,4 +1,4 @@
-/* dp_devices.h: the devices the plugin advertises: GPUs by UUID (NUMA node from sysfs), MIG devices under a strategy, time-slicing replicas. */
+/* dp_devices.h: the devices advertised: GPUs by UUID with their NUMA node, MIG devices, time-slicing replicas. */
 #pragma once
 
 #include <stdbool.h>
@@ -8,7 +8,7 @@
 #include "nvml/nvml_probe.h"
 
 /* The kubelet's device plugin folder (a host path) and the plugins' socket names. */
-#define DP_KUBELET_DIR "/var/lib/kubelet/device-plugins"
+#define DP_KUBELET_DIR    "/var/lib/kubelet/device-plugins"
 #define DP_KUBELET_SOCKET DP_KUBELET_DIR "/kubelet.sock"
 /* gpunode's sockets: "gpunode-" before NVIDIA's name for the resource (nvidia-gpu.sock), so that
  * both can be told apart in the folder. */
@@ -18,30 +18,32 @@
 struct dp_gpu {
         unsigned index;
         char uuid[96];
-        char pci_bus_id[32];    /* "0000:18:00.0", lowercase as sysfs names it */
-        int numa;               /* -1: none (sysfs says -1 or nothing) */
-        int minor;              /* /dev/nvidia<minor>; -1: NVML did not say */
+        char pci_bus_id[32]; /* "0000:18:00.0", lowercase as sysfs names it */
+        int numa;            /* -1: none (sysfs says -1 or nothing) */
+        int minor;           /* /dev/nvidia<minor>; -1: NVML did not say */
 };
 
 /* One device advertised to the kubelet. */
 struct dp_device {
-        char *id;               /* the ID: "GPU-...", "MIG-...", "GPU-...::3" */
-        char *visible;          /* what the container runtime is told: the UUID, or the index ("0", "0:1") with deviceIDStrategy index */
-        char *uuid;             /* the GPU's or MIG device's UUID (CDI names nvidia.com/gpu=<uuid>) */
-        size_t gpu;             /* its physical GPU: index into dp_inventory.gpus */
-        unsigned replica;       /* 0.. with time-slicing */
+        char *id;      /* the ID: "GPU-...", "MIG-...", "GPU-...::3" */
+        char *visible; /* what the container runtime is told: the UUID, or the index ("0", "0:1") with deviceIDStrategy
+                          index */
+        char *uuid;    /* the GPU's or MIG device's UUID (CDI names nvidia.com/gpu=<uuid>) */
+        size_t gpu;    /* its physical GPU: index into dp_inventory.gpus */
+        unsigned replica; /* 0.. with time-slicing */
         bool replicated;
-        char **nodes;           /* its device nodes (passDeviceSpecs): /dev/nvidia<minor>, MIG's /dev/nvidia-caps/nvidia-cap<n>; NULL-terminated */
+        char **nodes; /* its device nodes (passDeviceSpecs): /dev/nvidia<minor>, MIG's /dev/nvidia-caps/nvidia-cap<n>;
+                         NULL-terminated */
 };
 
 /* One resource: its own socket, registration and device list. */
 struct dp_resource {
-        char *name;             /* "nvidia.com/gpu", "nvidia.com/mig-1g.10gb", "nvidia.com/gpu.shared" */
-        char *socket;           /* host path of its socket */
-        char *endpoint;         /* the socket's file name, as registered */
+        char *name;     /* "nvidia.com/gpu", "nvidia.com/mig-1g.10gb", "nvidia.com/gpu.shared" */
+        char *socket;   /* host path of its socket */
+        char *endpoint; /* the socket's file name, as registered */
         struct dp_device *devices;
         size_t n_devices;
-        bool replicated;        /* some devices are replicas */
+        bool replicated; /* some devices are replicas */
 };
 
 struct dp_inventory {
@@ -49,8 +51,9 @@ struct dp_inventory {
         size_t n_gpus;
         struct dp_resource *resources;
         size_t n_resources;
-        bool from_checkpoint;   /* NVML did not answer: the devices are the kubelet's last known ones */
-        char **control_nodes;   /* /dev/nvidiactl, -uvm, -uvm-tools, -modeset that exist under the root; NULL-terminated */
+        bool from_checkpoint; /* NVML did not answer: the devices are the kubelet's last known ones */
+        char **control_nodes; /* /dev/nvidiactl, -uvm, -uvm-tools, -modeset that exist under the root; NULL-terminated
+                               */
 };
 
 /* One line of /proc/driver/nvidia-caps/mig-minors: "gpu<minor>/gi<gi>/access <n>" (ci -1) or

@@ -1,4 +1,4 @@
-/* dp_health.c: the health thread: NVML polled for lost GPUs and layer-1 faults, Xid events waited for, every change signalled on a pipe. */
+/* dp_health.c: the health thread: lost GPUs, layer-1 faults, Xid events; every change signalled on a pipe. */
 /*
  * What makes a GPU Unhealthy, and what makes it Healthy again:
  *   - NVML answers NVML_ERROR_GPU_IS_LOST for it, or its index names no GPU of its UUID any more
@@ -26,7 +26,7 @@ int dp_xid_policy_parse(const char *disable, const char *enable, struct dp_xid_p
         static const unsigned app[] = DP_APPLICATION_XIDS;
         memset(p, 0, sizeof *p);
         for (size_t i = 0; i < ELEMENTSOF(app); i++) p->skip[app[i]] = true;
-        const char *vars[2] = {disable, enable};
+        const char *vars[2] = { disable, enable };
         for (int v = 0; v < 2; v++) {
                 if (!vars[v] || !*vars[v]) continue;
                 _cleanup_free_ char *copy = xstrdup(vars[v]);
@@ -36,7 +36,8 @@ int dp_xid_policy_parse(const char *disable, const char *enable, struct dp_xid_p
                         strstrip_right(t);
                         if (!*t) continue;
                         if (streq(t, "all") || streq(t, "xids")) {
-                                if (v == 0) p->all_disabled = true;
+                                if (v == 0)
+                                        p->all_disabled = true;
                                 else
                                         for (size_t i = 0; i < ELEMENTSOF(app); i++) p->skip[app[i]] = false;
                                 continue;
@@ -60,14 +61,14 @@ bool dp_xid_counts(const struct dp_xid_policy *p, unsigned long long x) {
 typedef nvmlReturn_t (*topo_fn)(nvmlDevice_t, nvmlDevice_t, int *);
 typedef nvmlReturn_t (*p2p_fn)(nvmlDevice_t, nvmlDevice_t, int, int *);
 #define P2P_CAPS_INDEX_NVLINK 2
-#define P2P_STATUS_OK 0
+#define P2P_STATUS_OK         0
 
 struct gpu_state {
         struct dp_gpu gpu;
-        nvmlDevice_t handle;            /* thread only */
+        nvmlDevice_t handle; /* thread only */
         bool lost, layer1_bad, xid_bad;
         char lost_reason[200], layer1_reason[200], xid_reason[200];
-        struct dp_gpu_health now;       /* what was last published */
+        struct dp_gpu_health now; /* what was last published */
 };
 
 struct dp_health {
@@ -79,11 +80,11 @@ struct dp_health {
         unsigned interval_ms;
         struct dp_xid_policy policy;
         size_t n;
-        struct gpu_state *g;            /* under lock: .now, the *_bad fields and reasons */
+        struct gpu_state *g; /* under lock: .now, the *_bad fields and reasons */
         bool driver_gone;
         char driver_reason[200];
         bool nvml_failed_once, nvml_back;
-        int *links;                     /* n*n, -1 unknown */
+        int *links; /* n*n, -1 unknown */
         bool stop, exited;
 };
 
@@ -92,12 +93,12 @@ static void publish_locked(struct dp_health *h) {
         bool changed = false;
         for (size_t i = 0; i < h->n; i++) {
                 struct gpu_state *s = &h->g[i];
-                struct dp_gpu_health v = {.healthy = true};
-                const char *why = h->driver_gone ? h->driver_reason
-                                  : s->lost      ? s->lost_reason
+                struct dp_gpu_health v = { .healthy = true };
+                const char *why = h->driver_gone  ? h->driver_reason
+                                  : s->lost       ? s->lost_reason
                                   : s->layer1_bad ? s->layer1_reason
-                                  : s->xid_bad   ? s->xid_reason
-                                                   : NULL;
+                                  : s->xid_bad    ? s->xid_reason
+                                                  : NULL;
                 if (why) {
                         v.healthy = false;
                         snprintf(v.reason, sizeof v.reason, "%s", why);
@@ -130,8 +131,8 @@ static void driver_down(struct dp_health *h, const char *call, nvmlReturn_t rc, 
         pthread_mutex_lock(&h->lock);
         h->driver_gone = true;
         h->nvml_failed_once = true;
-        snprintf(h->driver_reason, sizeof h->driver_reason, "NVML %s (%s: %s): %s", streq(call, "nvmlInit") ? "cannot start" : "cannot count the GPUs",
-                 call, nvml_return_name(rc), what);
+        snprintf(h->driver_reason, sizeof h->driver_reason, "NVML %s (%s: %s): %s",
+                 streq(call, "nvmlInit") ? "cannot start" : "cannot count the GPUs", call, nvml_return_name(rc), what);
         publish_locked(h);
         pthread_mutex_unlock(&h->lock);
 }
@@ -143,16 +144,22 @@ static void read_topology(struct dp_health *h) {
         for (size_t a = 0; a < h->n; a++)
                 for (size_t b = 0; b < h->n; b++) {
                         int score = -1;
-                        if (a == b) score = 1000;
+                        if (a == b)
+                                score = 1000;
                         else if (h->g[a].handle && h->g[b].handle) {
                                 int st = -1, level = -1;
-                                if (p2p && p2p(h->g[a].handle, h->g[b].handle, P2P_CAPS_INDEX_NVLINK, &st) == NVML_SUCCESS &&
+                                if (p2p &&
+                                    p2p(h->g[a].handle, h->g[b].handle, P2P_CAPS_INDEX_NVLINK, &st) == NVML_SUCCESS &&
                                     st == P2P_STATUS_OK)
                                         score = 100;
                                 else if (topo && topo(h->g[a].handle, h->g[b].handle, &level) == NVML_SUCCESS)
-                                        score = level <= 10 ? 40 : level <= 20 ? 30 : level <= 30 ? 20 : level <= 40 ? 10 : 0;
-                                if (score < 100 && score >= 0 && h->g[a].gpu.numa >= 0 && h->g[a].gpu.numa == h->g[b].gpu.numa &&
-                                    score < 10)
+                                        score = level <= 10   ? 40
+                                                : level <= 20 ? 30
+                                                : level <= 30 ? 20
+                                                : level <= 40 ? 10
+                                                              : 0;
+                                if (score < 100 && score >= 0 && h->g[a].gpu.numa >= 0 &&
+                                    h->g[a].gpu.numa == h->g[b].gpu.numa && score < 10)
                                         score = 10;
                         }
                         if (score < 0 && h->g[a].gpu.numa >= 0 && h->g[b].gpu.numa >= 0)
@@ -179,7 +186,8 @@ static void poll_presence(struct dp_health *h, unsigned count) {
                                 nvmlDevice_t d2;
                                 char u2[96];
                                 if (h->lib->nvmlDeviceGetHandleByIndex(k, &d2) == NVML_SUCCESS &&
-                                    h->lib->nvmlDeviceGetUUID(d2, u2, sizeof u2) == NVML_SUCCESS && streq(u2, s->gpu.uuid)) {
+                                    h->lib->nvmlDeviceGetUUID(d2, u2, sizeof u2) == NVML_SUCCESS &&
+                                    streq(u2, s->gpu.uuid)) {
                                         dev = d2;
                                         rc = NVML_SUCCESS;
                                         break;
@@ -196,8 +204,9 @@ static void poll_presence(struct dp_health *h, unsigned count) {
                         s->lost = true;
                         s->handle = rc == NVML_ERROR_GPU_IS_LOST ? dev : NULL;
                         snprintf(s->lost_reason, sizeof s->lost_reason, "%s",
-                                 rc == NVML_ERROR_GPU_IS_LOST ? "the GPU is lost (NVML_ERROR_GPU_IS_LOST): fallen off the bus or hung"
-                                                              : "NVML no longer lists the GPU (fallen off the bus?)");
+                                 rc == NVML_ERROR_GPU_IS_LOST
+                                         ? "the GPU is lost (NVML_ERROR_GPU_IS_LOST): fallen off the bus or hung"
+                                         : "NVML no longer lists the GPU (fallen off the bus?)");
                 }
                 /* other errors (a timeout, an unknown error) change nothing: not evidence either way */
                 pthread_mutex_unlock(&h->lock);
@@ -213,23 +222,30 @@ static void poll_layer1(struct dp_health *h) {
                 char why[200] = "";
                 unsigned corr = 0, unc = 0, pending = 0, failure = 0;
                 if (h->lib->nvmlDeviceGetRemappedRows &&
-                    h->lib->nvmlDeviceGetRemappedRows(s->handle, &corr, &unc, &pending, &failure) == NVML_SUCCESS && failure) {
+                    h->lib->nvmlDeviceGetRemappedRows(s->handle, &corr, &unc, &pending, &failure) == NVML_SUCCESS &&
+                    failure) {
                         bad = true;
-                        snprintf(why, sizeof why, "row remapping failed (%u uncorrectable rows remapped): the GPU needs a reset and likely RMA", unc);
+                        snprintf(why, sizeof why,
+                                 "row remapping failed (%u uncorrectable rows remapped): the GPU needs a reset and "
+                                 "likely RMA",
+                                 unc);
                 }
                 nvmlFieldValue_t fv;
                 memset(&fv, 0, sizeof fv);
                 fv.fieldId = NVML_FI_DEV_GET_GPU_RECOVERY_ACTION;
-                if (!bad && h->lib->nvmlDeviceGetFieldValues && h->lib->nvmlDeviceGetFieldValues(s->handle, 1, &fv) == NVML_SUCCESS &&
+                if (!bad && h->lib->nvmlDeviceGetFieldValues &&
+                    h->lib->nvmlDeviceGetFieldValues(s->handle, 1, &fv) == NVML_SUCCESS &&
                     fv.nvmlReturn == NVML_SUCCESS) {
-                        unsigned long long a = fv.valueType == NVML_VALUE_TYPE_UNSIGNED_INT ? fv.value.uiVal : fv.value.ullVal;
-                        const char *what = a == NVML_GPU_RECOVERY_ACTION_GPU_RESET       ? "a GPU reset"
+                        unsigned long long a =
+                                fv.valueType == NVML_VALUE_TYPE_UNSIGNED_INT ? fv.value.uiVal : fv.value.ullVal;
+                        const char *what = a == NVML_GPU_RECOVERY_ACTION_GPU_RESET         ? "a GPU reset"
                                            : a == NVML_GPU_RECOVERY_ACTION_NODE_REBOOT     ? "a node reboot"
                                            : a == NVML_GPU_RECOVERY_ACTION_DRAIN_AND_RESET ? "a drain and reset"
-                                                                                            : NULL;
+                                                                                           : NULL;
                         if (what) {
                                 bad = true;
-                                snprintf(why, sizeof why, "NVML's recovery action asks for %s (field 230 = %llu)", what, a);
+                                snprintf(why, sizeof why, "NVML's recovery action asks for %s (field 230 = %llu)", what,
+                                         a);
                         }
                 }
                 pthread_mutex_lock(&h->lock);
@@ -263,7 +279,8 @@ static bool wait_event(struct dp_health *h, nvmlEventSet_t set) {
                 if (h->g[i].handle && h->g[i].handle == d.device) {
                         h->g[i].xid_bad = true;
                         snprintf(h->g[i].xid_reason, sizeof h->g[i].xid_reason,
-                                 "Xid %llu (a critical error that is not the application's; NVIDIA's plugin marks it too)",
+                                 "Xid %llu (a critical error that is not the application's; NVIDIA's plugin marks it "
+                                 "too)",
                                  (unsigned long long)d.eventData);
                 }
         publish_locked(h);
@@ -366,7 +383,8 @@ int dp_health_start(struct nvml_lib *lib, const struct dp_gpu *gpus, size_t n_gp
         if (!lib) {
                 /* No NVML at all: every GPU is down, for good. */
                 h->driver_gone = true;
-                snprintf(h->driver_reason, sizeof h->driver_reason, "%s", "NVML (libnvidia-ml.so.1) cannot be loaded: no NVIDIA driver");
+                snprintf(h->driver_reason, sizeof h->driver_reason, "%s",
+                         "NVML (libnvidia-ml.so.1) cannot be loaded: no NVIDIA driver");
                 pthread_mutex_lock(&h->lock);
                 publish_locked(h);
                 h->exited = true;
@@ -413,7 +431,8 @@ int dp_health_fd(const struct dp_health *h) {
 
 void dp_health_drain(struct dp_health *h) {
         char buf[64];
-        while (read(h->pipe[0], buf, sizeof buf) > 0) {}
+        while (read(h->pipe[0], buf, sizeof buf) > 0) {
+        }
 }
 
 void dp_health_get(struct dp_health *h, struct dp_gpu_health *out) {

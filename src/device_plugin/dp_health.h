@@ -1,4 +1,4 @@
-/* dp_health.h: the health of the plugin's GPUs, watched in a thread: NVML Xid events, lost GPUs, layer-1 faults (row remapping, recovery action), the driver gone. */
+/* dp_health.h: the GPUs' health, watched in a thread: Xid events, lost GPUs, layer-1 faults, the driver gone. */
 #pragma once
 
 #include <stdbool.h>
@@ -8,13 +8,14 @@
 #include "nvml/nvml_lib.h"
 
 /* Xids NVIDIA's plugin treats as the application's fault, not the GPU's: they leave it Healthy. */
-#define DP_APPLICATION_XIDS {13, 31, 43, 45, 68, 109}
+#define DP_APPLICATION_XIDS                                                                                            \
+        { 13, 31, 43, 45, 68, 109 }
 #define DP_MAX_XID 1024
 
 /* Which Xids mark a GPU Unhealthy: NVIDIA's rule and its two variables. */
 struct dp_xid_policy {
-        bool all_disabled;              /* DP_DISABLE_HEALTHCHECKS=all (or "xids"): no Xid marks a GPU */
-        bool skip[DP_MAX_XID];          /* Xids that leave a GPU healthy */
+        bool all_disabled;     /* DP_DISABLE_HEALTHCHECKS=all (or "xids"): no Xid marks a GPU */
+        bool skip[DP_MAX_XID]; /* Xids that leave a GPU healthy */
 };
 
 /* Fills p from NVIDIA's variables: disable (DP_DISABLE_HEALTHCHECKS: "all", "xids", or Xids to
@@ -28,7 +29,7 @@ bool dp_xid_counts(const struct dp_xid_policy *p, unsigned long long x);
 
 struct dp_gpu_health {
         bool healthy;
-        char reason[200];               /* why not ("GPU is lost (NVML_ERROR_GPU_IS_LOST)", "Xid 79 ..."); "" when healthy */
+        char reason[200]; /* why not ("GPU is lost (NVML_ERROR_GPU_IS_LOST)", "Xid 79 ..."); "" when healthy */
 };
 
 struct dp_health;

@@ -1,4 +1,4 @@
-/* dp_pb.h: protoc-c's declarations for deviceplugin.proto, its INIT macros pointing at gpunode's empty string (see kube/podresources_pb.c). */
+/* dp_pb.h: protoc-c's declarations for deviceplugin.proto, INIT macros naming gpunode's empty string. */
 #pragma once
 
 #include "basic/dl_protobuf_c.h"

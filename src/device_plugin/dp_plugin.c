@@ -1,4 +1,4 @@
-/* dp_plugin.c: the device plugin's loop: one gRPC server for every resource's socket, the kubelet's calls, registration threads, inotify, health. */
+/* dp_plugin.c: the device plugin's loop: sockets, the kubelet's calls, registration threads, inotify, health. */
 #include "device_plugin/dp_plugin.h"
 #include "basic/hostfs.h"
 #include "basic/util.h"
@@ -18,7 +18,7 @@
 
 #include "device_plugin/dp_pb.h"
 
-#define CHECK_EVERY_MS 5000
+#define CHECK_EVERY_MS          5000
 #define REGISTER_BACKOFF_MAX_MS 30000
 
 struct plugin;
@@ -30,14 +30,14 @@ struct res_state {
         int listener;
         struct grpc_call **watchers;
         size_t n_watchers;
-        uint8_t *last;                  /* the last ListAndWatchResponse sent (packed) */
+        uint8_t *last; /* the last ListAndWatchResponse sent (packed) */
         size_t last_len;
 };
 
 /* Shared with registration threads, which may outlive a round of registration (or the plugin). */
 struct reg_shared {
         atomic_int refs;
-        atomic_uint generation;         /* bumped: threads of older generations stop */
+        atomic_uint generation; /* bumped: threads of older generations stop */
         void (*log)(void *userdata, const char *line);
         void *userdata;
 };
@@ -50,7 +50,7 @@ struct plugin {
         struct nvml_lib *lib;
         struct dp_inventory *inv;
         struct dp_health *health;
-        struct dp_gpu_health *gh;       /* the health last seen, per inventory GPU */
+        struct dp_gpu_health *gh; /* the health last seen, per inventory GPU */
         struct grpc_server *srv;
         struct res_state *rs;
         size_t n_rs;
@@ -64,8 +64,10 @@ struct plugin {
 /* ---- logging ---- */
 
 static void log_line(void (*fn)(void *, const char *), void *userdata, const char *line) {
-        if (fn) fn(userdata, line);
-        else fprintf_escaped(stderr, "gpunode device-plugin: %s\n", line);
+        if (fn)
+                fn(userdata, line);
+        else
+                fprintf_escaped(stderr, "gpunode device-plugin: %s\n", line);
 }
 
 /* Logs one line of the plugin. */
@@ -115,10 +117,11 @@ static void *reg_main(void *arg) {
                         log_line(s->log, s->userdata, line);
                         break;
                 }
-                line = xasprintf("cannot register %s with the kubelet (attempt %u of %u): %s; retrying in %u ms", j->resource, a,
-                                 j->attempts, err ? err : strerror(-r), wait);
+                line = xasprintf("cannot register %s with the kubelet (attempt %u of %u): %s; retrying in %u ms",
+                                 j->resource, a, j->attempts, err ? err : strerror(-r), wait);
                 log_line(s->log, s->userdata, line);
-                for (unsigned t = 0; t < wait && atomic_load(&s->generation) == j->generation; t += 100) poll(NULL, 0, 100);
+                for (unsigned t = 0; t < wait && atomic_load(&s->generation) == j->generation; t += 100)
+                        poll(NULL, 0, 100);
                 wait = wait * 2 > REGISTER_BACKOFF_MAX_MS ? REGISTER_BACKOFF_MAX_MS : wait * 2;
         }
         reg_unref(s);
@@ -135,11 +138,14 @@ static void register_all(struct plugin *p) {
         for (size_t i = 0; i < p->n_rs; i++) {
                 struct reg_job *j = xcalloc(1, sizeof *j);
                 atomic_fetch_add(&p->reg->refs, 1);
-                *j = (struct reg_job){.shared = p->reg, .generation = gen, .socket = xstrdup(p->kubelet_socket),
-                                      .resource = xstrdup(p->rs[i].r->name), .endpoint = xstrdup(p->rs[i].r->endpoint),
-                                      .attempts = p->o->register_attempts ? p->o->register_attempts : 5,
-                                      .timeout_ms = p->o->register_timeout_ms ? p->o->register_timeout_ms : 5000,
-                                      .backoff_ms = p->o->register_backoff_ms ? p->o->register_backoff_ms : 1000};
+                *j = (struct reg_job){ .shared = p->reg,
+                                       .generation = gen,
+                                       .socket = xstrdup(p->kubelet_socket),
+                                       .resource = xstrdup(p->rs[i].r->name),
+                                       .endpoint = xstrdup(p->rs[i].r->endpoint),
+                                       .attempts = p->o->register_attempts ? p->o->register_attempts : 5,
+                                       .timeout_ms = p->o->register_timeout_ms ? p->o->register_timeout_ms : 5000,
+                                       .backoff_ms = p->o->register_backoff_ms ? p->o->register_backoff_ms : 1000 };
                 pthread_t t;
                 pthread_attr_t attr;
                 pthread_attr_init(&attr);
@@ -278,7 +284,8 @@ static struct dp_alloc_context alloc_context(struct res_state *s) {
 /* Answers a unary call with what fn made of it. */
 static void answer(struct grpc_call *c, struct res_state *s, const char *what, int r, uint8_t *out, size_t out_len,
                    char *err) {
-        if (r == 0) grpc_call_reply(c, out, out_len);
+        if (r == 0)
+                grpc_call_reply(c, out, out_len);
         else {
                 plog(s->p, "%s for %s refused: %s", what, s->r->name, err ? err : strerror(r < 0 ? -r : EINVAL));
                 grpc_call_fail(c, r > 0 ? r : GRPC_INTERNAL, "%s", err ? err : "internal error");
@@ -308,11 +315,11 @@ static void h_preferred(struct grpc_call *c, const uint8_t *req, size_t len, voi
 }
 
 static const struct grpc_method methods[] = {
-        {"/v1beta1.DevicePlugin/GetDevicePluginOptions", false, h_options, NULL},
-        {"/v1beta1.DevicePlugin/ListAndWatch", true, h_list_and_watch, NULL},
-        {"/v1beta1.DevicePlugin/GetPreferredAllocation", false, h_preferred, NULL},
-        {"/v1beta1.DevicePlugin/Allocate", false, h_allocate, NULL},
-        {"/v1beta1.DevicePlugin/PreStartContainer", false, h_prestart, NULL},
+        { "/v1beta1.DevicePlugin/GetDevicePluginOptions", false, h_options, NULL },
+        { "/v1beta1.DevicePlugin/ListAndWatch", true, h_list_and_watch, NULL },
+        { "/v1beta1.DevicePlugin/GetPreferredAllocation", false, h_preferred, NULL },
+        { "/v1beta1.DevicePlugin/Allocate", false, h_allocate, NULL },
+        { "/v1beta1.DevicePlugin/PreStartContainer", false, h_prestart, NULL },
 };
 
 /* ---- health ---- */
@@ -375,7 +382,8 @@ static void watch_folder(struct plugin *p) {
         _cleanup_close_ int dfd = hostfs_open(p->kubelet_dir, O_PATH | O_DIRECTORY);
         char path[64];
         snprintf(path, sizeof path, "/proc/self/fd/%d", dfd);
-        if (dfd < 0 || inotify_add_watch(p->inotify_fd, path, IN_CREATE | IN_DELETE | IN_MOVED_TO | IN_MOVED_FROM | IN_DELETE_SELF) < 0)
+        if (dfd < 0 || inotify_add_watch(p->inotify_fd, path,
+                                         IN_CREATE | IN_DELETE | IN_MOVED_TO | IN_MOVED_FROM | IN_DELETE_SELF) < 0)
                 plog(p, "cannot watch %s with inotify (%s): checking it every %d s instead", p->kubelet_dir,
                      strerror(dfd < 0 ? -dfd : errno), CHECK_EVERY_MS / 1000);
 }
@@ -446,12 +454,15 @@ static int enumerate(struct plugin *p, struct dp_inventory **ret, char **ret_err
         if (r == -EINVAL) return errorf(ret_error, r, "%s", err);
         if (r < 0) {
                 if (p->cfg.fail_on_init_error && !p->lib)
-                        plog(p, "NVML cannot be loaded; failOnInitError is set, but a plugin that crash-loops tells the "
-                                "kubelet less than one whose devices are Unhealthy: serving the kubelet's last devices");
+                        plog(p,
+                             "NVML cannot be loaded; failOnInitError is set, but a plugin that crash-loops tells the "
+                             "kubelet less than one whose devices are Unhealthy: serving the kubelet's last devices");
                 dp_inventory_from_checkpoint(ret);
                 size_t n = 0;
                 for (size_t i = 0; i < (*ret)->n_resources; i++) n += (*ret)->resources[i].n_devices;
-                plog(p, "NVML found no GPU (%s): advertising the %zu device(s) the kubelet last knew as Unhealthy until it does",
+                plog(p,
+                     "NVML found no GPU (%s): advertising the %zu device(s) the kubelet last knew as Unhealthy until "
+                     "it does",
                      err ? err : strerror(-r), n);
         }
         return 0;
@@ -480,7 +491,7 @@ static int setup(struct plugin *p, struct dp_inventory *inv, char **ret_error) {
         p->rs = xcalloc(p->inv->n_resources + 1, sizeof *p->rs);
         for (size_t i = 0; i < p->inv->n_resources; i++) {
                 struct res_state *s = &p->rs[p->n_rs];
-                *s = (struct res_state){.p = p, .r = &p->inv->resources[i], .listener = -1};
+                *s = (struct res_state){ .p = p, .r = &p->inv->resources[i], .listener = -1 };
                 s->listener = grpc_server_listen(p->srv, s->r->socket, s, ret_error);
                 if (s->listener < 0) return s->listener;
                 p->n_rs++;
@@ -494,19 +505,22 @@ static int setup(struct plugin *p, struct dp_inventory *inv, char **ret_error) {
 
 /* Returns true when some nvidia CDI spec lies in /etc/cdi or /var/run/cdi (the runtime has CDI). */
 static bool cdi_present(void) {
-        static const char *const dirs[] = {"/etc/cdi", "/var/run/cdi"};
+        static const char *const dirs[] = { "/etc/cdi", "/var/run/cdi" };
         for (size_t d = 0; d < ELEMENTSOF(dirs); d++) {
                 _cleanup_strv_free_ char **names = NULL;
                 if (hostfs_list(dirs[d], false, &names) <= 0) continue;
                 for (char **n = names; *n; n++)
-                        if (strstr(*n, "nvidia") && (strstr(*n, ".yaml") || strstr(*n, ".json") || strstr(*n, ".yml"))) return true;
+                        if (strstr(*n, "nvidia") && (strstr(*n, ".yaml") || strstr(*n, ".json") || strstr(*n, ".yml")))
+                                return true;
         }
         return false;
 }
 
 /* Parses a Go-style boolean. Returns 0 with *ret or -EINVAL. */
 static int parse_bool(const char *s, bool *ret) {
-        static const char *const t[] = {"1", "t", "T", "TRUE", "true", "True"}, *const f[] = {"0", "f", "F", "FALSE", "false", "False"};
+        static const char *const t[] = { "1", "t", "T", "TRUE", "true", "True" }, *const f[] = { "0",     "f",
+                                                                                                 "F",     "FALSE",
+                                                                                                 "false", "False" };
         for (size_t i = 0; i < ELEMENTSOF(t); i++) {
                 if (streq(s, t[i])) return *ret = true, 0;
                 if (streq(s, f[i])) return *ret = false, 0;
@@ -520,17 +534,21 @@ int dp_apply_overrides(const struct dp_options *o, struct dp_config *cfg, char *
         if (o->list_strategy) {
                 int k = dp_list_strategy_parse(o->list_strategy);
                 if (k < 0)
-                        return errorf(ret_error, -EINVAL, "device list strategy '%s' is not envvar, volume-mounts, cdi-annotations or cdi-cri",
-                                      o->list_strategy);
+                        return errorf(
+                                ret_error, -EINVAL,
+                                "device list strategy '%s' is not envvar, volume-mounts, cdi-annotations or cdi-cri",
+                                o->list_strategy);
                 cfg->list_strategies = (unsigned)k;
         }
         if (o->id_strategy) {
                 if (!streq(o->id_strategy, "uuid") && !streq(o->id_strategy, "index"))
-                        return errorf(ret_error, -EINVAL, "device ID strategy '%s' is not uuid or index", o->id_strategy);
+                        return errorf(ret_error, -EINVAL, "device ID strategy '%s' is not uuid or index",
+                                      o->id_strategy);
                 cfg->id_index = streq(o->id_strategy, "index");
         }
         if (o->fail_on_init_error && parse_bool(o->fail_on_init_error, &cfg->fail_on_init_error) < 0)
-                return errorf(ret_error, -EINVAL, "fail-on-init-error '%s' is not true or false", o->fail_on_init_error);
+                return errorf(ret_error, -EINVAL, "fail-on-init-error '%s' is not true or false",
+                              o->fail_on_init_error);
         if (o->pass_device_specs && parse_bool(o->pass_device_specs, &cfg->pass_device_specs) < 0)
                 return errorf(ret_error, -EINVAL, "pass-device-specs '%s' is not true or false", o->pass_device_specs);
         return 0;
@@ -543,7 +561,8 @@ static int read_config(const char *file, struct dp_config *cfg, char **ret_error
         _cleanup_free_ char *text = xmalloc(DP_CONFIG_MAX_BYTES + 1);
         size_t len = fread(text, 1, DP_CONFIG_MAX_BYTES + 1, f);
         if (ferror(f)) return errorf(ret_error, -EIO, "cannot read the config file %s", file);
-        if (len > DP_CONFIG_MAX_BYTES) return errorf(ret_error, -EFBIG, "the config file %s is larger than 1 MiB", file);
+        if (len > DP_CONFIG_MAX_BYTES)
+                return errorf(ret_error, -EFBIG, "the config file %s is larger than 1 MiB", file);
         _cleanup_free_ char *err = NULL;
         int r = dp_config_parse(text, len, cfg, &err);
         if (r < 0) return errorf(ret_error, r, "the config file %s: %s", file, err);
@@ -551,7 +570,7 @@ static int read_config(const char *file, struct dp_config *cfg, char **ret_error
 }
 
 int dp_run(const struct dp_options *o, char **ret_error) {
-        struct plugin pl = {.o = o, .inotify_fd = -1};
+        struct plugin pl = { .o = o, .inotify_fd = -1 };
         struct plugin *p = &pl;
         dp_config_init(&p->cfg);
         int r = 0;
@@ -567,7 +586,8 @@ int dp_run(const struct dp_options *o, char **ret_error) {
         if (!p->strategies) {
                 bool cdi = cdi_present();
                 p->strategies = cdi ? DP_LIST_CDI_CRI : DP_LIST_ENVVAR;
-                why = cdi ? " (auto: nvidia CDI specs found), " : " (auto: no nvidia CDI spec in /etc/cdi, /var/run/cdi), ";
+                why = cdi ? " (auto: nvidia CDI specs found), "
+                          : " (auto: no nvidia CDI spec in /etc/cdi, /var/run/cdi), ";
         }
         p->kubelet_dir = xstrdup(o->kubelet_dir ? o->kubelet_dir : DP_KUBELET_DIR);
         p->kubelet_socket = xasprintf("%s/kubelet.sock", p->kubelet_dir);
@@ -581,17 +601,21 @@ int dp_run(const struct dp_options *o, char **ret_error) {
                 p->lib = NULL;
         }
         {
-                static const char *const names[] = {"envvar", "volume-mounts", "cdi-annotations", "cdi-cri"};
-                struct buf b = {0};
+                static const char *const names[] = { "envvar", "volume-mounts", "cdi-annotations", "cdi-cri" };
+                struct buf b = { 0 };
                 for (unsigned i = 0; i < ELEMENTSOF(names); i++)
                         if (p->strategies & (1u << i)) buf_printf(&b, "%s%s", b.len ? "," : "", names[i]);
                 plog(p, "device list strategy %s%sMIG strategy %s", b.data, why,
-                     p->cfg.mig_strategy == DP_MIG_NONE ? "none" : p->cfg.mig_strategy == DP_MIG_SINGLE ? "single" : "mixed");
+                     p->cfg.mig_strategy == DP_MIG_NONE     ? "none"
+                     : p->cfg.mig_strategy == DP_MIG_SINGLE ? "single"
+                                                            : "mixed");
                 buf_free(&b);
         }
         if (!hostfs_exists(p->kubelet_dir)) {
-                r = errorf(ret_error, -ENOENT, "the kubelet's device plugin folder %s does not exist (not a Kubernetes node, or "
-                                               "the DaemonSet lacks its hostPath)", p->kubelet_dir);
+                r = errorf(ret_error, -ENOENT,
+                           "the kubelet's device plugin folder %s does not exist (not a Kubernetes node, or "
+                           "the DaemonSet lacks its hostPath)",
+                           p->kubelet_dir);
                 goto out;
         }
         watch_folder(p);

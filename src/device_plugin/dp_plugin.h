@@ -1,25 +1,25 @@
-/* dp_plugin.h: the device plugin's service: sockets, the kubelet's calls, registration, re-registration after a kubelet restart, health on the stream. */
+/* dp_plugin.h: the device plugin service: sockets, the kubelet's calls, (re-)registration, health on the stream. */
 #pragma once
 
 #include <stdbool.h>
 
 /* What runs the plugin; zero fields take the defaults in brackets. */
 struct dp_options {
-        const char *config_file;        /* NVIDIA's config file (read as is, not below the root); NULL: none */
-        const char *nvml_library;       /* NULL: libnvidia-ml.so.1 */
-        unsigned nvml_timeout_ms;       /* the enumeration's NVML bound [10000] */
-        unsigned health_interval_ms;    /* health polling and Xid event wait [250] */
-        unsigned register_attempts;     /* Register tries per (re)registration [5] */
-        unsigned register_timeout_ms;   /* each try [5000] */
-        unsigned register_backoff_ms;   /* wait before the second try, doubled up to 30 s [1000] */
+        const char *config_file;      /* NVIDIA's config file (read as is, not below the root); NULL: none */
+        const char *nvml_library;     /* NULL: libnvidia-ml.so.1 */
+        unsigned nvml_timeout_ms;     /* the enumeration's NVML bound [10000] */
+        unsigned health_interval_ms;  /* health polling and Xid event wait [250] */
+        unsigned register_attempts;   /* Register tries per (re)registration [5] */
+        unsigned register_timeout_ms; /* each try [5000] */
+        unsigned register_backoff_ms; /* wait before the second try, doubled up to 30 s [1000] */
         /* overrides of the config file (flags, NVIDIA's variables); NULL: the file's */
         const char *mig_strategy;       /* none, single, mixed */
         const char *list_strategy;      /* envvar, volume-mounts, cdi-annotations, cdi-cri (comma list) */
         const char *id_strategy;        /* uuid, index */
         const char *fail_on_init_error; /* a Go boolean */
         const char *pass_device_specs;  /* a Go boolean */
-        const char *kubelet_dir;        /* the kubelet's device plugin folder, a host path [/var/lib/kubelet/device-plugins] */
-        int stop_fd;                    /* readable: stop (a signal pipe) */
+        const char *kubelet_dir; /* the kubelet's device plugin folder, a host path [/var/lib/kubelet/device-plugins] */
+        int stop_fd;             /* readable: stop (a signal pipe) */
         /* one log line (no newline); NULL: stderr. Called from the plugin's threads too. */
         void (*log)(void *userdata, const char *line);
         /* a GPU's health changed (for an Event); NULL: none */

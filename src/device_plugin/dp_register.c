@@ -1,4 +1,4 @@
-/* dp_register.c: the Register call to the kubelet: a RegisterRequest packed by protoc-c's code, sent with grpc_unary. */
+/* dp_register.c: the Register call to the kubelet: a RegisterRequest packed by protoc-c, sent with grpc_unary. */
 #include "device_plugin/dp_register.h"
 #include "basic/util.h"
 #include "grpc/grpc_client.h"
@@ -19,7 +19,8 @@ int dp_register(const char *kubelet_socket, const char *resource_name, const cha
         size_t n = protobuf_c_message_get_packed_size(&req.base);
         _cleanup_free_ uint8_t *buf = xmalloc(n ? n : 1);
         protobuf_c_message_pack(&req.base, buf);
-        _cleanup_(grpc_channel_freep) struct grpc_channel *ch = grpc_channel_new(kubelet_socket, "the kubelet's registration socket", 1 << 20);
+        _cleanup_(grpc_channel_freep) struct grpc_channel *ch =
+                grpc_channel_new(kubelet_socket, "the kubelet's registration socket", 1 << 20);
         _cleanup_free_ uint8_t *answer = NULL;
         size_t alen = 0;
         /* The answer is Empty: its bytes are not looked at. */

@@ -1,4 +1,4 @@
-/* grpc_server.c: gRPC's server side on nghttp2 (dlopen): unix listeners, connections, calls dispatched to handlers, every wait bounded. */
+/* grpc_server.c: gRPC's server side on nghttp2 (dlopen): unix listeners, connections, calls, every wait bounded. */
 /*
  * One thread, one poll: listeners, connections and the fds a user watches (inotify, a health
  * pipe) share it, so a handler never races another. HTTP/2 itself (framing, HPACK, flow control,
@@ -27,12 +27,12 @@
 #include "basic/dl_nghttp2.h"
 
 #define GRPC_SERVER_MAX_HEADER_BYTES (16u << 10)
-#define GRPC_SERVER_MAX_LISTENERS 16
-#define GRPC_SERVER_MAX_WATCHED 8
+#define GRPC_SERVER_MAX_LISTENERS    16
+#define GRPC_SERVER_MAX_WATCHED      8
 
 struct listener {
-        int fd;                 /* -1: unused slot */
-        char *path;             /* host path */
+        int fd;     /* -1: unused slot */
+        char *path; /* host path */
         ino_t ino;
         dev_t dev;
         void *data;
@@ -42,26 +42,26 @@ struct conn;
 
 struct grpc_call {
         struct conn *conn;
-        struct grpc_call *next;         /* in conn->calls */
+        struct grpc_call *next; /* in conn->calls */
         int32_t id;
         const struct grpc_method *method;
         void *listener_data;
         /* the request */
-        char *path;                     /* :path as sent (at most 256 bytes kept) */
+        char *path; /* :path as sent (at most 256 bytes kept) */
         bool post, grpc_content, content_type_seen;
-        uint64_t timeout_ms;            /* grpc-timeout, 0 none */
+        uint64_t timeout_ms; /* grpc-timeout, 0 none */
         size_t header_bytes;
         struct grpc_reader reader;
         uint8_t *msg;
         size_t msg_len;
         unsigned messages;
-        int reader_error;               /* a refused message: answered already */
-        uint64_t start_ms;              /* when its headers were whole */
-        uint64_t deadline_ms;           /* monotonic_ms; until the request is whole (and for streams with grpc-timeout) */
+        int reader_error;     /* a refused message: answered already */
+        uint64_t start_ms;    /* when its headers were whole */
+        uint64_t deadline_ms; /* monotonic_ms; until the request is whole (and for streams with grpc-timeout) */
         bool dispatched;
         /* the answer */
-        bool headers_sent;              /* response HEADERS submitted (with a data provider) */
-        bool ended;                     /* status decided: nothing more may be queued */
+        bool headers_sent; /* response HEADERS submitted (with a data provider) */
+        bool ended;        /* status decided: nothing more may be queued */
         int status;
         char *status_text;
         struct buf out;
@@ -77,9 +77,9 @@ struct conn {
         nghttp2_session *session;
         void *listener_data;
         uint64_t started_ms;
-        uint64_t active_ms;             /* when it last sent something */
-        bool got_frame;                 /* the preface and a frame arrived */
-        bool dead;                      /* close at the end of this round */
+        uint64_t active_ms; /* when it last sent something */
+        bool got_frame;     /* the preface and a frame arrived */
+        bool dead;          /* close at the end of this round */
         const uint8_t *pending;
         size_t pending_len;
         unsigned n_streams;
@@ -157,8 +157,10 @@ static ssize_t read_answer(nghttp2_session *session, int32_t id, uint8_t *buf, s
         _cleanup_free_ char *text = c->status_text ? grpc_message_encode(c->status_text) : NULL;
         nghttp2_nv nv[2];
         size_t n = 0;
-        nv[n++] = (nghttp2_nv){(uint8_t *)"grpc-status", (uint8_t *)code, 11, strlen(code), NGHTTP2_NV_FLAG_NONE};
-        if (text) nv[n++] = (nghttp2_nv){(uint8_t *)"grpc-message", (uint8_t *)text, 12, strlen(text), NGHTTP2_NV_FLAG_NONE};
+        nv[n++] = (nghttp2_nv){ (uint8_t *)"grpc-status", (uint8_t *)code, 11, strlen(code), NGHTTP2_NV_FLAG_NONE };
+        if (text)
+                nv[n++] = (nghttp2_nv){ (uint8_t *)"grpc-message", (uint8_t *)text, 12, strlen(text),
+                                        NGHTTP2_NV_FLAG_NONE };
         if (nghttp2_submit_trailer(session, id, nv, n) != 0) return NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE;
         return (ssize_t)k;
 }
@@ -167,10 +169,10 @@ static ssize_t read_answer(nghttp2_session *session, int32_t id, uint8_t *buf, s
 static int start_answer(struct grpc_call *c) {
         if (c->headers_sent) return 0;
         nghttp2_nv nv[] = {
-                {(uint8_t *)":status", (uint8_t *)"200", 7, 3, NGHTTP2_NV_FLAG_NONE},
-                {(uint8_t *)"content-type", (uint8_t *)"application/grpc", 12, 16, NGHTTP2_NV_FLAG_NONE},
+                { (uint8_t *)":status", (uint8_t *)"200", 7, 3, NGHTTP2_NV_FLAG_NONE },
+                { (uint8_t *)"content-type", (uint8_t *)"application/grpc", 12, 16, NGHTTP2_NV_FLAG_NONE },
         };
-        nghttp2_data_provider dp = {.source.ptr = c, .read_callback = read_answer};
+        nghttp2_data_provider dp = { .source.ptr = c, .read_callback = read_answer };
         if (nghttp2_submit_response(c->conn->session, c->id, nv, ELEMENTSOF(nv), &dp) != 0) return -EIO;
         c->headers_sent = true;
         return 0;
@@ -226,7 +228,7 @@ static int end_call(struct grpc_call *c, int code, char *text) {
         _cleanup_free_ char *enc = text ? grpc_message_encode(text) : NULL;
         nghttp2_nv nv[4];
         size_t n = 0;
-#define NV(k, v) nv[n++] = (nghttp2_nv){(uint8_t *)(k), (uint8_t *)(v), strlen(k), strlen(v), NGHTTP2_NV_FLAG_NONE}
+#define NV(k, v) nv[n++] = (nghttp2_nv){ (uint8_t *)(k), (uint8_t *)(v), strlen(k), strlen(v), NGHTTP2_NV_FLAG_NONE }
         NV(":status", "200");
         NV("content-type", "application/grpc");
         NV("grpc-status", num);
@@ -284,7 +286,9 @@ static void dispatch(struct grpc_call *c) {
         if (c->messages != 1 || grpc_reader_partial(&c->reader)) {
                 s->stats.protocol_errors++;
                 grpc_call_fail(c, GRPC_INTERNAL, "%s: expected one request message, got %s", grpc_call_method(c),
-                               grpc_reader_partial(&c->reader) ? "a cut message" : c->messages ? "more" : "none");
+                               grpc_reader_partial(&c->reader) ? "a cut message"
+                               : c->messages                   ? "more"
+                                                               : "none");
                 return;
         }
         s->stats.calls++;
@@ -302,7 +306,7 @@ static void headers_done(struct grpc_call *c) {
         if (!c->post || !c->grpc_content) {
                 s->stats.protocol_errors++;
                 /* gRPC over HTTP/2: a request that is not gRPC gets HTTP 415 (no gRPC status). */
-                nghttp2_nv nv[] = {{(uint8_t *)":status", (uint8_t *)"415", 7, 3, NGHTTP2_NV_FLAG_NONE}};
+                nghttp2_nv nv[] = { { (uint8_t *)":status", (uint8_t *)"415", 7, 3, NGHTTP2_NV_FLAG_NONE } };
                 c->ended = c->headers_sent = true;
                 nghttp2_submit_response(c->conn->session, c->id, nv, 1, NULL);
                 return;
@@ -508,8 +512,8 @@ static int conn_add(struct grpc_server *s, int fd, void *listener_data) {
                 return -ENOMEM;
         }
         const nghttp2_settings_entry settings[] = {
-                {NGHTTP2_SETTINGS_MAX_CONCURRENT_STREAMS, s->limits.max_streams},
-                {NGHTTP2_SETTINGS_MAX_HEADER_LIST_SIZE, GRPC_SERVER_MAX_HEADER_BYTES},
+                { NGHTTP2_SETTINGS_MAX_CONCURRENT_STREAMS, s->limits.max_streams },
+                { NGHTTP2_SETTINGS_MAX_HEADER_LIST_SIZE, GRPC_SERVER_MAX_HEADER_BYTES },
         };
         if (nghttp2_submit_settings(k->session, NGHTTP2_FLAG_NONE, settings, ELEMENTSOF(settings)) != 0) {
                 conn_free(k);
@@ -578,7 +582,7 @@ int grpc_server_new(const struct grpc_server_limits *limits, const struct grpc_m
         if (r < 0) return r;
         struct grpc_server *s = xcalloc(1, sizeof *s);
         if (limits) s->limits = *limits;
-#define DEF(f, v) \
+#define DEF(f, v)                                                                                                      \
         if (!s->limits.f) s->limits.f = (v)
         DEF(max_message, GRPC_SERVER_MAX_MESSAGE_DEFAULT);
         DEF(max_connections, GRPC_SERVER_MAX_CONNECTIONS_DEFAULT);
@@ -624,7 +628,7 @@ static int split_path(const char *path, char **ret_dir, const char **ret_name) {
 /* Binds socket fd to name inside the folder dfd: through /proc/self/fd (any root length), else
  * root and path joined. Returns 0 or -errno. */
 static int bind_at(int fd, int dfd, const char *name, const char *host_path) {
-        struct sockaddr_un a = {.sun_family = AF_UNIX};
+        struct sockaddr_un a = { .sun_family = AF_UNIX };
         int n = snprintf(a.sun_path, sizeof a.sun_path, "/proc/self/fd/%d/%s", dfd, name);
         if (n > 0 && (size_t)n < sizeof a.sun_path && bind(fd, (struct sockaddr *)&a, sizeof a) == 0) return 0;
         if (n > 0 && (size_t)n < sizeof a.sun_path && errno != ENOENT && errno != ENOTDIR) return -errno;
@@ -644,16 +648,18 @@ int grpc_server_listen(struct grpc_server *s, const char *host_path, void *liste
         if (id < 0) return errorf(ret_error, -ENOSPC, "%s: too many listeners", host_path);
         _cleanup_free_ char *dir = NULL;
         const char *name;
-        if (split_path(host_path, &dir, &name) < 0) return errorf(ret_error, -EINVAL, "%s: not a socket path", host_path);
+        if (split_path(host_path, &dir, &name) < 0)
+                return errorf(ret_error, -EINVAL, "%s: not a socket path", host_path);
         _cleanup_close_ int dfd = hostfs_open(dir, O_PATH | O_DIRECTORY);
         if (dfd < 0) return errorf(ret_error, dfd, "%s: cannot open its folder: %s", host_path, strerror(-dfd));
         struct stat st;
         if (fstatat(dfd, name, &st, AT_SYMLINK_NOFOLLOW) == 0) {
                 if (!S_ISSOCK(st.st_mode))
-                        return errorf(ret_error, -EEXIST, "%s: exists and is not a socket; not replacing it", host_path);
+                        return errorf(ret_error, -EEXIST, "%s: exists and is not a socket; not replacing it",
+                                      host_path);
                 /* A socket someone answers on belongs to a running plugin; a dead one is stale. */
                 _cleanup_close_ int probe = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-                struct sockaddr_un a = {.sun_family = AF_UNIX};
+                struct sockaddr_un a = { .sun_family = AF_UNIX };
                 int n = snprintf(a.sun_path, sizeof a.sun_path, "/proc/self/fd/%d/%s", dfd, name);
                 if (probe >= 0 && n > 0 && (size_t)n < sizeof a.sun_path &&
                     connect(probe, (struct sockaddr *)&a, sizeof a) == 0)
@@ -713,7 +719,7 @@ bool grpc_server_listener_present(struct grpc_server *s, int id) {
 
 int grpc_server_watch_fd(struct grpc_server *s, int fd, void (*fn)(int fd, void *userdata), void *userdata) {
         if (s->n_watched >= GRPC_SERVER_MAX_WATCHED) return -ENOSPC;
-        s->watched[s->n_watched++] = (struct watched){fd, fn, userdata};
+        s->watched[s->n_watched++] = (struct watched){ fd, fn, userdata };
         return 0;
 }
 
@@ -728,16 +734,16 @@ int grpc_server_run(struct grpc_server *s, unsigned max_wait_ms) {
         for (int i = 0; i < GRPC_SERVER_MAX_LISTENERS; i++)
                 if (s->listeners[i].fd >= 0) {
                         lid[nl] = i;
-                        p[nl++] = (struct pollfd){.fd = s->listeners[i].fd, .events = POLLIN};
+                        p[nl++] = (struct pollfd){ .fd = s->listeners[i].fd, .events = POLLIN };
                 }
         size_t nw = s->n_watched;
-        for (size_t i = 0; i < nw; i++) p[nl + i] = (struct pollfd){.fd = s->watched[i].fd, .events = POLLIN};
+        for (size_t i = 0; i < nw; i++) p[nl + i] = (struct pollfd){ .fd = s->watched[i].fd, .events = POLLIN };
         size_t base = nl + nw, nc = s->n_conns;
         for (size_t i = 0; i < nc; i++) {
                 struct conn *k = s->conns[i];
                 short ev = POLLIN;
                 if (k->pending_len || nghttp2_session_want_write(k->session)) ev |= POLLOUT;
-                p[base + i] = (struct pollfd){.fd = k->fd, .events = ev};
+                p[base + i] = (struct pollfd){ .fd = k->fd, .events = ev };
         }
         uint64_t now = monotonic_ms(), d = next_deadline(s);
         uint64_t wait = max_wait_ms;
@@ -751,9 +757,11 @@ int grpc_server_run(struct grpc_server *s, unsigned max_wait_ms) {
                                 if (conn_receive(k) < 0) k->dead = true;
                 }
                 for (size_t i = 0; i < nw; i++)
-                        if (p[nl + i].revents & (POLLIN | POLLHUP | POLLERR)) s->watched[i].fn(s->watched[i].fd, s->watched[i].userdata);
+                        if (p[nl + i].revents & (POLLIN | POLLHUP | POLLERR))
+                                s->watched[i].fn(s->watched[i].fd, s->watched[i].userdata);
                 for (size_t i = 0; i < nl; i++)
-                        if ((p[i].revents & POLLIN) && s->listeners[lid[i]].fd == p[i].fd) conn_accept(s, &s->listeners[lid[i]]);
+                        if ((p[i].revents & POLLIN) && s->listeners[lid[i]].fd == p[i].fd)
+                                conn_accept(s, &s->listeners[lid[i]]);
         }
         enforce_deadlines(s, monotonic_ms());
         /* Write what every connection has (answers queued by handlers and watched fds above), then

@@ -1,4 +1,4 @@
-/* grpc_server.h: a gRPC server on unix sockets below the host root (nghttp2, loaded with dlopen): unary and server-streaming calls, bounded. */
+/* grpc_server.h: a gRPC server on unix sockets (nghttp2, dlopen): unary and server-streaming calls, bounded. */
 #pragma once
 
 #include <stdbool.h>
@@ -10,19 +10,19 @@
 
 /* The bounds of a server; zero fields take the defaults below. */
 struct grpc_server_limits {
-        size_t max_message;             /* a request message past this is refused (RESOURCE_EXHAUSTED) */
-        unsigned max_connections;       /* past it, the oldest connection without a call is closed, else the new one */
-        unsigned max_streams;           /* per connection: SETTINGS_MAX_CONCURRENT_STREAMS, more refused */
-        unsigned call_timeout_ms;       /* a request must be whole this soon (or its grpc-timeout, if shorter) */
-        unsigned preface_timeout_ms;    /* a new connection must send its HTTP/2 preface this soon */
-        size_t max_queued;              /* answer bytes queued for one call that the peer does not take: past it, reset */
+        size_t max_message;          /* a request message past this is refused (RESOURCE_EXHAUSTED) */
+        unsigned max_connections;    /* past it, the oldest connection without a call is closed, else the new one */
+        unsigned max_streams;        /* per connection: SETTINGS_MAX_CONCURRENT_STREAMS, more refused */
+        unsigned call_timeout_ms;    /* a request must be whole this soon (or its grpc-timeout, if shorter) */
+        unsigned preface_timeout_ms; /* a new connection must send its HTTP/2 preface this soon */
+        size_t max_queued;           /* answer bytes queued for one call that the peer does not take: past it, reset */
 };
-#define GRPC_SERVER_MAX_MESSAGE_DEFAULT ((size_t)4 << 20)   /* grpc-go's default receive limit */
-#define GRPC_SERVER_MAX_CONNECTIONS_DEFAULT 16u
-#define GRPC_SERVER_MAX_STREAMS_DEFAULT 32u
-#define GRPC_SERVER_CALL_TIMEOUT_MS_DEFAULT 10000u
+#define GRPC_SERVER_MAX_MESSAGE_DEFAULT        ((size_t)4 << 20) /* grpc-go's default receive limit */
+#define GRPC_SERVER_MAX_CONNECTIONS_DEFAULT    16u
+#define GRPC_SERVER_MAX_STREAMS_DEFAULT        32u
+#define GRPC_SERVER_CALL_TIMEOUT_MS_DEFAULT    10000u
 #define GRPC_SERVER_PREFACE_TIMEOUT_MS_DEFAULT 10000u
-#define GRPC_SERVER_MAX_QUEUED_DEFAULT ((size_t)8 << 20)
+#define GRPC_SERVER_MAX_QUEUED_DEFAULT         ((size_t)8 << 20)
 
 struct grpc_server;
 /* One call being served. Valid from its handler until it is finished (unary: the handler answered)
@@ -37,8 +37,8 @@ typedef void (*grpc_handler_fn)(struct grpc_call *call, const uint8_t *req, size
                                 void *listener_data);
 
 struct grpc_method {
-        const char *path;               /* "/v1beta1.DevicePlugin/Allocate" */
-        bool streaming;                 /* server streaming: the answer is many messages */
+        const char *path; /* "/v1beta1.DevicePlugin/Allocate" */
+        bool streaming;   /* server streaming: the answer is many messages */
         grpc_handler_fn fn;
         void *data;
 };
@@ -57,7 +57,9 @@ int grpc_server_new(const struct grpc_server_limits *limits, const struct grpc_m
 /* Closes every connection (streaming calls see their close callback) and listener (their socket
  * files removed when still theirs), then frees the server. */
 void grpc_server_free(struct grpc_server *s);
-static inline void grpc_server_freep(struct grpc_server **s) { grpc_server_free(*s); }
+static inline void grpc_server_freep(struct grpc_server **s) {
+        grpc_server_free(*s);
+}
 #define _cleanup_grpc_server_ _cleanup_(grpc_server_freep)
 
 /* Listens on a unix socket at host_path (below hostfs's root; a stale socket there is removed

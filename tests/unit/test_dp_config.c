@@ -1,4 +1,4 @@
-/* test_dp_config.c: NVIDIA's device plugin config files (its README's and the GPU Operator's examples) and the refusals, the Xid policy, list strategies. */
+/* test_dp_config.c: NVIDIA's device plugin configs (README, GPU Operator), refusals, Xid policy, mig-minors. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -43,7 +43,8 @@ static void test_readme_flags(void **state) {
 
         /* README's dp-example-config1.yaml: mixed, with a comment */
         assert_int_equal(parse("version: v1\nflags:\n  migStrategy: \"mixed\" # Only change from config0.yaml\n"
-                               "  failOnInitError: true\n  plugin:\n    deviceListStrategy: envvar\n    deviceIDStrategy: index\n",
+                               "  failOnInitError: true\n  plugin:\n    deviceListStrategy: envvar\n    "
+                               "deviceIDStrategy: index\n",
                                &c, &err),
                          0);
         assert_int_equal(c.mig_strategy, DP_MIG_MIXED);
@@ -126,8 +127,10 @@ static void test_devices_rename_json(void **state) {
         assert_string_equal(r->rename, "nvidia.com/gpu-shared");
         dp_config_done(&c);
 
-        assert_int_equal(parse("{\"version\": \"v1\", \"flags\": {\"plugin\": {\"deviceListStrategy\": [\"cdi-cri\", \"envvar\"]}},"
-                               " \"sharing\": {\"timeSlicing\": {\"resources\": [{\"name\": \"nvidia.com/gpu\", \"replicas\": 4, "
+        assert_int_equal(parse("{\"version\": \"v1\", \"flags\": {\"plugin\": {\"deviceListStrategy\": [\"cdi-cri\", "
+                               "\"envvar\"]}},"
+                               " \"sharing\": {\"timeSlicing\": {\"resources\": [{\"name\": \"nvidia.com/gpu\", "
+                               "\"replicas\": 4, "
                                "\"devices\": 2}]}}}",
                                &c, &err),
                          0);
@@ -146,29 +149,44 @@ static void test_refusals(void **state) {
         static const struct {
                 const char *text, *needle;
         } bad[] = {
-                {"version: v2\n", "version"},
-                {"version: v1\nflags:\n  migStrategy: maybe\n", "migStrategy"},
-                {"version: v1\nflags:\n  failOnInitError: perhaps\n", "failOnInitError"},
-                {"version: v1\nflags:\n  plugin:\n    deviceListStrategy: env\n", "deviceListStrategy"},
-                {"version: v1\nflags:\n  plugin:\n    deviceIDStrategy: serial\n", "deviceIDStrategy"},
-                {"version: v1\nsharing:\n  timeSlicing:\n    resources: []\n", "no resources"},
-                {"version: v1\nsharing:\n  timeSlicing:\n    renameByDefault: true\n", "no resources"},
-                {"version: v1\nsharing:\n  timeSlicing:\n    resources:\n    - replicas: 2\n", "name"},
-                {"version: v1\nsharing:\n  timeSlicing:\n    resources:\n    - name: nvidia.com/gpu\n", "no replicas"},
-                {"version: v1\nsharing:\n  timeSlicing:\n    resources:\n    - name: nvidia.com/gpu\n      replicas: 1\n", ">= 2"},
-                {"version: v1\nsharing:\n  timeSlicing:\n    resources:\n    - name: nvidia.com/gpu\n      replicas: 100000\n", "more than"},
-                {"version: v1\nsharing:\n  timeSlicing:\n    resources:\n    - name: nvidia.com/gpu\n      replicas: ten\n", "whole number"},
-                {"version: v1\nsharing:\n  timeSlicing:\n    resources:\n    - name: amd.com/gpu\n      replicas: 2\n", "nvidia.com"},
-                {"version: v1\nsharing:\n  timeSlicing:\n    resources:\n    - name: nvidia.com/gpu\n      replicas: 2\n"
-                 "      devices: some\n", "devices"},
-                {"version: v1\nsharing:\n  timeSlicing:\n    resources:\n    - name: nvidia.com/gpu\n      replicas: 2\n"
-                 "      devices: 0\n", "count"},
-                {"version: v1\nsharing:\n  timeSlicing:\n    resources:\n    - name: nvidia.com/gpu\n      replicas: 2\n"
-                 "    - name: nvidia.com/gpu\n      replicas: 3\n", "twice"},
-                {"version: v1\nsharing:\n  mps:\n    resources:\n    - name: nvidia.com/gpu\n      replicas: 10\n", "MPS"},
-                {"- a\n- b\n", "not a mapping"},
-                {"version: v1\nflags: [1]\n", "flags"},
-                {"version: [v1\n", "invalid YAML"},
+                { "version: v2\n", "version" },
+                { "version: v1\nflags:\n  migStrategy: maybe\n", "migStrategy" },
+                { "version: v1\nflags:\n  failOnInitError: perhaps\n", "failOnInitError" },
+                { "version: v1\nflags:\n  plugin:\n    deviceListStrategy: env\n", "deviceListStrategy" },
+                { "version: v1\nflags:\n  plugin:\n    deviceIDStrategy: serial\n", "deviceIDStrategy" },
+                { "version: v1\nsharing:\n  timeSlicing:\n    resources: []\n", "no resources" },
+                { "version: v1\nsharing:\n  timeSlicing:\n    renameByDefault: true\n", "no resources" },
+                { "version: v1\nsharing:\n  timeSlicing:\n    resources:\n    - replicas: 2\n", "name" },
+                { "version: v1\nsharing:\n  timeSlicing:\n    resources:\n    - name: nvidia.com/gpu\n",
+                  "no replicas" },
+                { "version: v1\nsharing:\n  timeSlicing:\n    resources:\n    - name: nvidia.com/gpu\n      replicas: "
+                  "1\n",
+                  ">= 2" },
+                { "version: v1\nsharing:\n  timeSlicing:\n    resources:\n    - name: nvidia.com/gpu\n      replicas: "
+                  "100000\n",
+                  "more than" },
+                { "version: v1\nsharing:\n  timeSlicing:\n    resources:\n    - name: nvidia.com/gpu\n      replicas: "
+                  "ten\n",
+                  "whole number" },
+                { "version: v1\nsharing:\n  timeSlicing:\n    resources:\n    - name: amd.com/gpu\n      replicas: 2\n",
+                  "nvidia.com" },
+                { "version: v1\nsharing:\n  timeSlicing:\n    resources:\n    - name: nvidia.com/gpu\n      replicas: "
+                  "2\n"
+                  "      devices: some\n",
+                  "devices" },
+                { "version: v1\nsharing:\n  timeSlicing:\n    resources:\n    - name: nvidia.com/gpu\n      replicas: "
+                  "2\n"
+                  "      devices: 0\n",
+                  "count" },
+                { "version: v1\nsharing:\n  timeSlicing:\n    resources:\n    - name: nvidia.com/gpu\n      replicas: "
+                  "2\n"
+                  "    - name: nvidia.com/gpu\n      replicas: 3\n",
+                  "twice" },
+                { "version: v1\nsharing:\n  mps:\n    resources:\n    - name: nvidia.com/gpu\n      replicas: 10\n",
+                  "MPS" },
+                { "- a\n- b\n", "not a mapping" },
+                { "version: v1\nflags: [1]\n", "flags" },
+                { "version: [v1\n", "invalid YAML" },
         };
         for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
                 struct dp_config c;
@@ -183,7 +201,8 @@ static void test_refusals(void **state) {
 
 static void test_list_strategy(void **state) {
         assert_int_equal(dp_list_strategy_parse("envvar"), DP_LIST_ENVVAR);
-        assert_int_equal(dp_list_strategy_parse("cdi-annotations, volume-mounts"), DP_LIST_CDI_ANNOTATIONS | DP_LIST_VOLUME_MOUNTS);
+        assert_int_equal(dp_list_strategy_parse("cdi-annotations, volume-mounts"),
+                         DP_LIST_CDI_ANNOTATIONS | DP_LIST_VOLUME_MOUNTS);
         assert_int_equal(dp_list_strategy_parse("cdi-cri"), DP_LIST_CDI_CRI);
         assert_int_equal(dp_list_strategy_parse(""), -EINVAL);
         assert_int_equal(dp_list_strategy_parse("envvar,"), -EINVAL);
@@ -195,7 +214,7 @@ static void test_xid_policy(void **state) {
         struct dp_xid_policy p;
         char *err = NULL;
         assert_int_equal(dp_xid_policy_parse(NULL, NULL, &p, &err), 0);
-        static const unsigned app[] = {13, 31, 43, 45, 68, 109};
+        static const unsigned app[] = { 13, 31, 43, 45, 68, 109 };
         for (size_t i = 0; i < 6; i++) assert_false(dp_xid_counts(&p, app[i]));
         assert_true(dp_xid_counts(&p, 48));
         assert_true(dp_xid_counts(&p, 79));
@@ -220,9 +239,10 @@ static void test_xid_policy(void **state) {
 
 /* /proc/driver/nvidia-caps/mig-minors as the driver writes it (its first lines). */
 static void test_mig_minors(void **state) {
-        static const char text[] = "config 1\nmonitor 2\ngpu0/gi0/access 3\ngpu0/gi0/ci0/access 4\ngpu0/gi0/ci1/access 5\n"
-                                   "gpu7/gi14/ci7/access 4095\ngpu1/gi2/access 30\ngarbage line\ngpu0/gi0/access x\n"
-                                   "gpu0/gi1/access 6 extra\n\n";
+        static const char text[] =
+                "config 1\nmonitor 2\ngpu0/gi0/access 3\ngpu0/gi0/ci0/access 4\ngpu0/gi0/ci1/access 5\n"
+                "gpu7/gi14/ci7/access 4095\ngpu1/gi2/access 30\ngarbage line\ngpu0/gi0/access x\n"
+                "gpu0/gi1/access 6 extra\n\n";
         struct dp_mig_minor *v = NULL;
         size_t n = 0, skipped = 0;
         assert_int_equal(dp_mig_minors_parse(text, sizeof text - 1, &v, &n, &skipped), 0);
@@ -248,7 +268,10 @@ static void test_mig_minors(void **state) {
 static void test_dev_root(void **state) {
         struct dp_config c;
         char *err;
-        assert_int_equal(parse("version: v1\nflags:\n  nvidiaDevRoot: /run/nvidia/driver\n  plugin:\n    passDeviceSpecs: true\n", &c, &err), 0);
+        assert_int_equal(parse("version: v1\nflags:\n  nvidiaDevRoot: /run/nvidia/driver\n  plugin:\n    "
+                               "passDeviceSpecs: true\n",
+                               &c, &err),
+                         0);
         assert_string_equal(c.dev_root, "/run/nvidia/driver");
         assert_true(c.pass_device_specs);
         dp_config_done(&c);
@@ -260,14 +283,10 @@ static void test_dev_root(void **state) {
 
 int main(void) {
         const struct CMUnitTest tests[] = {
-                cmocka_unit_test(test_readme_flags),
-                cmocka_unit_test(test_readme_time_slicing),
-                cmocka_unit_test(test_operator_mixed),
-                cmocka_unit_test(test_devices_rename_json),
-                cmocka_unit_test(test_refusals),
-                cmocka_unit_test(test_list_strategy),
-                cmocka_unit_test(test_xid_policy),
-                cmocka_unit_test(test_mig_minors),
+                cmocka_unit_test(test_readme_flags),   cmocka_unit_test(test_readme_time_slicing),
+                cmocka_unit_test(test_operator_mixed), cmocka_unit_test(test_devices_rename_json),
+                cmocka_unit_test(test_refusals),       cmocka_unit_test(test_list_strategy),
+                cmocka_unit_test(test_xid_policy),     cmocka_unit_test(test_mig_minors),
                 cmocka_unit_test(test_dev_root),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);

@@ -1,4 +1,4 @@
-/* test_grpc_server.c: the gRPC server against gpunode's own client over socketpairs: unary, streaming, statuses, every bound. */
+/* test_grpc_server.c: the gRPC server against gpunode's client on socketpairs: statuses, streams, bounds. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -14,7 +14,7 @@
 #include "grpc/grpc_h2.h"
 #include "grpc/grpc_server.h"
 
-static struct grpc_call *held;          /* the open streaming call */
+static struct grpc_call *held; /* the open streaming call */
 static int closed_calls;
 
 static void h_echo(struct grpc_call *c, const uint8_t *req, size_t len, void *md, void *ld) {
@@ -43,10 +43,10 @@ static void h_watch(struct grpc_call *c, const uint8_t *req, size_t len, void *m
 }
 
 static const struct grpc_method methods[] = {
-        {"/t.S/Echo", false, h_echo, NULL},
-        {"/t.S/Refuse", false, h_refuse, NULL},
-        {"/t.S/Silent", false, h_silent, NULL},
-        {"/t.S/Watch", true, h_watch, NULL},
+        { "/t.S/Echo", false, h_echo, NULL },
+        { "/t.S/Refuse", false, h_refuse, NULL },
+        { "/t.S/Silent", false, h_silent, NULL },
+        { "/t.S/Watch", true, h_watch, NULL },
 };
 
 /* A client's work, run in a thread while the test serves. */
@@ -92,8 +92,8 @@ static size_t unary_len;
 static void do_unary(struct client *cl) {
         struct grpc_h2 *c = NULL;
         assert_int_equal(grpc_h2_client_new(cl->fd, 1 << 20, &c, NULL), 0);
-        cl->r = grpc_call_unary(c, unary_method, unary_req, unary_len, 2000, grpc_now_us() + 3000000, &cl->msg, &cl->len,
-                                &cl->status, &cl->error);
+        cl->r = grpc_call_unary(c, unary_method, unary_req, unary_len, 2000, grpc_now_us() + 3000000, &cl->msg,
+                                &cl->len, &cl->status, &cl->error);
         grpc_h2_free(c);
 }
 
@@ -125,8 +125,10 @@ static void do_stream(struct client *cl) {
 }
 
 static struct grpc_server *server(unsigned max_message, unsigned timeout_ms) {
-        struct grpc_server_limits l = {.max_message = max_message, .call_timeout_ms = timeout_ms, .preface_timeout_ms = 300,
-                                       .max_connections = 4};
+        struct grpc_server_limits l = { .max_message = max_message,
+                                        .call_timeout_ms = timeout_ms,
+                                        .preface_timeout_ms = 300,
+                                        .max_connections = 4 };
         struct grpc_server *s = NULL;
         assert_int_equal(grpc_server_new(&l, methods, ELEMENTSOF(methods), &s, NULL), 0);
         return s;
@@ -134,7 +136,7 @@ static struct grpc_server *server(unsigned max_message, unsigned timeout_ms) {
 
 static void test_unary(void **state) {
         struct grpc_server *s = server(1024, 2000);
-        struct client cl = {.fn = do_unary};
+        struct client cl = { .fn = do_unary };
         unary_method = "/t.S/Echo", unary_req = "hello", unary_len = 5;
         run_client(s, &cl);
         assert_int_equal(cl.r, 0);
@@ -142,7 +144,7 @@ static void test_unary(void **state) {
         assert_memory_equal(cl.msg, "hello", 5);
         free(cl.msg);
         /* an empty message is a message */
-        cl = (struct client){.fn = do_unary};
+        cl = (struct client){ .fn = do_unary };
         unary_len = 0;
         run_client(s, &cl);
         assert_int_equal(cl.r, 0);
@@ -160,14 +162,14 @@ static void test_statuses(void **state) {
                 int status;
                 const char *text;
         } cases[] = {
-                {"/t.S/Nope", 1, GRPC_UNIMPLEMENTED, "unknown method /t.S/Nope"},
-                {"/t.S/Refuse", 1, GRPC_INVALID_ARGUMENT, "no such device \"GPU-x\""},
-                {"/t.S/Silent", 1, GRPC_INTERNAL, "gave no answer"},
-                {"/t.S/Echo", 2000, GRPC_RESOURCE_EXHAUSTED, "2000"},
+                { "/t.S/Nope", 1, GRPC_UNIMPLEMENTED, "unknown method /t.S/Nope" },
+                { "/t.S/Refuse", 1, GRPC_INVALID_ARGUMENT, "no such device \"GPU-x\"" },
+                { "/t.S/Silent", 1, GRPC_INTERNAL, "gave no answer" },
+                { "/t.S/Echo", 2000, GRPC_RESOURCE_EXHAUSTED, "2000" },
         };
         static char big[2000];
         for (size_t i = 0; i < ELEMENTSOF(cases); i++) {
-                struct client cl = {.fn = do_unary};
+                struct client cl = { .fn = do_unary };
                 unary_method = cases[i].method, unary_req = big, unary_len = cases[i].len;
                 run_client(s, &cl);
                 assert_int_equal(cl.status, cases[i].status);
@@ -181,7 +183,7 @@ static void test_statuses(void **state) {
 
 static void test_stream(void **state) {
         struct grpc_server *s = server(1024, 2000);
-        struct client cl = {.fn = do_stream, .cancel_after_two = true};
+        struct client cl = { .fn = do_stream, .cancel_after_two = true };
         closed_calls = 0;
         run_client(s, &cl);
         assert_int_equal(cl.stream_msgs, 2);
@@ -197,7 +199,7 @@ static void test_stream_end(void **state) {
         int sv[2];
         assert_int_equal(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0, sv), 0);
         assert_int_equal(grpc_server_adopt(s, sv[0], NULL), 0);
-        struct client cl = {.fn = do_stream, .fd = sv[1]};
+        struct client cl = { .fn = do_stream, .fd = sv[1] };
         atomic_init(&cl.done, false);
         pthread_t t;
         held = NULL;
@@ -238,7 +240,7 @@ static void do_half(struct client *cl) {
 
 static void test_deadline(void **state) {
         struct grpc_server *s = server(1024, 200);
-        struct client cl = {.fn = do_half};
+        struct client cl = { .fn = do_half };
         run_client(s, &cl);
         assert_int_equal(cl.status, GRPC_DEADLINE_EXCEEDED);
         assert_true(cl.r >= 150 && cl.r < 2000);
@@ -283,13 +285,13 @@ static void test_bounds(void **state) {
 
 /* A connection with a call open is never evicted: with every one busy, a new one is refused. */
 static void test_busy_limit(void **state) {
-        struct grpc_server_limits l = {.max_connections = 1};
+        struct grpc_server_limits l = { .max_connections = 1 };
         struct grpc_server *s = NULL;
         assert_int_equal(grpc_server_new(&l, methods, ELEMENTSOF(methods), &s, NULL), 0);
         int sv[2];
         assert_int_equal(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0, sv), 0);
         assert_int_equal(grpc_server_adopt(s, sv[0], NULL), 0);
-        struct client cl = {.fn = do_stream, .fd = sv[1]};
+        struct client cl = { .fn = do_stream, .fd = sv[1] };
         atomic_init(&cl.done, false);
         held = NULL;
         pthread_t t;
@@ -310,12 +312,8 @@ static void test_busy_limit(void **state) {
 
 int main(void) {
         const struct CMUnitTest tests[] = {
-                cmocka_unit_test(test_unary),
-                cmocka_unit_test(test_statuses),
-                cmocka_unit_test(test_stream),
-                cmocka_unit_test(test_stream_end),
-                cmocka_unit_test(test_deadline),
-                cmocka_unit_test(test_bounds),
+                cmocka_unit_test(test_unary),      cmocka_unit_test(test_statuses), cmocka_unit_test(test_stream),
+                cmocka_unit_test(test_stream_end), cmocka_unit_test(test_deadline), cmocka_unit_test(test_bounds),
                 cmocka_unit_test(test_busy_limit),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
