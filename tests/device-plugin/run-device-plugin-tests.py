@@ -382,12 +382,35 @@ check(reg["status"] == "pass" and "gpunode-nvidia-gpu.sock" in reg["summary"],
 stop(p)
 kubelet.stop()
 
-# ---- inside the agent (--device-plugin) ----
-root = make_root("agent")
+# ---- inside the agent (--device-plugin), with the API stand-in: a GPU's loss is an Event ----
+tests_dir = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+root = os.path.join(tmp, "agent")
+shutil.copytree(scen + "/root", root, symlinks=True)
 folder = root + "/var/lib/kubelet/device-plugins"
+for f in ("kubelet.sock", "nvidia-gpu.sock"):
+    os.unlink(os.path.join(folder, f))
 kubelet = K.FakeKubelet(folder)
+subprocess.run(["sh", os.path.join(tests_dir, "kube-server", "make-certs.sh"), tmp + "/certs"], check=True,
+               stdout=subprocess.DEVNULL)
+shutil.copytree(scen + "/api", tmp + "/api")
+api_out = open(tmp + "/api.out", "w")
+api_srv = subprocess.Popen(["/usr/bin/python3", os.path.join(tests_dir, "kube-server", "kube_server.py"), "--certs",
+                            tmp + "/certs", "--responses", tmp + "/api", "--token", "dp-token-0123456789", "--lifetime",
+                            "120", "--log", tmp + "/requests.log"], stdout=api_out, stderr=subprocess.DEVNULL)
+procs.append(api_srv)
+api_port = None
+for _ in range(100):
+    t = open(tmp + "/api.out").read().strip()
+    if t.isdigit():
+        api_port = int(t)
+        break
+    time.sleep(0.1)
+open(tmp + "/kubeconfig", "w").write(
+    "apiVersion: v1\nkind: Config\nclusters:\n- name: t\n  cluster:\n    server: https://127.0.0.1:%d\n"
+    "    certificate-authority: %s/certs/ca.crt\nusers:\n- name: t\n  user:\n    token: dp-token-0123456789\n"
+    "contexts:\n- name: t\n  context: {cluster: t, user: t}\ncurrent-context: t\n" % (api_port or 1, tmp))
 nv = os.path.join(root, "nvml.json")
-desc = eight_gpus()
+desc = json.load(open(scen + "/nvml.json"))
 write_desc(nv, desc)
 s = socket.socket()
 s.bind(("127.0.0.1", 0))
@@ -395,17 +418,33 @@ port = s.getsockname()[1]
 s.close()
 log = open(os.path.join(root, "plugin.log"), "w")
 p = subprocess.Popen([gpunode, "agent", "--device-plugin", "--root", root, "--nvml-library", fake_nvml, "--listen",
-                      "127.0.0.1:%d" % port, "--no-conditions", "--no-labels", "--no-kubernetes", "--node", "n1"],
+                      "127.0.0.1:%d" % port, "--no-labels", "--no-kubernetes", "--node", "k8s-healthy",
+                      "--kubeconfig", tmp + "/kubeconfig", "--check-interval", "60s", "--event-hold-down", "0"],
                      env=dict(os.environ, GPUNODE_FAKE_NVML=nv, GPUNODE_FAKE_NVML_RELOAD="1"), stdout=log,
                      stderr=subprocess.STDOUT)
 procs.append(p)
 got = kubelet.wait(lambda: kubelet.last_list("nvidia.com/gpu"), 15)
-check(len(health(got)) == 8 and all(v == "Healthy" for v in health(got).values()),
-      "agent --device-plugin: registered, 8 GPUs Healthy")
+n_gpus = len(desc["gpus"])
+check(len(health(got)) == n_gpus and all(v == "Healthy" for v in health(got).values()),
+      "agent --device-plugin: registered, %d GPUs Healthy" % n_gpus)
+lost_uuid = desc["gpus"][2]["uuid"]
 desc["gpus"][2]["lost"] = True
 write_desc(nv, desc)
-got = kubelet.wait(lambda: health(kubelet.last_list("nvidia.com/gpu")).get(uuid(2)) == "Unhealthy", 5)
+got = kubelet.wait(lambda: health(kubelet.last_list("nvidia.com/gpu")).get(lost_uuid) == "Unhealthy", 5)
 check(bool(got), "agent --device-plugin: a lost GPU Unhealthy on the stream")
+
+
+def gpu_events():
+    try:
+        return [l for l in open(tmp + "/requests.log") if "GPUUnhealthy" in l and lost_uuid in l]
+    except OSError:
+        return []
+
+
+deadline = time.monotonic() + 20
+while time.monotonic() < deadline and not gpu_events():
+    time.sleep(0.2)
+check(bool(gpu_events()), "agent --device-plugin: a GPUUnhealthy Event naming the GPU is written to the API")
 rc = stop(p)
 check(rc == 0 and not os.path.exists(folder + "/gpunode-nvidia-gpu.sock") and "device-plugin: registered" in log_of(root),
       "agent --device-plugin: SIGTERM stops both, socket removed")
