@@ -1,4 +1,4 @@
-/* fuzz_kmsg.c: libFuzzer target feeding arbitrary input to the kernel log scanner in input-chosen chunks, checking the summary's invariants. */
+/* fuzz_kmsg.c: libFuzzer target feeding arbitrary input to the kernel log scanner in input-chosen chunks, checking the summary's invariants (GPUs and Xids, NVSwitches and SXids). */
 #include <errno.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "layer1_hardware/kmsg.h"
+#include "layer1_hardware/sxid.h"
 #include "layer1_hardware/xid.h"
 
 /* Aborts (a finding for the fuzzer) when cond is false. */
@@ -56,6 +57,34 @@ static void check_summary(const struct kmsg_summary *sum, size_t len) {
                 }
                 check(kmsg_gpu_recent(g, g->n_recent) == NULL);
         }
+        check(sum->n_switches <= KMSG_MAX_SWITCHES);
+        uint64_t sxid_lines = sum->switches_untracked_events;
+        for (size_t i = 0; i < sum->n_switches; i++) {
+                const struct kmsg_switch *sw = sum->switches[i];
+                char norm[KMSG_PCI_MAX];
+                check(kmsg_pci_normalize(sw->pci, strlen(sw->pci), norm) == (int)strlen(sw->pci));
+                check(sw->n_sxids <= KMSG_MAX_SXIDS_PER_SWITCH && sw->worst < _SXID_VERDICT_MAX);
+                for (size_t j = 0; j < i; j++) check(strcmp(sum->switches[j]->pci, sw->pci) != 0);
+                uint64_t total = sw->sxids_untracked;
+                enum sxid_verdict worst = SXID_VERDICT_WARN;
+                for (size_t j = 0; j < sw->n_sxids; j++) {
+                        const struct kmsg_sxid_stat *st = &sw->sxids[j];
+                        total += st->lines;
+                        check(st->sxid > 0 && st->sxid < 1000000);
+                        check(st->fatal + st->non_fatal + st->other <= st->lines);
+                        check(kmsg_sxid_occurrences(st) >= 1 && kmsg_sxid_occurrences(st) <= st->lines);
+                        check(st->worst < _SXID_VERDICT_MAX && st->link >= -1 && st->link < 1000);
+                        check(kmsg_switch_sxid(sw, st->sxid) == st);
+                        check(st->first.seq <= st->last.seq);
+                        check_line(&st->first);
+                        check_line(&st->last);
+                        check_line(&st->worst_line);
+                        if (st->worst > worst) worst = st->worst;
+                }
+                check(total == sw->sxid_lines && worst == sw->worst);
+                sxid_lines += sw->sxid_lines;
+        }
+        check(sxid_lines == sum->ev[KMSG_EV_SXID].count);
 }
 
 /* Feeds data in chunks whose sizes come from a PRNG seeded by the input's first bytes (so
@@ -92,6 +121,18 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
                 int xid = (int)(data[0] | (data[1] << 8));
                 check(xid_severity_for_line(xid, (const char *)data, size) < _XID_SEVERITY_MAX);
                 check(xid_lookup(xid) != NULL);
+                check(xid_remedy_for_line(xid, (const char *)data, size) != NULL);
+                char name[32];
+                int a = xid154_action((const char *)data, size, name, sizeof name);
+                check(a >= -1 && a <= 1000 && memchr(name, 0, sizeof name) != NULL);
+        }
+        struct sxid_line sl;
+        if (sxid_parse_line((const char *)data, size, &sl) == 0) {
+                check(sl.sxid > 0 && sl.sxid < 1000000 && sl.kind < _SXID_LINE_KIND_MAX);
+                check(sl.desc_off + sl.desc_len == size && sl.link >= -1 && sl.link < 1000);
+                check(strlen(sl.pci) >= 10 && sl.instance >= -1);
+                check(sxid_verdict_for(sl.sxid, sl.kind) < _SXID_VERDICT_MAX);
+                check(sxid_lookup(sl.sxid) != NULL);
         }
         return 0;
 }

@@ -29,6 +29,7 @@ fixtures() {
         kfmt) printf '%s\n' "$s"/*/root/proc/modules "$s"/*/root/proc/driver/nvidia/version \
                         "$s"/*/root/proc/driver/nvidia/gpus/*/information ;;
         kmsg) printf '%s\n' "$s"/*/root/dev/kmsg ;;
+        fmlog) printf '%s\n' "$s"/*/root/var/log/fabricmanager.log "$s"/*/root/var/lib/dpkg/status ;;
         promtext) printf '%s\n' "$top"/tests/unit/testdata/*.prom "$s"/*/metrics/*/metrics ;;
         toml) printf '%s\n' "$top"/tests/toml-test/tests/valid/**/*.toml "$top"/tests/toml-test/tests/invalid/**/*.toml ;;
         kube_objects) printf '%s\n' "$s"/*/api/**/*.json ;;
@@ -39,6 +40,7 @@ fixtures() {
         nvml_facts_json) printf '%s\n' "$top"/tests/fake-nvml/testdata/*.json "$s"/*/nvml.json ;;
         snapshot_extract) printf '%s\n' "$top"/tests/snapshots/*.tar.gz ;;
         checkpoint) printf '%s\n' "$s"/*/root/var/lib/kubelet/device-plugins/kubelet_internal_checkpoint ;;
+        cgroup) printf '%s\n' "$s"/*/root/proc/*/cgroup ;;
         esac
 }
 

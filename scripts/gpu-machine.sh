@@ -71,6 +71,55 @@ same("gpu count", len(nv["gpus"]), len(rows))
 print("cross-check: %d mismatches" % bad)
 PY
 
+step "health queries (gpu.* and nvlink.* checks) next to nvidia-smi"
+# nvidia-smi's own views of what NVML's health queries answer; -d has no PCIE section: the link info
+# comes from the full -q.
+nvidia-smi -q -d CLOCK,TEMPERATURE,ECC,PAGE_RETIREMENT,PERFORMANCE,PIDS 2>&1 | tee "$out/nvidia-smi-health.txt" | head -150
+nvidia-smi -q 2>/dev/null | sed -n '/GPU Link Info/,/Tx Throughput/p' | head -40
+nvidia-smi nvlink -s 2>&1 | tee "$out/nvidia-smi-nvlink-s.txt" | head -60
+nvidia-smi nvlink -e 2>&1 | tee "$out/nvidia-smi-nvlink-e.txt" | head -60
+for bus in $(nvidia-smi --query-gpu=pci.bus_id --format=csv,noheader); do nvidia-smi drain -p "$bus" -q 2>&1 | head -3; done
+q=index,pcie.link.gen.current,pcie.link.gen.max,pcie.link.width.current,pcie.link.width.max,temperature.memory,ecc.mode.current,ecc.mode.pending,retired_pages.pending
+nvidia-smi --query-gpu=$q,clocks_event_reasons.active --format=csv,noheader,nounits > "$out/nvidia-smi-health.csv" 2>/dev/null ||
+        nvidia-smi --query-gpu=$q,clocks_throttle_reasons.active --format=csv,noheader,nounits > "$out/nvidia-smi-health.csv"
+cat "$out/nvidia-smi-health.csv"
+"$bin" check --no-color --verbose 2>&1 | grep -A6 -E '^  \[[a-zA-Z ]+\] (gpu|nvlink)\.'
+python3 - "$out/nvml.json" "$out/nvidia-smi-health.csv" <<'PY'
+import csv, json, sys
+nv = json.load(open(sys.argv[1]))
+rows = list(csv.reader(open(sys.argv[2]), skipinitialspace=True))
+bad = 0
+def same(what, a, b):
+    global bad
+    b = str(b).strip()
+    if b in ("[N/A]", "N/A", "[Not Supported]") and a is None:
+        print("ok      ", what, "not supported in both"); return
+    ok = str(a).strip().lower() == b.lower()
+    bad += not ok
+    print(("ok      " if ok else "MISMATCH"), what, repr(a), "vs nvidia-smi", repr(b))
+for g, r in zip(nv["gpus"], rows):
+    i, p = r[0], g.get("pcie") or {}
+    print("gpu %s NVML health: violation %s, thresholds %s, %d NVLink(s) (%d active), processes %s, drain %s, clock reasons %s" % (
+        i, g.get("violation"), g.get("temperature_thresholds"), len(g.get("nvlinks") or []),
+        sum(1 for l in g.get("nvlinks") or [] if l.get("active")), g.get("processes"), g.get("drain_state"),
+        g.get("clocks_event_reasons")))
+    # the link's generation may change between the two reads (power saving): reported, not compared
+    print("         PCIe gen %s (max %s) vs nvidia-smi %s (max %s)" % (p.get("gen"), p.get("gen_max"), r[1], r[2]))
+    same("gpu %s PCIe width" % i, p.get("width"), r[3])
+    same("gpu %s PCIe max width" % i, p.get("width_max"), r[4])
+    mt = g.get("memory_temperature")
+    print("         memory temperature %s C vs nvidia-smi %s" % (mt, r[5]))
+    ecc = g.get("ecc") or {}
+    same("gpu %s ECC current" % i, {1: "enabled", 0: "disabled"}.get(ecc.get("mode_current")), r[6])
+    same("gpu %s ECC pending" % i, {1: "enabled", 0: "disabled"}.get(ecc.get("mode_pending")), r[7])
+    rp = (g.get("retired_pages") or {}).get("pending")
+    same("gpu %s retired pages pending" % i, None if rp is None else ("yes" if rp else "no"), r[8])
+    reasons = g.get("clocks_event_reasons")
+    reasons = reasons[0] if isinstance(reasons, list) else reasons
+    print("         clock event reasons 0x%x vs nvidia-smi %s" % (reasons or 0, r[9]))
+print("health cross-check: %d mismatches" % bad)
+PY
+
 step "timing: gpunode check vs nvidia-smi -q vs nvidia-smi --query-gpu (10 runs each)"
 python3 - "$bin" <<'PY'
 import resource, statistics, subprocess, sys, time

@@ -16,6 +16,7 @@ static const struct command *const commands[] = {
         &command_labels,
         &command_agent,
         &command_kube_call,
+        &command_cluster,
         &command_device_plugin,
 };
 
@@ -42,7 +43,29 @@ static int finish(int rc) {
         return rc;
 }
 
+/* As the kubectl plugin (argv[0] kubectl-gpunode): `kubectl gpunode cluster ...` and `kubectl gpunode check NODE`
+ * (the node's report through the pod proxy: `gpunode cluster check NODE`). Returns the exit code. */
+static int kubectl_plugin(int argc, char **argv) {
+        const char *sub = argc > 1 ? argv[1] : "--help";
+        if (streq(sub, "cluster")) return finish(command_cluster.run(argc - 1, argv + 1));
+        /* `gpunode cluster check NODE`: getopt permutes, so options after NODE are taken too */
+        if (streq(sub, "check")) return finish(command_cluster.run(argc, argv));
+        if (streq(sub, "--version") || streq(sub, "version")) {
+                printf("kubectl-gpunode (gpunode %s)\n", GPUNODE_VERSION);
+                return finish(0);
+        }
+        bool help = streq(sub, "--help") || streq(sub, "-h") || streq(sub, "help");
+        printf("usage: kubectl gpunode cluster [OPTIONS]   every GPU node's readiness, six categories\n"
+               "       kubectl gpunode check NODE [--output json]   the node's report from its gpunode agent\n\n%s",
+               command_cluster.options);
+        if (!help) fprintf_escaped(stderr, "kubectl gpunode: '%s' is not a command (cluster, check NODE)\n", sub);
+        return finish(help ? 0 : EXIT_USAGE);
+}
+
 int main(int argc, char **argv) {
+        const char *self = argc > 0 && argv[0] ? strrchr(argv[0], '/') : NULL;
+        self = self ? self + 1 : argc > 0 && argv[0] ? argv[0] : "";
+        if (startswith(self, "kubectl-gpunode")) return kubectl_plugin(argc, argv);
         if (argc < 2) {
                 program_help();
                 return finish(EXIT_USAGE);

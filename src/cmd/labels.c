@@ -174,7 +174,8 @@ static int label_once(const char *library, unsigned timeout_ms, const char *mach
                       char **ret, char **ret_error) {
         struct node_facts f = {0};
         probe_pci(&f.pci);
-        probe_nvml(library, timeout_ms, &f.nvml);
+        /* Only what GFD asks: a GPU hanging in an unrelated call (power, say) does not stop the labels. */
+        probe_nvml_scope(library, timeout_ms, NVML_PROBE_LABELS, &f.nvml);
         free(o->machine_type);
         o->machine_type = NULL;
         if (*machine_file && hostfs_read(machine_file, 64 * 1024, &o->machine_type, NULL) < 0) o->machine_type = NULL;

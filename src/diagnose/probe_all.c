@@ -22,6 +22,7 @@ void probe_all(const struct probe_options *opts, struct node_facts *ret) {
                 }
         }
         probe_processes(&ret->processes);
+        probe_fabric_manager(&ret->fabric_manager);
         /* NVML only when the kernel module is there: dlopen of a half-installed driver can hang
          * or abort, and without the module it can only fail. */
         if (module_loaded(&ret->modules, "nvidia") && opts->nvml_replay)
@@ -32,6 +33,7 @@ void probe_all(const struct probe_options *opts, struct node_facts *ret) {
         else
                 ret->nvml = (struct nvml_state){.load_rc = -ENODEV,
                                                 .load_error = xstrdup("not loaded: the nvidia kernel module is not loaded")};
+        probe_gpu_processes(&ret->nvml, &ret->gpu_processes);
         probe_rdma(&ret->rdma);
         probe_sriov(&ret->sriov);
         ret->runtime = probe_runtime();
@@ -49,8 +51,10 @@ void node_facts_free(struct node_facts *f) {
         secureboot_facts_free(&f->secureboot);
         kmsg_facts_free(&f->kmsg);
         nvml_state_free(&f->nvml);
+        gpu_process_facts_free(&f->gpu_processes);
         rdma_facts_free(&f->rdma);
         sriov_facts_free(&f->sriov);
+        fabric_manager_facts_free(&f->fabric_manager);
         runtime_facts_free(f->runtime);
         kube_facts_free(f->kube);
         metrics_facts_free(f->metrics);

@@ -22,11 +22,23 @@
         X(driver_recovery_action)                                                                 \
         X(driver_memory_errors)                                                                   \
         X(driver_persistence)                                                                     \
+        X(gpu_clock_slowdown)                                                                     \
+        X(gpu_temperature)                                                                        \
+        X(gpu_pcie_link)                                                                          \
+        X(gpu_ecc_mode)                                                                           \
+        X(gpu_retired_pages)                                                                      \
+        X(gpu_processes)                                                                          \
+        X(gpu_drain_state)                                                                        \
+        X(nvswitch_sxid_errors)                                                                   \
+        X(fabric_manager_version_match)                                                           \
+        X(fabric_manager_log_errors)                                                              \
         X(fabric_manager_fabric_state)                                                            \
         X(rdma_devices)                                                                           \
         X(rdma_ports)                                                                             \
         X(rdma_peermem)                                                                           \
         X(sriov_vfs)                                                                              \
+        X(nvlink_links)                                                                           \
+        X(nvlink_errors)                                                                          \
         /* Layer 2: container integration */                                                     \
         X(container_toolkit_runtime_config)                                                       \
         X(container_toolkit_toolkit_installed)                                                    \

@@ -32,6 +32,16 @@ enum exp_metric {
         EXP_UNCORRECTABLE_REMAPPED_ROWS,
         EXP_CORRECTABLE_REMAPPED_ROWS,
         EXP_ROW_REMAP_FAILURE,
+        /* Opt-in (served only when a collectors CSV names them): clock slowdowns, PCIe link, NVLink errors. */
+        EXP_CLOCK_THROTTLE_REASONS,
+        EXP_POWER_VIOLATION,
+        EXP_THERMAL_VIOLATION,
+        EXP_PCIE_LINK_GEN,
+        EXP_PCIE_LINK_WIDTH,
+        EXP_NVLINK_CRC_FLIT_ERRORS,
+        EXP_NVLINK_CRC_DATA_ERRORS,
+        EXP_NVLINK_REPLAY_ERRORS,
+        EXP_NVLINK_RECOVERY_ERRORS,
         /* Profiling counters (DCGM's profiling module; here NVML GPM, and PCIe throughput): gpm.c. */
         EXP_PROF_GR_ENGINE_ACTIVE,
         EXP_PROF_PIPE_TENSOR_ACTIVE,
@@ -46,6 +56,7 @@ struct exp_metric_def {
         const char *type; /* "gauge" or "counter", as in dcgm-exporter's default-counters.csv */
         const char *help; /* the csv's help text, verbatim */
         bool is_double;   /* DCGM_FT_DOUBLE: rendered "%f"; else DCGM_FT_INT64: "%d" */
+        bool opt_in;      /* not in dcgm-exporter's default set: served only when a collectors CSV names it */
 };
 
 /* Returns the definition of metric m (m < EXP_N_METRICS). Never fails. */
@@ -61,7 +72,8 @@ int exp_metric_by_name(const char *name);
 /*
  * Which DCGM counters the page holds, with whose help text: what a collectors CSV in dcgm-exporter's
  * format (-f/--collectors) names. Checked at render time, once per counter per sample; the sampler
- * still reads every counter. Zero-initialised: not filtered (every counter, the table's help).
+ * still reads every default counter, and the opt-in ones only when the CSV names them.
+ * Zero-initialised: not filtered (every default counter, the table's help; no opt-in counter).
  */
 struct exp_counters {
         bool filtered;                          /* a CSV was given: only the enabled counters */
@@ -120,6 +132,10 @@ enum exp_call {
         CALL_GPM_SAMPLE_GET,
         CALL_GPM_MIG_SAMPLE_GET,
         CALL_GPM_METRICS_GET,
+        CALL_CLOCK_REASONS,
+        CALL_VIOLATION_STATUS,
+        CALL_PCIE_LINK_GEN,
+        CALL_PCIE_LINK_WIDTH,
         EXP_N_CALLS,
 };
 

@@ -33,6 +33,24 @@ static const struct exp_metric_def metric_defs[EXP_N_METRICS] = {
                                             "Number of remapped rows for correctable errors", false },
         [EXP_ROW_REMAP_FAILURE] = { "DCGM_FI_DEV_ROW_REMAP_FAILURE", "gauge", "Whether remapping of rows has failed",
                                     false },
+        /* Opt-in: DCGM fields dcgm-exporter serves only from a CSV naming them (etc/dcp-metrics-included.csv).
+         * The violation times are DCGM's microseconds (NVML's nanoseconds / 1000). */
+        [EXP_CLOCK_THROTTLE_REASONS] = { "DCGM_FI_DEV_CLOCK_THROTTLE_REASONS", "gauge", "Current clock throttle reasons.",
+                                         false, true },
+        [EXP_POWER_VIOLATION] = { "DCGM_FI_DEV_POWER_VIOLATION", "counter",
+                                  "Throttling duration due to power constraints (in us).", false, true },
+        [EXP_THERMAL_VIOLATION] = { "DCGM_FI_DEV_THERMAL_VIOLATION", "counter",
+                                    "Throttling duration due to thermal constraints (in us).", false, true },
+        [EXP_PCIE_LINK_GEN] = { "DCGM_FI_DEV_PCIE_LINK_GEN", "gauge", "PCIe Current Link Generation.", false, true },
+        [EXP_PCIE_LINK_WIDTH] = { "DCGM_FI_DEV_PCIE_LINK_WIDTH", "gauge", "PCIe Current Link Width.", false, true },
+        [EXP_NVLINK_CRC_FLIT_ERRORS] = { "DCGM_FI_DEV_NVLINK_CRC_FLIT_ERROR_COUNT_TOTAL", "counter",
+                                         "Total number of NVLink flow-control CRC errors.", false, true },
+        [EXP_NVLINK_CRC_DATA_ERRORS] = { "DCGM_FI_DEV_NVLINK_CRC_DATA_ERROR_COUNT_TOTAL", "counter",
+                                         "Total number of NVLink data CRC errors.", false, true },
+        [EXP_NVLINK_REPLAY_ERRORS] = { "DCGM_FI_DEV_NVLINK_REPLAY_ERROR_COUNT_TOTAL", "counter",
+                                       "Total number of NVLink retries.", false, true },
+        [EXP_NVLINK_RECOVERY_ERRORS] = { "DCGM_FI_DEV_NVLINK_RECOVERY_ERROR_COUNT_TOTAL", "counter",
+                                         "Total number of NVLink recovery errors.", false, true },
         /* The profiling fields: ratios are DCGM_FT_DOUBLE, the PCIe rates DCGM_FT_INT64 (bytes per second). */
         [EXP_PROF_GR_ENGINE_ACTIVE] = { "DCGM_FI_PROF_GR_ENGINE_ACTIVE", "gauge",
                                         "Ratio of time the graphics engine is active.", true },
@@ -89,6 +107,10 @@ static const char *const call_names[EXP_N_CALLS] = {
         [CALL_GPM_SAMPLE_GET] = "nvmlGpmSampleGet",
         [CALL_GPM_MIG_SAMPLE_GET] = "nvmlGpmMigSampleGet",
         [CALL_GPM_METRICS_GET] = "nvmlGpmMetricsGet",
+        [CALL_CLOCK_REASONS] = "nvmlDeviceGetCurrentClocksEventReasons",
+        [CALL_VIOLATION_STATUS] = "nvmlDeviceGetViolationStatus",
+        [CALL_PCIE_LINK_GEN] = "nvmlDeviceGetCurrPcieLinkGeneration",
+        [CALL_PCIE_LINK_WIDTH] = "nvmlDeviceGetCurrPcieLinkWidth",
 };
 
 const struct exp_metric_def *exp_metric_def(enum exp_metric m) { return &metric_defs[m]; }
@@ -387,7 +409,7 @@ void exp_render_gpus(struct buf *b, const struct exp_sample *s, const struct exp
         const struct exp_counters *c = o->counters && o->counters->filtered ? o->counters : NULL;
         for (unsigned m = 0; m < EXP_N_METRICS; m++) {
                 const struct exp_metric_def *d = &metric_defs[m];
-                if (c && !c->enabled[m]) continue; /* not in the collectors CSV */
+                if (c ? !c->enabled[m] : d->opt_in) continue; /* not in the collectors CSV, or opt-in without one */
                 const char *help = c && c->help[m][0] ? c->help[m] : d->help;
                 bool any = false;
                 double v;

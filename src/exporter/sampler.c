@@ -228,6 +228,77 @@ static int sample_gpu_instances(struct worker_arg *w, struct nvml_lib *lib, stru
         return 0;
 }
 
+/* Returns true when the collectors CSV names opt-in metric m (no CSV: opt-in metrics are not served). */
+static bool wanted(const struct exporter *e, enum exp_metric m) {
+        return e->o.counters.filtered && e->o.counters.enabled[m];
+}
+
+/*
+ * Reads the opt-in series the collectors CSV names (clock event reasons, violation times, PCIe link,
+ * NVLink error totals) of GPU g through dev. Returns 0, or -ECANCELED when the worker was abandoned.
+ */
+static int sample_opt_in(struct worker_arg *w, struct nvml_lib *lib, struct exp_gpu *g, nvmlDevice_t dev) {
+        struct exporter *e = w->e;
+        unsigned i = g->index, u = 0;
+        unsigned long long ull = 0;
+        nvmlReturn_t rc;
+        const nvmlReturn_t NS = NVML_ERROR_NOT_SUPPORTED;
+
+        if (wanted(e, EXP_CLOCK_THROTTLE_REASONS)) {
+                NVCALL(w, CALL_CLOCK_REASONS, (int)i, rc,
+                       lib->nvmlDeviceGetCurrentClocksEventReasons ? lib->nvmlDeviceGetCurrentClocksEventReasons(dev, &ull) : NS);
+                if (rc == NVML_SUCCESS) set_value(g, EXP_CLOCK_THROTTLE_REASONS, (double)ull);
+        }
+        static const struct {
+                enum exp_metric m;
+                nvmlPerfPolicyType_t policy;
+        } viol[] = { { EXP_POWER_VIOLATION, NVML_PERF_POLICY_POWER }, { EXP_THERMAL_VIOLATION, NVML_PERF_POLICY_THERMAL } };
+        for (size_t k = 0; k < ELEMENTSOF(viol); k++) {
+                if (!wanted(e, viol[k].m)) continue;
+                nvmlViolationTime_t t = { 0 };
+                NVCALL(w, CALL_VIOLATION_STATUS, (int)i, rc,
+                       lib->nvmlDeviceGetViolationStatus ? lib->nvmlDeviceGetViolationStatus(dev, viol[k].policy, &t) : NS);
+                if (rc == NVML_SUCCESS) set_value(g, viol[k].m, (double)(t.violationTime / 1000)); /* ns -> DCGM's us */
+        }
+        if (wanted(e, EXP_PCIE_LINK_GEN)) {
+                NVCALL(w, CALL_PCIE_LINK_GEN, (int)i, rc,
+                       lib->nvmlDeviceGetCurrPcieLinkGeneration ? lib->nvmlDeviceGetCurrPcieLinkGeneration(dev, &u) : NS);
+                if (rc == NVML_SUCCESS) set_value(g, EXP_PCIE_LINK_GEN, u);
+        }
+        if (wanted(e, EXP_PCIE_LINK_WIDTH)) {
+                NVCALL(w, CALL_PCIE_LINK_WIDTH, (int)i, rc,
+                       lib->nvmlDeviceGetCurrPcieLinkWidth ? lib->nvmlDeviceGetCurrPcieLinkWidth(dev, &u) : NS);
+                if (rc == NVML_SUCCESS) set_value(g, EXP_PCIE_LINK_WIDTH, u);
+        }
+        /* The NVLink totals are NVML fields summing every link, as DCGM reads them. */
+        static const struct {
+                enum exp_metric m;
+                unsigned field;
+        } links[] = {
+                { EXP_NVLINK_CRC_FLIT_ERRORS, NVML_FI_DEV_NVLINK_CRC_FLIT_ERROR_COUNT_TOTAL },
+                { EXP_NVLINK_CRC_DATA_ERRORS, NVML_FI_DEV_NVLINK_CRC_DATA_ERROR_COUNT_TOTAL },
+                { EXP_NVLINK_REPLAY_ERRORS, NVML_FI_DEV_NVLINK_REPLAY_ERROR_COUNT_TOTAL },
+                { EXP_NVLINK_RECOVERY_ERRORS, NVML_FI_DEV_NVLINK_RECOVERY_ERROR_COUNT_TOTAL },
+        };
+        nvmlFieldValue_t fv[ELEMENTSOF(links)];
+        enum exp_metric fm[ELEMENTSOF(links)];
+        int n = 0;
+        memset(fv, 0, sizeof fv);
+        for (size_t k = 0; k < ELEMENTSOF(links); k++)
+                if (wanted(e, links[k].m)) {
+                        fm[n] = links[k].m;
+                        fv[n++].fieldId = links[k].field;
+                }
+        if (n > 0) {
+                NVCALL(w, CALL_FIELD_VALUES, (int)i, rc, lib->nvmlDeviceGetFieldValues ? lib->nvmlDeviceGetFieldValues(dev, n, fv) : NS);
+                for (int k = 0; rc == NVML_SUCCESS && k < n; k++)
+                        if (fv[k].nvmlReturn == NVML_SUCCESS)
+                                set_value(g, fm[k], fv[k].valueType == NVML_VALUE_TYPE_UNSIGNED_INT ? (double)fv[k].value.uiVal
+                                                                                                  : (double)fv[k].value.ullVal);
+        }
+        return 0;
+}
+
 /*
  * Reads every series of GPU g->index. Returns 0 (also when the GPU failed: g says why), -ECANCELED
  * when the worker was abandoned, or -ENODEV when the driver went away (NVML must be initialised again).
@@ -353,7 +424,9 @@ static int sample_gpu(struct worker_arg *w, struct nvml_lib *lib, struct exp_gpu
         }
         if (xid_on) set_value(g, EXP_XID_ERRORS, xid > 0 ? (double)xid : 0);
 
-        int r = sample_gpu_instances(w, lib, g, dev, memory_total);
+        int r = sample_opt_in(w, lib, g, dev);
+        if (r < 0) return r;
+        r = sample_gpu_instances(w, lib, g, dev, memory_total);
         if (r < 0) return r;
         return exp_gpm_sample(w, lib, g, dev);
 

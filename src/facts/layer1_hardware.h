@@ -128,6 +128,96 @@ struct process_facts {
         bool persistenced_running;     /* nvidia-persistenced in /proc */
 };
 
+/* ---- Fabric manager and NVSwitch (probe_fabric_manager.c) ---- */
+
+#define FM_LOG_PATH "/var/log/fabricmanager.log"      /* LOG_FILE_NAME's default in fabricmanager.cfg */
+#define FM_CONFIG_PATH "/usr/share/nvidia/nvswitch/fabricmanager.cfg"
+#define FM_DPKG_STATUS "/var/lib/dpkg/status"
+#define FM_LOG_TAIL_BYTES (1u << 20)   /* the log's last bytes read: it grows without bound when not rotated */
+#define FM_LOG_KEPT 16                 /* error lines kept as evidence, the last ones */
+#define FM_TEXT_MAX 300                /* bytes of a kept line */
+
+/* What a fabric manager log line says, when it says something gpunode looks for. */
+enum fm_log_kind {
+        FM_LOG_ERROR,                  /* any other "[ERROR]" line */
+        FM_LOG_VERSION_MISMATCH,       /* "... driver interface version X don't match with driver version Y" */
+        FM_LOG_TOPOLOGY_MISMATCH,      /* "detected number of NVSwitches don't match with any supported system topology" */
+        FM_LOG_NVSWITCH_QUERY_FAILED,  /* "request to query NVSwitch device information from NVSwitch driver failed" */
+        FM_LOG_NVSWITCH_FATAL,         /* "detected NVSwitch fatal error N on ..." */
+        FM_LOG_NVSWITCH_NON_FATAL,     /* "detected NVSwitch non-fatal error N on ..." */
+        FM_LOG_TRAINING_FAILED,        /* NVLink/NVSwitch link training failed */
+        FM_LOG_NOT_ABLE,               /* "fabric manager is not able to ..." / "failed to ..." at ERROR or not */
+        FM_LOG_MULTICAST,              /* "failed to find the GPU handle ... in the multicast team" */
+        _FM_LOG_KIND_MAX,
+};
+
+struct fm_log_line {
+        uint64_t lineno;               /* 1-based within the part read */
+        enum fm_log_kind kind;
+        char text[FM_TEXT_MAX + 1];    /* valid UTF-8, control bytes as '?' */
+};
+
+/* The fabric manager log's tail, split at the last start ("Fabric Manager version X is running"). */
+struct fm_log_facts {
+        int rc;                        /* 0 read; -ENOENT absent; other -errno unreadable */
+        char *error;
+        char *path;                    /* the log read (LOG_FILE_NAME from the config, else FM_LOG_PATH) */
+        uint64_t size;                 /* the file's size */
+        bool tail_only;                /* size > FM_LOG_TAIL_BYTES: only its end was read */
+        uint64_t lines;                /* lines looked at */
+        char *running_version;         /* from the last start line, NULL when the part read has none */
+        uint64_t start_lineno;         /* that line, 0 when none */
+        uint64_t starts;               /* start lines seen */
+        uint64_t errors_before_start;  /* error lines before the last start (history) */
+        uint64_t errors;               /* error lines after the last start (all, when no start) */
+        uint64_t kind_count[_FM_LOG_KIND_MAX]; /* of those, by kind */
+        char *mismatch_fm, *mismatch_driver;   /* versions a mismatch line names (after the start), or NULL */
+        size_t n_kept;                 /* the last FM_LOG_KEPT error lines after the start, oldest first */
+        struct fm_log_line kept[FM_LOG_KEPT];
+};
+
+struct fm_package_facts {
+        int rc;                        /* 0 read; -ENOENT no dpkg status; other -errno unreadable */
+        char *error;
+        char *name;                    /* "nvidia-fabricmanager-550" or "nvidia-fabricmanager", NULL when not installed */
+        char *version;                 /* the upstream version: "550.54.15" from "550.54.15-1" */
+        char *raw_version;             /* as dpkg has it */
+};
+
+struct fabric_manager_facts {
+        struct fm_package_facts package;
+        struct fm_log_facts log;
+};
+
+/* Scans a fabric manager log's text (len bytes, NULs allowed) into ret (path/size/tail_only left as
+ * they are). Never fails: what it does not recognise it skips. */
+void fm_log_scan(const char *text, size_t len, struct fm_log_facts *ret);
+/* Finds the installed fabric manager package in a dpkg status file's text into ret (rc/error left as
+ * they are). Never fails: no package leaves name NULL. */
+void fm_dpkg_scan(const char *text, size_t len, struct fm_package_facts *ret);
+/* Returns the kind's stable name ("error", "version-mismatch", ...), or "?". */
+const char *fm_log_kind_name(enum fm_log_kind k);
+
+void probe_fabric_manager(struct fabric_manager_facts *ret);
+void fabric_manager_facts_free(struct fabric_manager_facts *f);
+
+/* A process NVML lists on a GPU (compute processes), as the host's /proc shows it. */
+struct gpu_process_host {
+        unsigned pid;
+        bool alive;                    /* /proc/<pid> exists on the host */
+        char *comm;                    /* /proc/<pid>/comm; NULL unreadable */
+        char *pod_uid;                 /* the kubelet pod cgroup's UID (/proc/<pid>/cgroup); NULL: not in a pod */
+        char *container_id;            /* the container's id in that cgroup; NULL unknown */
+};
+
+struct gpu_process_facts {
+        /* 1: gpunode shares the host's PID namespace (NVML lists every process), 0: it does not (NVML
+         * hides the processes of other namespaces), -1: cannot tell (/proc/self under the root) */
+        int pid_namespace;
+        struct gpu_process_host *procs; /* one per distinct pid NVML listed, in the order first seen */
+        size_t n;
+};
+
 /* Individual probes (one file each). */
 void probe_pci(struct pci_facts *ret);
 void probe_modules(struct module_facts *ret);
@@ -135,12 +225,19 @@ void probe_driver(struct driver_facts *ret);
 void probe_secureboot(struct secureboot_facts *ret);
 void probe_kmsg(const char *file, struct kmsg_facts *ret);
 void probe_nvml(const char *library, unsigned timeout_ms, struct nvml_state *ret);
+/* probe_nvml asking only what scope names (an enum nvml_probe_scope: NVML_PROBE_ALL, NVML_PROBE_LABELS). */
+void probe_nvml_scope(const char *library, unsigned timeout_ms, int scope, struct nvml_state *ret);
 /* Fills ret from recorded facts (copied; NULL: load_rc/load_error) as if NVML had answered. */
 void probe_nvml_replay(const char *library, const struct nvml_facts *facts, int load_rc, const char *load_error,
                        struct nvml_state *ret);
 void probe_rdma(struct rdma_facts *ret);
 void probe_sriov(struct sriov_facts *ret);
 void probe_processes(struct process_facts *ret);
+/* Reads /proc/<pid> of every process NVML listed on a GPU (nvml may hold no facts). */
+void probe_gpu_processes(const struct nvml_state *nvml, struct gpu_process_facts *ret);
+void gpu_process_facts_free(struct gpu_process_facts *f);
+/* Returns the host's view of pid, or NULL when the probe did not record it. */
+const struct gpu_process_host *gpu_process_find(const struct gpu_process_facts *f, unsigned pid);
 char *probe_hostname(void);
 
 void pci_facts_free(struct pci_facts *f);

@@ -17,9 +17,11 @@ struct node_facts {
         struct secureboot_facts secureboot;
         struct kmsg_facts kmsg;
         struct nvml_state nvml;
+        struct gpu_process_facts gpu_processes; /* /proc of the processes NVML lists on GPUs */
         struct rdma_facts rdma;
         struct sriov_facts sriov;
         struct process_facts processes;
+        struct fabric_manager_facts fabric_manager;
         struct runtime_facts *runtime; /* layer 2 (layer2_container.h) */
         struct kube_facts *kube;       /* layer 3 (layer3_kubernetes.h); NULL when not probed */
         struct metrics_facts *metrics; /* layer 4 (layer4_observability.h); NULL when not probed */

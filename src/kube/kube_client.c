@@ -373,6 +373,8 @@ static int perform(struct kube_client *c, const char *method, const char *path, 
                         r = errorf(&err, -EPERM, "%s %s: 403 Forbidden%s%s", method, shown, sep, m);
                 else if (code == 404)
                         r = errorf(&err, -ENOENT, "%s %s: 404 Not Found%s%s", method, shown, sep, m);
+                else if (code == 410)
+                        r = errorf(&err, -ESTALE, "%s %s: 410 Gone%s%s", method, shown, sep, m);
                 else if (write && code == 409) {
                         _cleanup_free_ char *reason = status_reason(&body.b);
                         if (reason && streq(reason, "AlreadyExists"))

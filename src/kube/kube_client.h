@@ -39,7 +39,7 @@ const char *kube_client_server(const struct kube_client *c);
 /* GETs path (starting with "/", query included, already escaped) and parses the body as JSON.
  * Returns 0 with *ret (a JSON object or array, owned by the caller), or a negative errno with
  * *ret_error naming the URL (never the credentials): -ENOENT for 404, -EACCES for 401, -EPERM
- * for 403 (both with the API's Status message), -EIO for other HTTP errors and transport
+ * for 403 (both with the API's Status message), -ESTALE for 410 (an expired continue token), -EIO for other HTTP errors and transport
  * failures, -ETIMEDOUT when the server does not answer within the timeout, -ECONNREFUSED when
  * it cannot be reached, -EKEYREJECTED when the server's certificate does not verify (untrusted CA,
  * mismatched name), -EPROTO for other TLS failures (handshake, client certificate), -EFBIG

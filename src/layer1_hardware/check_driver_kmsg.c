@@ -37,6 +37,13 @@ static void kmsg_gpu_holders(const struct node_facts *facts, const struct kmsg_g
         else if (g->uuid[0]) gpu_holders_evidence_as(facts, label, -1, g->uuid, NULL, meaning, f);
 }
 
+/* Returns the line that stands for an Xid's worst severity: its last line when that line is as bad,
+ * else the first line that was. */
+static const struct kmsg_line *xid_line(const struct kmsg_xid_stat *st) {
+        if (xid_severity_for_line(st->xid, st->last.text, strlen(st->last.text)) == st->worst) return &st->last;
+        return &st->worst_line;
+}
+
 /* Returns true, after warning in f that it cannot tell, when the kernel log could not be read;
  * false (noting a partial read as evidence) when there is a scan to judge. */
 static bool kmsg_unreadable(const struct node_facts *facts, struct finding *f) {
@@ -97,6 +104,7 @@ static void run_xid_errors(const struct node_facts *facts, struct finding *f) {
         const struct kmsg_summary *sum = kmsg_scan_summary(facts->kmsg.scan);
         enum xid_severity worst = XID_INFO;
         const struct kmsg_gpu *worst_gpu = NULL;
+        const struct kmsg_xid_stat *worst_st = NULL;
         int worst_xid = 0;
         size_t gpus_with_xids = 0;
         for (size_t i = 0; i < sum->n_gpus; i++) {
@@ -109,12 +117,13 @@ static void run_xid_errors(const struct node_facts *facts, struct finding *f) {
                         const struct kmsg_xid_stat *st = &g->xids[x];
                         const struct xid_info *info = xid_lookup(st->xid);
                         finding_evidence(f, "%s: Xid %d x%llu (%s, %s): %s", label, st->xid, (unsigned long long)st->count,
-                                         xid_severity_name(st->worst), info->meaning, st->last.text);
+                                         xid_severity_name(st->worst), info->meaning, xid_line(st)->text);
                         if (st->worst > gpu_worst) gpu_worst = st->worst;
                         if (st->worst > worst || (st->worst == worst && worst_gpu == NULL)) {
                                 worst = st->worst;
                                 worst_gpu = g;
                                 worst_xid = st->xid;
+                                worst_st = st;
                         }
                 }
                 if (gpu_worst == XID_CRITICAL) kmsg_gpu_holders(facts, g, "that job is dead", f);
@@ -128,6 +137,15 @@ static void run_xid_errors(const struct node_facts *facts, struct finding *f) {
         }
         _cleanup_free_ char *label = kmsg_gpu_label(facts, worst_gpu);
         const struct xid_info *info = xid_lookup(worst_xid);
+        const struct kmsg_line *wl = xid_line(worst_st);
+        const char *remedy = xid_remedy_for_line(worst_xid, wl->text, strlen(wl->text));
+        if (worst == XID_CRITICAL && worst_xid == 154) {
+                char action[64];
+                int a = xid154_action(wl->text, strlen(wl->text), action, sizeof action);
+                finding_fail(f, "the driver set %s's recovery action to %d (%s) (Xid 154)", label, a, action[0] ? action : "?");
+                finding_remedy(f, "%s", remedy);
+                return;
+        }
         if (worst == XID_CRITICAL) {
                 if (kmsg_gpu_xid_before(worst_gpu, 48, 64) || kmsg_gpu_xid_before(worst_gpu, 48, 63)) {
                         finding_fail(f, "double-bit ECC error (Xid 48) followed by a page retirement/row remap event on %s", label);
@@ -136,10 +154,14 @@ static void run_xid_errors(const struct node_facts *facts, struct finding *f) {
                         return;
                 }
                 finding_fail(f, "critical Xid %d (%s) on %s", worst_xid, info->name ? info->name : "?", label);
-                finding_remedy(f, "%s", info->remedy_text);
+                finding_remedy(f, "%s", remedy);
+        } else if (worst == XID_UNKNOWN) {
+                finding_warn(f, "unknown Xid %d on %s: not in gpunode's catalog; NVIDIA support can say what it means", worst_xid,
+                             label);
+                finding_remedy(f, "%s", remedy);
         } else if (worst >= XID_APPLICATION) {
                 finding_warn(f, "Xid %d (%s) on %s: %s", worst_xid, xid_severity_name(worst), label, info->meaning);
-                finding_remedy(f, "%s", info->remedy_text);
+                finding_remedy(f, "%s", remedy);
         } else {
                 finding_pass(f, "only informational Xids in the kernel log (%zu GPU(s))", gpus_with_xids);
         }
@@ -161,7 +183,10 @@ const struct check_def check_driver_xid_errors = {
         .title = "no critical Xid errors in the kernel log",
         .reads = "kernel log (/dev/kmsg or --kmsg FILE): NVRM Xid lines per GPU, classified by the Xid catalog",
         .outcomes = "pass: none or informational; warn: application Xids (13, 31, 43, 45, 68, ...) or an unreadable log; "
-                    "fail: critical Xids (48, 64, 79, 95, 109, 119, ...) with NVIDIA's action. A pod named as holding the "
+                    "fail: critical Xids (48, 64, 79, 95, 109, 119, ...) with NVIDIA's action, an Xid 154 setting a "
+                    "recovery action (GPU Reset Required, Node Reboot Required, drain), a Fatal NVLink5 Xid (144-150; for "
+                    "146 the error status: 0x4 resets, 0x2 asks for support, 0x1 is ignored); an unknown Xid warns and "
+                    "asks for NVIDIA support. A pod named as holding the "
                     "GPU (the kubelet's pod-resources List) ran there: after a critical Xid that job is dead (restart it "
                     "elsewhere); after an application Xid it met the error, most often its own fault",
         .remedy = "follow NVIDIA's action for the Xid: restart the application, reset the GPU, or drain and reboot the node",

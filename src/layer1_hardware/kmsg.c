@@ -366,11 +366,16 @@ static void record_xid(struct kmsg_scan *s, const char *pci, int xid, enum xid_s
                 st->xid = xid;
                 st->worst = sev;
                 st->first = *l;
+                st->worst_line = *l;
         }
         if (st) {
                 st->count++;
                 st->last = *l;
-                if (sev > st->worst) st->worst = sev;
+                /* Xid 154 reports the GPU's recovery action as it is now: the last line holds. */
+                if (sev > st->worst || xid == 154) {
+                        st->worst = sev;
+                        st->worst_line = *l;
+                }
         } else
                 g->xids_untracked++;
 
@@ -382,6 +387,70 @@ static void record_xid(struct kmsg_scan *s, const char *pci, int xid, enum xid_s
                 g->recent_head = (g->recent_head + 1) % KMSG_RECENT_XIDS;
         }
         g->recent[idx] = (struct kmsg_xid_event){ .xid = xid, .severity = sev, .line = *l };
+}
+
+/* Returns the NVSwitch with normalised address pci, created (with its instance) when room is left;
+ * NULL when out of room. */
+static struct kmsg_switch *switch_get(struct kmsg_scan *s, const char *pci, int instance) {
+        for (size_t i = 0; i < s->sum.n_switches; i++)
+                if (streq(s->sum.switches[i]->pci, pci)) {
+                        if (instance >= 0) s->sum.switches[i]->instance = instance;
+                        return s->sum.switches[i];
+                }
+        if (s->sum.n_switches >= KMSG_MAX_SWITCHES) return NULL;
+        struct kmsg_switch *sw = xcalloc(1, sizeof *sw);
+        snprintf(sw->pci, sizeof sw->pci, "%s", pci);
+        sw->instance = instance;
+        sw->worst = SXID_VERDICT_WARN;
+        s->sum.switches[s->sum.n_switches++] = sw;
+        return sw;
+}
+
+/* Records one SXid line (headline or detail) on its NVSwitch. */
+static void record_sxid(struct kmsg_scan *s, const struct sxid_line *sl, struct kmsg_line *l) {
+        char num[16];
+        snprintf(num, sizeof num, "%d", sl->sxid);
+        record(s, KMSG_EV_SXID, l, sl->pci, num);
+
+        struct kmsg_switch *sw = switch_get(s, sl->pci, sl->instance);
+        if (!sw) {
+                s->sum.switches_untracked_events++;
+                return;
+        }
+        sw->sxid_lines++;
+        struct kmsg_sxid_stat *st = NULL;
+        for (size_t i = 0; i < sw->n_sxids; i++)
+                if (sw->sxids[i].sxid == sl->sxid) st = &sw->sxids[i];
+        if (!st && sw->n_sxids < KMSG_MAX_SXIDS_PER_SWITCH) {
+                st = &sw->sxids[sw->n_sxids++];
+                *st = (struct kmsg_sxid_stat){ .sxid = sl->sxid, .link = -1, .first = *l, .worst_line = *l };
+                st->worst = sxid_verdict_for(sl->sxid, sl->kind);
+        }
+        if (!st) {
+                sw->sxids_untracked++;
+                return;
+        }
+        bool headline = sl->kind != SXID_LINE_DETAIL;
+        uint64_t headlines_before = st->fatal + st->non_fatal + st->other;
+        st->lines++;
+        if (sl->kind == SXID_LINE_FATAL) st->fatal++;
+        else if (sl->kind == SXID_LINE_NON_FATAL) st->non_fatal++;
+        else if (sl->kind == SXID_LINE_OTHER) st->other++;
+        if (headline && sl->link >= 0) st->link = sl->link;
+        if (headline && headlines_before == 0) st->first = *l;
+        if (headline || headlines_before == 0) st->last = *l;
+        enum sxid_verdict v = sxid_verdict_for(sl->sxid, sl->kind);
+        /* A detail line judges only an SXid that has no headline (yet): the headline says Fatal or not. */
+        if (headline && headlines_before == 0) {
+                st->worst = v;
+                st->worst_line = *l;
+        } else if ((headline || headlines_before == 0) && v > st->worst) {
+                st->worst = v;
+                st->worst_line = *l;
+        }
+        sw->worst = SXID_VERDICT_WARN;
+        for (size_t i = 0; i < sw->n_sxids; i++)
+                if (sw->sxids[i].worst > sw->worst) sw->worst = sw->sxids[i].worst;
 }
 
 /* Records a "fallen off the bus" event for pci ("" when the line named no address). */
@@ -606,6 +675,15 @@ static void classify(struct kmsg_scan *s, const struct msg *m) {
 
         if (FIND(m, "NVRM") && classify_nvrm(s, m)) return;
 
+        if (FIND(m, "SXid (")) {
+                struct sxid_line sl;
+                if (sxid_parse_line(m->p, m->n, &sl) == 0) {
+                        fill_line(&l, m);
+                        record_sxid(s, &sl, &l);
+                        return;
+                }
+        }
+
         if (FIND(m, "/library version mismatch")) {
                 fill_line(&l, m);
                 record(s, KMSG_EV_LIB_MISMATCH, &l, NULL, NULL);
@@ -714,6 +792,7 @@ struct kmsg_scan *kmsg_scan_new(void) {
 void kmsg_scan_free(struct kmsg_scan *s) {
         if (!s) return;
         for (size_t i = 0; i < s->sum.n_gpus; i++) free(s->sum.gpus[i]);
+        for (size_t i = 0; i < s->sum.n_switches; i++) free(s->sum.switches[i]);
         free(s->buf);
         free(s);
 }
@@ -805,6 +884,19 @@ const struct kmsg_xid_event *kmsg_gpu_recent(const struct kmsg_gpu *g, size_t i)
         return &g->recent[(g->recent_head + i) % KMSG_RECENT_XIDS];
 }
 
+/* Returns the stats for sxid on sw, or NULL when not seen or not tracked. */
+const struct kmsg_sxid_stat *kmsg_switch_sxid(const struct kmsg_switch *sw, int sxid) {
+        for (size_t i = 0; i < sw->n_sxids; i++)
+                if (sw->sxids[i].sxid == sxid) return &sw->sxids[i];
+        return NULL;
+}
+
+/* Returns the headlines, or the lines when there were none. Never fails. */
+uint64_t kmsg_sxid_occurrences(const struct kmsg_sxid_stat *st) {
+        uint64_t h = st->fatal + st->non_fatal + st->other;
+        return h ? h : st->lines;
+}
+
 /* Returns true when first's first occurrence precedes then's last one (event seq order). */
 bool kmsg_gpu_xid_before(const struct kmsg_gpu *g, int first, int then) {
         const struct kmsg_xid_stat *a = kmsg_gpu_xid(g, first), *b = kmsg_gpu_xid(g, then);
@@ -828,6 +920,7 @@ const char *kmsg_event_kind_name(enum kmsg_event_kind k) {
                 [KMSG_EV_RM_INIT_FAILED] = "rm-init-failed",
                 [KMSG_EV_DRIVER_LOADED] = "driver-loaded",
                 [KMSG_EV_GPU_UUID] = "gpu-uuid",
+                [KMSG_EV_SXID] = "sxid",
         };
         return (unsigned)k < _KMSG_EV_MAX ? names[k] : "?";
 }

@@ -5,6 +5,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "layer1_hardware/sxid.h"
 #include "layer1_hardware/xid.h"
 
 /* Limits: the memory a scan holds is bounded by these, whatever the input's size. */
@@ -17,6 +18,8 @@
 #define KMSG_MAX_GPUS 256               /* GPUs (PCI addresses) tracked */
 #define KMSG_MAX_XIDS_PER_GPU 24        /* distinct Xid numbers tracked per GPU */
 #define KMSG_RECENT_XIDS 32             /* last Xid events kept per GPU, in order */
+#define KMSG_MAX_SWITCHES 64            /* NVSwitches (PCI addresses) tracked */
+#define KMSG_MAX_SXIDS_PER_SWITCH 24    /* distinct SXid numbers tracked per NVSwitch */
 
 /* What the scanner recognises. value/value2 of struct kmsg_event_stat hold, from the last
  * occurrence, what the comment names ("" when the line did not say). */
@@ -38,6 +41,7 @@ enum kmsg_event_kind {
         KMSG_EV_RM_INIT_FAILED,         /* NVRM: RmInitAdapter failed   value: PCI address */
         KMSG_EV_DRIVER_LOADED,          /* NVRM: loading NVIDIA UNIX ... Kernel Module   value: version */
         KMSG_EV_GPU_UUID,               /* NVRM: GPU at PCI:...: GPU-<uuid>   value: PCI address, value2: UUID */
+        KMSG_EV_SXID,                   /* nvidia-nvswitchN: SXid (PCI:...): N, ...   value: PCI address, value2: SXid */
         _KMSG_EV_MAX,
 };
 
@@ -62,8 +66,10 @@ struct kmsg_event_stat {
 struct kmsg_xid_stat {
         int xid;
         uint64_t count;
-        enum xid_severity worst;                /* worst severity of its lines (NVLink5 varies) */
+        enum xid_severity worst;                /* worst severity of its lines (NVLink5 varies); for
+                                                 * Xid 154, a state, the last line's severity */
         struct kmsg_line first, last;
+        struct kmsg_line worst_line;            /* the first line with that severity (Xid 154: the last) */
 };
 
 struct kmsg_xid_event {
@@ -85,6 +91,29 @@ struct kmsg_gpu {
         struct kmsg_xid_event recent[KMSG_RECENT_XIDS];
 };
 
+/* One SXid number on one NVSwitch. The driver logs one occurrence as a headline ("24007, Fatal,
+ * Link 04 sourcetrack timeout error") with detail lines around it ("24007, Data {...}", "24007,
+ * Severity 0 ..."): occurrences count headlines, or detail lines when an SXid had no headline. */
+struct kmsg_sxid_stat {
+        int sxid;
+        uint64_t lines;                         /* every line naming it */
+        uint64_t fatal, non_fatal, other;       /* headlines saying Fatal, Non-fatal, neither */
+        enum sxid_verdict worst;                /* sxid_verdict_for() over its lines */
+        int link;                               /* link of the last headline naming one, -1 */
+        struct kmsg_line first, last;           /* headlines (any line until the first headline) */
+        struct kmsg_line worst_line;            /* the first line with the worst verdict */
+};
+
+struct kmsg_switch {
+        char pci[KMSG_PCI_MAX];                 /* normalised "0000:05:00" */
+        int instance;                           /* N of nvidia-nvswitchN, -1 when no line said */
+        uint64_t sxid_lines;                    /* all SXid lines for this switch */
+        uint64_t sxids_untracked;               /* of them, SXid numbers beyond KMSG_MAX_SXIDS_PER_SWITCH */
+        enum sxid_verdict worst;
+        size_t n_sxids;
+        struct kmsg_sxid_stat sxids[KMSG_MAX_SXIDS_PER_SWITCH];        /* in order of first appearance */
+};
+
 struct kmsg_summary {
         uint64_t lines;                         /* lines seen (kmsg continuation lines included) */
         uint64_t bytes;                         /* bytes fed */
@@ -95,6 +124,9 @@ struct kmsg_summary {
         size_t n_gpus;
         struct kmsg_gpu *gpus[KMSG_MAX_GPUS];   /* in order of first appearance */
         struct kmsg_event_stat ev[_KMSG_EV_MAX];
+        size_t n_switches;
+        struct kmsg_switch *switches[KMSG_MAX_SWITCHES];       /* in order of first appearance */
+        uint64_t switches_untracked_events;     /* SXid lines for NVSwitches beyond KMSG_MAX_SWITCHES */
 };
 
 struct kmsg_scan;
@@ -137,6 +169,12 @@ const struct kmsg_xid_stat *kmsg_gpu_xid(const struct kmsg_gpu *g, int xid);
 
 /* Returns the i-th of the GPU's recent Xid events, 0 the oldest kept, or NULL when i >= n_recent. */
 const struct kmsg_xid_event *kmsg_gpu_recent(const struct kmsg_gpu *g, size_t i);
+
+/* Returns the statistics of one SXid number on an NVSwitch, or NULL when not seen (or not tracked). */
+const struct kmsg_sxid_stat *kmsg_switch_sxid(const struct kmsg_switch *sw, int sxid);
+
+/* Returns the occurrences of an SXid: its headlines, or its lines when it had none. */
+uint64_t kmsg_sxid_occurrences(const struct kmsg_sxid_stat *st);
 
 /* Returns true when an Xid `first` was logged on the GPU before an Xid `then` (e.g. 48 then 64:
  * drain and reset). Exact over the whole input for tracked Xid numbers. */

@@ -2,6 +2,7 @@
 #include "layer1_hardware/xid.h"
 #include "basic/util.h"
 
+#include <stdint.h>
 #include <strings.h>
 
 /* Remedy sentences shared by many entries. */
@@ -136,7 +137,7 @@ static const struct xid_info catalog[] = {
           REBOOT_NODE, "Restart the VM (or node) that owns the GPU."),
         INFO(152, "DLA_SMMU_ERROR", "DLA SMMU error"),
         INFO(153, "DLA_TIMEOUT", "DLA timeout error"),
-        E(154, "GPU_RECOVERY_ACTION_CHANGED", "GPU recovery action changed (informational, about another Xid)",
+        E(154, "GPU_RECOVERY_ACTION_CHANGED", "GPU recovery action changed: the line names the action the GPU needs now",
           XID_154, XID_INFO, NONE,
           "Read the GPU recovery action (NVML field 230): 0 none, 1 GPU reset, 2 node reboot, 3 drain peer-to-peer, 4 drain and reset."),
         RESET(155, "NVLINK_SW_DEFINED_ERROR", "NVLink software-defined error"),
@@ -170,14 +171,18 @@ static const struct xid_info catalog[] = {
           RESET_GPU, "Act on the Xid 48 it accompanies: drain the GPU and reset it."),
 };
 
+/* NVIDIA's catalog files every code it does not use under CONTACT_SUPPORT; an Xid gpunode does not
+ * know is one of those or a newer one: either way NVIDIA support is who can say. */
 static const struct xid_info unknown_entry = {
         .xid = 0,
         .name = "UNKNOWN",
         .meaning = "Xid not in gpunode's catalog; see docs.nvidia.com/deploy/xid-errors",
-        .action = XID_ACTION_NONE,
+        .action = XID_ACTION_CONTACT_SUPPORT,
         .severity = XID_UNKNOWN,
-        .remedy = XID_REMEDY_INVESTIGATE,
-        .remedy_text = "Look the Xid up in NVIDIA's Xid catalog and act on its immediate action.",
+        .remedy = XID_REMEDY_CONTACT_SUPPORT,
+        .remedy_text = "An Xid gpunode does not know: look it up in NVIDIA's Xid catalog (docs.nvidia.com/deploy/xid-errors) "
+                       "and follow its immediate action; if it is not there (NVML reports 999 for an unknown Xid), collect "
+                       "nvidia-bug-report.sh output and contact NVIDIA support.",
 };
 
 /* Returns the catalog entry for xid or NULL (binary search over the sorted table). */
@@ -224,14 +229,116 @@ static int fatal_word(const char *line, size_t len) {
         return r;
 }
 
-/* Returns the catalog severity, refined by the Fatal/Nonfatal word for NVLink5. Never fails. */
+/* Returns the value of the hex number "0x..." at p (n bytes) into *ret and the bytes it took, 0 when
+ * there is none (at most 8 digits). */
+static size_t hex_at(const char *p, size_t n, uint32_t *ret) {
+        if (n < 3 || p[0] != '0' || (p[1] != 'x' && p[1] != 'X')) return 0;
+        uint32_t v = 0;
+        size_t i = 2;
+        for (; i < n && i < 11; i++) {
+                char c = p[i];
+                unsigned d;
+                if (c >= '0' && c <= '9') d = (unsigned)(c - '0');
+                else if ((c | 0x20) >= 'a' && (c | 0x20) <= 'f') d = (unsigned)((c | 0x20) - 'a' + 10);
+                else break;
+                v = v * 16 + d;
+        }
+        if (i == 2 || (i < n && ((p[i] >= '0' && p[i] <= '9') || is_alpha(p[i])))) return 0;
+        *ret = v;
+        return i;
+}
+
+/* Returns the action number of an Xid 154 line ("... changed from 0x0 (None) to 0x1 (GPU Reset
+ * Required)") and copies its name ("GPU Reset Required") to name (cap bytes, may be 0), or -1. */
+int xid154_action(const char *line, size_t len, char *name, size_t cap) {
+        if (cap) name[0] = 0;
+        if (!line) return -1;
+        const char *a = memmem(line, len, "recovery action changed", 23);
+        if (!a) return -1;
+        const char *end = line + len;
+        const char *t = memmem(a, (size_t)(end - a), " to 0x", 6);
+        if (!t) return -1;
+        uint32_t v;
+        size_t h = hex_at(t + 4, (size_t)(end - t - 4), &v);
+        if (!h || v > 1000) return -1;
+        const char *p = t + 4 + h;
+        if (cap && end - p > 2 && p[0] == ' ' && p[1] == '(') {
+                const char *q = memchr(p + 2, ')', (size_t)(end - p - 2));
+                size_t n = q ? (size_t)(q - p - 2) : 0;
+                if (n >= cap) n = cap - 1;
+                for (size_t i = 0; i < n; i++) name[i] = (p[2 + i] >= 0x20 && p[2 + i] < 0x7f) ? p[2 + i] : '?';
+                name[n] = 0;
+        }
+        return (int)v;
+}
+
+/* Returns the error status of an NVLink5 Xid line, the second number in "(0xINTRINFO 0xSTATUS ...)"
+ * (GPUd and NVIDIA's NVLink catalog read it there), into *ret; false when the line has none. */
+static bool nvlink5_error_status(const char *line, size_t len, uint32_t *ret) {
+        const char *end = line + len;
+        for (const char *p = line; (p = memchr(p, '(', (size_t)(end - p))); p++) {
+                uint32_t intrinfo;
+                size_t h = hex_at(p + 1, (size_t)(end - p - 1), &intrinfo);
+                if (!h || p + 1 + h >= end || p[1 + h] != ' ') continue;
+                if (hex_at(p + 2 + h, (size_t)(end - p - 2 - h), ret)) return true;
+        }
+        return false;
+}
+
+/* Returns the severity of an Xid 146 (TLW) error status per NVIDIA's NVLink catalog: 0x4 Fatal,
+ * RESET_GPU; 0x2 Non-fatal but leading to Xid 48/94/95, CONTACT_SUPPORT; 0x80000000 software,
+ * CONTACT_SUPPORT if it recurs; 0x1 IGNORE. */
+static enum xid_severity tlw_severity(uint32_t status) {
+        if (status & 0x4) return XID_CRITICAL;
+        if (status & 0x80000002u) return XID_WARNING;
+        if (status == 0x1) return XID_INFO;
+        return XID_WARNING;
+}
+
+/* Returns the catalog severity, refined by the line for NVLink5 (Fatal/Nonfatal; Xid 146's error
+ * status) and Xid 154 (the recovery action). Never fails. */
 enum xid_severity xid_severity_for_line(int xid, const char *line, size_t len) {
         const struct xid_info *e = xid_lookup(xid);
-        if (!xid_is_nvlink5(xid) || !line) return e->severity;
+        if (!line) return e->severity;
+        if (xid == 154) {
+                int a = xid154_action(line, len, NULL, 0);
+                return a > 0 ? XID_CRITICAL : e->severity;
+        }
+        if (!xid_is_nvlink5(xid)) return e->severity;
+        uint32_t status;
+        if (xid == 146 && nvlink5_error_status(line, len, &status)) return tlw_severity(status);
         int f = fatal_word(line, len);
         if (f > 0) return XID_CRITICAL;
         if (f < 0) return XID_WARNING;
         return e->severity;
+}
+
+/* Returns the remedy sentence for one line (see xid.h). Never fails. */
+const char *xid_remedy_for_line(int xid, const char *line, size_t len) {
+        const struct xid_info *e = xid_lookup(xid);
+        if (!line) return e->remedy_text;
+        if (xid == 154) {
+                switch (xid154_action(line, len, NULL, 0)) {
+                case -1:
+                case 0: return e->remedy_text;
+                case 1: return "The driver asks for a GPU reset: drain the GPU's jobs and reset it (nvidia-smi -r -i <gpu>); reboot the node if the reset fails.";
+                case 2: return "The driver asks for a node reboot: cordon and drain the node, then reboot it.";
+                case 3: return "The driver asks to drain peer-to-peer traffic: stop the jobs using the GPU peer-to-peer (and UVM persistence), then read the recovery action again (nvidia-smi -q).";
+                case 4: return "The driver asks to drain and reset: stop the jobs using the GPU peer-to-peer, then reset the GPU (nvidia-smi -r -i <gpu>).";
+                default: return "The driver names a recovery action gpunode does not know: act on the action the line names; contact NVIDIA support.";
+                }
+        }
+        uint32_t status;
+        if (xid == 146 && nvlink5_error_status(line, len, &status)) {
+                if (status & 0x4)
+                        return "A fatal NVLink TLW error (error status 0x4): drain the GPU and reset it; contact NVIDIA support if it recurs.";
+                if (status & 0x2)
+                        return "An uncorrectable NVLink TLW error (error status 0x2): no reset now, but it leads to Xid 48 or poisoned data (Xid 94/95): watch for those and contact NVIDIA support.";
+                if (status & 0x80000000u)
+                        return "A software-reported NVLink TLW error (error status 0x80000000): no action now; contact NVIDIA support if it recurs.";
+                if (status == 0x1) return "A corrected NVLink TLW error (error status 0x1): no action.";
+        }
+        return e->remedy_text;
 }
 
 /* Returns NVIDIA's spelling of the action, or "?" when out of range. */

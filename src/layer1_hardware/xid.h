@@ -69,9 +69,21 @@ bool xid_is_known(int xid);
 /* Returns the severity of one occurrence of xid, given the kernel log line that reported it
  * (line may be NULL, len counts bytes; NULs allowed). For the NVLink5 Xids 144-150 the line
  * decides: the word "Fatal" makes it XID_CRITICAL, "Nonfatal"/"Non-fatal" XID_WARNING; a line
- * saying neither keeps the catalog's XID_WARNING. Other Xids get their catalog severity.
- * Never fails. */
+ * saying neither keeps the catalog's XID_WARNING. For Xid 146 (TLW) the error status, the second
+ * number in "(0x... 0x...)", decides first, as NVIDIA's catalog does: 0x4 XID_CRITICAL (reset),
+ * 0x2 and 0x80000000 XID_WARNING (contact support), 0x1 XID_INFO (ignore). For Xid 154 the
+ * recovery action it changed to decides: "to 0x0 (None)" XID_INFO, any other XID_CRITICAL.
+ * Other Xids get their catalog severity. Never fails. */
 enum xid_severity xid_severity_for_line(int xid, const char *line, size_t len);
+
+/* Returns the remedy sentence for one occurrence: the action an Xid 154 line names, the error
+ * status of an Xid 146 line, else the catalog's remedy_text. Never NULL, never fails. */
+const char *xid_remedy_for_line(int xid, const char *line, size_t len);
+
+/* Returns the recovery action number an Xid 154 line changed to ("... to 0x1 (GPU Reset
+ * Required)": 1) and copies its name to name (cap bytes; cap 0: not copied), or -1 when the line
+ * does not say. */
+int xid154_action(const char *line, size_t len, char *name, size_t cap);
 
 /* Returns true when xid is one of the NVLink5 Xids (144-150) whose severity is in the line. */
 bool xid_is_nvlink5(int xid);

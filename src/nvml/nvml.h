@@ -451,6 +451,71 @@ typedef struct {
 } nvmlGpmSupport_t;
 #define NVML_GPM_SUPPORT_VERSION 1
 
+/* ---- health queries (nvml_health_probe.c): clocks, temperature thresholds, NVLink, PCIe, retired
+ * pages, processes, drain state ---- */
+
+/* nvmlPerfPolicyType_t: nvmlDeviceGetViolationStatus's policy. */
+typedef enum nvmlPerfPolicyType_enum {
+        NVML_PERF_POLICY_POWER = 0,   /* time power violations held the GPU below application clocks */
+        NVML_PERF_POLICY_THERMAL = 1, /* time thermal violations did */
+        NVML_PERF_POLICY_SYNC_BOOST = 2,
+        NVML_PERF_POLICY_BOARD_LIMIT = 3,
+        NVML_PERF_POLICY_LOW_UTILIZATION = 4,
+        NVML_PERF_POLICY_RELIABILITY = 5,
+        NVML_PERF_POLICY_TOTAL_APP_CLOCKS = 10,
+        NVML_PERF_POLICY_TOTAL_BASE_CLOCKS = 11,
+        NVML_PERF_POLICY_COUNT,
+} nvmlPerfPolicyType_t;
+
+/* nvmlViolationTime_t: referenceTime is a CPU timestamp in microseconds, violationTime nanoseconds. */
+typedef struct nvmlViolationTime_st {
+        unsigned long long referenceTime;
+        unsigned long long violationTime;
+} nvmlViolationTime_t;
+
+/* nvmlTemperatureThresholds_t: nvmlDeviceGetTemperatureThreshold's threshold. */
+typedef enum nvmlTemperatureThresholds_enum {
+        NVML_TEMPERATURE_THRESHOLD_SHUTDOWN = 0, /* the GPU shuts down for hardware protection */
+        NVML_TEMPERATURE_THRESHOLD_SLOWDOWN = 1, /* hardware slowdown begins */
+        NVML_TEMPERATURE_THRESHOLD_MEM_MAX = 2,  /* memory temperature where software slowdown begins */
+        NVML_TEMPERATURE_THRESHOLD_GPU_MAX = 3,  /* GPU temperature where clocks may drop below base */
+        NVML_TEMPERATURE_THRESHOLD_ACOUSTIC_MIN = 4,
+        NVML_TEMPERATURE_THRESHOLD_ACOUSTIC_CURR = 5,
+        NVML_TEMPERATURE_THRESHOLD_ACOUSTIC_MAX = 6,
+        NVML_TEMPERATURE_THRESHOLD_GPS_CURR = 7,
+        NVML_TEMPERATURE_THRESHOLD_COUNT,
+} nvmlTemperatureThresholds_t;
+
+/* NVLink: the most links a GPU has (API 13; Hopper has 18, Ampere 12) and the error counters. */
+#define NVML_NVLINK_MAX_LINKS 36
+typedef enum nvmlNvLinkErrorCounter_enum {
+        NVML_NVLINK_ERROR_DL_REPLAY = 0,   /* data link transmit replays */
+        NVML_NVLINK_ERROR_DL_RECOVERY = 1, /* data link transmit recoveries */
+        NVML_NVLINK_ERROR_DL_CRC_FLIT = 2, /* receive flow control digit CRC errors */
+        NVML_NVLINK_ERROR_DL_CRC_DATA = 3, /* receive data CRC errors */
+        NVML_NVLINK_ERROR_DL_ECC_DATA = 4,
+        NVML_NVLINK_ERROR_COUNT,
+} nvmlNvLinkErrorCounter_t;
+
+/* nvmlPageRetirementCause_t: nvmlDeviceGetRetiredPages's cause. */
+typedef enum nvmlPageRetirementCause_enum {
+        NVML_PAGE_RETIREMENT_CAUSE_MULTIPLE_SINGLE_BIT_ECC_ERRORS = 0,
+        NVML_PAGE_RETIREMENT_CAUSE_DOUBLE_BIT_ECC_ERROR = 1,
+        NVML_PAGE_RETIREMENT_CAUSE_COUNT,
+} nvmlPageRetirementCause_t;
+
+/* nvmlProcessInfo_t (nvmlProcessInfo_v2_t): taken by nvmlDeviceGet{Compute,Graphics}RunningProcesses _v2
+ * and _v3. gpuInstanceId/computeInstanceId are 0xFFFFFFFF outside MIG mode; usedGpuMemory is
+ * NVML_VALUE_NOT_AVAILABLE (all ones) when the driver cannot tell. */
+typedef struct nvmlProcessInfo_v2_st {
+        unsigned int pid;
+        unsigned long long usedGpuMemory; /* bytes */
+        unsigned int gpuInstanceId;
+        unsigned int computeInstanceId;
+} nvmlProcessInfo_v2_t;
+typedef nvmlProcessInfo_v2_t nvmlProcessInfo_t;
+#define NVML_VALUE_NOT_AVAILABLE (-1)
+
 /* Function pointer types, one per NVML entry point gpunode resolves (signatures from nvml.h). */
 typedef nvmlReturn_t (*nvmlInit_fn)(void);
 typedef nvmlReturn_t (*nvmlInitWithFlags_fn)(unsigned int flags);
@@ -525,6 +590,22 @@ typedef nvmlReturn_t (*nvmlGpmSampleFree_fn)(nvmlGpmSample_t gpmSample);
 typedef nvmlReturn_t (*nvmlGpmSampleGet_fn)(nvmlDevice_t device, nvmlGpmSample_t gpmSample);
 typedef nvmlReturn_t (*nvmlGpmMigSampleGet_fn)(nvmlDevice_t device, unsigned int gpuInstanceId, nvmlGpmSample_t gpmSample);
 typedef nvmlReturn_t (*nvmlGpmMetricsGet_fn)(nvmlGpmMetricsGet_t *metricsGet);
+typedef nvmlReturn_t (*nvmlDeviceGetViolationStatus_fn)(nvmlDevice_t device, nvmlPerfPolicyType_t perfPolicyType,
+                                                        nvmlViolationTime_t *violTime);
+typedef nvmlReturn_t (*nvmlDeviceGetTemperatureThreshold_fn)(nvmlDevice_t device,
+                                                             nvmlTemperatureThresholds_t thresholdType,
+                                                             unsigned int *temp);
+typedef nvmlReturn_t (*nvmlDeviceGetNvLinkState_fn)(nvmlDevice_t device, unsigned int link, nvmlEnableState_t *isActive);
+typedef nvmlReturn_t (*nvmlDeviceGetNvLinkErrorCounter_fn)(nvmlDevice_t device, unsigned int link,
+                                                           nvmlNvLinkErrorCounter_t counter,
+                                                           unsigned long long *counterValue);
+typedef nvmlReturn_t (*nvmlDeviceGetPcieLink_fn)(nvmlDevice_t device, unsigned int *value); /* Curr/Max Width/Generation */
+typedef nvmlReturn_t (*nvmlDeviceGetRetiredPages_fn)(nvmlDevice_t device, nvmlPageRetirementCause_t cause,
+                                                     unsigned int *pageCount, unsigned long long *addresses);
+typedef nvmlReturn_t (*nvmlDeviceGetRetiredPagesPendingStatus_fn)(nvmlDevice_t device, nvmlEnableState_t *isPending);
+typedef nvmlReturn_t (*nvmlDeviceGetRunningProcesses_fn)(nvmlDevice_t device, unsigned int *infoCount,
+                                                         nvmlProcessInfo_t *infos); /* Compute/Graphics, _v3/_v2 */
+typedef nvmlReturn_t (*nvmlDeviceQueryDrainState_fn)(nvmlPciInfo_t *pciInfo, nvmlEnableState_t *currentState);
 typedef nvmlReturn_t (*nvmlEventSetCreate_fn)(nvmlEventSet_t *set);
 typedef nvmlReturn_t (*nvmlDeviceRegisterEvents_fn)(nvmlDevice_t device, unsigned long long eventTypes,
                                                     nvmlEventSet_t set);
@@ -564,4 +645,8 @@ _Static_assert(sizeof(nvmlGpmMetricsGet_t) == 13344 && offsetof(nvmlGpmMetricsGe
                        offsetof(nvmlGpmMetricsGet_t, metrics) == 24,
                "nvmlGpmMetricsGet_t layout");
 _Static_assert(sizeof(nvmlGpmSupport_t) == 8, "nvmlGpmSupport_t layout");
+_Static_assert(sizeof(nvmlViolationTime_t) == 16, "nvmlViolationTime_t layout");
+_Static_assert(sizeof(nvmlProcessInfo_t) == 24 && offsetof(nvmlProcessInfo_t, usedGpuMemory) == 8 &&
+                       offsetof(nvmlProcessInfo_t, computeInstanceId) == 20,
+               "nvmlProcessInfo_t layout");
 #endif

@@ -211,6 +211,122 @@ static void mig_from_json(const json_t *gj, struct nvml_gpu_facts *g) {
         }
 }
 
+/* Sets a fact member by member (the probe does the same, so padding compares equal). Returns nothing. */
+static void set_fact(struct nvml_fact_u64 *f, struct nvml_fact_u64 v) {
+        f->rc = v.rc;
+        f->value = v.rc == NVML_SUCCESS ? v.value : 0;
+}
+
+/* Reads a running-processes answer as the probe asks it (room for 2 * NVML_MAX_PROCESSES): the
+ * count into *ret_n, the first entries into out (when not NULL). Returns an nvmlReturn_t. */
+static int processes_from_json(const json_t *gj, const char *key, const char *count_key, unsigned *ret_n,
+                               struct nvml_process_facts *out) {
+        const json_t *a = json_object_get(gj, key);
+        if (!json_is_array(a)) return NS;
+        uint64_t extra = 0, v;
+        get_u64(gj, count_key, &extra);
+        uint64_t n = json_array_size(a);
+        if (extra > n) n = extra;
+        *ret_n = (unsigned)n;
+        if (n > 2 * NVML_MAX_PROCESSES) return NVML_ERROR_INSUFFICIENT_SIZE;
+        for (unsigned i = 0; out && i < n && i < NVML_MAX_PROCESSES; i++) {
+                const json_t *p = json_array_get(a, i);
+                out[i].pid = get_u64(p, "pid", &v) ? (unsigned)v : 0;
+                out[i].used_memory = get_u64(p, "used_memory", &v) ? v : 0;
+                out[i].gi = get_u64(p, "gi", &v) ? (unsigned)v : 0xFFFFFFFFu;
+                out[i].ci = get_u64(p, "ci", &v) ? (unsigned)v : 0xFFFFFFFFu;
+        }
+        return NVML_SUCCESS;
+}
+
+/* The NVLink error counters' keys, in nvmlNvLinkErrorCounter_t order. */
+static const char *const link_counter_keys[NVML_LINK_COUNTERS] = { "replay", "recovery", "crc_flit", "crc_data" };
+
+/* Fills g's health facts from gj as the probe asks them through the fake. Returns nothing. */
+static void health_from_json(const json_t *gj, struct nvml_gpu_facts *g) {
+        struct nvml_health_facts *h = &g->health;
+        const json_t *o = json_object_get(gj, "violation");
+        int rc = dev_rc(gj, "nvmlDeviceGetViolationStatus");
+        set_fact(&h->violation_power_ns, rc_or(rc, answer_ull(o, "power_ns")));
+        set_fact(&h->violation_thermal_ns, rc_or(rc, answer_ull(o, "thermal_ns")));
+
+        o = json_object_get(gj, "temperature_thresholds");
+        rc = dev_rc(gj, "nvmlDeviceGetTemperatureThreshold");
+        set_fact(&h->temp_shutdown, rc_or(rc, answer_uint(o, "shutdown")));
+        set_fact(&h->temp_slowdown, rc_or(rc, answer_uint(o, "slowdown")));
+        set_fact(&h->temp_mem_max, rc_or(rc, answer_uint(o, "mem_max")));
+        set_fact(&h->temp_gpu_max, rc_or(rc, answer_uint(o, "gpu_max")));
+
+        const json_t *links = json_object_get(gj, "nvlinks");
+        h->nvlink_rc = NVML_SUCCESS;
+        for (unsigned l = 0; l < NVML_NVLINK_MAX_LINKS; l++) {
+                const json_t *e = json_array_get(links, l);
+                const json_t *err = json_object_get(e, "error");
+                rc = dev_rc(gj, "nvmlDeviceGetNvLinkState");
+                if (rc == NVML_SUCCESS && !json_is_array(links)) rc = NS;
+                else if (rc == NVML_SUCCESS && !json_is_object(e)) rc = NVML_ERROR_INVALID_ARGUMENT;
+                else if (rc == NVML_SUCCESS && json_is_integer(err)) rc = (int)json_integer_value(err);
+                if (rc != NVML_SUCCESS) {
+                        h->nvlink_rc = rc;
+                        break;
+                }
+                struct nvml_link_facts *k = &h->links[h->n_links++];
+                k->active = json_is_true(json_object_get(e, "active"));
+                if (!k->active) continue;
+                for (unsigned c = 0; c < NVML_LINK_COUNTERS; c++) {
+                        int crc = dev_rc(gj, "nvmlDeviceGetNvLinkErrorCounter");
+                        const json_t *ce = json_object_get(json_object_get(e, "counter_errors"), link_counter_keys[c]);
+                        if (crc == NVML_SUCCESS && json_is_integer(ce)) crc = (int)json_integer_value(ce);
+                        set_fact(&k->errors[c], rc_or(crc, answer_ull(e, link_counter_keys[c])));
+                }
+        }
+
+        o = json_object_get(gj, "pcie");
+        set_fact(&h->pcie_width, rc_or(dev_rc(gj, "nvmlDeviceGetCurrPcieLinkWidth"), answer_uint(o, "width")));
+        set_fact(&h->pcie_width_max, rc_or(dev_rc(gj, "nvmlDeviceGetMaxPcieLinkWidth"), answer_uint(o, "width_max")));
+        set_fact(&h->pcie_gen, rc_or(dev_rc(gj, "nvmlDeviceGetCurrPcieLinkGeneration"), answer_uint(o, "gen")));
+        set_fact(&h->pcie_gen_max, rc_or(dev_rc(gj, "nvmlDeviceGetMaxPcieLinkGeneration"), answer_uint(o, "gen_max")));
+        set_fact(&h->pcie_gen_gpu_max,
+                 rc_or(dev_rc(gj, "nvmlDeviceGetGpuMaxPcieLinkGeneration"), answer_uint(o, "gen_gpu_max")));
+
+        o = json_object_get(gj, "retired_pages");
+        rc = dev_rc(gj, "nvmlDeviceGetRetiredPages");
+        set_fact(&h->retired_sbe, rc_or(rc, answer_uint(o, "sbe")));
+        set_fact(&h->retired_dbe, rc_or(rc, answer_uint(o, "dbe")));
+        struct nvml_fact_u64 p = rc_or(dev_rc(gj, "nvmlDeviceGetRetiredPagesPendingStatus"), answer_uint(o, "pending"));
+        if (p.rc == NVML_SUCCESS) p.value = p.value != 0;
+        set_fact(&h->retired_pending, p);
+
+        rc = dev_rc(gj, "nvmlDeviceGetComputeRunningProcesses");
+        unsigned n = 0;
+        if (rc == NVML_SUCCESS) rc = processes_from_json(gj, "processes", "processes_count", &n, h->processes);
+        h->processes_rc = rc;
+        if (rc == NVML_SUCCESS || rc == NVML_ERROR_INSUFFICIENT_SIZE) h->n_processes = n;
+
+        rc = dev_rc(gj, "nvmlDeviceGetGraphicsRunningProcesses");
+        n = 0;
+        if (rc == NVML_SUCCESS) rc = processes_from_json(gj, "graphics_processes", "graphics_processes_count", &n, NULL);
+        if (rc == NVML_ERROR_INSUFFICIENT_SIZE) rc = NVML_SUCCESS;
+        set_fact(&h->graphics_processes, (struct nvml_fact_u64){ .rc = rc, .value = n });
+
+        /* nvmlDeviceQueryDrainState takes the PCI address nvmlDeviceGetPciInfo gave. */
+        rc = g->pci_rc != NVML_SUCCESS ? g->pci_rc : dev_rc(gj, "nvmlDeviceQueryDrainState");
+        struct nvml_fact_u64 dr = rc_or(rc, answer_uint(gj, "drain_state"));
+        if (dr.rc == NVML_SUCCESS) dr.value = dr.value != 0;
+        set_fact(&h->drain_state, dr);
+}
+
+/* Returns the answer to the n-th nvmlDeviceGetCurrentClocksEventReasons call on a GPU: a number
+ * answers every call, an array the n-th element (the last one from then on). */
+static struct nvml_fact_u64 reasons_answer(const json_t *gj, size_t n) {
+        const json_t *a = json_object_get(gj, "clocks_event_reasons");
+        if (!json_is_array(a)) return answer_ull(gj, "clocks_event_reasons");
+        size_t len = json_array_size(a);
+        const json_t *v = len ? json_array_get(a, n < len ? n : len - 1) : NULL;
+        if (!json_is_integer(v)) return (struct nvml_fact_u64){ .rc = NS };
+        return (struct nvml_fact_u64){ .rc = NVML_SUCCESS, .value = (uint64_t)json_integer_value(v) };
+}
+
 /* Fills g from the GPU description gj, call by call in the probe's order. Returns nothing. */
 static void gpu_from_json(const json_t *d, const json_t *gj, struct nvml_gpu_facts *g) {
         int rc;
@@ -392,8 +508,10 @@ static void gpu_from_json(const json_t *d, const json_t *gj, struct nvml_gpu_fac
         g->clock_sm_mhz = rc_or(rc, answer_uint(clocks, "sm"));
         g->clock_mem_mhz = rc_or(rc, answer_uint(clocks, "mem"));
         g->pcie_replay = rc_or(dev_rc(gj, "nvmlDeviceGetPcieReplayCounter"), answer_uint(gj, "pcie_replay"));
-        g->clocks_event_reasons =
-                rc_or(dev_rc(gj, "nvmlDeviceGetCurrentClocksEventReasons"), answer_ull(gj, "clocks_event_reasons"));
+        g->clocks_event_reasons = rc_or(dev_rc(gj, "nvmlDeviceGetCurrentClocksEventReasons"), reasons_answer(gj, 0));
+        health_from_json(gj, g);
+        set_fact(&g->health.clocks_event_reasons_again,
+                 rc_or(dev_rc(gj, "nvmlDeviceGetCurrentClocksEventReasons"), reasons_answer(gj, 1)));
 }
 
 /* Sets *ret_error to a malloc'd sentence when ret_error is given. Returns -EINVAL. */
@@ -435,6 +553,9 @@ int nvml_facts_from_json(const char *json, size_t len, struct nvml_facts **ret, 
         f->driver_version_rc = f->nvml_version_rc = f->device_count_rc = NVML_FACT_NOT_QUERIED;
         f->cuda_driver_version.rc = NVML_FACT_NOT_QUERIED;
         f->blocked_gpu = -1;
+        f->caller_pid_namespace = -1;
+        uint64_t pidns;
+        if (get_u64(d, "caller_pid_namespace", &pidns) && pidns <= 1) f->caller_pid_namespace = (int)pidns;
 
         const json_t *ie = json_object_get(d, "init_error");
         f->init_rc = json_is_integer(ie) ? (int)json_integer_value(ie) : NVML_SUCCESS;
@@ -539,6 +660,100 @@ static json_t *mig_to_json(const struct nvml_gpu_facts *g, const struct nvml_mig
         else
                 json_decref(errors);
         return o;
+}
+
+/* Writes g's health facts into o (the GPU's description) and errors. Returns nothing. */
+static void health_to_json(const struct nvml_gpu_facts *g, json_t *o, json_t *errors) {
+        const struct nvml_health_facts *h = &g->health;
+        json_t *v = json_object();
+        put_u64(v, "power_ns", &h->violation_power_ns);
+        put_u64(v, "thermal_ns", &h->violation_thermal_ns);
+        const struct nvml_fact_u64 *vv[] = { &h->violation_power_ns, &h->violation_thermal_ns };
+        put_error(errors, "nvmlDeviceGetViolationStatus", first_error(vv, ELEMENTSOF(vv)));
+        if (json_object_size(v) > 0) json_object_set_new(o, "violation", v);
+        else json_decref(v);
+
+        v = json_object();
+        put_u64(v, "shutdown", &h->temp_shutdown);
+        put_u64(v, "slowdown", &h->temp_slowdown);
+        put_u64(v, "mem_max", &h->temp_mem_max);
+        put_u64(v, "gpu_max", &h->temp_gpu_max);
+        const struct nvml_fact_u64 *tv[] = { &h->temp_shutdown, &h->temp_slowdown, &h->temp_mem_max, &h->temp_gpu_max };
+        put_error(errors, "nvmlDeviceGetTemperatureThreshold", first_error(tv, ELEMENTSOF(tv)));
+        if (json_object_size(v) > 0) json_object_set_new(o, "temperature_thresholds", v);
+        else json_decref(v);
+
+        /* The walk ends where a link did not answer: NOT_SUPPORTED on link 0 is no "nvlinks" at all,
+         * INVALID_ARGUMENT the array's end, another code a last entry {"error": code}. */
+        if (h->nvlink_rc != NS && h->nvlink_rc != NVML_FACT_NOT_QUERIED) {
+                json_t *links = json_array();
+                for (unsigned l = 0; l < h->n_links && l < NVML_NVLINK_MAX_LINKS; l++) {
+                        const struct nvml_link_facts *k = &h->links[l];
+                        json_t *e = json_pack("{s:b}", "active", (int)k->active), *ce = json_object();
+                        for (unsigned c = 0; c < NVML_LINK_COUNTERS; c++) {
+                                put_u64(e, link_counter_keys[c], &k->errors[c]);
+                                put_error(ce, link_counter_keys[c], k->errors[c].rc);
+                        }
+                        if (json_object_size(ce) > 0) json_object_set_new(e, "counter_errors", ce);
+                        else json_decref(ce);
+                        json_array_append_new(links, e);
+                }
+                if (h->nvlink_rc != NVML_SUCCESS && h->nvlink_rc != NVML_ERROR_INVALID_ARGUMENT)
+                        json_array_append_new(links, json_pack("{s:i}", "error", h->nvlink_rc));
+                json_object_set_new(o, "nvlinks", links);
+        }
+
+        v = json_object();
+        put_u64(v, "width", &h->pcie_width);
+        put_u64(v, "width_max", &h->pcie_width_max);
+        put_u64(v, "gen", &h->pcie_gen);
+        put_u64(v, "gen_max", &h->pcie_gen_max);
+        put_u64(v, "gen_gpu_max", &h->pcie_gen_gpu_max);
+        put_error(errors, "nvmlDeviceGetCurrPcieLinkWidth", h->pcie_width.rc);
+        put_error(errors, "nvmlDeviceGetMaxPcieLinkWidth", h->pcie_width_max.rc);
+        put_error(errors, "nvmlDeviceGetCurrPcieLinkGeneration", h->pcie_gen.rc);
+        put_error(errors, "nvmlDeviceGetMaxPcieLinkGeneration", h->pcie_gen_max.rc);
+        put_error(errors, "nvmlDeviceGetGpuMaxPcieLinkGeneration", h->pcie_gen_gpu_max.rc);
+        if (json_object_size(v) > 0) json_object_set_new(o, "pcie", v);
+        else json_decref(v);
+
+        v = json_object();
+        put_u64(v, "sbe", &h->retired_sbe);
+        put_u64(v, "dbe", &h->retired_dbe);
+        if (h->retired_pending.rc == NVML_SUCCESS) json_object_set_new(v, "pending", json_boolean(h->retired_pending.value));
+        const struct nvml_fact_u64 *rv[] = { &h->retired_sbe, &h->retired_dbe };
+        put_error(errors, "nvmlDeviceGetRetiredPages", first_error(rv, ELEMENTSOF(rv)));
+        put_error(errors, "nvmlDeviceGetRetiredPagesPendingStatus", h->retired_pending.rc);
+        if (json_object_size(v) > 0) json_object_set_new(o, "retired_pages", v);
+        else json_decref(v);
+
+        if (h->processes_rc == NVML_SUCCESS || h->processes_rc == NVML_ERROR_INSUFFICIENT_SIZE) {
+                json_t *a = json_array();
+                unsigned kept = h->processes_rc == NVML_SUCCESS ? h->n_processes : 0;
+                for (unsigned i = 0; i < kept && i < NVML_MAX_PROCESSES; i++) {
+                        const struct nvml_process_facts *p = &h->processes[i];
+                        json_t *e = json_pack("{s:I,s:I}", "pid", (json_int_t)p->pid, "used_memory", (json_int_t)p->used_memory);
+                        if (p->gi != 0xFFFFFFFFu) json_object_set_new(e, "gi", json_integer(p->gi));
+                        if (p->ci != 0xFFFFFFFFu) json_object_set_new(e, "ci", json_integer(p->ci));
+                        json_array_append_new(a, e);
+                }
+                json_object_set_new(o, "processes", a);
+                if (h->n_processes > json_array_size(a))
+                        json_object_set_new(o, "processes_count", json_integer(h->n_processes));
+        } else {
+                put_error(errors, "nvmlDeviceGetComputeRunningProcesses", h->processes_rc);
+        }
+        if (h->graphics_processes.rc == NVML_SUCCESS) {
+                json_t *a = json_array();
+                json_object_set_new(o, "graphics_processes", a);
+                if (h->graphics_processes.value > 0)
+                        json_object_set_new(o, "graphics_processes_count", json_integer((json_int_t)h->graphics_processes.value));
+        }
+        put_error(errors, "nvmlDeviceGetGraphicsRunningProcesses", h->graphics_processes.rc);
+
+        put_u64(o, "drain_state", &h->drain_state);
+        /* A PCI error already stops the call in the reader. */
+        if (g->pci_rc == NVML_SUCCESS) put_error(errors, "nvmlDeviceQueryDrainState", h->drain_state.rc);
 }
 
 /* Returns the JSON description of one GPU (a new reference). */
@@ -666,8 +881,16 @@ static json_t *gpu_to_json(const struct nvml_gpu_facts *g) {
 
         put_u64(o, "pcie_replay", &g->pcie_replay);
         put_error(errors, "nvmlDeviceGetPcieReplayCounter", g->pcie_replay.rc);
-        put_u64(o, "clocks_event_reasons", &g->clocks_event_reasons);
+        const struct nvml_fact_u64 *again = &g->health.clocks_event_reasons_again;
+        if (g->clocks_event_reasons.rc == NVML_SUCCESS && again->rc == NVML_SUCCESS &&
+            again->value != g->clocks_event_reasons.value)
+                /* Two readings that differ: the fake answers them in turn. */
+                json_object_set_new(o, "clocks_event_reasons",
+                                    json_pack("[I,I]", (json_int_t)g->clocks_event_reasons.value, (json_int_t)again->value));
+        else
+                put_u64(o, "clocks_event_reasons", &g->clocks_event_reasons);
         put_error(errors, "nvmlDeviceGetCurrentClocksEventReasons", g->clocks_event_reasons.rc);
+        health_to_json(g, o, errors);
 
         if (json_object_size(errors) > 0)
                 json_object_set_new(o, "errors", errors);
@@ -690,6 +913,8 @@ int nvml_facts_to_json(const struct nvml_facts *f, char **ret) {
         put_u64(root, "cuda_driver_version", &f->cuda_driver_version);
         put_error(errors, "nvmlSystemGetCudaDriverVersion", f->cuda_driver_version.rc);
         put_error(errors, "nvmlDeviceGetCount", f->device_count_rc);
+        if (f->caller_pid_namespace >= 0)
+                json_object_set_new(root, "caller_pid_namespace", json_integer(f->caller_pid_namespace));
         if (json_object_size(errors) > 0)
                 json_object_set_new(root, "errors", errors);
         else

@@ -37,6 +37,7 @@ void nvml_gpu_facts_init(struct nvml_gpu_facts *g, unsigned index) {
                 &g->clock_sm_mhz, &g->clock_mem_mhz, &g->pcie_replay, &g->clocks_event_reasons,
         };
         for (size_t i = 0; i < ELEMENTSOF(u); i++) u[i]->rc = NVML_FACT_NOT_QUERIED;
+        nvml_health_facts_init(&g->health);
 }
 
 /* Formats a 16-byte fabric cluster UUID as 8-4-4-4-12 hex. Returns nothing. */
@@ -291,10 +292,12 @@ bool nvml_probe_gpu(struct probe_state *st, struct nvml_gpu_facts *g) {
         if (g->mig_rc == NVML_SUCCESS && g->mig_current == NVML_DEVICE_MIG_ENABLE && !probe_mig_devices(st, g, dev))
                 return false;
 
-        STEP("nvmlDeviceGetPersistenceMode");
-        nvmlEnableState_t pm = NVML_FEATURE_DISABLED;
-        rc = lib->nvmlDeviceGetPersistenceMode ? lib->nvmlDeviceGetPersistenceMode(dev, &pm) : NS;
-        g->persistence_mode = nvml_fact(rc, (uint64_t)pm);
+        if (st->scope != NVML_PROBE_LABELS) {
+                STEP("nvmlDeviceGetPersistenceMode");
+                nvmlEnableState_t pm = NVML_FEATURE_DISABLED;
+                rc = lib->nvmlDeviceGetPersistenceMode ? lib->nvmlDeviceGetPersistenceMode(dev, &pm) : NS;
+                g->persistence_mode = nvml_fact(rc, (uint64_t)pm);
+        }
 
         STEP("nvmlDeviceGetGpuFabricInfo");
         nvmlGpuFabricInfoV_t fi;
@@ -334,6 +337,8 @@ bool nvml_probe_gpu(struct probe_state *st, struct nvml_gpu_facts *g) {
         } else {
                 g->fabric_version = 0;
         }
+        /* GFD's labels need nothing below. */
+        if (st->scope == NVML_PROBE_LABELS) return true;
 
         STEP("nvmlDeviceGetEccMode");
         nvmlEnableState_t ec = NVML_FEATURE_DISABLED, ep = NVML_FEATURE_DISABLED;
@@ -437,7 +442,7 @@ bool nvml_probe_gpu(struct probe_state *st, struct nvml_gpu_facts *g) {
         rc = lib->nvmlDeviceGetCurrentClocksEventReasons ? lib->nvmlDeviceGetCurrentClocksEventReasons(dev, &reasons)
                                                          : NS;
         g->clocks_event_reasons = nvml_fact(rc, reasons);
-        return true;
+        return nvml_probe_gpu_health(st, g, dev);
 }
 
 #undef STEP

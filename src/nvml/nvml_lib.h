@@ -73,6 +73,22 @@ struct nvml_lib {
         nvmlGpmSampleGet_fn nvmlGpmSampleGet;
         nvmlGpmMigSampleGet_fn nvmlGpmMigSampleGet;
         nvmlGpmMetricsGet_fn nvmlGpmMetricsGet;
+        /* Health queries (nvml_health_probe.c), all optional. */
+        nvmlDeviceGetViolationStatus_fn nvmlDeviceGetViolationStatus;
+        nvmlDeviceGetTemperatureThreshold_fn nvmlDeviceGetTemperatureThreshold;
+        nvmlDeviceGetNvLinkState_fn nvmlDeviceGetNvLinkState;
+        nvmlDeviceGetNvLinkErrorCounter_fn nvmlDeviceGetNvLinkErrorCounter;
+        nvmlDeviceGetPcieLink_fn nvmlDeviceGetCurrPcieLinkWidth;
+        nvmlDeviceGetPcieLink_fn nvmlDeviceGetMaxPcieLinkWidth;
+        nvmlDeviceGetPcieLink_fn nvmlDeviceGetCurrPcieLinkGeneration;
+        nvmlDeviceGetPcieLink_fn nvmlDeviceGetMaxPcieLinkGeneration;
+        nvmlDeviceGetPcieLink_fn nvmlDeviceGetGpuMaxPcieLinkGeneration;
+        nvmlDeviceGetRetiredPages_fn nvmlDeviceGetRetiredPages;
+        nvmlDeviceGetRetiredPagesPendingStatus_fn nvmlDeviceGetRetiredPagesPendingStatus;
+        /* _v3 or _v2 (one struct, nvmlProcessInfo_t); the v1 call wrote a shorter struct: not a fallback. */
+        nvmlDeviceGetRunningProcesses_fn nvmlDeviceGetComputeRunningProcesses;
+        nvmlDeviceGetRunningProcesses_fn nvmlDeviceGetGraphicsRunningProcesses;
+        nvmlDeviceQueryDrainState_fn nvmlDeviceQueryDrainState;
         nvmlEventSetCreate_fn nvmlEventSetCreate;
         nvmlDeviceRegisterEvents_fn nvmlDeviceRegisterEvents;
         nvmlDeviceGetSupportedEventTypes_fn nvmlDeviceGetSupportedEventTypes;

@@ -140,7 +140,12 @@ static struct nvml_facts *copy_published_locked(struct probe_state *st) {
 }
 
 int nvml_probe_run(struct nvml_lib *lib, unsigned timeout_ms, struct nvml_facts **ret) {
+        return nvml_probe_run_scope(lib, timeout_ms, NVML_PROBE_ALL, ret);
+}
+
+int nvml_probe_run_scope(struct nvml_lib *lib, unsigned timeout_ms, enum nvml_probe_scope scope, struct nvml_facts **ret) {
         struct probe_state *st = xcalloc(1, sizeof *st);
+        st->scope = scope;
         pthread_condattr_t ca;
         int r;
 
@@ -155,6 +160,7 @@ int nvml_probe_run(struct nvml_lib *lib, unsigned timeout_ms, struct nvml_facts 
                 NVML_FACT_NOT_QUERIED;
         st->w.cuda_driver_version.rc = NVML_FACT_NOT_QUERIED;
         st->w.blocked_gpu = -1;
+        st->w.caller_pid_namespace = -1;
         st->pub = st->w;
         st->lib = nvml_lib_ref(lib);
 

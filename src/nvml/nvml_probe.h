@@ -48,6 +48,61 @@ struct nvml_mig_facts {
         char profile[32]; /* go-nvlib's name ("1g.10gb", "1g.10gb+me", "1c.3g.40gb"); "" when it has none */
 };
 
+/* NVLink error counters gpunode reads per link, in nvmlNvLinkErrorCounter_t order. */
+#define NVML_LINK_COUNTERS 4 /* DL_REPLAY, DL_RECOVERY, DL_CRC_FLIT, DL_CRC_DATA */
+
+/* One NVLink of a GPU. */
+struct nvml_link_facts {
+        unsigned active; /* nvmlDeviceGetNvLinkState: 1 active, 0 inactive */
+        /* nvmlDeviceGetNvLinkErrorCounter, asked on active links only (NOT_QUERIED on the others) */
+        struct nvml_fact_u64 errors[NVML_LINK_COUNTERS];
+};
+
+/* The most compute processes recorded per GPU (the count NVML gave is kept whole). */
+#define NVML_MAX_PROCESSES 32
+
+/* A compute process on a GPU (nvmlProcessInfo_t). */
+struct nvml_process_facts {
+        unsigned pid;         /* in the PID namespace of the caller (hidden ones are not listed) */
+        uint64_t used_memory; /* bytes; UINT64_MAX: the driver cannot tell */
+        unsigned gi, ci;      /* GPU and compute instance ids in MIG mode, else 0xFFFFFFFF */
+};
+
+/*
+ * The health queries of a GPU (nvml_health_probe.c), asked only by the full probe (NVML_PROBE_ALL;
+ * NOT_QUERIED under NVML_PROBE_LABELS). Every value is assigned member by member, so the padding
+ * inside a fact stays zero and two fact sets compare with memcmp.
+ */
+struct nvml_health_facts {
+        /* nvmlDeviceGetViolationStatus: cumulative nanoseconds below application clocks since the driver loaded */
+        struct nvml_fact_u64 violation_power_ns, violation_thermal_ns;
+        /* nvmlDeviceGetTemperatureThreshold, degrees C */
+        struct nvml_fact_u64 temp_shutdown, temp_slowdown, temp_mem_max, temp_gpu_max;
+        /* NVLink: nvmlDeviceGetNvLinkState for links 0, 1, ... until a link does not answer. nvlink_rc is
+         * that answer: NVML_ERROR_NOT_SUPPORTED on link 0 (no NVLink), NVML_ERROR_INVALID_ARGUMENT past
+         * the GPU's last link (n_links links), another error that ended the walk; SUCCESS when all
+         * NVML_NVLINK_MAX_LINKS answered. */
+        int nvlink_rc;
+        unsigned n_links;
+        struct nvml_link_facts links[NVML_NVLINK_MAX_LINKS];
+        /* PCIe link: current and maximum width (lanes) and generation; gen_gpu_max is the GPU's own
+         * maximum (nvmlDeviceGetGpuMaxPcieLinkGeneration), gen_max the GPU's and the slot's together */
+        struct nvml_fact_u64 pcie_width, pcie_width_max, pcie_gen, pcie_gen_max, pcie_gen_gpu_max;
+        /* Retired pages (before Ampere; NOT_SUPPORTED since, where row remapping replaced them) */
+        struct nvml_fact_u64 retired_sbe, retired_dbe; /* pages retired for single-bit / double-bit errors */
+        struct nvml_fact_u64 retired_pending;          /* 1: a retirement waits for the next reset */
+        /* nvmlDeviceGetComputeRunningProcesses: n_processes as NVML counted them, the first
+         * min(n, NVML_MAX_PROCESSES) in processes[] */
+        int processes_rc;
+        unsigned n_processes;
+        struct nvml_process_facts processes[NVML_MAX_PROCESSES];
+        struct nvml_fact_u64 graphics_processes; /* nvmlDeviceGetGraphicsRunningProcesses: how many */
+        struct nvml_fact_u64 drain_state;        /* nvmlDeviceQueryDrainState: 1 draining */
+        /* nvmlDeviceGetCurrentClocksEventReasons again, after the other health queries: a reason set
+         * in both readings held for that long */
+        struct nvml_fact_u64 clocks_event_reasons_again;
+};
+
 struct nvml_gpu_facts {
         unsigned index;
         bool complete; /* false: the probe timed out inside this GPU; later facts are NOT_QUERIED */
@@ -116,6 +171,8 @@ struct nvml_gpu_facts {
         struct nvml_fact_u64 clock_sm_mhz, clock_mem_mhz;
         struct nvml_fact_u64 pcie_replay;
         struct nvml_fact_u64 clocks_event_reasons;
+
+        struct nvml_health_facts health;
 };
 
 struct nvml_facts {
@@ -141,6 +198,12 @@ struct nvml_facts {
         char blocked_call[64]; /* the call that had not returned, e.g. "nvmlDeviceGetPowerUsage" */
         int blocked_gpu;       /* its GPU index, -1 for a system call (nvmlInit, ...) */
         char timeout_message[192]; /* "nvmlDeviceGetPowerUsage on GPU 3 did not return within 5000 ms" */
+
+        /* Whether the caller shares the host's PID namespace, which decides whether NVML's process lists
+         * show every process (the driver hides those of other namespaces): 1 yes, 0 no, -1 unknown. Not
+         * an NVML answer: the caller (probe_nvml) sets it, and it travels with the facts so that a
+         * snapshot replays it. */
+        int caller_pid_namespace;
 };
 
 /*
@@ -150,6 +213,17 @@ struct nvml_facts {
  * left running on its own (holding a reference on lib); it frees its state when it returns.
  */
 int nvml_probe_run(struct nvml_lib *lib, unsigned timeout_ms, struct nvml_facts **ret);
+
+/* What a probe asks. */
+enum nvml_probe_scope {
+        NVML_PROBE_ALL,    /* every fact */
+        NVML_PROBE_LABELS, /* what GFD's labels need (names, memory, compute capability, MIG, fabric);
+                            * power, clocks, ECC, temperatures and the health queries stay NOT_QUERIED,
+                            * so a GPU hanging in one of those does not stop the labels */
+};
+
+/* nvml_probe_run asking only what scope names. Returns as nvml_probe_run. */
+int nvml_probe_run_scope(struct nvml_lib *lib, unsigned timeout_ms, enum nvml_probe_scope scope, struct nvml_facts **ret);
 
 /* Returns how many probe workers that timed out are still running (stuck in NVML). Never fails. */
 unsigned nvml_probe_abandoned_workers(void);
@@ -186,3 +260,5 @@ int nvml_facts_to_json(const struct nvml_facts *f, char **ret); /* in nvml_facts
 /* Sets every fact of GPU index to "not queried", the state of a GPU the probe did not reach.
  * Returns nothing. */
 void nvml_gpu_facts_init(struct nvml_gpu_facts *g, unsigned index);
+/* Sets every health fact to "not queried" (zeroing the rest). Returns nothing. */
+void nvml_health_facts_init(struct nvml_health_facts *h);

@@ -25,6 +25,7 @@ struct probe_state {
         char call[64]; /* under lock: the call in progress */
         int call_gpu;
 
+        enum nvml_probe_scope scope; /* constant */
         struct nvml_lib *lib; /* worker's reference */
         struct nvml_facts w;  /* worker only */
 };
@@ -40,3 +41,7 @@ struct nvml_fact_u64 nvml_fact(nvmlReturn_t rc, uint64_t v);
  * Returns false when the caller gave up waiting (the facts so far stay valid), else true; a
  * failing call is recorded in its fact's rc, never returned. */
 bool nvml_probe_gpu(struct probe_state *st, struct nvml_gpu_facts *g);
+
+/* Asks NVML the health facts of GPU g through its handle dev (nvml_health_probe.c). Returns false
+ * when the caller gave up waiting (the facts so far stay valid), else true. */
+bool nvml_probe_gpu_health(struct probe_state *st, struct nvml_gpu_facts *g, nvmlDevice_t dev);

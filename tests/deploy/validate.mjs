@@ -102,16 +102,21 @@ const allowedWrites = {
   "ClusterRole gpunode-taint": { "/nodes": ["patch"] },
 };
 const readVerbs = new Set(["get", "list", "watch"]);
+// The one proxy grant: `kubectl gpunode check NODE` reads an agent's /report through the API server (get only; the
+// role is meant for a RoleBinding in the agent's namespace, deploy/clusterrole-cluster-reader.yaml says so).
+const allowedProxy = { "ClusterRole gpunode-agent-report": ["pods/proxy"] };
 function rbacProblems(role) {
   const problems = [];
   const writes = allowedWrites[`ClusterRole ${role.metadata.name}`] ?? {};
+  const proxies = allowedProxy[`ClusterRole ${role.metadata.name}`] ?? [];
   for (const rule of role.rules ?? []) {
     for (const field of ["verbs", "resources", "apiGroups", "resourceNames", "nonResourceURLs"])
       if ((rule[field] ?? []).includes("*")) problems.push(`"*" in ${field}`);
     if (rule.nonResourceURLs) problems.push("nonResourceURLs");
     for (const res of rule.resources ?? []) {
       if (/^(secrets|configmaps|serviceaccounts|roles|rolebindings|clusterroles|clusterrolebindings)(\/|$)/.test(res) ||
-          res.endsWith("/token") || res.endsWith("/exec") || res.endsWith("/proxy"))
+          res.endsWith("/token") || res.endsWith("/exec") ||
+          (res.endsWith("/proxy") && !(proxies.includes(res) && (rule.verbs ?? []).every((v) => v === "get"))))
         problems.push(`access to ${res}`);
       for (const apiGroup of rule.apiGroups ?? [""]) {
         for (const v of rule.verbs ?? []) {
@@ -149,6 +154,27 @@ for (const { file, obj } of objs.ClusterRole) {
   for (const [g, r, v] of [["", "nodes", "get"], ["", "pods", "list"], ["storage.k8s.io", "csinodes", "get"],
     ["", "namespaces", "list"], ["", "nodes/status", "patch"], ["", "events", "create"], ["", "events", "patch"]])
     check(grants(g, r, v), `ClusterRole grants ${v} ${g || "core"}/${r}`);
+}
+// What `gpunode cluster` lists (src/cluster/fetch.c) is granted to its users, read-only; the pod proxy for
+// `kubectl gpunode check NODE` only in its own role, get only, and never in the agent's or the reader's role.
+{
+  const reader = one("ClusterRole", "gpunode-cluster-reader");
+  const proxyRole = one("ClusterRole", "gpunode-agent-report");
+  check(reader && proxyRole, "ClusterRoles gpunode-cluster-reader and gpunode-agent-report exist");
+  const grants = (role, group, res, verb) => (role?.rules ?? []).some((r) => (r.apiGroups ?? []).includes(group) &&
+    (r.resources ?? []).includes(res) && (r.verbs ?? []).includes(verb));
+  const fetchC = fs.readFileSync(path.join(sourceRoot, "src", "cluster", "fetch.c"), "utf8");
+  const listed = [...new Set([...fetchC.matchAll(/"\/api(?:s\/([a-z0-9.-]+)\/v[0-9a-z]+|\/v1)\/([a-z]+)"/g)]
+    .map((m) => `${m[1] ?? ""}/${m[2]}`))].map((k) => k.split("/"));
+  check(listed.length >= 9, `fetch.c lists ${listed.length} resources`);
+  for (const [g, r] of listed) check(grants(reader, g, r, "list"), `gpunode-cluster-reader grants list ${g || "core"}/${r}`);
+  check(grants(proxyRole, "", "pods/proxy", "get") && proxyRole.rules.length === 1 &&
+    proxyRole.rules[0].verbs.length === 1, "gpunode-agent-report grants only get pods/proxy");
+  const leaky = clone(reader); leaky.rules.push({ apiGroups: [""], resources: ["pods/proxy"], verbs: ["get"] });
+  check(rbacProblems(leaky).length > 0, "RBAC check rejects pods/proxy in the reader role");
+  const writer = clone(proxyRole); writer.rules[0].verbs = ["get", "create"];
+  check(rbacProblems(writer).length > 0, "RBAC check rejects create on pods/proxy");
+  check(!kust.resources.includes("clusterrole-cluster-reader.yaml"), "clusterrole-cluster-reader.yaml is optional (not applied by default)");
 }
 for (const { obj } of objs.ClusterRoleBinding) {
   const sa = one("ServiceAccount");

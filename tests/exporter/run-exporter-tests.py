@@ -913,6 +913,57 @@ def test_collectors_csv():
     check(stop(p) == 0, "SIGTERM: clean exit 0")
 
 
+OPT_IN = ("DCGM_FI_DEV_CLOCK_THROTTLE_REASONS", "DCGM_FI_DEV_POWER_VIOLATION", "DCGM_FI_DEV_THERMAL_VIOLATION",
+          "DCGM_FI_DEV_PCIE_LINK_GEN", "DCGM_FI_DEV_PCIE_LINK_WIDTH", "DCGM_FI_DEV_NVLINK_CRC_FLIT_ERROR_COUNT_TOTAL",
+          "DCGM_FI_DEV_NVLINK_CRC_DATA_ERROR_COUNT_TOTAL", "DCGM_FI_DEV_NVLINK_REPLAY_ERROR_COUNT_TOTAL",
+          "DCGM_FI_DEV_NVLINK_RECOVERY_ERROR_COUNT_TOTAL")
+
+
+def test_opt_in_counters():
+    """The clock, PCIe and NVLink error counters are opt-in: absent by default, served when a CSV names them."""
+    d = description(2)
+    for i, g in enumerate(d["gpus"]):
+        g["clocks_event_reasons"] = 0x88 if i == 1 else 0x1
+        g["violation"] = {"power_ns": 2500000000 * (i + 1), "thermal_ns": 7000}
+        g["pcie"] = {"width": 16 if i == 0 else 8, "width_max": 16, "gen": 5, "gen_max": 5, "gen_gpu_max": 5}
+        g["nvlinks"] = [{"active": True, "replay": 1, "recovery": 0, "crc_flit": 3 * i, "crc_data": 2}] * 18
+        g["nvlinks"][17] = {"active": False, "replay": 99}  # an inactive link does not count
+    p, base, _ = start_exporter("optin-default", d)
+    text = wait_for(lambda: (lambda t: t if "DCGM_FI_DEV_GPU_TEMP{" in t else None)(metrics_or_empty(base)), 10) or ""
+    check(text and not any(name in text for name in OPT_IN), "without a CSV no opt-in counter is served")
+    stop(p)
+    csv = os.path.join(TMP, "optin.csv")
+    with open(csv, "w") as f:
+        f.write("DCGM_FI_DEV_GPU_TEMP, gauge, GPU temperature (in C).\n")
+        for name in OPT_IN:
+            kind = "gauge" if name in ("DCGM_FI_DEV_CLOCK_THROTTLE_REASONS", "DCGM_FI_DEV_PCIE_LINK_GEN",
+                                       "DCGM_FI_DEV_PCIE_LINK_WIDTH") else "counter"
+            f.write("%s, %s, %s from the CSV.\n" % (name, kind, name))
+    p, base, _ = start_exporter("optin", d, "-f", csv)
+    text = wait_for(lambda: (lambda t: t if "DCGM_FI_DEV_PCIE_LINK_WIDTH{" in t else None)(metrics_or_empty(base)), 10) or ""
+    families = {l.split()[2] for l in text.splitlines() if l.startswith("# TYPE ") and l.split()[2].startswith("DCGM_")}
+    check(families == set(OPT_IN) | {"DCGM_FI_DEV_GPU_TEMP"}, "the CSV's opt-in counters are served: %s" % sorted(families))
+    def v(name, gpu):
+        return value(text, '%s{gpu="%d",' % (name, gpu))
+    check(v("DCGM_FI_DEV_CLOCK_THROTTLE_REASONS", 0) == 1 and v("DCGM_FI_DEV_CLOCK_THROTTLE_REASONS", 1) == 0x88,
+          "clock throttle reasons: the NVML bit mask (idle 1, HW slowdown and power brake 136)")
+    check(v("DCGM_FI_DEV_POWER_VIOLATION", 0) == 2500000 and v("DCGM_FI_DEV_POWER_VIOLATION", 1) == 5000000 and
+          v("DCGM_FI_DEV_THERMAL_VIOLATION", 0) == 7, "violation times in DCGM's microseconds")
+    check(v("DCGM_FI_DEV_PCIE_LINK_GEN", 1) == 5 and v("DCGM_FI_DEV_PCIE_LINK_WIDTH", 0) == 16 and
+          v("DCGM_FI_DEV_PCIE_LINK_WIDTH", 1) == 8, "PCIe link generation and width")
+    check(v("DCGM_FI_DEV_NVLINK_CRC_FLIT_ERROR_COUNT_TOTAL", 1) == 51 and
+          v("DCGM_FI_DEV_NVLINK_CRC_DATA_ERROR_COUNT_TOTAL", 0) == 34 and
+          v("DCGM_FI_DEV_NVLINK_REPLAY_ERROR_COUNT_TOTAL", 0) == 17 and
+          v("DCGM_FI_DEV_NVLINK_RECOVERY_ERROR_COUNT_TOTAL", 0) == 0, "NVLink error totals over the active links")
+    check("# TYPE DCGM_FI_DEV_POWER_VIOLATION counter\n" in text and "# TYPE DCGM_FI_DEV_PCIE_LINK_GEN gauge\n" in text,
+          "types as dcgm-exporter's")
+    r = subprocess.run(["promtool", "check", "metrics"], input=text.encode(), capture_output=True, timeout=30)
+    out = (r.stdout + r.stderr).decode()
+    bad = [l for l in out.splitlines() if l.strip() and not (l.startswith("DCGM_FI_") and any(k in l for k in DCGM_LINT))]
+    check(r.returncode in (0, 3) and not bad, "promtool check metrics with the opt-in counters: %s" % bad[:3])
+    check(stop(p) == 0, "SIGTERM: clean exit 0")
+
+
 def metrics_or_empty(base):
     try:
         return metrics(base)
@@ -925,7 +976,8 @@ def main():
     signal.alarm(560)
     try:
         for t in (test_promtool_and_http, test_mig, test_profiling, test_pod_attribution, test_prometheus, test_lost_and_driver, test_blocking, test_absent, test_hostile,
-                  test_idle_flood, test_check_child, test_capabilities, test_http_protocol, test_collectors_csv):
+                  test_idle_flood, test_check_child, test_capabilities, test_http_protocol, test_collectors_csv,
+                  test_opt_in_counters):
             if os.environ.get("EXPORTER_TESTS") and t.__name__ not in os.environ["EXPORTER_TESTS"].split(","):
                 continue  # EXPORTER_TESTS=test_a,test_b runs only those
             print("# " + t.__name__, flush=True)

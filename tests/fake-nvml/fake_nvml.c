@@ -43,6 +43,14 @@
  *     "gpm": {"graphics_util": 42.5, "any_tensor_util": 30, "dram_bw_util": 55.5,
  *             "pcie_tx_per_sec": 1000, "pcie_rx_per_sec": 2000},   GPM rates (percent, MiB/s)
  *     "gpm_supported": true,                               default: whether "gpm" is an object
+ *     "violation": {"power_ns": 0, "thermal_ns": 0},      nvmlDeviceGetViolationStatus
+ *     "temperature_thresholds": {"shutdown": 92, "slowdown": 89, "mem_max": 95, "gpu_max": 87},
+ *     "nvlinks": [{"active": true, "replay": 0, "recovery": 0, "crc_flit": 0, "crc_data": 0}],
+ *                                                          past the end: INVALID_ARGUMENT (README.md)
+ *     "pcie": {"width": 16, "width_max": 16, "gen": 5, "gen_max": 5, "gen_gpu_max": 5},
+ *     "retired_pages": {"sbe": 0, "dbe": 0, "pending": false},   before Ampere only
+ *     "processes": [{"pid": 4242, "used_memory": 1073741824}], "graphics_processes": [],
+ *     "drain_state": 0,                                    nvmlDeviceQueryDrainState (by PCI address)
  *     "xid_events": [48, 64],                              delivered once each by nvmlEventSetWait
  *     "lost": false,                                       true: every per-device call returns 15
  *     "errors": {"nvmlDeviceGetPowerUsage": 3}             per call name, an nvmlReturn_t
@@ -65,6 +73,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/stat.h>
 #include <time.h>
 
@@ -126,6 +135,11 @@ static void maybe_block(json_t *d, const char *call, int gpu) {
         json_t *g = json_object_get(b, "gpu");
         int bg = json_is_integer(g) ? (int)json_integer_value(g) : -1;
         if (c && strcmp(c, call) == 0 && bg == gpu) sleep_seconds(json_number_value(json_object_get(b, "seconds")));
+}
+
+/* Returns the code an integer JSON value names, or NVML_SUCCESS for anything else. */
+static nvmlReturn_t injected_code(json_t *v) {
+        return json_is_integer(v) ? (nvmlReturn_t)json_integer_value(v) : NVML_SUCCESS;
 }
 
 /* Returns the code errors[call] of obj asks for, or NVML_SUCCESS. */
@@ -249,6 +263,9 @@ static void maybe_reload(void) {
         pthread_mutex_unlock(&fake_lock);
 }
 
+/* How often each GPU's clock event reasons were asked since nvmlInit (under fake_lock). */
+static unsigned reasons_calls[FAKE_MAX_GPUS];
+
 /* Loads the description and takes an init reference. Returns NVML_SUCCESS, init_error, or
  * NVML_ERROR_DRIVER_NOT_LOADED when there is no readable description. */
 static nvmlReturn_t fake_init(void) {
@@ -271,6 +288,7 @@ static nvmlReturn_t fake_init(void) {
         json_decref(fake_desc);
         fake_desc = d;
         init_count++;
+        memset(reasons_calls, 0, sizeof reasons_calls);
         pthread_mutex_unlock(&fake_lock);
         return NVML_SUCCESS;
 }
@@ -591,6 +609,25 @@ EXPORT nvmlReturn_t nvmlDeviceGetRemappedRows(nvmlDevice_t device, unsigned int 
         return NVML_SUCCESS;
 }
 
+/* Answers the NVLink error totals (fields 38, 45, 52, 59) as the sum of g's "nvlinks" counters over
+ * its active links, as the driver sums them. Returns false for another field or without "nvlinks". */
+static bool nvlink_total(json_t *g, unsigned field, unsigned long long *ret) {
+        const char *key = field == NVML_FI_DEV_NVLINK_CRC_FLIT_ERROR_COUNT_TOTAL   ? "crc_flit"
+                          : field == NVML_FI_DEV_NVLINK_CRC_DATA_ERROR_COUNT_TOTAL ? "crc_data"
+                          : field == NVML_FI_DEV_NVLINK_REPLAY_ERROR_COUNT_TOTAL   ? "replay"
+                          : field == NVML_FI_DEV_NVLINK_RECOVERY_ERROR_COUNT_TOTAL ? "recovery"
+                                                                                   : NULL;
+        json_t *a = json_object_get(g, "nvlinks");
+        if (!key || !json_is_array(a)) return false;
+        unsigned long long sum = 0, v;
+        for (size_t i = 0; i < json_array_size(a); i++) {
+                json_t *l = json_array_get(a, i);
+                if (json_is_true(json_object_get(l, "active")) && get_u64(l, key, &v)) sum += v;
+        }
+        *ret = sum;
+        return true;
+}
+
 EXPORT nvmlReturn_t nvmlDeviceGetFieldValues(nvmlDevice_t device, int valuesCount, nvmlFieldValue_t *values) {
         BEGIN("nvmlDeviceGetFieldValues");
         struct timespec now;
@@ -612,6 +649,9 @@ EXPORT nvmlReturn_t nvmlDeviceGetFieldValues(nvmlDevice_t device, int valuesCoun
                         v->valueType = NVML_VALUE_TYPE_UNSIGNED_INT;
                         v->value.uiVal = (unsigned)x;
                 } else if (get_u64(json_object_get(g, "fields"), key, &x)) {
+                        v->valueType = NVML_VALUE_TYPE_UNSIGNED_LONG_LONG;
+                        v->value.ullVal = x;
+                } else if (nvlink_total(g, v->fieldId, &x)) {
                         v->valueType = NVML_VALUE_TYPE_UNSIGNED_LONG_LONG;
                         v->value.ullVal = x;
                 } else {
@@ -673,7 +713,19 @@ EXPORT nvmlReturn_t nvmlDeviceGetPcieReplayCounter(nvmlDevice_t device, unsigned
 
 EXPORT nvmlReturn_t nvmlDeviceGetCurrentClocksEventReasons(nvmlDevice_t device, unsigned long long *reasons) {
         BEGIN("nvmlDeviceGetCurrentClocksEventReasons");
-        return answer_ull(g, "clocks_event_reasons", reasons);
+        json_t *a = json_object_get(g, "clocks_event_reasons");
+        if (!json_is_array(a)) return answer_ull(g, "clocks_event_reasons", reasons);
+        /* An array: the n-th call since nvmlInit answers element n (the last one from then on). */
+        if (!reasons) return NVML_ERROR_INVALID_ARGUMENT;
+        pthread_mutex_lock(&fake_lock);
+        size_t n = reasons_calls[device->index]++;
+        pthread_mutex_unlock(&fake_lock);
+        size_t len = json_array_size(a);
+        if (len == 0) return NVML_ERROR_NOT_SUPPORTED;
+        json_t *v = json_array_get(a, n < len ? n : len - 1);
+        if (!json_is_integer(v)) return NVML_ERROR_NOT_SUPPORTED;
+        *reasons = (unsigned long long)json_integer_value(v);
+        return NVML_SUCCESS;
 }
 
 EXPORT nvmlReturn_t nvmlDeviceGetCurrentClocksThrottleReasons(nvmlDevice_t device, unsigned long long *reasons) {
@@ -699,6 +751,200 @@ EXPORT nvmlReturn_t nvmlDeviceGetDecoderUtilization(nvmlDevice_t device, unsigne
                                                     unsigned int *samplingPeriodUs) {
         BEGIN("nvmlDeviceGetDecoderUtilization");
         return codec_util(g, "decoder_utilization", utilization, samplingPeriodUs);
+}
+
+/* ---- health queries: violation times, temperature thresholds, NVLink, PCIe link, retired pages,
+ * processes, drain state ---- */
+
+EXPORT nvmlReturn_t nvmlDeviceGetViolationStatus(nvmlDevice_t device, nvmlPerfPolicyType_t perfPolicyType,
+                                                 nvmlViolationTime_t *violTime) {
+        BEGIN("nvmlDeviceGetViolationStatus");
+        static const char *const keys[] = { [NVML_PERF_POLICY_POWER] = "power_ns", [NVML_PERF_POLICY_THERMAL] = "thermal_ns" };
+        struct timespec now;
+        unsigned long long ns;
+        if (!violTime || (unsigned)perfPolicyType >= NVML_PERF_POLICY_COUNT) return NVML_ERROR_INVALID_ARGUMENT;
+        if ((unsigned)perfPolicyType >= sizeof keys / sizeof keys[0] || !keys[perfPolicyType]) return NVML_ERROR_NOT_SUPPORTED;
+        rc = answer_ull(json_object_get(g, "violation"), keys[perfPolicyType], &ns);
+        if (rc != NVML_SUCCESS) return rc;
+        clock_gettime(CLOCK_REALTIME, &now);
+        violTime->referenceTime = (unsigned long long)now.tv_sec * 1000000ULL + (unsigned long long)now.tv_nsec / 1000;
+        violTime->violationTime = ns;
+        return NVML_SUCCESS;
+}
+
+EXPORT nvmlReturn_t nvmlDeviceGetTemperatureThreshold(nvmlDevice_t device, nvmlTemperatureThresholds_t thresholdType,
+                                                      unsigned int *temp) {
+        BEGIN("nvmlDeviceGetTemperatureThreshold");
+        static const char *const keys[] = { "shutdown", "slowdown", "mem_max", "gpu_max" };
+        if (!temp || (unsigned)thresholdType >= NVML_TEMPERATURE_THRESHOLD_COUNT) return NVML_ERROR_INVALID_ARGUMENT;
+        if ((unsigned)thresholdType >= sizeof keys / sizeof keys[0]) return NVML_ERROR_NOT_SUPPORTED;
+        return answer_uint(json_object_get(g, "temperature_thresholds"), keys[thresholdType], temp);
+}
+
+/* Returns link's entry of g's "nvlinks" into *ret_l, or the code the call answers: NOT_SUPPORTED
+ * without "nvlinks", INVALID_ARGUMENT past its end, an entry's "error". */
+static nvmlReturn_t nvlink_entry(json_t *g, unsigned link, json_t **ret_l) {
+        json_t *a = json_object_get(g, "nvlinks");
+        if (!json_is_array(a)) return NVML_ERROR_NOT_SUPPORTED;
+        json_t *l = json_array_get(a, link);
+        if (!json_is_object(l)) return NVML_ERROR_INVALID_ARGUMENT;
+        nvmlReturn_t e = injected_code(json_object_get(l, "error"));
+        if (e != NVML_SUCCESS) return e;
+        *ret_l = l;
+        return NVML_SUCCESS;
+}
+
+EXPORT nvmlReturn_t nvmlDeviceGetNvLinkState(nvmlDevice_t device, unsigned int link, nvmlEnableState_t *isActive) {
+        BEGIN("nvmlDeviceGetNvLinkState");
+        json_t *l = NULL;
+        if (!isActive) return NVML_ERROR_INVALID_ARGUMENT;
+        if ((rc = nvlink_entry(g, link, &l)) != NVML_SUCCESS) return rc;
+        *isActive = json_is_true(json_object_get(l, "active")) ? NVML_FEATURE_ENABLED : NVML_FEATURE_DISABLED;
+        return NVML_SUCCESS;
+}
+
+EXPORT nvmlReturn_t nvmlDeviceGetNvLinkErrorCounter(nvmlDevice_t device, unsigned int link,
+                                                    nvmlNvLinkErrorCounter_t counter, unsigned long long *counterValue) {
+        BEGIN("nvmlDeviceGetNvLinkErrorCounter");
+        static const char *const keys[] = { "replay", "recovery", "crc_flit", "crc_data", "ecc_data" };
+        json_t *l = NULL;
+        if (!counterValue || (unsigned)counter >= NVML_NVLINK_ERROR_COUNT) return NVML_ERROR_INVALID_ARGUMENT;
+        if ((rc = nvlink_entry(g, link, &l)) != NVML_SUCCESS) return rc;
+        nvmlReturn_t e = injected_code(json_object_get(json_object_get(l, "counter_errors"), keys[counter]));
+        if (e != NVML_SUCCESS) return e;
+        return answer_ull(l, keys[counter], counterValue);
+}
+
+/* Answers one of the PCIe link queries from g's "pcie"[key]. Returns an nvmlReturn_t. */
+static nvmlReturn_t pcie_link(nvmlDevice_t device, const char *call, const char *key, unsigned *out) {
+        BEGIN(call);
+        return answer_uint(json_object_get(g, "pcie"), key, out);
+}
+
+EXPORT nvmlReturn_t nvmlDeviceGetCurrPcieLinkWidth(nvmlDevice_t device, unsigned int *v) {
+        return pcie_link(device, "nvmlDeviceGetCurrPcieLinkWidth", "width", v);
+}
+EXPORT nvmlReturn_t nvmlDeviceGetMaxPcieLinkWidth(nvmlDevice_t device, unsigned int *v) {
+        return pcie_link(device, "nvmlDeviceGetMaxPcieLinkWidth", "width_max", v);
+}
+EXPORT nvmlReturn_t nvmlDeviceGetCurrPcieLinkGeneration(nvmlDevice_t device, unsigned int *v) {
+        return pcie_link(device, "nvmlDeviceGetCurrPcieLinkGeneration", "gen", v);
+}
+EXPORT nvmlReturn_t nvmlDeviceGetMaxPcieLinkGeneration(nvmlDevice_t device, unsigned int *v) {
+        return pcie_link(device, "nvmlDeviceGetMaxPcieLinkGeneration", "gen_max", v);
+}
+EXPORT nvmlReturn_t nvmlDeviceGetGpuMaxPcieLinkGeneration(nvmlDevice_t device, unsigned int *v) {
+        return pcie_link(device, "nvmlDeviceGetGpuMaxPcieLinkGeneration", "gen_gpu_max", v);
+}
+
+EXPORT nvmlReturn_t nvmlDeviceGetRetiredPages(nvmlDevice_t device, nvmlPageRetirementCause_t cause, unsigned int *pageCount,
+                                              unsigned long long *addresses) {
+        BEGIN("nvmlDeviceGetRetiredPages");
+        unsigned n;
+        if (!pageCount || (unsigned)cause >= NVML_PAGE_RETIREMENT_CAUSE_COUNT) return NVML_ERROR_INVALID_ARGUMENT;
+        rc = answer_uint(json_object_get(g, "retired_pages"),
+                         cause == NVML_PAGE_RETIREMENT_CAUSE_DOUBLE_BIT_ECC_ERROR ? "dbe" : "sbe", &n);
+        if (rc != NVML_SUCCESS) return rc;
+        if (*pageCount < n) {
+                *pageCount = n;
+                return NVML_ERROR_INSUFFICIENT_SIZE;
+        }
+        if (n > 0 && !addresses) return NVML_ERROR_INVALID_ARGUMENT;
+        for (unsigned i = 0; i < n; i++) addresses[i] = 0x1000ULL * (i + 1) + ((unsigned long long)cause << 32);
+        *pageCount = n;
+        return NVML_SUCCESS;
+}
+
+EXPORT nvmlReturn_t nvmlDeviceGetRetiredPages_v2(nvmlDevice_t device, nvmlPageRetirementCause_t cause,
+                                                 unsigned int *pageCount, unsigned long long *addresses,
+                                                 unsigned long long *timestamps) {
+        unsigned want = pageCount ? *pageCount : 0;
+        nvmlReturn_t rc = nvmlDeviceGetRetiredPages(device, cause, pageCount, addresses);
+        if (rc == NVML_SUCCESS && timestamps)
+                for (unsigned i = 0; i < *pageCount && i < want; i++) timestamps[i] = 1700000000ULL + i;
+        return rc;
+}
+
+EXPORT nvmlReturn_t nvmlDeviceGetRetiredPagesPendingStatus(nvmlDevice_t device, nvmlEnableState_t *isPending) {
+        BEGIN("nvmlDeviceGetRetiredPagesPendingStatus");
+        unsigned v;
+        if (!isPending) return NVML_ERROR_INVALID_ARGUMENT;
+        rc = answer_uint(json_object_get(g, "retired_pages"), "pending", &v);
+        if (rc == NVML_SUCCESS) *isPending = v ? NVML_FEATURE_ENABLED : NVML_FEATURE_DISABLED;
+        return rc;
+}
+
+/* Answers a running-processes call from the list g[key] ({pid, used_memory, gi, ci} objects) and
+ * g[count_key] (a count larger than the list: entries past it are zero). Returns an nvmlReturn_t. */
+static nvmlReturn_t processes(json_t *g, const char *key, const char *count_key, unsigned *infoCount,
+                              nvmlProcessInfo_t *infos) {
+        json_t *a = json_object_get(g, key);
+        unsigned long long extra = 0;
+        if (!infoCount) return NVML_ERROR_INVALID_ARGUMENT;
+        if (!json_is_array(a)) return NVML_ERROR_NOT_SUPPORTED;
+        get_u64(g, count_key, &extra);
+        unsigned n = (unsigned)json_array_size(a);
+        if (extra > n) n = (unsigned)extra;
+        if (*infoCount < n) {
+                *infoCount = n;
+                return NVML_ERROR_INSUFFICIENT_SIZE;
+        }
+        if (n > 0 && !infos) return NVML_ERROR_INVALID_ARGUMENT;
+        for (unsigned i = 0; i < n; i++) {
+                json_t *p = json_array_get(a, i);
+                unsigned long long v;
+                memset(&infos[i], 0, sizeof infos[i]);
+                infos[i].gpuInstanceId = infos[i].computeInstanceId = 0xFFFFFFFFu;
+                if (get_u64(p, "pid", &v)) infos[i].pid = (unsigned)v;
+                if (get_u64(p, "used_memory", &v)) infos[i].usedGpuMemory = v;
+                if (get_u64(p, "gi", &v)) infos[i].gpuInstanceId = (unsigned)v;
+                if (get_u64(p, "ci", &v)) infos[i].computeInstanceId = (unsigned)v;
+        }
+        *infoCount = n;
+        return NVML_SUCCESS;
+}
+
+EXPORT nvmlReturn_t nvmlDeviceGetComputeRunningProcesses_v3(nvmlDevice_t device, unsigned int *infoCount,
+                                                           nvmlProcessInfo_t *infos) {
+        BEGIN("nvmlDeviceGetComputeRunningProcesses");
+        return processes(g, "processes", "processes_count", infoCount, infos);
+}
+EXPORT nvmlReturn_t nvmlDeviceGetComputeRunningProcesses_v2(nvmlDevice_t device, unsigned int *infoCount,
+                                                           nvmlProcessInfo_t *infos) {
+        return nvmlDeviceGetComputeRunningProcesses_v3(device, infoCount, infos);
+}
+EXPORT nvmlReturn_t nvmlDeviceGetGraphicsRunningProcesses_v3(nvmlDevice_t device, unsigned int *infoCount,
+                                                            nvmlProcessInfo_t *infos) {
+        BEGIN("nvmlDeviceGetGraphicsRunningProcesses");
+        return processes(g, "graphics_processes", "graphics_processes_count", infoCount, infos);
+}
+EXPORT nvmlReturn_t nvmlDeviceGetGraphicsRunningProcesses_v2(nvmlDevice_t device, unsigned int *infoCount,
+                                                            nvmlProcessInfo_t *infos) {
+        return nvmlDeviceGetGraphicsRunningProcesses_v3(device, infoCount, infos);
+}
+
+EXPORT nvmlReturn_t nvmlDeviceQueryDrainState(nvmlPciInfo_t *pciInfo, nvmlEnableState_t *currentState) {
+        _cleanup_json_ json_t *d = NULL;
+        json_t *g = NULL;
+        if (!pciInfo || !currentState) return NVML_ERROR_INVALID_ARGUMENT;
+        /* The GPU is named by its PCI address, as the real call takes it. */
+        pthread_mutex_lock(&fake_lock);
+        json_t *gpus = init_count ? json_object_get(fake_desc, "gpus") : NULL;
+        unsigned index = FAKE_MAX_GPUS;
+        for (size_t i = 0; i < json_array_size(gpus) && i < FAKE_MAX_GPUS; i++) {
+                const char *id = json_string_value(json_object_get(json_array_get(gpus, i), "pci_bus_id"));
+                if (id && strncasecmp(id, pciInfo->busId, sizeof pciInfo->busId) == 0) index = (unsigned)i;
+        }
+        bool up = init_count > 0;
+        pthread_mutex_unlock(&fake_lock);
+        if (!up) return NVML_ERROR_UNINITIALIZED;
+        if (index == FAKE_MAX_GPUS) return NVML_ERROR_NOT_FOUND;
+        nvmlReturn_t rc = begin_gpu("nvmlDeviceQueryDrainState", index, true, &d, &g);
+        if (rc != NVML_SUCCESS) return rc;
+        unsigned v;
+        rc = answer_uint(g, "drain_state", &v);
+        if (rc == NVML_SUCCESS) *currentState = v ? NVML_FEATURE_ENABLED : NVML_FEATURE_DISABLED;
+        return rc;
 }
 
 /* ---- MIG devices ---- */

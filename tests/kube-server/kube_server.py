@@ -5,6 +5,7 @@ Run with Debian's /usr/bin/python3 (standard library only). Listens on 127.0.0.1
 
     kube_server.py --certs DIR --responses DIR [--token T] [--port 0] [--mode normal]
                    [--lifetime 60] [--log FILE] [--basic USER:PASS] [--writes normal]
+                   [--cluster FILE] [--continue-ttl 300]
 
 Once listening it prints the port number on a line of its own on stdout (useful with --port 0)
 and flushes. It exits by itself after --lifetime seconds (SIGALRM), whatever it is doing.
@@ -59,6 +60,35 @@ server). A patch whose result carries a metadata.resourceVersion other than the 
 merge patch with a stale one, say) answers 409 Conflict ("the object has been modified; please
 apply your changes to the latest version and try again"), as optimistic concurrency does.
 
+A whole cluster (--cluster FILE, a JSON object from tests/cluster/make_cluster.py): {"nodes": [...],
+"pods": [...], "events": [...], "services": [...], "storageclasses": [...], "csidrivers": [...],
+"csinodes": [...], "runtimeclasses": [...], "servicemonitors": [...]} (a key that is absent: that
+resource is not served, 404, as a CRD that is not installed). Served from memory, before the
+responses folder, as the API server lists them:
+  GET /api/v1/nodes, /api/v1/pods, /api/v1/namespaces/NS/pods (and events, services),
+      /apis/storage.k8s.io/v1/{storageclasses,csidrivers,csinodes}, /apis/node.k8s.io/v1/runtimeclasses,
+      /apis/monitoring.coreos.com/v1/servicemonitors, and each object by name
+    sorted by namespace/name; labelSelector as above; fieldSelector k=v, k==v, k!=v, comma-separated,
+    on the fields the real API supports for that resource (pods: metadata.name, metadata.namespace,
+    spec.nodeName, spec.restartPolicy, spec.schedulerName, spec.serviceAccountName, status.phase,
+    status.podIP, status.nominatedNodeName; nodes: metadata.name, spec.unschedulable; events:
+    involvedObject.*, reason, reportingComponent, source, type; others metadata.name/namespace), any
+    other answering 400 "field label not supported: F"; limit and continue: a page of at most limit
+    items, metadata.continue (base64 of {"rv", "start", "page", "t"}) and remainingItemCount while more
+    remain; a continue token older than --continue-ttl seconds (default 300) answers 410 Expired with
+    the API's message.
+  GET /api, /apis, /api/v1, /apis/GROUP/VERSION  legacy discovery of the resources served (what kubectl
+    asks before a list)
+  GET /api/v1/namespaces/NS/pods/NAME[:PORT]/proxy/PATH  the pod proxy: an HTTP GET of
+    http://<status.podIP>:<PORT, else the first containerPort>/PATH, its status and body passed on;
+    503 ServiceUnavailable ("error trying to reach service: ...") when nothing answers there, 404
+    for a pod that does not exist.
+  POST /_control {"lists": {"forbid": ["nodes", ...], "hang_after_pages": N, "expire": "never"|"once"|"always"}}
+    forbid: listing those resources answers 403 with the API's words (User "system:serviceaccount:
+    gpunode:gpunode" cannot list resource "nodes" in API group "" at the cluster scope); hang_after_pages:
+    a list's page N+1 and later never answer (a timeout part-way); expire: continue tokens answer 410
+    Expired (once: the next one only). Answers {"lists": ...}.
+
 Controls (no authentication; for the tests that drive an agent against one running server):
   POST /_control {"writes": W, "down_seconds": N}  sets how writes (PATCH, POST) are answered:
       normal    as above
@@ -97,7 +127,9 @@ import ssl
 import sys
 import threading
 import time
+import urllib.error
 import urllib.parse
+import urllib.request
 
 HOST = "127.0.0.1"  # never anything else
 
@@ -366,6 +398,7 @@ class State:
         self.writes = writes
         self.down_until = 0.0
         self.requests = []
+        self.lists = {"forbid": [], "hang_after_pages": 0, "expire": "never"}
 
     def next_rv(self):
         self.rv += 1
@@ -386,6 +419,89 @@ def is_node(j):
     return isinstance(j, dict) and j.get("kind", "Node") == "Node" and isinstance(j.get("metadata"), dict)
 
 
+# ---- a whole cluster from one description (--cluster) ----
+
+# collection path -> (resource, group, kind of the list, namespaced)
+CLUSTER_RESOURCES = {
+    "/api/v1/nodes": ("nodes", "", "NodeList", False),
+    "/api/v1/pods": ("pods", "", "PodList", True),
+    "/api/v1/events": ("events", "", "EventList", True),
+    "/api/v1/services": ("services", "", "ServiceList", True),
+    "/apis/storage.k8s.io/v1/storageclasses": ("storageclasses", "storage.k8s.io", "StorageClassList", False),
+    "/apis/storage.k8s.io/v1/csidrivers": ("csidrivers", "storage.k8s.io", "CSIDriverList", False),
+    "/apis/storage.k8s.io/v1/csinodes": ("csinodes", "storage.k8s.io", "CSINodeList", False),
+    "/apis/node.k8s.io/v1/runtimeclasses": ("runtimeclasses", "node.k8s.io", "RuntimeClassList", False),
+    "/apis/monitoring.coreos.com/v1/servicemonitors": ("servicemonitors", "monitoring.coreos.com", "ServiceMonitorList", True),
+}
+FIELD_LABELS = {
+    "pods": {"metadata.name", "metadata.namespace", "spec.nodeName", "spec.restartPolicy", "spec.schedulerName",
+             "spec.serviceAccountName", "status.phase", "status.podIP", "status.nominatedNodeName"},
+    "nodes": {"metadata.name", "spec.unschedulable"},
+    "events": {"metadata.name", "metadata.namespace", "involvedObject.kind", "involvedObject.namespace",
+               "involvedObject.name", "involvedObject.uid", "involvedObject.apiVersion", "involvedObject.resourceVersion",
+               "involvedObject.fieldPath", "reason", "reportingComponent", "source", "type"},
+}
+EXPIRED_MESSAGE = ("The provided continue parameter is too old to display a consistent list result. You can start a new "
+                   "list without the continue parameter, or use the continue token in this response to retrieve the "
+                   "remainder of the results. Continuing with the provided token results in an inconsistent list - "
+                   "objects that were created, modified, or deleted between the time the first chunk was returned and "
+                   "now may show up in the list.")
+PROXY_RE = re.compile(r"/api/v1/namespaces/([^/]+)/pods/([^/:]+)(?::([0-9]+))?/proxy(/.*)?")
+
+
+def field_value(obj, field):
+    """Returns an object's field as the API's field selectors see it ("" when absent)."""
+    if field == "source":
+        field = "source.component"
+    cur = obj
+    for part in field.split("."):
+        cur = cur.get(part) if isinstance(cur, dict) else None
+    if cur is None:
+        return ""
+    if isinstance(cur, bool):
+        return "true" if cur else "false"
+    return str(cur)
+
+
+def parse_field_selector(resource, sel):
+    """Returns [(field, op, value)] of a field selector; raises ValueError naming an unsupported field."""
+    out = []
+    for req in [r.strip() for r in (sel or "").split(",") if r.strip()]:
+        m = re.fullmatch(r"([^!=]+)(==|!=|=)(.*)", req)
+        if not m:
+            raise ValueError("invalid field selector: %s" % req)
+        f, op, v = m.group(1).strip(), m.group(2), m.group(3).strip()
+        if f not in FIELD_LABELS.get(resource, {"metadata.name", "metadata.namespace"}):
+            raise ValueError("field label not supported: %s" % f)
+        out.append((f, "!=" if op == "!=" else "=", v))
+    return out
+
+
+class Cluster:
+    """A cluster's objects, sorted as the API lists them, each serialised once."""
+
+    def __init__(self, path):
+        with open(path) as f:
+            desc = json.load(f)
+        self.objs = {}   # resource -> list of (key, obj, bytes)
+        self.byname = {}  # (resource, namespace or "", name) -> obj
+        for col, (res, _, _, namespaced) in CLUSTER_RESOURCES.items():
+            if res not in desc:
+                continue
+            items = []
+            for o in desc[res]:
+                meta = o.setdefault("metadata", {})
+                ns = meta.get("namespace", "default") if namespaced else ""
+                if namespaced:
+                    meta["namespace"] = ns
+                key = ns + "/" + meta.get("name", "")
+                items.append((key, o, json.dumps(o, separators=(",", ":")).encode()))
+                self.byname[(res, ns, meta.get("name", ""))] = o
+            items.sort(key=lambda t: t[0])
+            self.objs[res] = items
+        self.rv = str(desc.get("resourceVersion", 5000))
+
+
 NODE_RE = re.compile(r"/api/v1/nodes/([^/]+)(/status)?")
 EVENTS_RE = re.compile(r"/api/v1/namespaces/([^/]+)/events(?:/([^/]+))?")
 FORBIDDEN_USER = "system:serviceaccount:gpunode:gpunode"
@@ -398,6 +514,8 @@ class Handler(http.server.BaseHTTPRequestHandler):
 
     def setup(self):
         super().setup()
+        # as the Go API server: no Nagle, or each answer's header and body writes wait for a delayed ACK (40 ms)
+        self.request.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         # the TLS handshake runs here, in the connection's thread, not in accept()
         self.request.do_handshake()
 
@@ -519,6 +637,7 @@ class Handler(http.server.BaseHTTPRequestHandler):
                 st.events.clear()
                 st.requests.clear()
                 st.writes = "normal"
+                st.lists = {"forbid": [], "hang_after_pages": 0, "expire": "never"}
             self.send_json(200, {"writes": "normal"})
             return
         if self.command == "GET":
@@ -527,6 +646,11 @@ class Handler(http.server.BaseHTTPRequestHandler):
             return
         try:
             req = json.loads(self.raw_body or b"{}")
+            if isinstance(req, dict) and "lists" in req:
+                with st.lock:
+                    st.lists.update(req["lists"])
+                    self.send_json(200, {"lists": st.lists})
+                return
             w = req.get("writes", st.writes)
             down = float(req.get("down_seconds", 5))
         except (ValueError, AttributeError, TypeError):
@@ -627,6 +751,8 @@ class Handler(http.server.BaseHTTPRequestHandler):
         st = self.server.state
         u = urllib.parse.urlsplit(self.path)
         path = urllib.parse.unquote(u.path)
+        if self.server.cluster is not None and self.cluster_get(path, u.query):
+            return
         m = NODE_RE.fullmatch(path)
         with st.lock:
             if m and m.group(1) in st.nodes:
@@ -654,6 +780,157 @@ class Handler(http.server.BaseHTTPRequestHandler):
                                      "metadata": {"resourceVersion": str(st.rv)}, "items": items})
             return
         self.send_body(404, not_found_body(self.path))
+
+    # ---- the cluster (--cluster) ----
+
+    def cluster_get(self, path, query):
+        """Answers a GET from the cluster description; returns False when it is not about one."""
+        cl = self.server.cluster
+        st = self.server.state
+        m = PROXY_RE.fullmatch(path)
+        if m:
+            self.proxy(m.group(1), m.group(2), m.group(3), m.group(4) or "/", query)
+            return True
+        disc = self.discovery(path)
+        if disc is not None:
+            self.send_json(200, disc)
+            return True
+        ns = None
+        col = path
+        mm = re.fullmatch(r"(/api/v1|/apis/[^/]+/[^/]+)/namespaces/([^/]+)/([^/]+)(?:/([^/]+))?", path)
+        name = None
+        if mm:
+            col, ns, name = mm.group(1) + "/" + mm.group(3), mm.group(2), mm.group(4)
+        else:
+            mm = re.fullmatch(r"(/api/v1|/apis/[^/]+/[^/]+)/([^/]+)/([^/]+)", path)
+            if mm and mm.group(1) + "/" + mm.group(2) in CLUSTER_RESOURCES:
+                col, name = mm.group(1) + "/" + mm.group(2), mm.group(3)
+        spec = CLUSTER_RESOURCES.get(col)
+        if spec is None:
+            return False
+        res, group, kind, namespaced = spec
+        if res not in cl.objs:
+            self.send_body(404, status_body(404, "NotFound", "the server could not find the requested resource"))
+            return True
+        if name is not None:
+            o = cl.byname.get((res, ns or "", name))
+            if o is None:
+                self.send_body(404, status_body(404, "NotFound", '%s "%s" not found' % (res, name), {"name": name, "kind": res}))
+            else:
+                self.send_json(200, o)
+            return True
+        with st.lock:
+            lists = dict(st.lists)
+        if res in lists.get("forbid", []):
+            scope = 'in the namespace "%s"' % ns if ns else "at the cluster scope"
+            self.send_body(403, status_body(403, "Forbidden", '%s is forbidden: User "%s" cannot list resource "%s" in API group '
+                                            '"%s" %s' % (res, FORBIDDEN_USER, res, group, scope), {"kind": res}))
+            return True
+        q = dict(urllib.parse.parse_qsl(query, keep_blank_values=True))
+        try:
+            fields = parse_field_selector(res, q.get("fieldSelector"))
+        except ValueError as ex:
+            self.send_body(400, status_body(400, "BadRequest", str(ex)))
+            return True
+        try:
+            limit = int(q.get("limit") or 0)
+        except ValueError:
+            limit = 0
+        start, page = "", 0
+        cont = q.get("continue")
+        if cont:
+            try:
+                tok = json.loads(__import__("base64").b64decode(cont))
+                start, page, issued = tok["start"], int(tok["page"]), float(tok["t"])
+            except (ValueError, KeyError, TypeError):
+                self.send_body(400, status_body(400, "BadRequest", "continue key is not valid: illegal base64 data"))
+                return True
+            expire = lists.get("expire", "never")
+            if expire in ("once", "always") or time.time() - issued > self.server.cfg.continue_ttl:
+                if expire == "once":
+                    with st.lock:
+                        st.lists["expire"] = "never"
+                self.send_body(410, status_body(410, "Expired", EXPIRED_MESSAGE))
+                return True
+            hang = int(lists.get("hang_after_pages") or 0)
+            if hang and page >= hang:
+                self.log_request_entry(self.authenticated(), "hang")
+                time.sleep(self.server.cfg.lifetime + 1)
+                return True
+        items = cl.objs[res]
+        import bisect
+        i = bisect.bisect_left(items, (start,)) if start else 0
+        out, nxt = [], None
+        sel = q.get("labelSelector")
+        while i < len(items):
+            key, o, raw = items[i]
+            i += 1
+            if ns is not None and o["metadata"].get("namespace") != ns:
+                continue
+            if sel and not selector_matches(sel, o["metadata"].get("labels") or {}):
+                continue
+            if any((field_value(o, f) == v) != (op == "=") for f, op, v in fields):
+                continue
+            if limit and len(out) == limit:
+                nxt = key
+                break
+            out.append(raw)
+        meta = {"resourceVersion": cl.rv}
+        if nxt is not None:
+            meta["continue"] = __import__("base64").b64encode(json.dumps(
+                {"v": "meta.k8s.io/v1", "rv": int(cl.rv), "start": nxt, "page": page + 1, "t": time.time()}).encode()).decode()
+        head = json.dumps({"kind": kind, "apiVersion": "v1" if col.startswith("/api/") else col.split("/")[2] + "/" + col.split("/")[3],
+                           "metadata": meta})[:-1].encode()
+        self.send_body(200, head + b',"items":[' + b",".join(out) + b"]}")
+        return True
+
+    def discovery(self, path):
+        """Returns the legacy discovery document for path (/api, /apis, /api/v1, /apis/G/V), or None: what
+        kubectl asks before a list."""
+        cl = self.server.cluster
+        served = [(col, spec) for col, spec in CLUSTER_RESOURCES.items() if spec[0] in cl.objs]
+        if path == "/api":
+            return {"kind": "APIVersions", "versions": ["v1"],
+                    "serverAddressByClientCIDRs": [{"clientCIDR": "0.0.0.0/0", "serverAddress": "127.0.0.1"}]}
+        gvs = sorted({col.rsplit("/", 1)[0] for col, _ in served if col.startswith("/apis/")})
+        if path == "/apis":
+            groups = []
+            for gv in gvs:
+                g, v = gv.split("/")[2:4]
+                groups.append({"name": g, "versions": [{"groupVersion": g + "/" + v, "version": v}],
+                               "preferredVersion": {"groupVersion": g + "/" + v, "version": v}})
+            return {"kind": "APIGroupList", "apiVersion": "v1", "groups": groups}
+        if path == "/api/v1" or path in gvs:
+            resources = []
+            for col, (res, _, kind, namespaced) in served:
+                if col.rsplit("/", 1)[0] != path:
+                    continue
+                resources.append({"name": res, "singularName": kind[:-4].lower(), "namespaced": namespaced,
+                                  "kind": kind[:-4], "verbs": ["get", "list"]})
+            return {"kind": "APIResourceList", "apiVersion": "v1",
+                    "groupVersion": "v1" if path == "/api/v1" else path[len("/apis/"):], "resources": resources}
+        return None
+
+    def proxy(self, ns, name, port, subpath, query):
+        """The pod proxy: GET http://podIP:port/subpath, its answer passed on."""
+        o = self.server.cluster.byname.get(("pods", ns, name))
+        if o is None:
+            self.send_body(404, status_body(404, "NotFound", 'pods "%s" not found' % name, {"name": name, "kind": "pods"}))
+            return
+        ip = (o.get("status") or {}).get("podIP")
+        if not port:
+            for c in (o.get("spec") or {}).get("containers", []):
+                for p in c.get("ports", []):
+                    port = port or p.get("containerPort")
+        url = "http://%s:%s%s%s" % (ip, port, subpath, "?" + query if query else "")
+        try:
+            with urllib.request.urlopen(url, timeout=5) as r:
+                self.send_body(r.status, r.read())
+        except urllib.error.HTTPError as ex:
+            self.send_body(ex.code, ex.read())
+        except (OSError, ValueError) as ex:
+            self.send_body(503, status_body(503, "ServiceUnavailable", "error trying to reach service: dial tcp %s:%s: %s" %
+                                            (ip, port, getattr(ex, "reason", ex))))
 
     def node_list(self, selector):
         """Returns a NodeList of the folder's nodes as now stored, filtered by selector."""
@@ -797,6 +1074,7 @@ def listen(cfg, ctx, state, port):
     srv = Server((HOST, port), Handler)
     srv.cfg = cfg
     srv.state = state
+    srv.cluster = cfg.cluster_data
     srv.socket = ctx.wrap_socket(srv.socket, server_side=True, do_handshake_on_connect=False)
     return srv
 
@@ -816,6 +1094,8 @@ def main():
                     help="how writes are answered at start (POST /_control changes it)")
     ap.add_argument("--lifetime", type=int, default=60, help="seconds before the server exits by itself")
     ap.add_argument("--log", help="append a JSON line per request to this file (never the credentials)")
+    ap.add_argument("--cluster", help="serve a whole cluster from this JSON description (lists paginated, the pod proxy)")
+    ap.add_argument("--continue-ttl", type=float, default=300, help="seconds a continue token stays valid (default 300)")
     cfg = ap.parse_args()
 
     if cfg.lifetime <= 0 or cfg.lifetime > 3600:
@@ -836,6 +1116,7 @@ def main():
         ctx.load_verify_locations(client_ca)
         ctx.verify_mode = ssl.CERT_OPTIONAL
 
+    cfg.cluster_data = Cluster(cfg.cluster) if cfg.cluster else None
     state = State(cfg.writes)
     srv = listen(cfg, ctx, state, cfg.port)
     port = srv.server_address[1]

@@ -24,6 +24,18 @@ L4 = {"name": "NVIDIA L4", "device": 0x27B8, "subsys": 0x16CA, "mem_mib": 23034,
       "class": 0x030200, "mig": False}
 RTX = {"name": "NVIDIA RTX A4000", "device": 0x24B0, "subsys": 0x14AD, "mem_mib": 16376, "cc": [8, 6],
        "class": 0x030000, "mig": False}
+V100 = {"name": "Tesla V100-SXM2-32GB", "device": 0x1DB5, "subsys": 0x1249, "mem_mib": 32768, "cc": [7, 0],
+        "class": 0x030200, "mig": False}
+# What NVML's health queries answer on an idle, healthy GPU of each model (nvidia-smi -q -d
+# TEMPERATURE,PCIE shows the same thresholds and link): NVLinks per GPU on an NVSwitch board, the PCIe
+# link (current gen at idle, max gen, width), temperature thresholds (shutdown, slowdown, GPU max
+# operating, memory max operating; 0: not reported), and whether retired pages exist (before Ampere).
+HEALTH = {
+    "NVIDIA H100 80GB HBM3": {"nvlinks": 18, "pcie": (5, 5, 16), "thresholds": (92, 89, 87, 95), "retired": False},
+    "NVIDIA L4": {"nvlinks": 0, "pcie": (1, 4, 16), "thresholds": (96, 93, 87, 0), "retired": False},
+    "NVIDIA RTX A4000": {"nvlinks": 0, "pcie": (1, 4, 16), "thresholds": (98, 95, 93, 0), "retired": False},
+    "Tesla V100-SXM2-32GB": {"nvlinks": 6, "pcie": (3, 3, 16), "thresholds": (90, 87, 83, 85), "retired": True},
+}
 HGX_BUSES = ["18", "2a", "3a", "5d", "9a", "ab", "ba", "db"]
 NVSWITCH_BUSES = ["05", "06", "07", "08"]
 
@@ -337,6 +349,24 @@ class Node:
         y += ["  name: all", "kind: nvidia.com/gpu"]
         self.write(path, "\n".join(y) + "\n")
 
+    def fabric_manager(self, version=DRIVER, log=None, package=True):
+        """The fabric manager as a host install leaves it: its dpkg package and its log (a list of
+        (level, message) pairs; None: no log file)."""
+        status = [
+            "Package: libnvidia-nscq-550\nStatus: install ok installed\nArchitecture: amd64\nVersion: %s-1\n" % version,
+            "Package: nvidia-fabricmanager-dev-550\nStatus: deinstall ok config-files\nArchitecture: amd64\nVersion: %s-1\n" % version,
+        ]
+        if package:
+            status.append("Package: nvidia-fabricmanager-550\nStatus: install ok installed\nPriority: optional\n"
+                          "Section: multiverse/devel\nInstalled-Size: 6072\nMaintainer: NVIDIA Corporation\n"
+                          "Architecture: amd64\nVersion: %s-1\nDescription: Fabric Manager for NVSwitch based systems.\n" % version)
+        status.append("Package: zlib1g\nStatus: install ok installed\nArchitecture: amd64\nVersion: 1:1.2.13.dfsg-1\n")
+        self.write("var/lib/dpkg/status", "\n".join(status))
+        if log is not None:
+            self.write("var/log/fabricmanager.log",
+                       "".join("[Mar 06 2024 09:%02d:%02d] [%s] [tid 1250] %s\n" % (10 + i // 60, i % 60, lvl, msg)
+                               for i, (lvl, msg) in enumerate(log)))
+
     def validations(self, *names):
         for n in names:
             self.write("run/nvidia/validations/%s" % n, "")
@@ -361,6 +391,26 @@ class Node:
                 "temperature": 33 + g["index"], "power_mw": 71000 + 100 * g["index"], "energy_mj": 123456789,
                 "utilization": {"gpu": 0, "memory": 0}, "clocks": {"sm": 1980, "mem": 2619}, "pcie_replay": 0,
             }
+            h = HEALTH[m["name"]]
+            gen, gen_max, width = h["pcie"]
+            shutdown, slowdown, gpu_max, mem_max = h["thresholds"]
+            thresholds = {"shutdown": shutdown, "slowdown": slowdown, "gpu_max": gpu_max}
+            if mem_max:
+                thresholds["mem_max"] = mem_max
+                d["memory_temperature"] = 38 + g["index"]
+            d.update({
+                "clocks_event_reasons": 1,  # idle
+                "violation": {"power_ns": 0, "thermal_ns": 0},
+                "temperature_thresholds": thresholds,
+                "pcie": {"width": width, "width_max": width, "gen": gen, "gen_max": gen_max, "gen_gpu_max": gen_max},
+                "processes": [], "graphics_processes": [], "drain_state": 0,
+            })
+            if h["nvlinks"]:
+                d["nvlinks"] = [{"active": True, "replay": 0, "recovery": 0, "crc_flit": 0, "crc_data": 0}
+                                for _ in range(h["nvlinks"])]
+            if h["retired"]:
+                d["retired_pages"] = {"sbe": 0, "dbe": 0, "pending": False}
+                d["remapped_rows"] = None  # before Ampere: no row remapping
             d.update(g["nvml"])
             gpus.append({k: v for k, v in d.items() if v is not None or k == "mig_mode"})
         doc = {"driver_version": DRIVER, "nvml_version": "12." + DRIVER, "cuda_driver_version": 12040}
@@ -389,6 +439,83 @@ def boot_noise(n):
     n.log("pci 0000:00:00.0: [8086:09a2] type 00 class 0x060000")
 
 
+def fm_started(version=DRIVER):
+    """A fabric manager log's lines from a good start."""
+    return [
+        ("INFO", "Fabric Manager version %s is running with the following configuration options" % version),
+        ("INFO", "Logging level = 4"),
+        ("INFO", "Fabric Mode = 0"),
+        ("INFO", "Fabric Manager Unix Domain Socket Path = "),
+        ("INFO", "Successfully configured all the available NVSwitches to route GPU NVLink traffic. NVLink Peer-to-Peer "
+                 "support will be enabled once the GPUs are successfully registered with the NVLink fabric."),
+    ]
+
+
+def nvswitch_scenarios():
+    """NVSwitch errors (SXids), Xid severities that follow NVIDIA's catalog, the fabric manager's version and log."""
+    # A fatal SXid on one NVSwitch: the driver's three lines, the fabric manager's word on it, the jobs' Xid 45.
+    n = hgx("nvswitch-sxid-fatal")
+    sw = "nvidia-nvswitch0: SXid (PCI:0000:05:00.0): 24007, "
+    n.log(sw + "Fatal, Link 28 sourcetrack timeout error (First)", 3)
+    n.log(sw + "Severity 1 Engine instance 28 Sub-engine instance 00", 3)
+    n.log(sw + "Data {0x1c000000, 0x00000001, 0x00000000, 0x00000000, 0x00000000, 0x00000000, 0x00000000, 0x00000000, 0x00000000}", 3)
+    n.log("NVRM: Xid (PCI:0000:18:00): 45, pid=1818990, name=python3, Ch 00000001", 4)
+    n.fabric_manager(log=fm_started() + [
+        ("ERROR", "detected NVSwitch fatal error 24007 on fid 0 on NVSwitch pci bus id 00000000:05:00.0 physical id 0 port 28")])
+    n.nvml_doc()
+    n.finish()
+
+    # Non-fatal SXids (NVIDIA/nvtrust#124): a warning, not a failure.
+    n = hgx("nvswitch-sxid-nonfatal")
+    for link in (44, 45):
+        sw = "nvidia-nvswitch3: SXid (PCI:0000:08:00.0): 22013, "
+        n.log(sw + "Data {0x%08x, 0x%08x, 0x00000000, 0x%08x, 0x80005302, 0x00000000, 0x00000000, 0x00000000, 0x00000000}"
+              % (link - 1, link - 1, link - 1), 4)
+        n.log(sw + "Non-fatal, Link %d Minion Link DLREQ interrupt" % link, 4)
+        n.log(sw + "Severity 0 Engine instance %d Sub-engine instance 00" % link, 4)
+    n.nvml_doc()
+    n.finish()
+
+    # Xid 154: the driver asks for a GPU reset (NVML's recovery action agrees).
+    n = hgx("xid154-reset-required", gpu_overrides={4: {"recovery_action": 1}})
+    n.log("NVRM: Xid (PCI:0000:9a:00): 154, GPU recovery action changed from 0x0 (None) to 0x1 (GPU Reset Required)", 4)
+    n.nvml_doc()
+    n.finish()
+
+    # An Xid gpunode's catalog does not know: a warning that asks for NVIDIA support.
+    n = hgx("xid-unknown")
+    n.log("NVRM: Xid (PCI:0000:3a:00): 999, pid='<unknown>', name=<unknown>, Ch 00000010", 4)
+    n.nvml_doc()
+    n.finish()
+
+    # Xid 146 (NVLink5 TLW): the error status decides: 0x1 is ignored, 0x2 asks for support.
+    n = hgx("xid146")
+    n.log("NVRM: Xid (PCI:0000:9a:00): 146, TLW_TX Nonfatal XC0 i0 Link 07 (0x0000000c 0x00000001 0x00000000 0x00000000 0x00000000 0x00000000)", 4)
+    n.log("NVRM: Xid (PCI:0000:ab:00): 146, TLW_RX Nonfatal XC0 i0 Link 03 (0x0000000a 0x00000002 0x00000000 0x00000000 0x00000000 0x00000000)", 4)
+    n.nvml_doc()
+    n.finish()
+
+    # The fabric manager package was upgraded past the driver: it refuses to start, GPUs stay unregistered.
+    n = hgx("fabric-manager-version-mismatch", fabric_state=1, fm_running=False)
+    n.fabric_manager(version="550.90.07", log=fm_started() + [
+        ("INFO", "Received signal 15, exiting"),
+        ("ERROR", "fabric manager NVIDIA GPU driver interface version 550.90.07 don't match with driver version 550.54.15. "
+                  "Please update with matching NVIDIA driver package.")])
+    n.nvml_doc()
+    n.finish()
+
+    # Errors in the fabric manager's log since its last start (and an older run's, not judged).
+    n = hgx("fabric-manager-log-errors")
+    n.fabric_manager(log=[
+        ("ERROR", "detected number of NVSwitches don't match with any supported system topology, aborting fabric manager"),
+    ] + fm_started() + [
+        ("ERROR", "detected NVSwitch non-fatal error 12028 on fid 0 on NVSwitch pci bus id 00000000:06:00.0 physical id 1 port 61"),
+        ("ERROR", "failed to find the GPU handle 5410063385821516767 in the multicast team request setup 6130285411925746235."),
+    ])
+    n.nvml_doc()
+    n.finish()
+
+
 def hgx(name, fabric_state=3, fm_running=True, rdma=True, gpu_overrides=None, runtime=True):
     gpu_overrides = gpu_overrides or {}
     n = Node(name)
@@ -405,6 +532,9 @@ def hgx(name, fabric_state=3, fm_running=True, rdma=True, gpu_overrides=None, ru
     n.process(1203, "nvidia-persiste")
     if fm_running:
         n.process(1250, "nv-fabricmanager")
+        n.fabric_manager(log=fm_started())
+    else:
+        n.fabric_manager()
     if rdma:
         n.rdma_stack()
     n.nic("eno1", "0000:c1:00.0")
@@ -536,8 +666,105 @@ def main():
     n.finish()
 
     layer2_scenarios()
+    nvswitch_scenarios()
     k8s_fixtures.scenarios(hgx, Node, l4_node)
     default_runtime_scenarios()
+    gpu_health_scenarios()
+
+
+def links(n=18, down=(), errors=None):
+    """NVML's answer for n NVLinks: `down` inactive, errors {link: {counter: n}} on the others."""
+    out = []
+    for i in range(n):
+        e = {"active": i not in down}
+        if e["active"]:
+            e.update({"replay": 0, "recovery": 0, "crc_flit": 0, "crc_data": 0})
+            e.update((errors or {}).get(i, {}))
+        out.append(e)
+    return out
+
+
+def gpu_health_scenarios():
+    """One scenario per gpu.* and nvlink.* failure or warning (NVML's health queries)."""
+    # A sustained hardware slowdown: the power brake (an external PSU signal) on GPU 4, in both readings.
+    n = hgx("gpu-hw-slowdown", gpu_overrides={4: {
+        "clocks_event_reasons": 0x88, "violation": {"power_ns": 734000000000, "thermal_ns": 0}}})
+    n.nvml_doc()
+    n.finish()
+
+    # GPU 2 runs 3 C below its slowdown temperature, its HBM 2 C below the memory's maximum.
+    n = hgx("gpu-temp-near-slowdown", gpu_overrides={2: {"temperature": 86, "memory_temperature": 93}})
+    n.nvml_doc()
+    n.finish()
+
+    # Two NVLinks of GPU 6 down on an HGX H100 (18 per GPU).
+    n = hgx("nvlink-down-hgx", gpu_overrides={6: {"nvlinks": links(down=(7, 12))}})
+    n.nvml_doc()
+    n.finish()
+
+    # GPU 1's link 4 has counted CRC flit errors and replays: a marginal link.
+    n = hgx("nvlink-errors-growing", gpu_overrides={1: {"nvlinks": links(errors={4: {"crc_flit": 157, "replay": 12}})}})
+    n.nvml_doc()
+    n.finish()
+
+    # An L4 in a slot that trained x8 of x16 (a riser or seating problem); the idle Gen1 is by design.
+    n = l4_node("pcie-width-degraded")
+    n.gpus[1]["nvml"]["pcie"] = {"width": 8, "width_max": 16, "gen": 1, "gen_max": 4, "gen_gpu_max": 4}
+    n.nvml_doc()
+    n.finish()
+
+    # A V100 (before Ampere: page retirement, no row remapping) with a retirement pending after
+    # double-bit errors of an earlier boot (aggregate counts; none since this driver load).
+    n = Node("retired-pages-pending")
+    boot_noise(n)
+    n.add_other_pci()
+    n.add_gpu(V100, "3b", retired_pages={"sbe": 1, "dbe": 2, "pending": True},
+              ecc={"mode_current": 1, "mode_pending": 1, "volatile_corrected": 0, "volatile_uncorrected": 0,
+                   "aggregate_corrected": 9, "aggregate_uncorrected": 2})
+    n.add_gpu(V100, "5e")
+    n.secure_boot(False)
+    n.headers()
+    n.driver_loaded()
+    n.process(1, "systemd")
+    n.process(1203, "nvidia-persiste")
+    n.log("NVRM: Xid (PCI:0000:3b:00): 63, pid='<unknown>', name=<unknown>, Dynamic Page Retirement: New page retired, reboot to activate (0x00000000003f6a1a).", 4)
+    n.nvml_doc()
+    n.finish()
+
+    # ECC switched off on one L4 (nvidia-smi -e 0 and a reboot).
+    n = l4_node("ecc-disabled")
+    n.gpus[0]["nvml"]["ecc"] = {"mode_current": 0, "mode_pending": 0}
+    n.nvml_doc()
+    n.finish()
+
+    # A Kubernetes node: the kubelet's pod-resources List names the containers that hold GPUs 0-3. A
+    # process of a dead pod still holds 30 GiB on GPU 5 (its cgroup names the pod), a process that no
+    # longer exists holds 2 GiB on GPU 6, and GPU 7 has 6 GiB in use with no process at all.
+    total = H100["mem_mib"] << 20
+    n = hgx("gpu-orphan-process", gpu_overrides={
+        0: {"processes": [{"pid": 70001, "used_memory": 41 << 30}]},
+        5: {"processes": [{"pid": 81234, "used_memory": 30 << 30}]},
+        6: {"processes": [{"pid": 90001, "used_memory": 2 << 30}]},
+        7: {"memory": {"total": total, "used": 6 << 30, "free": total - (6 << 30), "reserved": 566 << 20}}})
+    n.process(70001, "python3")
+    n.write("proc/70001/cgroup", "0::/kubepods.slice/kubepods-pod7c1e2a4b_0d3f_4a6e_9b21_5f8c3d2e1a90.slice/"
+            "cri-containerd-%s.scope\n" % ("a1" * 32))
+    n.process(81234, "pt_main_thread")
+    n.write("proc/81234/cgroup", "0::/kubepods.slice/kubepods-besteffort.slice/"
+            "kubepods-besteffort-pod3e9b0c7d_6a2f_4b18_8e45_0c9d7f6a2b13.slice/cri-containerd-%s.scope\n" % ("9f" * 32))
+    n.nvml_doc()
+    n.finish()
+    doc = {"podResources": [{"name": "train-a", "namespace": "ml", "containers": [
+        {"name": "trainer", "devices": [{"resourceName": "nvidia.com/gpu", "deviceIds": [g["uuid"] for g in n.gpus[:4]]}]}]}]}
+    with open(os.path.join(n.dir, "podresources.json"), "w") as f:
+        json.dump(doc, f, indent=2)
+        f.write("\n")
+
+    # One L4 in NVML's drain state (nvidia-smi drain -m 1 before a reset or removal).
+    n = l4_node("gpu-drain-state")
+    n.gpus[1]["nvml"]["drain_state"] = 1
+    n.nvml_doc()
+    n.finish()
 
 
 def runtime_class_node(name):

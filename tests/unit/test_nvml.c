@@ -427,6 +427,86 @@ static void test_abandoned_worker_cleans_up(void **state) {
         assert_int_equal(f->n_gpus, 2);
 }
 
+/* The health queries through the fake: violation times, thresholds, NVLink walk and counters, PCIe
+ * link, retired pages, processes, drain state, and the second clock-reasons reading. */
+static void test_health(void **state) {
+        (void)state;
+        _cleanup_nvml_lib_ struct nvml_lib *lib = open_fake();
+        _cleanup_nvml_facts_ struct nvml_facts *f = probe(lib, "health.json");
+        assert_int_equal(f->n_gpus, 3);
+        const struct nvml_health_facts *h = &f->gpus[0].health;
+        assert_int_equal(h->violation_power_ns.rc, NVML_SUCCESS);
+        assert_int_equal(h->violation_power_ns.value, 123456789);
+        assert_int_equal(h->violation_thermal_ns.value, 0);
+        assert_int_equal(h->temp_slowdown.value, 89);
+        assert_int_equal(h->temp_mem_max.value, 95);
+        assert_int_equal(h->nvlink_rc, NVML_ERROR_INVALID_ARGUMENT); /* past link 17 */
+        assert_int_equal(h->n_links, 18);
+        assert_int_equal(h->links[3].active, 0);
+        assert_int_equal(h->links[3].errors[0].rc, NVML_FACT_NOT_QUERIED);
+        assert_int_equal(h->links[5].errors[NVML_NVLINK_ERROR_DL_CRC_FLIT].value, 12);
+        assert_int_equal(h->links[5].errors[NVML_NVLINK_ERROR_DL_REPLAY].value, 3);
+        assert_int_equal(h->pcie_width.value, 16);
+        assert_int_equal(h->pcie_gen_gpu_max.value, 5);
+        assert_int_equal(h->retired_sbe.rc, NVML_ERROR_NOT_SUPPORTED);
+        assert_int_equal(h->processes_rc, NVML_SUCCESS);
+        assert_int_equal(h->n_processes, 2);
+        assert_int_equal(h->processes[0].pid, 4242);
+        assert_int_equal(h->processes[0].used_memory, 1073741824);
+        assert_int_equal(h->processes[0].gi, 0xFFFFFFFFu);
+        assert_true(h->processes[1].used_memory == UINT64_MAX); /* NVML_VALUE_NOT_AVAILABLE */
+        assert_int_equal(h->graphics_processes.value, 0);
+        assert_int_equal(h->drain_state.value, 0);
+        assert_int_equal(f->gpus[0].clocks_event_reasons.value, 1);
+        assert_int_equal(h->clocks_event_reasons_again.value, 72);
+
+        h = &f->gpus[1].health; /* a V100: retired pages, a link that fails, too many processes */
+        assert_int_equal(h->retired_sbe.value, 2);
+        assert_int_equal(h->retired_dbe.value, 1);
+        assert_int_equal(h->retired_pending.value, 1);
+        assert_int_equal(h->nvlink_rc, NVML_ERROR_UNKNOWN);
+        assert_int_equal(h->n_links, 2);
+        assert_int_equal(h->links[1].errors[NVML_NVLINK_ERROR_DL_RECOVERY].rc, NVML_ERROR_UNKNOWN);
+        assert_int_equal(h->processes_rc, NVML_ERROR_INSUFFICIENT_SIZE);
+        assert_int_equal(h->n_processes, 70);
+        assert_int_equal(h->graphics_processes.value, 2);
+        assert_int_equal(h->temp_mem_max.rc, NVML_ERROR_NOT_SUPPORTED);
+
+        h = &f->gpus[2].health; /* an L4: no NVLink, a narrow link, draining */
+        assert_int_equal(h->nvlink_rc, NVML_ERROR_NOT_SUPPORTED);
+        assert_int_equal(h->n_links, 0);
+        assert_int_equal(h->pcie_width.value, 8);
+        assert_int_equal(h->pcie_width_max.value, 16);
+        assert_int_equal(h->drain_state.value, 1);
+        assert_int_equal(h->violation_power_ns.rc, NVML_ERROR_UNKNOWN);
+        assert_int_equal(h->temp_shutdown.rc, NVML_ERROR_NOT_SUPPORTED);
+        assert_int_equal(h->processes_rc, NVML_SUCCESS);
+        assert_int_equal(h->n_processes, 0);
+}
+
+/* The labels scope asks nothing GFD does not need: a GPU hanging in nvmlDeviceGetPowerUsage does
+ * not hold it up, and what it skipped stays "not queried". */
+static void test_labels_scope(void **state) {
+        (void)state;
+        _cleanup_nvml_lib_ struct nvml_lib *lib = open_fake();
+        _cleanup_nvml_facts_ struct nvml_facts *f = NULL;
+        use_description("blocked.json");
+        long long t0 = now_ms();
+        assert_int_equal(nvml_probe_run_scope(lib, 5000, NVML_PROBE_LABELS, &f), 0);
+        assert_true(now_ms() - t0 < 900); /* the blocked call sleeps 1 s */
+        assert_false(f->timed_out);
+        assert_int_equal(f->n_gpus, 3);
+        for (unsigned i = 0; i < 3; i++) {
+                assert_true(f->gpus[i].complete);
+                assert_string_equal(f->gpus[i].name, "NVIDIA L40S");
+                assert_int_equal(f->gpus[i].power_mw.rc, NVML_FACT_NOT_QUERIED);
+                assert_int_equal(f->gpus[i].temperature.rc, NVML_FACT_NOT_QUERIED);
+                assert_int_equal(f->gpus[i].persistence_mode.rc, NVML_FACT_NOT_QUERIED);
+                assert_int_equal(f->gpus[i].health.nvlink_rc, NVML_FACT_NOT_QUERIED);
+                assert_int_equal(f->gpus[i].pci_rc, NVML_SUCCESS);
+        }
+}
+
 int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_return_names),
@@ -443,6 +523,8 @@ int main(void) {
                 cmocka_unit_test(test_json_round_trip),
                 cmocka_unit_test(test_blocked_call),
                 cmocka_unit_test(test_abandoned_worker_cleans_up),
+                cmocka_unit_test(test_health),
+                cmocka_unit_test(test_labels_scope),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }

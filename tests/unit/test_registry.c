@@ -13,9 +13,9 @@
 #include "kube/net_replay.h"
 
 static const char *const components[] = {
-        "driver", "fabric-manager", "rdma", "sriov", "container-toolkit", "rdma-device-plugin", "device-plugin", "gfd",
+        "driver", "fabric-manager", "nvswitch", "rdma", "sriov", "container-toolkit", "rdma-device-plugin", "device-plugin", "gfd",
         "mig-manager", "csi", "dcgm-exporter", "node-exporter", "logging-agent", "otel-agent", "gpu-operator",
-        "network-operator", "kubelet",
+        "network-operator", "kubelet", "gpu", "nvlink",
 };
 
 static bool known_component(const char *c) {

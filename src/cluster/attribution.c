@@ -1,0 +1,206 @@
+/* attribution.c: runs the cluster checks bottom-up, blocks those resting on a failed one, and sums up each node's row.
+ */
+#include "cluster/cluster.h"
+#include "basic/util.h"
+
+#include <inttypes.h>
+#include <stdarg.h>
+
+/* Returns whether a False condition's reason is the agent's "<Prefix>Healthy" (not a warning's check). */
+static bool endswith_healthy(const char *reason) {
+        size_t n = strlen(reason);
+        return n >= 7 && streq(reason + n - 7, "Healthy");
+}
+
+const char *cl_category_id(enum cl_category c) {
+        static const char *const ids[] = { "infrastructure", "gpu-health", "network",
+                                           "storage",        "scheduling", "observability" };
+        return c < CL_CATEGORIES ? ids[c] : "unknown";
+}
+
+const char *cl_category_name(enum cl_category c) {
+        static const char *const names[] = { "Infrastructure", "GPU health", "Network",
+                                             "Storage",        "Scheduling", "Observability" };
+        return c < CL_CATEGORIES ? names[c] : "unknown";
+}
+
+void cl_evidence_node(struct cl_finding *f, size_t *count, const char *fmt, ...) {
+        if ((*count)++ >= CLUSTER_EVIDENCE_NODES) return;
+        va_list ap;
+        va_start(ap, fmt);
+        _cleanup_free_ char *s = xvasprintf(fmt, ap);
+        va_end(ap);
+        finding_evidence(&f->f, "%s", s);
+}
+
+void cl_evidence_more(struct cl_finding *f, size_t count) {
+        if (count > CLUSTER_EVIDENCE_NODES)
+                finding_evidence(&f->f, "... and %zu more (--output json lists every node)",
+                                 count - CLUSTER_EVIDENCE_NODES);
+}
+
+bool cl_list_unreadable(const struct cluster_facts *facts, enum cl_list l, struct cl_finding *f,
+                        bool not_served_skips) {
+        const struct cl_list_state *st = &facts->lists[l];
+        if (st->rc == 0) return false;
+        if (st->rc == -ENOENT && not_served_skips) {
+                finding_skip(&f->f, "the API does not serve this resource (%s)", st->error ? st->error : "404");
+                return true;
+        }
+        finding_warn(&f->f, "cannot tell: %s", st->error ? st->error : strerror(-st->rc));
+        finding_remedy(&f->f,
+                       "grant the ClusterRole gpunode-cluster-reader (deploy/clusterrole-cluster-reader.yaml) to "
+                       "whoever runs `gpunode cluster`");
+        return true;
+}
+
+int cl_node_failing_layer(const struct cl_node *n) {
+        for (int l = 0; l < CLUSTER_LAYERS; l++)
+                if (n->layers[l].status == CL_COND_TRUE) return l + 1;
+        return 0;
+}
+
+/* Returns the newest heartbeat of the node's agent conditions, 0 when none. */
+static int64_t newest_heartbeat(const struct cl_node *n) {
+        int64_t h = 0;
+        for (int l = 0; l < CLUSTER_LAYERS; l++)
+                if (n->layers[l].heartbeat > h) h = n->layers[l].heartbeat;
+        return h;
+}
+
+bool cl_node_stale(const struct cluster_facts *facts, const struct cl_node *n) {
+        int64_t h = newest_heartbeat(n);
+        bool known = false;
+        for (int l = 0; l < CLUSTER_LAYERS; l++) known |= n->layers[l].status != CL_COND_ABSENT;
+        if (!known) return false;
+        return h == 0 || facts->now - h > facts->stale_after_s;
+}
+
+/* Returns the status a condition shows as in a node's row. */
+static enum check_status condition_status(const struct cl_condition *c) {
+        switch (c->status) {
+        case CL_COND_TRUE: return CHECK_FAIL;
+        case CL_COND_FALSE: return c->reason && endswith_healthy(c->reason) ? CHECK_PASS : CHECK_WARN;
+        case CL_COND_UNKNOWN: return c->reason && startswith(c->reason, "BlockedBy") ? CHECK_BLOCKED : CHECK_SKIP;
+        case CL_COND_ABSENT: return CHECK_SKIP;
+        }
+        return CHECK_SKIP;
+}
+
+void cl_row_fill(const struct cluster_facts *facts, const struct cl_node *n, struct cl_row *ret) {
+        memset(ret, 0, sizeof *ret);
+        ret->node = n;
+        for (int l = 0; l < CLUSTER_LAYERS; l++) {
+                ret->layer[l] = condition_status(&n->layers[l]);
+                ret->known |= n->layers[l].status != CL_COND_ABSENT;
+        }
+        ret->stale = cl_node_stale(facts, n);
+        int fl = cl_node_failing_layer(n);
+        enum check_status worst = CHECK_PASS;
+        for (int l = 0; l < CLUSTER_LAYERS; l++)
+                if (check_status_rank(ret->layer[l]) > check_status_rank(worst)) worst = ret->layer[l];
+        if (n->ready != 1) {
+                ret->status = CHECK_FAIL;
+                ret->root_cause =
+                        xasprintf("node not Ready (%s)", n->ready_reason ? n->ready_reason : "no Ready condition");
+        } else if (fl) {
+                ret->status = CHECK_FAIL;
+                ret->root_layer = fl;
+                ret->root_cause =
+                        xasprintf("layer %d: %s", fl, n->layers[fl - 1].reason ? n->layers[fl - 1].reason : "problem");
+        } else if (!ret->known) {
+                ret->status = CHECK_FAIL;
+                ret->root_cause =
+                        xstrdup(n->agent_pod ? "agent pod present, no GPU conditions yet" : "no gpunode agent");
+        } else if (ret->stale) {
+                ret->status = CHECK_WARN;
+                int64_t h = newest_heartbeat(n);
+                ret->root_cause = h ? xasprintf("agent heartbeat %" PRId64 " min old", (facts->now - h) / 60)
+                                    : xstrdup("agent heartbeat unknown");
+        } else if (n->unschedulable) {
+                ret->status = CHECK_WARN;
+                ret->root_cause = xstrdup("cordoned");
+        } else if (worst == CHECK_WARN) {
+                ret->status = CHECK_WARN;
+                for (int l = 0; l < CLUSTER_LAYERS && !ret->root_cause; l++)
+                        if (ret->layer[l] == CHECK_WARN)
+                                ret->root_cause = xasprintf("layer %d warns: %s", l + 1, n->layers[l].reason);
+        } else {
+                ret->status = CHECK_PASS;
+        }
+}
+
+void cl_row_free(struct cl_row *r) {
+        free(r->root_cause);
+        r->root_cause = NULL;
+}
+
+const struct cl_finding *cluster_report_find(const struct cluster_report *r, const char *id) {
+        for (size_t i = 0; i < r->n_findings; i++)
+                if (streq(r->findings[i].def->id, id)) return &r->findings[i];
+        return NULL;
+}
+
+int cluster_report_build(const struct cluster_facts *facts, struct cluster_report *ret) {
+        memset(ret, 0, sizeof *ret);
+        ret->facts = facts;
+        size_t n;
+        const struct cl_check_def *const *defs = cluster_checks(&n);
+        ret->findings = xcalloc(n, sizeof *ret->findings);
+        for (size_t i = 0; i < n; i++) {
+                struct cl_finding *f = &ret->findings[ret->n_findings++];
+                f->def = defs[i];
+                f->f.status = CHECK_SKIP;
+                /* a check resting on a failed (or blocked) one is blocked by it, not a failure of its own */
+                const struct cl_finding *by = NULL;
+                for (size_t d = 0; d < CHECK_MAX_DEPS && defs[i]->depends[d] && !by; d++) {
+                        const struct cl_finding *dep = cluster_report_find(ret, defs[i]->depends[d]);
+                        if (dep && (dep->f.status == CHECK_FAIL || dep->f.status == CHECK_BLOCKED)) by = dep;
+                }
+                if (by) {
+                        f->f.status = CHECK_BLOCKED;
+                        f->f.blocked_by = by->f.blocked_by ? by->f.blocked_by : by->def->id;
+                        finding_set(&f->f, CHECK_BLOCKED, "not checked: rests on %s", f->f.blocked_by);
+                        continue;
+                }
+                defs[i]->run(facts, f);
+                if (!f->f.summary) finding_set(&f->f, f->f.status, "%s", defs[i]->title);
+        }
+        ret->verdict = VERDICT_HEALTHY;
+        for (size_t i = 0; i < ret->n_findings; i++) {
+                const struct cl_finding *f = &ret->findings[i];
+                if (f->f.status == CHECK_FAIL) {
+                        ret->verdict = VERDICT_FAILED;
+                        if (!ret->root_cause || ret->root_cause->f.status != CHECK_FAIL) ret->root_cause = f;
+                } else if ((f->f.status == CHECK_WARN || f->f.status == CHECK_BLOCKED) &&
+                           ret->verdict == VERDICT_HEALTHY) {
+                        ret->verdict = VERDICT_DEGRADED;
+                        if (!ret->root_cause) ret->root_cause = f;
+                }
+        }
+        ret->rows = xcalloc(facts->n_nodes ? facts->n_nodes : 1, sizeof *ret->rows);
+        for (size_t i = 0; i < facts->n_nodes; i++) {
+                struct cl_row *row = &ret->rows[ret->n_rows++];
+                cl_row_fill(facts, &facts->nodes[i], row);
+                const struct cl_node *nd = &facts->nodes[i];
+                ret->gpus_allocatable += nd->gpu_allocatable;
+                ret->gpus_capacity += nd->gpu_capacity;
+                if (row->status == CHECK_PASS || (row->status == CHECK_WARN && !nd->unschedulable && !row->stale))
+                        ret->nodes_ready++;
+        }
+        return 0;
+}
+
+void cluster_report_free(struct cluster_report *r) {
+        for (size_t i = 0; i < r->n_findings; i++) {
+                struct finding *f = &r->findings[i].f;
+                free(f->summary);
+                for (size_t e = 0; e < f->n_evidence; e++) free(f->evidence[e]);
+                free(f->evidence);
+                free(f->remedy);
+        }
+        free(r->findings);
+        for (size_t i = 0; i < r->n_rows; i++) cl_row_free(&r->rows[i]);
+        free(r->rows);
+        memset(r, 0, sizeof *r);
+}

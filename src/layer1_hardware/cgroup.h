@@ -1,0 +1,15 @@
+/* cgroup.h: which pod and container a process belongs to, from its /proc/<pid>/cgroup. */
+#pragma once
+
+#include <stddef.h>
+
+/*
+ * Parses the text of /proc/<pid>/cgroup (cgroup v1 "N:controllers:/path" lines or the v2 "0::/path"
+ * line) for the kubelet's pod cgroup: a path component holding "pod<UID>" under "kubepods" (the
+ * systemd driver writes "kubepods-besteffort-pod<uid with _>.slice", cgroupfs "pod<uid>"), and the
+ * container's id in the component below it ("cri-containerd-<id>.scope", "crio-<id>.scope",
+ * "docker-<id>.scope", or the bare 64 hex digits). Returns 1 with *ret_pod_uid (dashed, lower case)
+ * and *ret_container_id (NULL when the path stops at the pod) malloc'd; 0 when no line names a pod
+ * (a host process); -EINVAL for text that is not a cgroup file (a line without two colons).
+ */
+int cgroup_pod_container(const char *text, size_t len, char **ret_pod_uid, char **ret_container_id);

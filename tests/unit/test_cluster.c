@@ -1,0 +1,284 @@
+/* test_cluster.c: gpunode cluster's parsers and judgement: GPU node detection, Node and pod extraction from recorded
+ * API objects, the agent's report read back, bottom-up attribution. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <cmocka.h>
+
+#include "cluster/cluster.h"
+#include "basic/util.h"
+
+/* Returns the JSON file path (under the source root's scenarios) loaded, or fails the test. */
+static json_t *load(const char *rel) {
+        const char *root = getenv("GPUNODE_SOURCE_ROOT");
+        assert_non_null(root);
+        _cleanup_free_ char *p = xasprintf("%s/tests/scenarios/%s", root, rel);
+        json_error_t e;
+        json_t *j = json_load_file(p, JSON_DISABLE_EOF_CHECK, &e);
+        if (!j) fail_msg("%s: %s", p, e.text);
+        return j;
+}
+
+static json_t *parse(const char *text) {
+        json_t *j = json_loads(text, 0, NULL);
+        assert_non_null(j);
+        return j;
+}
+
+static void test_parse_time(void **state) {
+        (void)state;
+        assert_int_equal(cl_parse_time("1970-01-01T00:00:10Z"), 10);
+        assert_int_equal(cl_parse_time("2026-12-01T12:00:00Z"), 1796126400);
+        assert_int_equal(cl_parse_time("2026-12-01T12:00:00.123456Z"), 1796126400);
+        assert_int_equal(cl_parse_time("2026-12-01T13:30:00+01:30"), 1796126400);
+        assert_int_equal(cl_parse_time("2026-12-01T12:00:00"), 0); /* no zone */
+        assert_int_equal(cl_parse_time("yesterday"), 0);
+        assert_int_equal(cl_parse_time("2026-12-01T12:00:00Zjunk"), 0);
+        assert_int_equal(cl_parse_time(NULL), 0);
+}
+
+static void test_gpu_node_reason(void **state) {
+        (void)state;
+        json_t *j = parse("{\"metadata\":{\"name\":\"a\"},\"status\":{\"capacity\":{\"nvidia.com/gpu\":\"8\"}}}");
+        assert_string_equal(cl_gpu_node_reason(j), "GPU capacity");
+        json_decref(j);
+        j = parse("{\"metadata\":{\"name\":\"a\"},\"status\":{\"capacity\":{\"nvidia.com/mig-1g.10gb\":\"7\"}}}");
+        assert_string_equal(cl_gpu_node_reason(j), "GPU capacity");
+        json_decref(j);
+        /* a zero count is not a GPU; the NFD label still makes it one (a node whose device plugin died) */
+        j = parse(
+                "{\"metadata\":{\"name\":\"a\",\"labels\":{\"feature.node.kubernetes.io/pci-10de.present\":\"true\"}},"
+                "\"status\":{\"capacity\":{\"nvidia.com/gpu\":\"0\"}}}");
+        assert_string_equal(cl_gpu_node_reason(j), "label feature.node.kubernetes.io/pci-10de.present=true");
+        json_decref(j);
+        j = parse("{\"metadata\":{\"name\":\"a\",\"labels\":{\"nvidia.com/gpu.present\":\"true\"}}}");
+        assert_string_equal(cl_gpu_node_reason(j), "label nvidia.com/gpu.present=true");
+        json_decref(j);
+        j = parse("{\"metadata\":{\"name\":\"cpu\",\"labels\":{\"nvidia.com/gpu.present\":\"false\"}},"
+                  "\"status\":{\"capacity\":{\"cpu\":\"8\"}}}");
+        assert_null(cl_gpu_node_reason(j));
+        json_decref(j);
+}
+
+/* The recorded Node of the healthy scenario (a real H100 node's shape). */
+static void test_node_parse_recorded(void **state) {
+        (void)state;
+        json_t *j = load("k8s-healthy/api/api/v1/nodes/k8s-healthy.json");
+        struct cl_node n;
+        assert_int_equal(cl_node_parse(j, &n), 0);
+        assert_string_equal(n.name, "k8s-healthy");
+        assert_int_equal(n.ready, 1);
+        assert_int_equal(n.gpu_capacity, 8);
+        assert_int_equal(n.gpu_allocatable, 8);
+        assert_int_equal(n.rdma_allocatable, 63);
+        assert_string_equal(n.product, "NVIDIA-H100-80GB-HBM3");
+        assert_string_equal(n.driver_version, "550.54.15");
+        assert_string_equal(n.cuda_version, "12.4");
+        assert_string_equal(n.kubelet_version, "v1.29.4");
+        assert_string_equal(n.runtime_version, "containerd://1.7.13");
+        assert_string_equal(n.mig_config_state, "success");
+        assert_true(n.operator_toolkit);
+        for (int l = 0; l < CLUSTER_LAYERS; l++)
+                assert_int_equal(n.layers[l].status, CL_COND_ABSENT); /* no agent there */
+        cl_node_free(&n);
+        json_decref(j);
+}
+
+static void test_node_parse_conditions(void **state) {
+        (void)state;
+        json_t *j = parse(
+                "{\"metadata\":{\"name\":\"g\",\"labels\":{\"nvidia.com/cuda.driver.major\":\"535\","
+                "\"nvidia.com/cuda.driver.minor\":\"161\",\"nvidia.com/cuda.driver.rev\":\"08\"}},"
+                "\"spec\":{\"unschedulable\":true,\"taints\":[{\"key\":\"gpunode.io/unhealthy\",\"value\":\"hardware\","
+                "\"effect\":\"NoSchedule\"},{\"effect\":\"NoSchedule\"}]},"
+                "\"status\":{\"capacity\":{\"nvidia.com/gpu\":\"8\",\"nvidia.com/mig-1g.10gb\":\"2k\"},"
+                "\"allocatable\":{\"nvidia.com/gpu\":\"0\",\"nvidia.com/mig-2g\":\"1.5\"},\"conditions\":["
+                "{\"type\":\"Ready\",\"status\":\"False\",\"reason\":\"KubeletNotReady\"},"
+                "{\"type\":\"GPUHardwareProblem\",\"status\":\"True\",\"reason\":\"DriverXidErrors\",\"message\":\"Xid "
+                "79\","
+                "\"lastHeartbeatTime\":\"2026-12-01T12:00:00Z\"},"
+                "{\"type\":\"GPUContainerRuntimeProblem\",\"status\":\"Unknown\",\"reason\":"
+                "\"BlockedByDriverXidErrors\"},"
+                "{\"type\":\"GPUObservabilityProblem\",\"status\":\"False\",\"reason\":\"GPUObservabilityHealthy\","
+                "\"lastHeartbeatTime\":\"garbage\"},{\"type\":7}]}}");
+        struct cl_node n;
+        assert_int_equal(cl_node_parse(j, &n), 0);
+        assert_int_equal(n.ready, 0);
+        assert_string_equal(n.ready_reason, "KubeletNotReady");
+        assert_true(n.unschedulable);
+        assert_int_equal(n.n_taints, 1); /* the one without a key is dropped */
+        assert_string_equal(n.taints[0].value, "hardware");
+        assert_int_equal(n.gpu_capacity, 2008);
+        assert_int_equal(n.gpu_allocatable, 0); /* "1.5" is not a count */
+        assert_string_equal(n.driver_version, "535.161.08");
+        assert_int_equal(n.layers[0].status, CL_COND_TRUE);
+        assert_int_equal(n.layers[0].heartbeat, 1796126400);
+        assert_int_equal(n.layers[1].status, CL_COND_UNKNOWN);
+        assert_int_equal(n.layers[2].status, CL_COND_ABSENT);
+        assert_int_equal(n.layers[3].heartbeat, 0);
+        assert_int_equal(cl_node_failing_layer(&n), 1);
+        cl_node_free(&n);
+        json_decref(j);
+        j = parse("{\"metadata\":{}}");
+        assert_int_equal(cl_node_parse(j, &n), -EBADMSG);
+        json_decref(j);
+        j = parse("{\"metadata\":{\"name\":\"cpu\"}}");
+        assert_int_equal(cl_node_parse(j, &n), 1);
+        json_decref(j);
+}
+
+/* The healthy scenario's recorded node and its 16 pods, fed as the lists would. */
+static void test_facts_from_recorded(void **state) {
+        (void)state;
+        struct cluster_facts f = { .now = 1796126400, .stale_after_s = 900 };
+        json_t *node = load("k8s-healthy/api/api/v1/nodes/k8s-healthy.json");
+        assert_int_equal(cluster_facts_add(&f, CL_LIST_NODES, node), 0);
+        cluster_facts_finish(&f);
+        json_t *pods = load("k8s-healthy/api/api/v1/pods?fieldSelector=spec.nodeName=k8s-healthy.json");
+        size_t i;
+        json_t *p;
+        json_array_foreach(json_object_get(pods, "items"), i, p)
+                assert_true(cluster_facts_add(&f, CL_LIST_PODS, p) >= 0);
+        assert_int_equal(f.n_pods, 16);
+        struct cl_node *n = cluster_node_find(&f, "k8s-healthy");
+        assert_non_null(n);
+        assert_true(n->dcgm_exporter);
+        assert_true(n->node_exporter);
+        assert_true(n->network_operator);
+        assert_null(n->agent_pod);
+        assert_true(f.network_operator_seen);
+        assert_null(cluster_node_find(&f, "other"));
+        json_t *notpod = json_string("x");
+        assert_int_equal(cluster_facts_add(&f, CL_LIST_PODS, notpod), -EBADMSG);
+        json_decref(notpod);
+        struct cluster_report r;
+        assert_int_equal(cluster_report_build(&f, &r), 0);
+        assert_int_equal(cluster_report_find(&r, "infrastructure.agent-running")->f.status, CHECK_FAIL);
+        assert_int_equal(cluster_report_find(&r, "observability.metrics-endpoint")->f.status,
+                         CHECK_PASS); /* dcgm-exporter */
+        assert_int_equal(cluster_report_find(&r, "gpu-health.layer-conditions")->f.status, CHECK_BLOCKED);
+        assert_string_equal(r.rows[0].root_cause, "no gpunode agent");
+        cluster_report_free(&r);
+        cluster_facts_free(&f);
+        json_decref(node);
+        json_decref(pods);
+}
+
+/* Returns a GPU node's JSON with the agent's conditions; failing: layer 1 True and no GPUs allocatable. */
+static json_t *gpu_node(const char *name, bool failing) {
+        _cleanup_free_ char *s = xasprintf(
+                "{\"metadata\":{\"name\":\"%s\"},\"status\":{\"capacity\":{\"nvidia.com/gpu\":\"8\"},"
+                "\"allocatable\":{\"nvidia.com/gpu\":\"%s\"},\"conditions\":[{\"type\":\"Ready\",\"status\":\"True\"},"
+                "{\"type\":\"GPUHardwareProblem\",\"status\":\"%s\",\"reason\":\"%s\",\"lastHeartbeatTime\":\"2026-12-"
+                "01T11:59:00Z\"}]}}",
+                name, failing ? "0" : "8", failing ? "True" : "False",
+                failing ? "DriverNvmlInit" : "GPUHardwareHealthy");
+        return parse(s);
+}
+
+static void test_attribution(void **state) {
+        (void)state;
+        struct cluster_facts f = { .now = 1796126400, .stale_after_s = 900 };
+        json_t *a = gpu_node("a", false), *b = gpu_node("b", true);
+        assert_int_equal(cluster_facts_add(&f, CL_LIST_NODES, b), 0);
+        assert_int_equal(cluster_facts_add(&f, CL_LIST_NODES, a), 0);
+        assert_int_equal(cluster_facts_add(&f, CL_LIST_NODES, a), 1); /* the same name twice */
+        cluster_facts_finish(&f);
+        assert_string_equal(f.nodes[0].name, "a"); /* sorted */
+        json_t *pod =
+                parse("{\"metadata\":{\"name\":\"p\",\"namespace\":\"ml\"},\"spec\":{\"containers\":[{\"resources\":"
+                      "{\"limits\":{\"nvidia.com/gpu\":\"4\"}}}],\"initContainers\":[{\"resources\":{\"requests\":"
+                      "{\"nvidia.com/gpu\":\"6\"}}}]},\"status\":{\"phase\":\"Pending\"}}");
+        assert_int_equal(cluster_facts_add(&f, CL_LIST_PODS, pod), 0);
+        assert_int_equal(f.n_pending, 1);
+        assert_int_equal(f.pending[0].gpus, 6); /* the larger of the init container and the sum */
+        json_t *ev = parse(
+                "{\"metadata\":{\"name\":\"e\",\"namespace\":\"ml\"},\"involvedObject\":{\"kind\":\"Pod\","
+                "\"namespace\":\"ml\",\"name\":\"p\"},\"reason\":\"FailedScheduling\",\"message\":\"0/2 nodes are "
+                "available: 2 Insufficient nvidia.com/gpu.\"}");
+        assert_int_equal(cluster_facts_add(&f, CL_LIST_EVENTS, ev), 0);
+        assert_non_null(f.pending[0].message);
+        struct cluster_report r;
+        cluster_report_build(&f, &r);
+        const struct cl_finding *ga = cluster_report_find(&r, "scheduling.gpu-allocatable");
+        assert_int_equal(ga->f.status, CHECK_BLOCKED);
+        assert_string_equal(ga->rests_on, "gpu-health.layer-conditions");
+        const struct cl_finding *pg = cluster_report_find(&r, "scheduling.pending-gpu-pods");
+        assert_int_equal(pg->f.status, CHECK_BLOCKED);
+        assert_int_equal(cluster_report_find(&r, "gpu-health.layer-conditions")->f.status, CHECK_FAIL);
+        assert_int_equal(r.verdict, VERDICT_FAILED);
+        assert_int_equal(r.gpus_allocatable, 8);
+        assert_int_equal(r.rows[1].root_layer, 1);
+        char *buf = NULL;
+        size_t len = 0;
+        FILE *m = open_memstream(&buf, &len);
+        struct cl_text_options to = { 0 };
+        assert_int_equal(cluster_render_text(m, &r, &to), 0);
+        fclose(m);
+        assert_non_null(strstr(buf, "b     yes    FAIL  ?     ?     ?     0/8      layer 1: DriverNvmlInit"));
+        free(buf);
+        json_t *doc = cluster_report_to_json(&r);
+        assert_string_equal(json_string_value(json_object_get(doc, "schema")), "gpunode.cluster/v1");
+        assert_int_equal(json_array_size(json_object_get(doc, "nodes")), 2);
+        json_decref(doc);
+        cluster_report_free(&r);
+        cluster_facts_free(&f);
+        /* no GPU nodes at all: everything rests on infrastructure.gpu-nodes */
+        struct cluster_facts empty = { .now = 1 };
+        cluster_facts_finish(&empty);
+        cluster_report_build(&empty, &r);
+        assert_int_equal(cluster_report_find(&r, "infrastructure.gpu-nodes")->f.status, CHECK_FAIL);
+        assert_int_equal(cluster_report_find(&r, "storage.csi-drivers")->f.status, CHECK_BLOCKED);
+        cluster_report_free(&r);
+        cluster_facts_free(&empty);
+        json_decref(a);
+        json_decref(b);
+        json_decref(pod);
+        json_decref(ev);
+}
+
+/* The driver-broken scenario's real report, read back as the agent serves it. */
+static void test_agent_report(void **state) {
+        (void)state;
+        json_t *doc = load("k8s-driver-broken/expected.json");
+        struct report r;
+        char *err = NULL;
+        assert_int_equal(cluster_report_from_agent_json(doc, &r, &err), 0);
+        assert_int_equal(r.verdict, VERDICT_FAILED);
+        assert_non_null(r.root_cause);
+        assert_string_equal(r.root_cause->def->id, "driver.module-signature");
+        assert_int_equal(r.root_cause->def->layer, 1);
+        assert_true(r.n_findings == json_array_size(json_object_get(doc, "checks")));
+        cluster_agent_report_free(&r);
+        json_decref(doc);
+        static const char *const bad[] = {
+                "{\"schema\":\"gpunode.report/v2\",\"verdict\":\"healthy\",\"checks\":[]}",
+                "{\"schema\":\"gpunode.report/v1\",\"verdict\":\"great\",\"checks\":[]}",
+                "{\"schema\":\"gpunode.report/v1\",\"verdict\":\"healthy\"}",
+                "{\"schema\":\"gpunode.report/"
+                "v1\",\"verdict\":\"healthy\",\"checks\":[{\"id\":\"x\",\"component\":\"c\",\"layer\":5,\"status\":"
+                "\"pass\"}]}",
+                "{\"schema\":\"gpunode.report/"
+                "v1\",\"verdict\":\"healthy\",\"checks\":[{\"id\":\"x\",\"component\":\"c\",\"layer\":1,\"status\":"
+                "\"ok\"}]}",
+                "[]",
+        };
+        for (size_t i = 0; i < ELEMENTSOF(bad); i++) {
+                json_t *j = json_loads(bad[i], 0, NULL);
+                err = NULL;
+                assert_int_equal(cluster_report_from_agent_json(j, &r, &err), -EBADMSG);
+                assert_non_null(err);
+                free(err);
+                json_decref(j);
+        }
+}
+
+int main(void) {
+        const struct CMUnitTest tests[] = {
+                cmocka_unit_test(test_parse_time),          cmocka_unit_test(test_gpu_node_reason),
+                cmocka_unit_test(test_node_parse_recorded), cmocka_unit_test(test_node_parse_conditions),
+                cmocka_unit_test(test_facts_from_recorded), cmocka_unit_test(test_attribution),
+                cmocka_unit_test(test_agent_report),
+        };
+        return cmocka_run_group_tests(tests, NULL, NULL);
+}
