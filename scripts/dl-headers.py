@@ -40,7 +40,8 @@ static inline bool dl_fy_node_is_alias(struct fy_node *fyn) {
         archive_write_set_format_pax_restricted"""),
     ("crypto", "libcrypto.so.3", ["#include <openssl/evp.h>"], """
         EVP_Digest EVP_sha256"""),
-    # gRPC to the kubelet (src/grpc/): HTTP/2 by nghttp2, messages by protoc-c's code.
+    # gRPC to and from the kubelet (src/grpc/: client, and the device plugin's server): HTTP/2 by
+    # nghttp2, messages by protoc-c's code.
     ("nghttp2", "libnghttp2.so.14", ["#include <nghttp2/nghttp2.h>"], """
         nghttp2_http2_strerror nghttp2_session_callbacks_del nghttp2_session_callbacks_new
         nghttp2_session_callbacks_set_error_callback2 nghttp2_session_callbacks_set_on_data_chunk_recv_callback
@@ -49,7 +50,9 @@ static inline bool dl_fy_node_is_alias(struct fy_node *fyn) {
         nghttp2_session_get_stream_user_data nghttp2_session_mem_recv nghttp2_session_mem_send
         nghttp2_session_resume_data nghttp2_session_set_local_window_size nghttp2_session_set_stream_user_data
         nghttp2_session_want_read nghttp2_session_want_write nghttp2_strerror nghttp2_submit_request
-        nghttp2_submit_rst_stream nghttp2_submit_settings"""),
+        nghttp2_submit_rst_stream nghttp2_submit_settings
+        nghttp2_session_callbacks_set_on_begin_headers_callback nghttp2_session_server_new
+        nghttp2_session_terminate_session nghttp2_submit_response nghttp2_submit_trailer"""),
     ("protobuf_c", "libprotobuf-c.so.1", ["#include <protobuf-c/protobuf-c.h>"], """
         protobuf_c_message_free_unpacked protobuf_c_message_get_packed_size protobuf_c_message_pack
         protobuf_c_message_pack_to_buffer protobuf_c_message_unpack"""),

@@ -17,6 +17,7 @@ static const struct command *const commands[] = {
         &command_agent,
         &command_kube_call,
         &command_cluster,
+        &command_device_plugin,
 };
 
 /* Prints `gpunode CMD --help` from the command's entry. */

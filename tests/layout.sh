@@ -45,7 +45,8 @@ allowed() { # allowed FOLDER: the folders its files may include
         layer1_hardware) echo "basic engine facts nvml layer1_hardware" ;;
         layer2_container) echo "basic engine facts nvml layer1_hardware layer2_container" ;;
         layer3_kubernetes) echo "basic engine facts nvml grpc kube layer1_hardware layer2_container layer3_kubernetes" ;;
-        agent) echo "basic engine facts nvml grpc kube exporter output agent" ;;
+        device_plugin) echo "basic grpc kube nvml device_plugin" ;;
+        agent) echo "basic engine facts nvml grpc kube exporter output agent device_plugin" ;;
         cluster) echo "basic engine kube cluster" ;;
         layer4_observability) echo "basic engine facts nvml grpc kube layer1_hardware layer2_container layer3_kubernetes layer4_observability" ;;
         agent) echo "basic engine facts nvml grpc kube layer1_hardware layer2_container layer3_kubernetes layer4_observability diagnose output exporter snapshot agent" ;;

@@ -46,6 +46,9 @@ struct agent {
         /* Events decided but not yet written (the API failed): a ring, written oldest first. */
         struct agent_event pending[EVENT_QUEUE_MAX];
         unsigned pending_head, pending_n;
+        /* Under lock: Events posted by other threads (the device plugin's GPU health), not yet queued. */
+        struct agent_event posted[EVENT_QUEUE_MAX];
+        unsigned posted_n;
 };
 
 /* Returns the wall clock in Unix seconds. */
@@ -310,6 +313,30 @@ static void note_event(struct agent *a, const char *reason, const char *message)
         enqueue_event(a, &ev);
 }
 
+void agent_post_event(struct agent *a, bool warning, const char *reason, const char *message) {
+        struct agent_event ev = { .type = warning ? "Warning" : "Normal", .count = 1 };
+        snprintf(ev.reason, sizeof ev.reason, "%s", reason);
+        agent_bound_utf8(message, ev.message, sizeof ev.message);
+        ev.first_time = ev.last_time = wall_s();
+        snprintf(ev.name, sizeof ev.name, "%.200s.gpunode-gpu.%llx", a->node, (unsigned long long)(int64_t)monotonic_ms());
+        pthread_mutex_lock(&a->lock);
+        if (a->posted_n < EVENT_QUEUE_MAX) a->posted[a->posted_n++] = ev;
+        pthread_mutex_unlock(&a->lock);
+        /* a diagnosis at once (it sees the same GPU) and the API sync that writes the Event */
+        if (a->xid_fd >= 0) {
+                uint64_t one = 1;
+                (void)!write(a->xid_fd, &one, sizeof one);
+        }
+}
+
+/* Moves the posted Events into the write queue. Returns nothing. */
+static void take_posted(struct agent *a) {
+        pthread_mutex_lock(&a->lock);
+        for (unsigned i = 0; i < a->posted_n; i++) enqueue_event(a, &a->posted[i]);
+        a->posted_n = 0;
+        pthread_mutex_unlock(&a->lock);
+}
+
 /* Adds, changes or removes the taint as the conditions ask, with the circuit breaker. Returns 0 or
  * -errno with *ret_error. */
 static int sync_taint(struct agent *a, char **ret_error) {
@@ -385,6 +412,7 @@ static int sync_taint(struct agent *a, char **ret_error) {
  * failure schedules a retry with exponential backoff. Returns nothing. */
 static void api_sync(struct agent *a) {
         if (!a->have_cur || !a->o.conditions) return;
+        take_posted(a);
         int64_t now_mono = (int64_t)monotonic_ms() / 1000;
         if (a->next_api_try && now_mono < a->next_api_try) return;
         char *err = NULL;

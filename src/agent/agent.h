@@ -35,5 +35,10 @@ int agent_start(const struct agent_options *o, int xid_fd, struct agent **ret);
  * (the status page). Returns true when it answered. Never blocks. */
 bool agent_http_route(void *userdata, const struct http_request *req, struct http_response *r);
 
+/* Queues an Event about the node (Warning or Normal) from any thread, such as the device plugin's
+ * GPU health changes; the diagnosis thread writes it (with a diagnosis at once when an xid_fd was
+ * given). Returns nothing; beyond the queue's room it is dropped. */
+void agent_post_event(struct agent *a, bool warning, const char *reason, const char *message);
+
 /* Stops the threads, kills the children and frees a. Returns NULL. */
 struct agent *agent_stop(struct agent *a);

@@ -25,7 +25,12 @@
         X(nghttp2_strerror) \
         X(nghttp2_submit_request) \
         X(nghttp2_submit_rst_stream) \
-        X(nghttp2_submit_settings)
+        X(nghttp2_submit_settings) \
+        X(nghttp2_session_callbacks_set_on_begin_headers_callback) \
+        X(nghttp2_session_server_new) \
+        X(nghttp2_session_terminate_session) \
+        X(nghttp2_submit_response) \
+        X(nghttp2_submit_trailer)
 
 struct dl_nghttp2_table {
 #define DL_X(s) __typeof__(s) *s;
@@ -87,5 +92,15 @@ int dl_nghttp2_open(char **ret_error);
 #define nghttp2_submit_rst_stream (dl_nghttp2.nghttp2_submit_rst_stream)
 #undef nghttp2_submit_settings
 #define nghttp2_submit_settings (dl_nghttp2.nghttp2_submit_settings)
+#undef nghttp2_session_callbacks_set_on_begin_headers_callback
+#define nghttp2_session_callbacks_set_on_begin_headers_callback (dl_nghttp2.nghttp2_session_callbacks_set_on_begin_headers_callback)
+#undef nghttp2_session_server_new
+#define nghttp2_session_server_new (dl_nghttp2.nghttp2_session_server_new)
+#undef nghttp2_session_terminate_session
+#define nghttp2_session_terminate_session (dl_nghttp2.nghttp2_session_terminate_session)
+#undef nghttp2_submit_response
+#define nghttp2_submit_response (dl_nghttp2.nghttp2_submit_response)
+#undef nghttp2_submit_trailer
+#define nghttp2_submit_trailer (dl_nghttp2.nghttp2_submit_trailer)
 
 #endif

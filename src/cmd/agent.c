@@ -5,7 +5,10 @@
 #include "cmd/privileges.h"
 #include "agent/agent.h"
 #include "basic/hostfs.h"
+#include "device_plugin/dp_plugin.h"
 
+#include <fcntl.h>
+#include <pthread.h>
 #include <signal.h>
 
 enum {
@@ -22,7 +25,41 @@ enum {
         OPT_NO_KUBERNETES,
         OPT_LABELS_OUTPUT,
         OPT_BACKOFF_MAX,
+        OPT_DEVICE_PLUGIN,
+        OPT_DEVICE_PLUGIN_CONFIG,
 };
+
+/* The device plugin inside the agent (--device-plugin): its thread, stopped through a pipe. */
+struct agent_dp {
+        struct dp_options o;
+        int stop[2];
+        pthread_t thread;
+        struct agent *agent;
+        int r;
+};
+
+/* The plugin's log lines, as the agent's. */
+static void dp_log(void *userdata, const char *line) {
+        fprintf_escaped(stderr, "gpunode agent: device-plugin: %s\n", line);
+}
+
+/* A GPU's health changed: an Event on the node (and a diagnosis at once). */
+static void dp_health_event(void *userdata, const char *uuid, bool healthy, const char *reason) {
+        struct agent_dp *d = userdata;
+        if (!d->agent) return;
+        _cleanup_free_ char *msg = healthy ? xasprintf("%s is Healthy again: advertised to the kubelet", uuid)
+                                           : xasprintf("%s is Unhealthy, withdrawn from the kubelet: %s", uuid, reason);
+        agent_post_event(d->agent, !healthy, healthy ? "GPUHealthy" : "GPUUnhealthy", msg);
+}
+
+/* The plugin's thread. Returns NULL; the plugin's answer in r. */
+static void *dp_main(void *arg) {
+        struct agent_dp *d = arg;
+        _cleanup_free_ char *error = NULL;
+        d->r = dp_run(&d->o, &error);
+        if (d->r < 0) fprintf_escaped(stderr, "gpunode agent: the device plugin stopped: %s\n", error ? error : strerror(-d->r));
+        return NULL;
+}
 
 /* Runs `gpunode agent` (argv[0] "agent"). Returns the exit code. */
 static int cmd_agent(int argc, char **argv) {
@@ -41,6 +78,8 @@ static int cmd_agent(int argc, char **argv) {
                 {"no-conditions", no_argument, NULL, OPT_NO_CONDITIONS},
                 {"no-xid-events", no_argument, NULL, OPT_NO_XID_EVENTS},
                 {"no-kubernetes", no_argument, NULL, OPT_NO_KUBERNETES},
+                {"device-plugin", no_argument, NULL, OPT_DEVICE_PLUGIN},
+                {"device-plugin-config", required_argument, NULL, OPT_DEVICE_PLUGIN_CONFIG},
                 OPTION_ROOT,
                 OPTION_NVML_LIBRARY,
                 OPTION_NODE,
@@ -54,7 +93,8 @@ static int cmd_agent(int argc, char **argv) {
                                     .event_hold_down_s = 300, .backoff_max_s = 300, .conditions = true,
                                     .taint_max_share = 0.10, .labels = true };
         unsigned interval_ms = 10000;
-        bool xid_events = true, kubernetes = true;
+        bool xid_events = true, kubernetes = true, device_plugin = false;
+        const char *dp_config = NULL;
         int c;
         optind = 1;
         while ((c = getopt_long(argc, argv, "a:", longopts, NULL)) != -1) {
@@ -89,6 +129,8 @@ static int cmd_agent(int argc, char **argv) {
                 case OPT_NO_CONDITIONS: ao.conditions = false; break;
                 case OPT_NO_XID_EVENTS: xid_events = false; break;
                 case OPT_NO_KUBERNETES: kubernetes = false; break;
+                case OPT_DEVICE_PLUGIN: device_plugin = true; break;
+                case OPT_DEVICE_PLUGIN_CONFIG: dp_config = optarg; break;
                 default: {
                         _cleanup_free_ char *error = NULL;
                         int k = shared_option(c, optarg, &so, &error);
@@ -166,11 +208,37 @@ static int cmd_agent(int argc, char **argv) {
                 hostfs_done();
                 return r == -EINVAL ? EXIT_USAGE : EXIT_INTERNAL;
         }
-        fprintf_escaped(stderr, "gpunode agent: node %s, listening on %s, diagnosing every %.3g s%s%s%s\n", node,
+        /* The device plugin (opt-in): its own thread and gRPC loop; the signals stay blocked there. */
+        static struct agent_dp dp = {.stop = {-1, -1}};
+        if (device_plugin) {
+                const char *v;
+                dp.o = (struct dp_options){.config_file = dp_config ? dp_config : (v = getenv("CONFIG_FILE")) && *v ? v : NULL,
+                                           .mig_strategy = (v = getenv("MIG_STRATEGY")) && *v ? v : NULL,
+                                           .list_strategy = (v = getenv("DEVICE_LIST_STRATEGY")) && *v ? v : NULL,
+                                           .id_strategy = (v = getenv("DEVICE_ID_STRATEGY")) && *v ? v : NULL,
+                                           .pass_device_specs = (v = getenv("PASS_DEVICE_SPECS")) && *v ? v : NULL,
+                                           .nvml_library = so.probe.nvml_library,
+                                           .log = dp_log, .health_event = dp_health_event, .userdata = &dp};
+                dp.agent = a;
+                int k = pipe2(dp.stop, O_CLOEXEC | O_NONBLOCK) < 0 ? errno : 0;
+                dp.o.stop_fd = dp.stop[0];
+                if (k == 0) k = pthread_create(&dp.thread, NULL, dp_main, &dp);
+                if (k != 0) {
+                        fprintf_escaped(stderr, "gpunode agent: cannot start the device plugin: %s\n", strerror(k));
+                        device_plugin = false;
+                }
+        }
+        fprintf_escaped(stderr, "gpunode agent: node %s, listening on %s, diagnosing every %.3g s%s%s%s%s\n", node,
                         listen_addr, ao.check_interval_ms / 1000.0, ao.conditions ? ", conditions" : "",
-                        ao.taint ? ", taint" : "", ao.labels ? ", labels" : "");
+                        ao.taint ? ", taint" : "", ao.labels ? ", labels" : "", device_plugin ? ", device plugin" : "");
         int sig = serve_until_stopped(e, &sigs, eo.sample_timeout_ms, "agent", true);
         fprintf_escaped(stderr, "gpunode agent: %s, stopping\n", strsignal(sig));
+        if (device_plugin) {
+                (void)!write(dp.stop[1], "x", 1);
+                pthread_join(dp.thread, NULL);
+        }
+        if (dp.stop[0] >= 0) close(dp.stop[0]);
+        if (dp.stop[1] >= 0) close(dp.stop[1]);
         exp_http_stop(h);
         agent_stop(a);
         exporter_stop(e);
@@ -199,6 +267,9 @@ const struct command command_agent = {
                 "  --labels-output FILE   the labels' NFD feature file (default: gpunode labels' own)\n"
                 "  --no-xid-events        do not listen for Xid events\n"
                 "  --no-kubernetes        no pod labels on the metrics\n"
+                "  --device-plugin        also serve the kubelet device plugin API (`gpunode device-plugin`; needs the\n"
+                "                         kubelet's device-plugins folder writable under --root)\n"
+                "  --device-plugin-config FILE  NVIDIA's device plugin config file for it (env CONFIG_FILE)\n"
                 "  --root DIR             host root (env GPUNODE_ROOT, default /; /host in the DaemonSet)\n"
                 "  --nvml-library PATH    load this file instead of libnvidia-ml.so.1\n"
                 "  --node NAME            the node (default $NODE_NAME, else the host name)\n"

@@ -31,7 +31,10 @@ static void run_dp_registered(const struct node_facts *facts, struct finding *f)
         const char *nvidia_sock = NULL;
         for (size_t i = 0; i < k->n_plugin_sockets; i++) {
                 buf_printf(&socks, "%s%s", socks.len ? ", " : "", k->plugin_sockets[i]);
-                if (startswith(k->plugin_sockets[i], "nvidia") && !nvidia_sock) nvidia_sock = k->plugin_sockets[i];
+                /* NVIDIA's plugin (nvidia-gpu.sock) or gpunode's (gpunode device-plugin: gpunode-nvidia-gpu.sock) */
+                if ((startswith(k->plugin_sockets[i], "nvidia") || startswith(k->plugin_sockets[i], "gpunode-nvidia-")) &&
+                    !nvidia_sock)
+                        nvidia_sock = k->plugin_sockets[i];
         }
         finding_evidence(f, "%s: kubelet.sock %s; plugin sockets: %s", KUBELET_DEVICE_PLUGINS_DIR,
                          k->kubelet_sock ? "present" : "missing", socks.data ? socks.data : "none");

@@ -33,7 +33,9 @@ enum kube_pod_role kube_pod_role_of(const struct kube_pod_info *p) {
         const char *comp = kube_kv_get(p->labels, p->n_labels, "app.kubernetes.io/component");
         const char *op = gpu_operator_app(p);
         if (streq_ptr(op, "nvidia-device-plugin-daemonset") || streq_ptr(name, "nvidia-device-plugin") ||
-            streq_ptr(kube_kv_get(p->labels, p->n_labels, "name"), "nvidia-device-plugin-ds"))
+            streq_ptr(kube_kv_get(p->labels, p->n_labels, "name"), "nvidia-device-plugin-ds") ||
+            /* gpunode's own plugin: its DaemonSet, or the agent's run with --device-plugin */
+            streq_ptr(kube_kv_get(p->labels, p->n_labels, "gpunode.io/device-plugin"), "true"))
                 return POD_DEVICE_PLUGIN;
         if (streq_ptr(op, "gpu-feature-discovery") || streq_ptr(name, "gpu-feature-discovery")) return POD_GFD;
         if (streq_ptr(op, "nvidia-mig-manager")) return POD_MIG_MANAGER;

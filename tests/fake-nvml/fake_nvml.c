@@ -1464,3 +1464,49 @@ EXPORT nvmlReturn_t nvmlGpmMetricsGet(nvmlGpmMetricsGet_t *metricsGet) {
         }
         return NVML_SUCCESS;
 }
+
+/* ---- GPU topology (device plugin: GetPreferredAllocation) ----
+ * Top-level description keys: "topology_levels", an N x N matrix of nvmlGpuTopologyLevel_t values
+ * (0 internal, 10 single PCIe switch, 20 multiple switches, 30 host bridge, 40 NUMA node, 50 system)
+ * answered by nvmlDeviceGetTopologyCommonAncestor; "nvlink_pairs", [[a, b], ...] GPU index pairs
+ * whose nvmlDeviceGetP2PStatus(NVML_P2P_CAPS_INDEX_NVLINK) is NVML_P2P_STATUS_OK (any other pair,
+ * or another caps index, answers NVML_P2P_STATUS_NOT_SUPPORTED, 5). Without the key the call answers
+ * NVML_ERROR_NOT_SUPPORTED; a lost GPU NVML_ERROR_GPU_IS_LOST. */
+
+EXPORT nvmlReturn_t nvmlDeviceGetTopologyCommonAncestor(nvmlDevice_t device1, nvmlDevice_t device2, int *pathInfo) {
+        _cleanup_json_ json_t *d = NULL, *d2 = NULL;
+        json_t *g = NULL, *g2 = NULL;
+        nvmlReturn_t rc = begin_dev("nvmlDeviceGetTopologyCommonAncestor", device1, &d, &g);
+        if (rc != NVML_SUCCESS) return rc;
+        rc = begin_dev("nvmlDeviceGetTopologyCommonAncestor", device2, &d2, &g2);
+        if (rc != NVML_SUCCESS) return rc;
+        if (!pathInfo) return NVML_ERROR_INVALID_ARGUMENT;
+        json_t *row = json_array_get(json_object_get(d, "topology_levels"), device1->index);
+        json_t *v = json_array_get(row, device2->index);
+        if (!json_is_integer(v)) return NVML_ERROR_NOT_SUPPORTED;
+        *pathInfo = (int)json_integer_value(v);
+        return NVML_SUCCESS;
+}
+
+EXPORT nvmlReturn_t nvmlDeviceGetP2PStatus(nvmlDevice_t device1, nvmlDevice_t device2, int p2pIndex, int *p2pStatus) {
+        _cleanup_json_ json_t *d = NULL, *d2 = NULL;
+        json_t *g = NULL, *g2 = NULL;
+        nvmlReturn_t rc = begin_dev("nvmlDeviceGetP2PStatus", device1, &d, &g);
+        if (rc != NVML_SUCCESS) return rc;
+        rc = begin_dev("nvmlDeviceGetP2PStatus", device2, &d2, &g2);
+        if (rc != NVML_SUCCESS) return rc;
+        if (!p2pStatus) return NVML_ERROR_INVALID_ARGUMENT;
+        json_t *pairs = json_object_get(d, "nvlink_pairs");
+        if (!json_is_array(pairs)) return NVML_ERROR_NOT_SUPPORTED;
+        *p2pStatus = 5; /* NVML_P2P_STATUS_NOT_SUPPORTED */
+        size_t i;
+        json_t *p;
+        json_array_foreach(pairs, i, p) {
+                unsigned a = (unsigned)json_integer_value(json_array_get(p, 0)), b = (unsigned)json_integer_value(json_array_get(p, 1));
+                if (p2pIndex == 2 /* NVML_P2P_CAPS_INDEX_NVLINK */ &&
+                    ((a == device1->index && b == device2->index) || (a == device2->index && b == device1->index)))
+                        *p2pStatus = 0; /* NVML_P2P_STATUS_OK */
+        }
+        return NVML_SUCCESS;
+}
+/* ---- end of GPU topology ---- */

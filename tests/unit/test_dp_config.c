@@ -1,0 +1,293 @@
+/* test_dp_config.c: NVIDIA's device plugin configs (README, GPU Operator), refusals, Xid policy, mig-minors. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+
+#include <cmocka.h>
+
+#include "basic/util.h"
+#include "device_plugin/dp_config.h"
+#include "device_plugin/dp_devices.h"
+#include "device_plugin/dp_health.h"
+
+/* Parses text into c (initialised here). Returns the parser's answer; *ret_error kept for the caller. */
+static int parse(const char *text, struct dp_config *c, char **ret_error) {
+        dp_config_init(c);
+        *ret_error = NULL;
+        return dp_config_parse(text, strlen(text), c, ret_error);
+}
+
+/* NVIDIA's README, "As a configuration file". */
+static void test_readme_flags(void **state) {
+        struct dp_config c;
+        char *err;
+        assert_int_equal(parse("version: v1\n"
+                               "flags:\n"
+                               "  migStrategy: \"none\"\n"
+                               "  failOnInitError: true\n"
+                               "  nvidiaDriverRoot: \"/\"\n"
+                               "  plugin:\n"
+                               "    passDeviceSpecs: false\n"
+                               "    deviceListStrategy: \"envvar\"\n"
+                               "    deviceIDStrategy: \"uuid\"\n",
+                               &c, &err),
+                         0);
+        assert_null(err);
+        assert_int_equal(c.mig_strategy, DP_MIG_NONE);
+        assert_true(c.fail_on_init_error);
+        assert_false(c.pass_device_specs);
+        assert_int_equal(c.list_strategies, DP_LIST_ENVVAR);
+        assert_false(c.id_index);
+        assert_int_equal(c.n_resources, 0);
+        dp_config_done(&c);
+
+        /* README's dp-example-config1.yaml: mixed, with a comment */
+        assert_int_equal(parse("version: v1\nflags:\n  migStrategy: \"mixed\" # Only change from config0.yaml\n"
+                               "  failOnInitError: true\n  plugin:\n    deviceListStrategy: envvar\n    "
+                               "deviceIDStrategy: index\n",
+                               &c, &err),
+                         0);
+        assert_int_equal(c.mig_strategy, DP_MIG_MIXED);
+        assert_true(c.id_index);
+        dp_config_done(&c);
+}
+
+/* NVIDIA's README, "With CUDA Time-Slicing": 10 replicas, then renamed by default. */
+static void test_readme_time_slicing(void **state) {
+        struct dp_config c;
+        char *err;
+        assert_int_equal(parse("version: v1\nsharing:\n  timeSlicing:\n    resources:\n    - name: nvidia.com/gpu\n"
+                               "      replicas: 10\n",
+                               &c, &err),
+                         0);
+        assert_int_equal(c.n_resources, 1);
+        assert_string_equal(c.resources[0].name, "nvidia.com/gpu");
+        assert_int_equal(c.resources[0].replicas, 10);
+        assert_true(c.resources[0].all);
+        assert_null(c.resources[0].rename);
+        assert_string_equal(dp_replicated_advertised(&c.resources[0]), "nvidia.com/gpu");
+        assert_false(c.fail_requests_greater_than_one);
+        dp_config_done(&c);
+
+        assert_int_equal(parse("version: v1\nsharing:\n  timeSlicing:\n    renameByDefault: true\n"
+                               "    failRequestsGreaterThanOne: true\n    resources:\n    - name: nvidia.com/gpu\n"
+                               "      replicas: 10\n",
+                               &c, &err),
+                         0);
+        assert_string_equal(dp_replicated_advertised(&c.resources[0]), "nvidia.com/gpu.shared");
+        assert_true(c.fail_requests_greater_than_one);
+        dp_config_done(&c);
+}
+
+/* The GPU Operator's time-slicing ConfigMap for an A100 40GB with the mixed strategy. */
+static void test_operator_mixed(void **state) {
+        struct dp_config c;
+        char *err;
+        assert_int_equal(parse("version: v1\n"
+                               "flags:\n"
+                               "  migStrategy: mixed\n"
+                               "sharing:\n"
+                               "  timeSlicing:\n"
+                               "    resources:\n"
+                               "    - name: nvidia.com/gpu\n"
+                               "      replicas: 8\n"
+                               "    - name: nvidia.com/mig-1g.5gb\n"
+                               "      replicas: 2\n"
+                               "    - name: nvidia.com/mig-2g.10gb\n"
+                               "      replicas: 2\n"
+                               "    - name: nvidia.com/mig-3g.20gb\n"
+                               "      replicas: 3\n"
+                               "    - name: nvidia.com/mig-7g.40gb\n"
+                               "      replicas: 7\n",
+                               &c, &err),
+                         0);
+        assert_int_equal(c.mig_strategy, DP_MIG_MIXED);
+        assert_int_equal(c.n_resources, 5);
+        const struct dp_replicated *r = dp_config_replicated(&c, "nvidia.com/mig-3g.20gb");
+        assert_non_null(r);
+        assert_int_equal(r->replicas, 3);
+        assert_null(dp_config_replicated(&c, "nvidia.com/mig-4g.20gb"));
+        dp_config_done(&c);
+}
+
+/* devices: all, a count, a list of indices and UUIDs; rename as a bare name; JSON input. */
+static void test_devices_rename_json(void **state) {
+        struct dp_config c;
+        char *err;
+        assert_int_equal(parse("version: v1\nsharing:\n  timeSlicing:\n    resources:\n"
+                               "    - name: nvidia.com/gpu\n      replicas: 2\n      rename: gpu-shared\n"
+                               "      devices: [0, \"1\", \"GPU-aa\", \"0:1\"]\n",
+                               &c, &err),
+                         0);
+        const struct dp_replicated *r = &c.resources[0];
+        assert_false(r->all);
+        assert_int_equal(r->n_devices, 4);
+        assert_string_equal(r->devices[0], "0");
+        assert_string_equal(r->devices[2], "GPU-aa");
+        assert_string_equal(r->rename, "nvidia.com/gpu-shared");
+        dp_config_done(&c);
+
+        assert_int_equal(parse("{\"version\": \"v1\", \"flags\": {\"plugin\": {\"deviceListStrategy\": [\"cdi-cri\", "
+                               "\"envvar\"]}},"
+                               " \"sharing\": {\"timeSlicing\": {\"resources\": [{\"name\": \"nvidia.com/gpu\", "
+                               "\"replicas\": 4, "
+                               "\"devices\": 2}]}}}",
+                               &c, &err),
+                         0);
+        assert_int_equal(c.list_strategies, DP_LIST_CDI_CRI | DP_LIST_ENVVAR);
+        assert_int_equal(c.resources[0].count, 2);
+        dp_config_done(&c);
+
+        /* empty file: defaults */
+        assert_int_equal(parse("", &c, &err), 0);
+        assert_int_equal(c.mig_strategy, DP_MIG_NONE);
+        dp_config_done(&c);
+}
+
+/* What NVIDIA's plugin refuses, refused with a sentence naming the field. */
+static void test_refusals(void **state) {
+        static const struct {
+                const char *text, *needle;
+        } bad[] = {
+                { "version: v2\n", "version" },
+                { "version: v1\nflags:\n  migStrategy: maybe\n", "migStrategy" },
+                { "version: v1\nflags:\n  failOnInitError: perhaps\n", "failOnInitError" },
+                { "version: v1\nflags:\n  plugin:\n    deviceListStrategy: env\n", "deviceListStrategy" },
+                { "version: v1\nflags:\n  plugin:\n    deviceIDStrategy: serial\n", "deviceIDStrategy" },
+                { "version: v1\nsharing:\n  timeSlicing:\n    resources: []\n", "no resources" },
+                { "version: v1\nsharing:\n  timeSlicing:\n    renameByDefault: true\n", "no resources" },
+                { "version: v1\nsharing:\n  timeSlicing:\n    resources:\n    - replicas: 2\n", "name" },
+                { "version: v1\nsharing:\n  timeSlicing:\n    resources:\n    - name: nvidia.com/gpu\n",
+                  "no replicas" },
+                { "version: v1\nsharing:\n  timeSlicing:\n    resources:\n    - name: nvidia.com/gpu\n      replicas: "
+                  "1\n",
+                  ">= 2" },
+                { "version: v1\nsharing:\n  timeSlicing:\n    resources:\n    - name: nvidia.com/gpu\n      replicas: "
+                  "100000\n",
+                  "more than" },
+                { "version: v1\nsharing:\n  timeSlicing:\n    resources:\n    - name: nvidia.com/gpu\n      replicas: "
+                  "ten\n",
+                  "whole number" },
+                { "version: v1\nsharing:\n  timeSlicing:\n    resources:\n    - name: amd.com/gpu\n      replicas: 2\n",
+                  "nvidia.com" },
+                { "version: v1\nsharing:\n  timeSlicing:\n    resources:\n    - name: nvidia.com/gpu\n      replicas: "
+                  "2\n"
+                  "      devices: some\n",
+                  "devices" },
+                { "version: v1\nsharing:\n  timeSlicing:\n    resources:\n    - name: nvidia.com/gpu\n      replicas: "
+                  "2\n"
+                  "      devices: 0\n",
+                  "count" },
+                { "version: v1\nsharing:\n  timeSlicing:\n    resources:\n    - name: nvidia.com/gpu\n      replicas: "
+                  "2\n"
+                  "    - name: nvidia.com/gpu\n      replicas: 3\n",
+                  "twice" },
+                { "version: v1\nsharing:\n  mps:\n    resources:\n    - name: nvidia.com/gpu\n      replicas: 10\n",
+                  "MPS" },
+                { "- a\n- b\n", "not a mapping" },
+                { "version: v1\nflags: [1]\n", "flags" },
+                { "version: [v1\n", "invalid YAML" },
+        };
+        for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+                struct dp_config c;
+                char *err;
+                int r = parse(bad[i].text, &c, &err);
+                if (r >= 0 || !err || !strstr(err, bad[i].needle))
+                        fail_msg("config %zu: r=%d error '%s', wanted '%s'", i, r, err ? err : "(none)", bad[i].needle);
+                free(err);
+                dp_config_done(&c);
+        }
+}
+
+static void test_list_strategy(void **state) {
+        assert_int_equal(dp_list_strategy_parse("envvar"), DP_LIST_ENVVAR);
+        assert_int_equal(dp_list_strategy_parse("cdi-annotations, volume-mounts"),
+                         DP_LIST_CDI_ANNOTATIONS | DP_LIST_VOLUME_MOUNTS);
+        assert_int_equal(dp_list_strategy_parse("cdi-cri"), DP_LIST_CDI_CRI);
+        assert_int_equal(dp_list_strategy_parse(""), -EINVAL);
+        assert_int_equal(dp_list_strategy_parse("envvar,"), -EINVAL);
+        assert_int_equal(dp_list_strategy_parse("cdi"), -EINVAL);
+}
+
+/* NVIDIA's rules: application Xids skipped; DP_DISABLE_HEALTHCHECKS and DP_ENABLE_HEALTHCHECKS. */
+static void test_xid_policy(void **state) {
+        struct dp_xid_policy p;
+        char *err = NULL;
+        assert_int_equal(dp_xid_policy_parse(NULL, NULL, &p, &err), 0);
+        static const unsigned app[] = { 13, 31, 43, 45, 68, 109 };
+        for (size_t i = 0; i < 6; i++) assert_false(dp_xid_counts(&p, app[i]));
+        assert_true(dp_xid_counts(&p, 48));
+        assert_true(dp_xid_counts(&p, 79));
+        assert_true(dp_xid_counts(&p, 999));
+        assert_true(dp_xid_counts(&p, 123456)); /* an Xid past the table counts, as an unknown one */
+        assert_int_equal(dp_xid_policy_parse("all", NULL, &p, &err), 0);
+        assert_false(dp_xid_counts(&p, 79));
+        assert_int_equal(dp_xid_policy_parse("xids", "79", &p, &err), 0);
+        assert_true(dp_xid_counts(&p, 79));
+        assert_int_equal(dp_xid_policy_parse("48, 64", NULL, &p, &err), 0);
+        assert_false(dp_xid_counts(&p, 48));
+        assert_false(dp_xid_counts(&p, 64));
+        assert_false(dp_xid_counts(&p, 13));
+        assert_true(dp_xid_counts(&p, 79));
+        assert_int_equal(dp_xid_policy_parse(NULL, "13", &p, &err), 0);
+        assert_true(dp_xid_counts(&p, 13));
+        assert_false(dp_xid_counts(&p, 31));
+        assert_int_equal(dp_xid_policy_parse("48,x", NULL, &p, &err), -EINVAL);
+        assert_non_null(strstr(err, "DP_DISABLE_HEALTHCHECKS"));
+        free(err);
+}
+
+/* /proc/driver/nvidia-caps/mig-minors as the driver writes it (its first lines). */
+static void test_mig_minors(void **state) {
+        static const char text[] =
+                "config 1\nmonitor 2\ngpu0/gi0/access 3\ngpu0/gi0/ci0/access 4\ngpu0/gi0/ci1/access 5\n"
+                "gpu7/gi14/ci7/access 4095\ngpu1/gi2/access 30\ngarbage line\ngpu0/gi0/access x\n"
+                "gpu0/gi1/access 6 extra\n\n";
+        struct dp_mig_minor *v = NULL;
+        size_t n = 0, skipped = 0;
+        assert_int_equal(dp_mig_minors_parse(text, sizeof text - 1, &v, &n, &skipped), 0);
+        assert_int_equal(n, 5);
+        assert_int_equal(skipped, 3);
+        assert_int_equal(v[0].gpu, 0);
+        assert_int_equal(v[0].gi, 0);
+        assert_int_equal(v[0].ci, -1);
+        assert_int_equal(v[0].minor, 3);
+        assert_int_equal(v[2].ci, 1);
+        assert_int_equal(v[2].minor, 5);
+        assert_int_equal(v[3].gpu, 7);
+        assert_int_equal(v[3].gi, 14);
+        assert_int_equal(v[3].ci, 7);
+        assert_int_equal(v[3].minor, 4095);
+        free(v);
+        assert_int_equal(dp_mig_minors_parse("", 0, &v, &n, NULL), 0);
+        assert_int_equal(n, 0);
+        free(v);
+}
+
+/* flags.nvidiaDevRoot, and its refusal. */
+static void test_dev_root(void **state) {
+        struct dp_config c;
+        char *err;
+        assert_int_equal(parse("version: v1\nflags:\n  nvidiaDevRoot: /run/nvidia/driver\n  plugin:\n    "
+                               "passDeviceSpecs: true\n",
+                               &c, &err),
+                         0);
+        assert_string_equal(c.dev_root, "/run/nvidia/driver");
+        assert_true(c.pass_device_specs);
+        dp_config_done(&c);
+        assert_int_equal(parse("version: v1\nflags:\n  nvidiaDevRoot: run/nvidia\n", &c, &err), -EINVAL);
+        assert_non_null(strstr(err, "nvidiaDevRoot"));
+        free(err);
+        dp_config_done(&c);
+}
+
+int main(void) {
+        const struct CMUnitTest tests[] = {
+                cmocka_unit_test(test_readme_flags),   cmocka_unit_test(test_readme_time_slicing),
+                cmocka_unit_test(test_operator_mixed), cmocka_unit_test(test_devices_rename_json),
+                cmocka_unit_test(test_refusals),       cmocka_unit_test(test_list_strategy),
+                cmocka_unit_test(test_xid_policy),     cmocka_unit_test(test_mig_minors),
+                cmocka_unit_test(test_dev_root),
+        };
+        return cmocka_run_group_tests(tests, NULL, NULL);
+}
