@@ -47,7 +47,7 @@ allowed() { # allowed FOLDER: the folders its files may include
         layer3_kubernetes) echo "basic engine facts nvml grpc kube layer1_hardware layer2_container layer3_kubernetes" ;;
         device_plugin) echo "basic grpc kube nvml device_plugin" ;;
         agent) echo "basic engine facts nvml grpc kube exporter output agent device_plugin" ;;
-        cluster) echo "basic engine kube cluster" ;;
+        cluster) echo "basic engine kube output cluster" ;;
         layer4_observability) echo "basic engine facts nvml grpc kube layer1_hardware layer2_container layer3_kubernetes layer4_observability" ;;
         agent) echo "basic engine facts nvml grpc kube layer1_hardware layer2_container layer3_kubernetes layer4_observability diagnose output exporter snapshot agent" ;;
         *) echo "*" ;;

@@ -2,51 +2,9 @@
  * categories. */
 #include "cluster/cluster.h"
 #include "basic/util.h"
+#include "output/output.h"
 
 #include <inttypes.h>
-
-#define C_RESET  "\033[0m"
-#define C_RED    "\033[31m"
-#define C_YELLOW "\033[33m"
-#define C_GREEN  "\033[32m"
-#define C_DIM    "\033[2m"
-#define C_BOLD   "\033[1m"
-
-/* Returns the colour of a status. */
-static const char *color_of(enum check_status s) {
-        switch (s) {
-        case CHECK_FAIL: return C_RED;
-        case CHECK_WARN:
-        case CHECK_BLOCKED: return C_YELLOW;
-        case CHECK_PASS: return C_GREEN;
-        case CHECK_SKIP: return C_DIM;
-        }
-        return "";
-}
-
-/* Returns the tag of a check line. */
-static const char *tag(enum check_status s) {
-        switch (s) {
-        case CHECK_FAIL: return "FAIL";
-        case CHECK_WARN: return "WARN";
-        case CHECK_PASS: return " ok ";
-        case CHECK_BLOCKED: return "BLKD";
-        case CHECK_SKIP: return "skip";
-        }
-        return "????";
-}
-
-/* Returns the word after a category's name. */
-static const char *word(enum check_status s) {
-        switch (s) {
-        case CHECK_FAIL: return "FAILED";
-        case CHECK_BLOCKED: return "BLOCKED";
-        case CHECK_WARN: return "DEGRADED";
-        case CHECK_PASS: return "healthy";
-        case CHECK_SKIP: return "skipped";
-        }
-        return "?";
-}
 
 /* Returns a layer cell of the node table. */
 static const char *cell(const struct cl_row *row, int l) {
@@ -81,7 +39,7 @@ int cluster_render_text(FILE *out, const struct cluster_report *r, const struct 
         bool c = o && o->color;
 #define COL(x) (c ? (x) : "")
         const struct cluster_facts *f = r->facts;
-        fprintf(out, "%sgpunode cluster%s: ", COL(C_BOLD), COL(C_RESET));
+        fprintf(out, "%sgpunode cluster%s: ", COL(TEXT_BOLD), COL(TEXT_RESET));
         put_clean(out, f->server);
         fprintf(out,
                 "\n%zu nodes, %zu GPU nodes, %zu ready for GPU work; GPUs allocatable %" PRId64 " of %" PRId64 "\n",
@@ -93,8 +51,8 @@ int cluster_render_text(FILE *out, const struct cluster_report *r, const struct 
                         if (len > w) w = len > 48 ? 48 : len;
                 }
                 bool all = (o && o->all_nodes) || r->n_rows <= CLUSTER_TABLE_ALL;
-                fprintf(out, "\n%s%-*s  READY  L1    L2    L3    L4    GPUS     ROOT CAUSE%s\n", COL(C_BOLD), w, "NODE",
-                        COL(C_RESET));
+                fprintf(out, "\n%s%-*s  READY  L1    L2    L3    L4    GPUS     ROOT CAUSE%s\n", COL(TEXT_BOLD), w, "NODE",
+                        COL(TEXT_RESET));
                 size_t hidden = 0;
                 for (size_t i = 0; i < r->n_rows; i++) {
                         const struct cl_row *row = &r->rows[i];
@@ -109,25 +67,25 @@ int cluster_render_text(FILE *out, const struct cluster_report *r, const struct 
                                                         : "?");
                         for (int l = 0; l < CLUSTER_LAYERS; l++)
                                 fprintf(out, " %s%-4s%s ",
-                                        COL(row->node->layers[l].status == CL_COND_ABSENT ? C_DIM
-                                                                                          : color_of(row->layer[l])),
-                                        cell(row, l), COL(C_RESET));
+                                        COL(row->node->layers[l].status == CL_COND_ABSENT ? TEXT_DIM
+                                                                                          : text_status_color(row->layer[l])),
+                                        cell(row, l), COL(TEXT_RESET));
                         _cleanup_free_ char *gpus =
                                 xasprintf("%" PRId64 "/%" PRId64, row->node->gpu_allocatable, row->node->gpu_capacity);
-                        fprintf(out, " %-8s %s", gpus, COL(color_of(row->status)));
+                        fprintf(out, " %-8s %s", gpus, COL(text_status_color(row->status)));
                         put_clean(out, row->root_cause ? row->root_cause : "-");
-                        fprintf(out, "%s\n", COL(C_RESET));
+                        fprintf(out, "%s\n", COL(TEXT_RESET));
                 }
                 if (hidden) fprintf(out, "(%zu healthy GPU nodes not shown; --all-nodes lists them)\n", hidden);
         }
         for (int cat = 0; cat < CL_CATEGORIES; cat++) {
                 enum check_status cs = category_status(r, (enum cl_category)cat);
-                fprintf(out, "\n%s%s%s  %s%s%s\n", COL(C_BOLD), cl_category_name((enum cl_category)cat), COL(C_RESET),
-                        COL(color_of(cs)), word(cs), COL(C_RESET));
+                fprintf(out, "\n%s%s%s  %s%s%s\n", COL(TEXT_BOLD), cl_category_name((enum cl_category)cat), COL(TEXT_RESET),
+                        COL(text_status_color(cs)), text_status_word(cs), COL(TEXT_RESET));
                 for (size_t i = 0; i < r->n_findings; i++) {
                         const struct cl_finding *fd = &r->findings[i];
                         if ((int)fd->def->category != cat) continue;
-                        fprintf(out, "  %s[%s]%s %-32s ", COL(color_of(fd->f.status)), tag(fd->f.status), COL(C_RESET),
+                        fprintf(out, "  %s[%s]%s %-32s ", COL(text_status_color(fd->f.status)), text_status_tag(fd->f.status), COL(TEXT_RESET),
                                 fd->def->id);
                         put_clean(out, fd->f.summary);
                         fputc('\n', out);
@@ -135,9 +93,9 @@ int cluster_render_text(FILE *out, const struct cluster_report *r, const struct 
                                       fd->f.status == CHECK_BLOCKED;
                         if (!detail) continue;
                         for (size_t e = 0; e < fd->f.n_evidence; e++) {
-                                fprintf(out, "         %s", COL(C_DIM));
+                                fprintf(out, "         %s", COL(TEXT_DIM));
                                 put_clean(out, fd->f.evidence[e]);
-                                fprintf(out, "%s\n", COL(C_RESET));
+                                fprintf(out, "%s\n", COL(TEXT_RESET));
                         }
                         if (fd->rests_on) fprintf(out, "         rests on %s\n", fd->rests_on);
                         if (fd->f.remedy) {
@@ -147,8 +105,8 @@ int cluster_render_text(FILE *out, const struct cluster_report *r, const struct 
                         }
                 }
         }
-        const char *vc = r->verdict == VERDICT_FAILED ? C_RED : r->verdict == VERDICT_DEGRADED ? C_YELLOW : C_GREEN;
-        fprintf(out, "\n%sVerdict: %s%s", COL(vc), verdict_name(r->verdict), COL(C_RESET));
+        const char *vc = r->verdict == VERDICT_FAILED ? TEXT_RED : r->verdict == VERDICT_DEGRADED ? TEXT_YELLOW : TEXT_GREEN;
+        fprintf(out, "\n%sVerdict: %s%s", COL(vc), verdict_name(r->verdict), COL(TEXT_RESET));
         if (r->root_cause) {
                 fprintf(out, "; root cause: %s (%s): ", r->root_cause->def->id,
                         cl_category_id(r->root_cause->def->category));

@@ -1,27 +1,18 @@
 /* text.c: the terminal report: layers bottom-up, failures with evidence and remedy. */
 #include "output/output.h"
 
-#define C_RESET "\033[0m"
-#define C_RED "\033[31m"
-#define C_YELLOW "\033[33m"
-#define C_GREEN "\033[32m"
-#define C_DIM "\033[2m"
-#define C_BOLD "\033[1m"
-
-/* Returns the ANSI colour of a status. */
-static const char *status_color(enum check_status s) {
+const char *text_status_color(enum check_status s) {
         switch (s) {
-        case CHECK_FAIL: return C_RED;
-        case CHECK_WARN: return C_YELLOW;
-        case CHECK_PASS: return C_GREEN;
-        case CHECK_BLOCKED: return C_YELLOW;
-        case CHECK_SKIP: return C_DIM;
+        case CHECK_FAIL: return TEXT_RED;
+        case CHECK_WARN: return TEXT_YELLOW;
+        case CHECK_PASS: return TEXT_GREEN;
+        case CHECK_BLOCKED: return TEXT_YELLOW;
+        case CHECK_SKIP: return TEXT_DIM;
         }
         return "";
 }
 
-/* Returns the four-letter tag printed before a check. */
-static const char *status_tag(enum check_status s) {
+const char *text_status_tag(enum check_status s) {
         switch (s) {
         case CHECK_FAIL: return "FAIL";
         case CHECK_WARN: return "WARN";
@@ -32,8 +23,7 @@ static const char *status_tag(enum check_status s) {
         return "????";
 }
 
-/* Returns the word printed after a layer's name. */
-static const char *layer_word(enum check_status s) {
+const char *text_status_word(enum check_status s) {
         switch (s) {
         case CHECK_FAIL: return "FAILED";
         case CHECK_BLOCKED: return "BLOCKED";
@@ -57,30 +47,30 @@ int output_text(FILE *out, const struct report *r, const struct text_options *op
         bool c = opts && opts->color;
         bool verbose = opts && opts->verbose;
 #define COL(x) (c ? (x) : "")
-        fprintf(out, "%sgpunode check%s: node ", COL(C_BOLD), COL(C_RESET));
+        fprintf(out, "%sgpunode check%s: node ", COL(TEXT_BOLD), COL(TEXT_RESET));
         put_clean(out, r->node);
         fputs(" (root ", out);
         put_clean(out, r->root);
         fputs(")\n", out);
         for (int layer = LAYER_MIN; layer <= LAYER_MAX; layer++) {
                 enum check_status ls = report_layer_status(r, layer);
-                fprintf(out, "\n%sLayer %d  %s%s  %s%s%s\n", COL(C_BOLD), layer, layer_name(layer), COL(C_RESET),
-                        COL(status_color(ls)), layer_word(ls), COL(C_RESET));
+                fprintf(out, "\n%sLayer %d  %s%s  %s%s%s\n", COL(TEXT_BOLD), layer, layer_name(layer), COL(TEXT_RESET),
+                        COL(text_status_color(ls)), text_status_word(ls), COL(TEXT_RESET));
                 bool any = false;
                 for (size_t i = 0; i < r->n_findings; i++) {
                         const struct finding *f = &r->findings[i];
                         if (f->def->layer != layer) continue;
                         any = true;
-                        fprintf(out, "  %s[%s]%s %-34s ", COL(status_color(f->status)), status_tag(f->status),
-                                COL(C_RESET), f->def->id);
+                        fprintf(out, "  %s[%s]%s %-34s ", COL(text_status_color(f->status)), text_status_tag(f->status),
+                                COL(TEXT_RESET), f->def->id);
                         put_clean(out, f->summary);
                         fputc('\n', out);
                         bool detail = verbose || f->status == CHECK_FAIL || f->status == CHECK_WARN;
                         if (!detail) continue;
                         for (size_t e = 0; e < f->n_evidence; e++) {
-                                fprintf(out, "         %s", COL(C_DIM));
+                                fprintf(out, "         %s", COL(TEXT_DIM));
                                 put_clean(out, f->evidence[e]);
-                                fprintf(out, "%s\n", COL(C_RESET));
+                                fprintf(out, "%s\n", COL(TEXT_RESET));
                         }
                         if (f->remedy) {
                                 fputs("         remedy: ", out);
@@ -88,10 +78,10 @@ int output_text(FILE *out, const struct report *r, const struct text_options *op
                                 fputc('\n', out);
                         }
                 }
-                if (!any) fprintf(out, "  %s(no checks in this layer yet)%s\n", COL(C_DIM), COL(C_RESET));
+                if (!any) fprintf(out, "  %s(no checks in this layer yet)%s\n", COL(TEXT_DIM), COL(TEXT_RESET));
         }
-        const char *vc = r->verdict == VERDICT_FAILED ? C_RED : r->verdict == VERDICT_DEGRADED ? C_YELLOW : C_GREEN;
-        fprintf(out, "\n%sVerdict: %s%s", COL(vc), verdict_name(r->verdict), COL(C_RESET));
+        const char *vc = r->verdict == VERDICT_FAILED ? TEXT_RED : r->verdict == VERDICT_DEGRADED ? TEXT_YELLOW : TEXT_GREEN;
+        fprintf(out, "\n%sVerdict: %s%s", COL(vc), verdict_name(r->verdict), COL(TEXT_RESET));
         if (r->root_cause) {
                 const struct finding *f = r->root_cause;
                 fprintf(out, "; root cause: layer %d %s (%s): ", f->def->layer, f->def->component, f->def->id);
