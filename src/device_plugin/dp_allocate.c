@@ -325,11 +325,25 @@ int dp_preferred(const struct dp_alloc_context *ctx, const uint8_t *req, size_t 
                 size_t na = 0, np = 0;
                 for (size_t i = 0; i < q->n_available_deviceids && !r; i++) {
                         avail[na] = lookup(ctx, q->available_deviceids[i], ret_error);
-                        if (!avail[na])
+                        if (!avail[na]) {
                                 r = GRPC_INVALID_ARGUMENT;
-                        else
-                                na++;
+                                break;
+                        }
+                        /* The kubelet names each device once; repeats would only make the picking quadratic in
+                         * the request's size (ids resolve to the resource's devices, so at most n_devices stay). */
+                        bool dup = false;
+                        for (size_t k = 0; k < na && !dup; k++) dup = avail[k] == avail[na];
+                        if (dup) {
+                                _cleanup_free_ char *safe = utf8_sanitize(q->available_deviceids[i]);
+                                r = errorf(ret_error, GRPC_INVALID_ARGUMENT, "device id \"%.100s\" is named twice",
+                                           safe);
+                                break;
+                        }
+                        na++;
                 }
+                if (!r && size > ctx->resource->n_devices)
+                        r = errorf(ret_error, GRPC_INVALID_ARGUMENT, "allocation_size %zu is more than the %zu devices of %s",
+                                   size, ctx->resource->n_devices, ctx->resource->name);
                 for (size_t i = 0; i < q->n_must_include_deviceids && !r; i++) {
                         const struct dp_device *d = lookup(ctx, q->must_include_deviceids[i], ret_error);
                         if (!d)

@@ -357,7 +357,7 @@ static void *health_main(void *arg) {
 }
 
 int dp_health_start(struct nvml_lib *lib, const struct dp_gpu *gpus, size_t n_gpus, unsigned interval_ms,
-                    const struct dp_xid_policy *policy, struct dp_health **ret) {
+                    const struct dp_xid_policy *policy, bool unproven, struct dp_health **ret) {
         struct dp_health *h = xcalloc(1, sizeof *h);
         if (pipe2(h->pipe, O_CLOEXEC | O_NONBLOCK) < 0) {
                 free(h);
@@ -391,6 +391,14 @@ int dp_health_start(struct nvml_lib *lib, const struct dp_gpu *gpus, size_t n_gp
                 pthread_mutex_unlock(&h->lock);
                 *ret = h;
                 return 0;
+        }
+        if (unproven) {
+                /* The devices are the kubelet's last ones, NVML did not list them: the first round NVML answers
+                 * is "NVML back", so the plugin enumerates again instead of serving these for ever. */
+                h->driver_gone = true;
+                h->nvml_failed_once = true;
+                snprintf(h->driver_reason, sizeof h->driver_reason, "%s",
+                         "NVML did not list the GPUs when the plugin started");
         }
         int r = pthread_create(&h->thread, NULL, health_main, h);
         if (r != 0) {

@@ -37,7 +37,7 @@ struct dp_health;
 /* Starts watching gpus (copied) with lib, waking every interval_ms (also the Xid event wait).
  * Returns 0 with *ret, or -errno when the thread cannot start. */
 int dp_health_start(struct nvml_lib *lib, const struct dp_gpu *gpus, size_t n_gpus, unsigned interval_ms,
-                    const struct dp_xid_policy *policy, struct dp_health **ret);
+                    const struct dp_xid_policy *policy, bool unproven, struct dp_health **ret);
 
 /* Stops the thread (waits up to 2 s for an NVML call to return; one that does not is left behind)
  * and frees h. */

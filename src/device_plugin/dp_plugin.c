@@ -19,6 +19,7 @@
 #include "device_plugin/dp_pb.h"
 
 #define CHECK_EVERY_MS          5000
+#define ENUMERATE_AGAIN_MS      30000 /* NVML answers but its GPUs cannot be enumerated yet: the next try */
 #define REGISTER_BACKOFF_MAX_MS 30000
 
 struct plugin;
@@ -59,6 +60,7 @@ struct plugin {
         struct reg_shared *reg;
         bool stop, reenumerate, reregister;
         uint64_t next_check_ms;
+        uint64_t enumerate_again_ms; /* still on the kubelet's last devices: when to ask NVML again (0: not due) */
 };
 
 /* ---- logging ---- */
@@ -483,7 +485,8 @@ static int setup(struct plugin *p, struct dp_inventory *inv, char **ret_error) {
                 p->gh[i].healthy = !p->inv->from_checkpoint;
                 if (p->inv->from_checkpoint) snprintf(p->gh[i].reason, sizeof p->gh[i].reason, "NVML does not answer");
         }
-        r = dp_health_start(p->lib, p->inv->gpus, p->inv->n_gpus, p->o->health_interval_ms, &pol, &p->health);
+        r = dp_health_start(p->lib, p->inv->gpus, p->inv->n_gpus, p->o->health_interval_ms, &pol, p->inv->from_checkpoint,
+                            &p->health);
         if (r < 0) return errorf(ret_error, r, "cannot start the health thread: %s", strerror(-r));
         if (!p->inv->from_checkpoint) dp_health_get(p->health, p->gh);
         r = grpc_server_new(NULL, methods, ELEMENTSOF(methods), &p->srv, ret_error);
@@ -492,6 +495,9 @@ static int setup(struct plugin *p, struct dp_inventory *inv, char **ret_error) {
         for (size_t i = 0; i < p->inv->n_resources; i++) {
                 struct res_state *s = &p->rs[p->n_rs];
                 *s = (struct res_state){ .p = p, .r = &p->inv->resources[i], .listener = -1 };
+                /* the socket lives where the kubelet is told to dial it: beside kubelet.sock */
+                free(s->r->socket);
+                s->r->socket = xasprintf("%s/%s", p->kubelet_dir, s->r->endpoint);
                 s->listener = grpc_server_listen(p->srv, s->r->socket, s, ret_error);
                 if (s->listener < 0) return s->listener;
                 p->n_rs++;
@@ -640,6 +646,13 @@ int dp_run(const struct dp_options *o, char **ret_error) {
                         _cleanup_free_ char *err = NULL;
                         struct dp_inventory *next = NULL;
                         r = enumerate(p, &next, &err);
+                        if (r == 0 && p->inv->from_checkpoint && next->from_checkpoint) {
+                                /* NVML answers the health thread but the enumeration still fails (a slow probe): keep
+                                 * serving, ask again in a while rather than rebuilding the server every round. */
+                                dp_inventory_free(next);
+                                p->enumerate_again_ms = monotonic_ms() + ENUMERATE_AGAIN_MS;
+                                continue;
+                        }
                         if (r == 0 && !p->inv->from_checkpoint && dp_inventory_same(p->inv, next)) {
                                 plog(p, "NVML answers again, with the same GPUs");
                                 dp_inventory_free(next);
@@ -656,6 +669,10 @@ int dp_run(const struct dp_options *o, char **ret_error) {
                         }
                         p->kubelet_ino = 0;
                         p->next_check_ms = 0;
+                }
+                if (p->enumerate_again_ms && monotonic_ms() >= p->enumerate_again_ms) {
+                        p->enumerate_again_ms = 0;
+                        p->reenumerate = true;
                 }
                 if (p->reregister || monotonic_ms() >= p->next_check_ms) {
                         check_sockets(p);

@@ -159,6 +159,11 @@ pref = c.preferred([uuid(i) for i in range(8)], [uuid(5)], 2)
 check(sorted(pref) == [uuid(4), uuid(5)], "GetPreferredAllocation with GPU 5 required: its NVLink peer GPU 4")
 pref = c.preferred([uuid(i) for i in range(8)], [uuid(0)], 4)
 check(sorted(pref) == sorted(uuid(i) for i in range(4)), "GetPreferredAllocation of 4 from GPU 0: its NUMA node's four")
+start = time.monotonic()
+check(code_of(lambda: c.preferred([uuid(0)] * 20000, [], 20000)) == grpc.StatusCode.INVALID_ARGUMENT and
+      time.monotonic() - start < 5, "GetPreferredAllocation naming one id 20,000 times: INVALID_ARGUMENT at once")
+check(code_of(lambda: c.preferred([uuid(i) for i in range(8)], [], 9)) == grpc.StatusCode.INVALID_ARGUMENT,
+      "GetPreferredAllocation of 9 from 8 GPUs: INVALID_ARGUMENT")
 
 # An application Xid leaves the GPU Healthy; a critical one does not.
 desc["gpus"][5]["xid_events"] = [13, 31]
