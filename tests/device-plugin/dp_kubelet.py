@@ -15,13 +15,17 @@ then listens again.
 """
 
 import os
+import sys
 import socket
 import threading
 import time
 
 import grpc
 from concurrent import futures
-from google.protobuf import descriptor_pb2, descriptor_pool, message_factory
+from google.protobuf import descriptor_pb2
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "kubelet"))
+import fake_kubelet  # noqa: E402  (its descriptor builder)
 
 F = descriptor_pb2.FieldDescriptorProto
 S, B, I64, I32, M = F.TYPE_STRING, F.TYPE_BOOL, F.TYPE_INT64, F.TYPE_INT32, F.TYPE_MESSAGE
@@ -58,22 +62,7 @@ MESSAGES = [
 ]
 
 
-def _classes():
-    fdp = descriptor_pb2.FileDescriptorProto(name="fake_deviceplugin.proto", package="v1beta1", syntax="proto3")
-    for name, fields in MESSAGES:
-        m = fdp.message_type.add(name=name)
-        for fname, number, ftype, repeated, mtype in fields:
-            f = m.field.add(name=fname, number=number, type=ftype,
-                            label=F.LABEL_REPEATED if repeated else F.LABEL_OPTIONAL)
-            if mtype:
-                f.type_name = ".v1beta1." + mtype
-    pool = descriptor_pool.DescriptorPool()
-    pool.Add(fdp)
-    factory = message_factory.MessageFactory(pool)
-    return {name: factory.GetPrototype(pool.FindMessageTypeByName("v1beta1." + name)) for name, _ in MESSAGES}
-
-
-PB = _classes()
+PB = fake_kubelet.build_message_classes(MESSAGES, "v1beta1", "fake_deviceplugin.proto")
 IDENT = lambda b: b
 
 

@@ -80,20 +80,26 @@ MESSAGES = [
 ]
 
 
-def message_classes():
-    """Returns {name: class} for MESSAGES, built at run time from a FileDescriptorProto."""
-    fdp = descriptor_pb2.FileDescriptorProto(name="fake_podresources.proto", package="v1", syntax="proto3")
-    for name, fields in MESSAGES:
+def build_message_classes(messages, package, file_name):
+    """Returns {name: class} for messages ([(message, [(field, number, type, repeated, message type)])]) of
+    package, built at run time from a FileDescriptorProto (Debian packages no grpcio-tools)."""
+    fdp = descriptor_pb2.FileDescriptorProto(name=file_name, package=package, syntax="proto3")
+    for name, fields in messages:
         m = fdp.message_type.add(name=name)
         for fname, number, ftype, repeated, mtype in fields:
             f = m.field.add(name=fname, number=number, type=ftype,
                             label=F.LABEL_REPEATED if repeated else F.LABEL_OPTIONAL)
             if mtype:
-                f.type_name = ".v1." + mtype
+                f.type_name = "." + package + "." + mtype
     pool = descriptor_pool.DescriptorPool()
     pool.Add(fdp)
     factory = message_factory.MessageFactory(pool)
-    return {name: factory.GetPrototype(pool.FindMessageTypeByName("v1." + name)) for name, _ in MESSAGES}
+    return {name: factory.GetPrototype(pool.FindMessageTypeByName(package + "." + name)) for name, _ in messages}
+
+
+def message_classes():
+    """Returns {name: class} for the pod-resources MESSAGES."""
+    return build_message_classes(MESSAGES, "v1", "fake_podresources.proto")
 
 
 def load(cls, path, default):
