@@ -7,6 +7,7 @@
 #include <stdlib.h>
 
 #include "cluster/cluster.h"
+#include "output/report_read.h"
 
 /* Returns 0 always: libFuzzer's contract; crashes and sanitizer reports are the findings. The input is
  * JSON: a document whose "items" (or the document itself) is fed to every list as the API would answer
@@ -37,7 +38,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         cluster_facts_free(&f);
         struct report rep;
         char *err = NULL;
-        if (cluster_report_from_agent_json(doc, &rep, &err) == 0) cluster_agent_report_free(&rep);
+        if (report_from_json(doc, &rep, &err) == 0) report_read_free(&rep);
         free(err);
         json_decref(doc);
         return 0;

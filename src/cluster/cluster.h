@@ -257,7 +257,3 @@ int cluster_render_text(FILE *out, const struct cluster_report *r, const struct 
 json_t *cluster_report_to_json(const struct cluster_report *r);
 int cluster_render_json(FILE *out, const struct cluster_report *r);
 
-/* agent_report.c: a node's gpunode.report/v1 (from its agent) back into a struct report for
- * output_text(). Returns 0, or -EBADMSG with *ret_error when doc is not such a report. */
-int cluster_report_from_agent_json(const json_t *doc, struct report *ret, char **ret_error);
-void cluster_agent_report_free(struct report *r);

@@ -4,6 +4,7 @@
 #include "cmd/options.h"
 #include "basic/util.h"
 #include "cluster/cluster.h"
+#include "output/report_read.h"
 #include "kube/kube_client.h"
 #include "kube/kube_list.h"
 #include "kube/kubeconfig.h"
@@ -238,7 +239,7 @@ static int run_check_node(const struct cluster_options *o, const char *node) {
         struct report rep;
         free(err);
         err = NULL;
-        r = cluster_report_from_agent_json(doc, &rep, &err);
+        r = report_from_json(doc, &rep, &err);
         json_decref(doc);
         if (r < 0) {
                 fprintf_escaped(stderr, "gpunode cluster: agent %s/%s answered something else than its report: %s\n",
@@ -248,7 +249,7 @@ static int run_check_node(const struct cluster_options *o, const char *node) {
         struct text_options to = { .color = o->color, .verbose = o->verbose };
         r = output_text(stdout, &rep, &to);
         code = r < 0 ? EXIT_INTERNAL : verdict_exit_code(rep.verdict);
-        cluster_agent_report_free(&rep);
+        report_read_free(&rep);
         return code;
 }
 

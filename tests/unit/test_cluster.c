@@ -6,6 +6,7 @@
 #include <cmocka.h>
 
 #include "cluster/cluster.h"
+#include "output/report_read.h"
 #include "basic/util.h"
 
 /* Returns the JSON file path (under the source root's scenarios) loaded, or fails the test. */
@@ -250,13 +251,13 @@ static void test_agent_report(void **state) {
         json_t *doc = load("k8s-driver-broken/expected.json");
         struct report r;
         char *err = NULL;
-        assert_int_equal(cluster_report_from_agent_json(doc, &r, &err), 0);
+        assert_int_equal(report_from_json(doc, &r, &err), 0);
         assert_int_equal(r.verdict, VERDICT_FAILED);
         assert_non_null(r.root_cause);
         assert_string_equal(r.root_cause->def->id, "driver.module-signature");
         assert_int_equal(r.root_cause->def->layer, 1);
         assert_true(r.n_findings == json_array_size(json_object_get(doc, "checks")));
-        cluster_agent_report_free(&r);
+        report_read_free(&r);
         json_decref(doc);
         static const char *const bad[] = {
                 "{\"schema\":\"gpunode.report/v2\",\"verdict\":\"healthy\",\"checks\":[]}",
@@ -281,7 +282,7 @@ static void test_agent_report(void **state) {
                 json_t *j = json_loads(bad[i], 0, NULL);
                 assert_non_null(j);
                 err = NULL;
-                assert_int_equal(cluster_report_from_agent_json(j, &r, &err), -EBADMSG);
+                assert_int_equal(report_from_json(j, &r, &err), -EBADMSG);
                 assert_non_null(err);
                 free(err);
                 json_decref(j);

@@ -1,10 +1,10 @@
-/* agent_report.c: a node's gpunode.report/v1 as its agent serves it (/report) back into a struct report, for the text
- * renderer. */
-#include "cluster/cluster.h"
+/* report_read.c: the one reader of gpunode.report/v1: a report's JSON (a diagnosis child's output, an agent's
+ * /report) back into a struct report for the agent, its page and the cluster command. */
+#include "output/report_read.h"
 #include "basic/util.h"
 
-#define AGENT_REPORT_MAX_CHECKS   4096
-#define AGENT_REPORT_MAX_EVIDENCE 1000
+#define REPORT_READ_MAX_CHECKS   4096
+#define REPORT_READ_MAX_EVIDENCE 1000
 
 /* Returns the status for a JSON word, or -1. */
 static int status_of(const char *s) {
@@ -36,7 +36,7 @@ static char *dup_str(const json_t *o, const char *key) {
         return s ? xstrdup(s) : NULL;
 }
 
-void cluster_agent_report_free(struct report *r) {
+void report_read_free(struct report *r) {
         for (size_t i = 0; i < r->n_findings; i++) {
                 struct finding *f = &r->findings[i];
                 struct check_def *d = (struct check_def *)f->def;
@@ -57,7 +57,7 @@ void cluster_agent_report_free(struct report *r) {
         memset(r, 0, sizeof *r);
 }
 
-int cluster_report_from_agent_json(const json_t *doc, struct report *ret, char **ret_error) {
+int report_from_json(const json_t *doc, struct report *ret, char **ret_error) {
         memset(ret, 0, sizeof *ret);
         const char *schema = json_string_value(json_object_get(doc, "schema"));
         if (!json_is_object(doc) || !schema || !streq(schema, "gpunode.report/v1"))
@@ -67,9 +67,9 @@ int cluster_report_from_agent_json(const json_t *doc, struct report *ret, char *
         const char *verdict = json_string_value(json_object_get(doc, "verdict"));
         if (!json_is_array(checks) || !verdict)
                 return errorf(ret_error, -EBADMSG, "the report has no checks or no verdict");
-        if (json_array_size(checks) > AGENT_REPORT_MAX_CHECKS)
+        if (json_array_size(checks) > REPORT_READ_MAX_CHECKS)
                 return errorf(ret_error, -EBADMSG, "the report has %zu checks (at most %d)", json_array_size(checks),
-                              AGENT_REPORT_MAX_CHECKS);
+                              REPORT_READ_MAX_CHECKS);
         if (streq(verdict, "healthy"))
                 ret->verdict = VERDICT_HEALTHY;
         else if (streq(verdict, "degraded"))
@@ -92,7 +92,7 @@ int cluster_report_from_agent_json(const json_t *doc, struct report *ret, char *
                 json_int_t layer = json_integer_value(json_object_get(c, "layer"));
                 int st = status_of(json_string_value(json_object_get(c, "status")));
                 if (!plain_token(id) || !plain_token(component) || layer < LAYER_MIN || layer > LAYER_MAX || st < 0) {
-                        cluster_agent_report_free(ret);
+                        report_read_free(ret);
                         return errorf(ret_error, -EBADMSG,
                                       "check %zu of the report lacks an id or component of [a-z0-9._-], a layer 1..4 "
                                       "or a status", i);
@@ -111,7 +111,7 @@ int cluster_report_from_agent_json(const json_t *doc, struct report *ret, char *
                 size_t e;
                 const json_t *ev;
                 json_array_foreach(json_object_get(c, "evidence"), e, ev) {
-                        if (!json_is_string(ev) || f->n_evidence >= AGENT_REPORT_MAX_EVIDENCE) continue;
+                        if (!json_is_string(ev) || f->n_evidence >= REPORT_READ_MAX_EVIDENCE) continue;
                         f->evidence = xrealloc(f->evidence, (f->n_evidence + 1) * sizeof *f->evidence);
                         f->evidence[f->n_evidence++] = xstrdup(json_string_value(ev));
                 }
