@@ -1,11 +1,11 @@
-/* agent.c: `gpunode agent`'s loop: diagnoses in a child, writes conditions, Events and the taint, supervises labels. */
+/* agent.c: `gpunode agent`'s sink of the daemon's diagnosis: node conditions, Events, the taint, /report and the page. */
 #include "agent/agent.h"
-#include "basic/child.h"
 #include "agent/api_child.h"
+#include "daemon/diagnosis.h"
 
 #include <poll.h>
+#include <pthread.h>
 #include <sys/eventfd.h>
-#include <sys/wait.h>
 
 #include "agent/events.h"
 #include "agent/status_page.h"
@@ -13,26 +13,25 @@
 #include "basic/http_server.h"
 
 
-#define REPORT_MAX ((size_t)16 << 20) /* a diagnosis's JSON larger than this is refused */
-#define XID_MIN_GAP_MS 1000           /* Xid storms start at most one diagnosis a second */
 #define EVENT_QUEUE_MAX 16            /* Events not yet written, kept for retry (the oldest dropped) */
 #define API_MAX_BODY ((size_t)8 << 20) /* an API answer larger than this is refused (-EFBIG) */
 
 struct agent {
         struct agent_options o;
-        char *dcgm_url, *node_exporter_url, *operator_namespace;
-        char *self, *root, *nvml_library, *kubeconfig, *node, *labels_output; /* owned copies */
-        int xid_fd;
-        int stop_fd; /* eventfd: written on stop */
-        pthread_t diag_thread, labels_thread;
-        bool diag_running, labels_running;
-        /* Under lock: what the HTTP routes serve. */
+        char *kubeconfig, *node; /* owned copies */
+        int stop_fd; /* eventfd: written on stop, never drained */
+        int wake_fd; /* eventfd: a new diagnosis or a posted Event for the API thread */
+        pthread_t api_thread;
+        bool api_running;
+        /* Under lock: what the HTTP routes serve, and the latest conditions for the API thread. */
         pthread_mutex_t lock;
         char *report;  /* the latest report, NULL before the first */
         size_t report_len;
         char *page;    /* the status page */
         size_t page_len;
-        /* Diagnosis thread only: the API side (each request by a `gpunode kube-call` child). */
+        struct agent_condition latest[AGENT_N_LAYERS];
+        bool have_latest;
+        /* API thread only (each request by a `gpunode kube-call` child). */
         char *node_uid;
         bool seeded;                                /* conditions read back from the Node once */
         struct agent_cond_state cond[AGENT_N_LAYERS]; /* as last written */
@@ -61,70 +60,10 @@ static void log_error(struct agent *a, const char *line) {
         fprintf_escaped(stderr, "gpunode agent: %s\n", line);
 }
 
-/* Returns true once the agent is stopping (its stop eventfd written; not drained, so every thread sees it). */
-static bool stopping(struct agent *a) {
-        struct pollfd p = { .fd = a->stop_fd, .events = POLLIN };
-        return poll(&p, 1, 0) > 0;
-}
-
 /* Returns true when fd is readable now (draining an eventfd). */
 static bool fd_fired(int fd) {
         uint64_t v;
         return fd >= 0 && read(fd, &v, sizeof v) == (ssize_t)sizeof v;
-}
-
-/*
- * Runs `gpunode check --output json` with the agent's root, NVML library, kubeconfig, node and API
- * timeout, bounded by the check timeout and REPORT_MAX, as the exporter bounds its check child.
- * Returns 0 with the malloc'd output in *ret (*ret_len bytes); -ETIMEDOUT (killed), -EFBIG (killed),
- * -ECANCELED (stopping), -EIO (exit status other than 0, 1, 2), or -errno when it cannot start.
- */
-static int run_check(struct agent *a, char **ret, size_t *ret_len) {
-        char timeout[32];
-        snprintf(timeout, sizeof timeout, "%ums", a->o.api_timeout_ms);
-        const char *argv[26];
-        unsigned n = 0;
-        argv[n++] = "gpunode";
-        argv[n++] = "check";
-        argv[n++] = "--output";
-        argv[n++] = "json";
-        argv[n++] = "--root";
-        argv[n++] = a->root;
-        argv[n++] = "--node";
-        argv[n++] = a->node;
-        argv[n++] = "--timeout";
-        argv[n++] = timeout;
-        if (a->nvml_library) {
-                argv[n++] = "--nvml-library";
-                argv[n++] = a->nvml_library;
-        }
-        if (a->kubeconfig) {
-                argv[n++] = "--kubeconfig";
-                argv[n++] = a->kubeconfig;
-        }
-        if (a->dcgm_url) {
-                argv[n++] = "--dcgm-url";
-                argv[n++] = a->dcgm_url;
-        }
-        if (a->node_exporter_url) {
-                argv[n++] = "--node-exporter-url";
-                argv[n++] = a->node_exporter_url;
-        }
-        if (a->operator_namespace) {
-                argv[n++] = "--operator-namespace";
-                argv[n++] = a->operator_namespace;
-        }
-        argv[n] = NULL;
-        const struct child_run_options o = { .max_output = REPORT_MAX, .timeout_ms = a->o.check_timeout_ms,
-                                             .cancel_fd = a->stop_fd, .quiet = true };
-        int status;
-        int r = child_run(a->self, argv, &o, ret, ret_len, &status, NULL);
-        if (r == 0 && !(WIFEXITED(status) && WEXITSTATUS(status) <= 2)) {
-                free(*ret);
-                *ret = NULL;
-                r = -EIO;
-        }
-        return r;
 }
 
 /* Publishes a report (report may be NULL) and its status page for the HTTP routes. Takes report. */
@@ -322,11 +261,10 @@ void agent_post_event(struct agent *a, bool warning, const char *reason, const c
         pthread_mutex_lock(&a->lock);
         if (a->posted_n < EVENT_QUEUE_MAX) a->posted[a->posted_n++] = ev;
         pthread_mutex_unlock(&a->lock);
-        /* a diagnosis at once (it sees the same GPU) and the API sync that writes the Event */
-        if (a->xid_fd >= 0) {
-                uint64_t one = 1;
-                (void)!write(a->xid_fd, &one, sizeof one);
-        }
+        /* the API sync that writes the Event, and a diagnosis at once (it sees the same GPU) */
+        uint64_t one = 1;
+        (void)!write(a->wake_fd, &one, sizeof one);
+        if (a->o.diagnose_now) a->o.diagnose_now(a->o.diagnose_now_userdata);
 }
 
 /* Moves the posted Events into the write queue. Returns nothing. */
@@ -411,6 +349,12 @@ static int sync_taint(struct agent *a, char **ret_error) {
 /* Writes what the latest conditions ask for: the conditions (when due), the Events, the taint. On
  * failure schedules a retry with exponential backoff. Returns nothing. */
 static void api_sync(struct agent *a) {
+        pthread_mutex_lock(&a->lock);
+        if (a->have_latest) {
+                memcpy(a->cur, a->latest, sizeof a->cur);
+                a->have_cur = true;
+        }
+        pthread_mutex_unlock(&a->lock);
         if (!a->have_cur || !a->o.conditions) return;
         take_posted(a);
         int64_t now_mono = (int64_t)monotonic_ms() / 1000;
@@ -454,165 +398,81 @@ static void api_sync(struct agent *a) {
          * (credentials may have rotated) */
 }
 
-/* Runs one diagnosis and publishes it. Returns nothing; failures are logged and the last report stays. */
-static void diagnose_round(struct agent *a) {
-        char *text = NULL;
-        size_t len = 0;
-        int64_t t0 = (int64_t)monotonic_ms();
-        int r = run_check(a, &text, &len);
-        if (r == -ECANCELED) return;
-        if (r < 0) {
-                fprintf(stderr, "gpunode agent: the diagnosis failed: %s\n",
-                        r == -ETIMEDOUT ? "it ran past --check-timeout and was killed"
-                        : r == -EFBIG   ? "its report is larger than 16 MiB"
-                        : r == -EIO     ? "it exited with an internal error"
-                                        : strerror(-r));
-                return;
-        }
-        json_error_t jerr;
-        json_t *report = json_loadb(text, len, 0, &jerr);
+/* One run of the daemon's diagnosis: a good report becomes the conditions to write, /report and the
+ * page; a failed run is logged and the last report stays. Returns nothing. */
+static void on_round(void *userdata, const struct diagnosis_round *round) {
+        struct agent *a = userdata;
+        uint64_t one = 1;
         struct agent_condition cur[AGENT_N_LAYERS];
-        if (!report || agent_conditions_from_report(report, cur) < 0) {
-                fprintf(stderr, "gpunode agent: the diagnosis's output is not a gpunode.report/v1 object (%s)\n",
-                        report ? "no checks" : jerr.text);
-                json_decref(report);
-                free(text);
+        bool good = round->result == DIAGNOSIS_OK;
+        if (!good) {
+                fprintf_escaped(stderr, "gpunode agent: the diagnosis failed: %s\n", round->error);
+        } else if (agent_conditions_from_report(round->doc, cur) < 0) {
+                fprintf(stderr, "gpunode agent: the diagnosis's output is not a gpunode.report/v1 object (no checks)\n");
+                good = false;
+        }
+        if (!good) {
+                /* the heartbeat and the retries go on with the last conditions */
+                (void)!write(a->wake_fd, &one, sizeof one);
                 return;
         }
-        json_decref(report);
-        memcpy(a->cur, cur, sizeof cur);
-        a->have_cur = true;
-        publish(a, text, len);
+        char *copy = xmalloc(round->json_len + 1);
+        memcpy(copy, round->json, round->json_len);
+        copy[round->json_len] = 0;
+        pthread_mutex_lock(&a->lock);
+        memcpy(a->latest, cur, sizeof cur);
+        a->have_latest = true;
+        pthread_mutex_unlock(&a->lock);
+        publish(a, copy, round->json_len);
+        (void)!write(a->wake_fd, &one, sizeof one);
         if (getenv("GPUNODE_AGENT_DEBUG"))
-                fprintf(stderr, "gpunode agent: diagnosis in %lld ms\n", (long long)((int64_t)monotonic_ms() - t0));
+                fprintf(stderr, "gpunode agent: diagnosis in %.0f ms\n", round->duration_seconds * 1000);
 }
 
-/* The diagnosis thread: a round every check interval, or at once on an Xid; API retries between.
- * Returns NULL. */
-static void *diag_main(void *arg) {
+void agent_diagnosis_sink(struct agent *a, struct diagnosis_sink *ret) {
+        *ret = (struct diagnosis_sink){ .on_round = on_round, .userdata = a };
+}
+
+/* The API thread: writes what each diagnosis and posted Event ask for, and retries with backoff
+ * between. Returns NULL. */
+static void *api_main(void *arg) {
         struct agent *a = arg;
-        int64_t next_round = 0, last_round = -XID_MIN_GAP_MS;
         for (;;) {
-                int64_t now = (int64_t)monotonic_ms();
-                if (now >= next_round) {
-                        last_round = now;
-                        diagnose_round(a);
-                        if (stopping(a)) break;
-                        next_round = (int64_t)monotonic_ms() + a->o.check_interval_ms;
-                        api_sync(a);
-                } else if (a->have_cur && a->next_api_try) {
-                        api_sync(a);
-                }
-                now = (int64_t)monotonic_ms();
-                int64_t wait = next_round - now;
+                int64_t wait = 60000;
                 if (a->next_api_try) {
-                        int64_t retry = a->next_api_try * 1000 - now;
-                        if (retry < wait) wait = retry < 0 ? 0 : retry;
+                        int64_t retry = a->next_api_try * 1000 - (int64_t)monotonic_ms();
+                        wait = retry < 0 ? 0 : retry < wait ? retry : wait;
                 }
-                struct pollfd p[2] = { { .fd = a->stop_fd, .events = POLLIN }, { .fd = a->xid_fd, .events = POLLIN } };
-                int k = poll(p, a->xid_fd >= 0 ? 2 : 1, (int)(wait > 60000 ? 60000 : wait < 0 ? 0 : wait));
+                struct pollfd p[2] = { { .fd = a->stop_fd, .events = POLLIN }, { .fd = a->wake_fd, .events = POLLIN } };
+                int k = poll(p, 2, (int)wait);
                 if (k > 0 && p[0].revents) break;
-                if (k > 0 && a->xid_fd >= 0 && p[1].revents) {
-                        fd_fired(a->xid_fd);
-                        int64_t since = (int64_t)monotonic_ms() - last_round;
-                        next_round = since >= XID_MIN_GAP_MS ? 0 : last_round + XID_MIN_GAP_MS;
-                        fprintf(stderr, "gpunode agent: Xid event: diagnosing now\n");
-                }
+                bool woken = k > 0 && p[1].revents && fd_fired(a->wake_fd);
+                if (woken || a->next_api_try) api_sync(a);
         }
         return NULL;
 }
 
-/* The labels supervisor: keeps a `gpunode labels` child running, restarting it with backoff (1 s
- * doubling to 60 s; reset once it ran a minute). Returns NULL. */
-static void *labels_main(void *arg) {
-        struct agent *a = arg;
-        unsigned backoff_ms = 1000;
-        for (;;) {
-                const char *argv[12];
-                unsigned n = 0;
-                argv[n++] = "gpunode";
-                argv[n++] = "labels";
-                argv[n++] = "--root";
-                argv[n++] = a->root;
-                if (a->nvml_library) {
-                        argv[n++] = "--nvml-library";
-                        argv[n++] = a->nvml_library;
-                }
-                if (a->labels_output) {
-                        argv[n++] = "--output";
-                        argv[n++] = a->labels_output;
-                }
-                argv[n] = NULL;
-                int64_t started = (int64_t)monotonic_ms();
-                pid_t pid = child_spawn(a->self, argv, -1, -1, false);
-                bool stop = false;
-                if (pid > 0) {
-                        int status;
-                        for (;;) {
-                                struct pollfd p = { .fd = a->stop_fd, .events = POLLIN };
-                                if (poll(&p, 1, 200) > 0) {
-                                        stop = true;
-                                        kill(-pid, SIGTERM);
-                                        kill(pid, SIGTERM);
-                                        for (int i = 0; i < 100 && waitpid(pid, &status, WNOHANG) == 0; i++) {
-                                                struct timespec t = { 0, 20 * 1000000L };
-                                                nanosleep(&t, NULL);
-                                        }
-                                        child_kill(pid);
-                                        break;
-                                }
-                                if (waitpid(pid, &status, WNOHANG) == pid) break;
-                        }
-                        if (!stop) fprintf(stderr, "gpunode agent: the labels child exited (status %d); restarting in %u ms\n",
-                                           WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status), backoff_ms);
-                } else {
-                        fprintf(stderr, "gpunode agent: cannot start the labels child: %s\n", strerror((int)-pid));
-                }
-                if (stop) break;
-                if ((int64_t)monotonic_ms() - started > 60000) backoff_ms = 1000;
-                struct pollfd p = { .fd = a->stop_fd, .events = POLLIN };
-                if (poll(&p, 1, (int)backoff_ms) > 0) break;
-                backoff_ms = backoff_ms * 2 > 60000 ? 60000 : backoff_ms * 2;
-        }
-        return NULL;
-}
-
-int agent_start(const struct agent_options *o, int xid_fd, struct agent **ret) {
+int agent_start(const struct agent_options *o, struct agent **ret) {
         struct agent *a = xcalloc(1, sizeof *a);
         a->o = *o;
-        a->self = xstrdup(o->self);
-        a->root = xstrdup(o->root ? o->root : "/");
-        a->nvml_library = o->nvml_library ? xstrdup(o->nvml_library) : NULL;
         a->kubeconfig = o->kubeconfig ? xstrdup(o->kubeconfig) : NULL;
         a->node = xstrdup(o->node);
-        a->labels_output = o->labels_output ? xstrdup(o->labels_output) : NULL;
-        a->dcgm_url = o->dcgm_url ? xstrdup(o->dcgm_url) : NULL;
-        a->node_exporter_url = o->node_exporter_url ? xstrdup(o->node_exporter_url) : NULL;
-        a->operator_namespace = o->operator_namespace ? xstrdup(o->operator_namespace) : NULL;
-        a->xid_fd = xid_fd;
         pthread_mutex_init(&a->lock, NULL);
-        /* a semaphore-less eventfd that stays readable once written: every thread sees the stop */
+        /* a semaphore-less eventfd that stays readable once written: every wait sees the stop */
         a->stop_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
-        if (a->stop_fd < 0) {
+        a->wake_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+        if (a->stop_fd < 0 || a->wake_fd < 0) {
                 int r = -errno;
                 agent_stop(a);
                 return r;
         }
         publish(a, NULL, 0);
-        int r = -pthread_create(&a->diag_thread, NULL, diag_main, a);
+        int r = -pthread_create(&a->api_thread, NULL, api_main, a);
         if (r < 0) {
                 agent_stop(a);
                 return r;
         }
-        a->diag_running = true;
-        if (o->labels) {
-                r = -pthread_create(&a->labels_thread, NULL, labels_main, a);
-                if (r < 0) {
-                        agent_stop(a);
-                        return r;
-                }
-                a->labels_running = true;
-        }
+        a->api_running = true;
         *ret = a;
         return 0;
 }
@@ -657,22 +517,15 @@ struct agent *agent_stop(struct agent *a) {
                 uint64_t one = 1;
                 (void)!write(a->stop_fd, &one, sizeof one);
         }
-        if (a->diag_running) pthread_join(a->diag_thread, NULL);
-        if (a->labels_running) pthread_join(a->labels_thread, NULL);
+        if (a->api_running) pthread_join(a->api_thread, NULL);
         if (a->stop_fd >= 0) close(a->stop_fd);
+        if (a->wake_fd >= 0) close(a->wake_fd);
         pthread_mutex_destroy(&a->lock);
         free(a->report);
         free(a->page);
         free(a->node_uid);
-        free(a->self);
-        free(a->root);
-        free(a->nvml_library);
         free(a->kubeconfig);
         free(a->node);
-        free(a->labels_output);
-        free(a->dcgm_url);
-        free(a->node_exporter_url);
-        free(a->operator_namespace);
         free(a);
         return NULL;
 }

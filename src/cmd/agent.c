@@ -1,11 +1,13 @@
-/* agent.c: `gpunode agent`: the DaemonSet process: exporter, labels, periodic diagnosis, node conditions. */
+/* agent.c: `gpunode agent`: the DaemonSet process: its options, and the daemon configured with the exporter, the
+ * diagnosis, node conditions, labels and, opted in, the device plugin. */
 #include "cmd/commands.h"
-#include "basic/child.h"
-#include "cmd/options.h"
-#include "cmd/privileges.h"
 #include "agent/agent.h"
+#include "basic/child.h"
 #include "basic/hostfs.h"
+#include "cmd/options.h"
+#include "daemon/daemon.h"
 #include "device_plugin/dp_plugin.h"
+#include "exporter/exporter.h"
 
 #include <fcntl.h>
 #include <pthread.h>
@@ -61,8 +63,18 @@ static void *dp_main(void *arg) {
         return NULL;
 }
 
-/* Runs `gpunode agent` (argv[0] "agent"). Returns the exit code. */
-static int cmd_agent(int argc, char **argv) {
+/* `gpunode agent`'s parsed options. */
+struct agent_args {
+        struct agent_options ao;
+        struct shared_options so;
+        const char *listen_addr, *dp_config, *labels_output;
+        unsigned interval_ms, check_interval_ms, check_timeout_ms;
+        bool xid_events, kubernetes, device_plugin, labels;
+};
+
+/* Parses `gpunode agent`'s argv (argv[0] "agent") into *ret. Returns 0, or EXIT_USAGE having said why
+ * on stderr. */
+static int parse_argv_agent(int argc, char **argv, struct agent_args *ret) {
         static const struct option longopts[] = {
                 {"listen", required_argument, NULL, 'a'},
                 {"interval", required_argument, NULL, OPT_INTERVAL},
@@ -89,12 +101,11 @@ static int cmd_agent(int argc, char **argv) {
         const char *listen_addr = ":9400";
         struct shared_options so;
         shared_options_init(&so);
-        struct agent_options ao = { .check_interval_ms = 60000, .check_timeout_ms = 60000, .heartbeat_s = 300,
-                                    .event_hold_down_s = 300, .backoff_max_s = 300, .conditions = true,
-                                    .taint_max_share = 0.10, .labels = true };
-        unsigned interval_ms = 10000;
-        bool xid_events = true, kubernetes = true, device_plugin = false;
-        const char *dp_config = NULL;
+        struct agent_options ao = { .heartbeat_s = 300, .event_hold_down_s = 300, .backoff_max_s = 300,
+                                    .conditions = true, .taint_max_share = 0.10 };
+        unsigned interval_ms = 10000, check_interval_ms = 60000, check_timeout_ms = 60000;
+        bool xid_events = true, kubernetes = true, device_plugin = false, labels = true;
+        const char *dp_config = NULL, *labels_output = NULL;
         int c;
         optind = 1;
         while ((c = getopt_long(argc, argv, "a:", longopts, NULL)) != -1) {
@@ -104,8 +115,8 @@ static int cmd_agent(int argc, char **argv) {
                 switch (c) {
                 case 'a': listen_addr = optarg; break;
                 case OPT_INTERVAL: name = "interval"; dst_ms = &interval_ms; break;
-                case OPT_CHECK_INTERVAL: name = "check-interval"; dst_ms = &ao.check_interval_ms; min = 100; break;
-                case OPT_CHECK_TIMEOUT: name = "check-timeout"; dst_ms = &ao.check_timeout_ms; break;
+                case OPT_CHECK_INTERVAL: name = "check-interval"; dst_ms = &check_interval_ms; min = 100; break;
+                case OPT_CHECK_TIMEOUT: name = "check-timeout"; dst_ms = &check_timeout_ms; break;
                 case OPT_HEARTBEAT: name = "heartbeat"; dst_s = &ao.heartbeat_s; min = 1000; break;
                 case OPT_EVENT_HOLD_DOWN: name = "event-hold-down"; dst_s = &ao.event_hold_down_s; min = 0; break;
                 case OPT_BACKOFF_MAX: name = "api-backoff-max"; dst_s = &ao.backoff_max_s; min = 1000; break;
@@ -124,8 +135,8 @@ static int cmd_agent(int argc, char **argv) {
                         ao.taint_max_share = v;
                         break;
                 }
-                case OPT_NO_LABELS: ao.labels = false; break;
-                case OPT_LABELS_OUTPUT: ao.labels_output = optarg; break;
+                case OPT_NO_LABELS: labels = false; break;
+                case OPT_LABELS_OUTPUT: labels_output = optarg; break;
                 case OPT_NO_CONDITIONS: ao.conditions = false; break;
                 case OPT_NO_XID_EVENTS: xid_events = false; break;
                 case OPT_NO_KUBERNETES: kubernetes = false; break;
@@ -153,85 +164,146 @@ static int cmd_agent(int argc, char **argv) {
                 fprintf_escaped(stderr, "gpunode agent: unexpected argument '%s'\n", argv[optind]);
                 return EXIT_USAGE;
         }
-        int r = hostfs_init(so.root);
+        *ret = (struct agent_args){ .ao = ao, .so = so, .listen_addr = listen_addr, .dp_config = dp_config,
+                                    .labels_output = labels_output, .interval_ms = interval_ms,
+                                    .check_interval_ms = check_interval_ms, .check_timeout_ms = check_timeout_ms,
+                                    .xid_events = xid_events, .kubernetes = kubernetes, .device_plugin = device_plugin,
+                                    .labels = labels };
+        return 0;
+}
+
+/* The main loop's tick: the sampler's watchdog. Returns false (never stops the loop). */
+static bool agent_tick(void *userdata) {
+        struct exporter *e = userdata;
+        exporter_watchdog(e);
+        return false;
+}
+
+/* Returns true once the sampler tried NVML: capabilities may go. */
+static bool sampler_tried(void *userdata) { return exporter_tried_nvml(userdata); }
+
+/* The agent's and the device plugin's request for a diagnosis at once. Returns nothing. */
+static void diagnose_now(void *userdata) { daemon_diagnose_now(userdata); }
+
+/* Starts the device plugin's thread (--device-plugin), its GPU health subscribed to the daemon's Xid
+ * watch and its health changes posted as Events by the agent. Returns true when it runs. */
+static bool start_device_plugin(struct agent_dp *dp, const struct agent_args *a, struct agent *agent,
+                                struct daemon *d) {
+        const char *v;
+        dp->o = (struct dp_options){ .config_file = a->dp_config ? a->dp_config : (v = getenv("CONFIG_FILE")) && *v ? v : NULL,
+                                     .mig_strategy = (v = getenv("MIG_STRATEGY")) && *v ? v : NULL,
+                                     .list_strategy = (v = getenv("DEVICE_LIST_STRATEGY")) && *v ? v : NULL,
+                                     .id_strategy = (v = getenv("DEVICE_ID_STRATEGY")) && *v ? v : NULL,
+                                     .pass_device_specs = (v = getenv("PASS_DEVICE_SPECS")) && *v ? v : NULL,
+                                     .nvml_library = a->so.probe.nvml_library,
+                                     .xid = daemon_xid_watch(d),
+                                     .log = dp_log, .health_event = dp_health_event, .userdata = dp };
+        dp->agent = agent;
+        int k = pipe2(dp->stop, O_CLOEXEC | O_NONBLOCK) < 0 ? errno : 0;
+        dp->o.stop_fd = dp->stop[0];
+        if (k == 0) k = pthread_create(&dp->thread, NULL, dp_main, dp);
+        if (k != 0) fprintf_escaped(stderr, "gpunode agent: cannot start the device plugin: %s\n", strerror(k));
+        return k == 0;
+}
+
+/* Runs the agent: the exporter's sampler and routes, the agent's /report and page, the diagnosis loop
+ * feeding both (and, through the agent, conditions, Events and the taint), the Xid watch, the labels
+ * child, the device plugin when asked, until SIGTERM or SIGINT. Returns the exit code. */
+static int run_agent(struct agent_args *a) {
+        int r = hostfs_init(a->so.root);
         if (r < 0) {
-                fprintf_escaped(stderr, "gpunode agent: cannot open root %s: %s\n", so.root, strerror(-r));
+                fprintf_escaped(stderr, "gpunode agent: cannot open root %s: %s\n", a->so.root, strerror(-r));
                 return EXIT_USAGE;
         }
-        _cleanup_free_ char *node = node_name_resolve(so.node);
+        _cleanup_free_ char *node = node_name_resolve(a->so.node);
         char self[4096];
         child_self_path(self, sizeof self);
-        ao.self = self;
-        ao.root = so.root;
-        ao.nvml_library = so.probe.nvml_library;
-        ao.kubeconfig = so.kube.kubeconfig;
-        ao.node = node;
-        ao.api_timeout_ms = so.kube.timeout_ms;
-        ao.dcgm_url = so.kube.dcgm_url;
-        ao.node_exporter_url = so.kube.node_exporter_url;
-        ao.operator_namespace = so.kube.operator_namespace;
-
+        const char *nvml_library = a->so.probe.nvml_library;
         sigset_t sigs;
-        sigemptyset(&sigs);
-        sigaddset(&sigs, SIGTERM);
-        sigaddset(&sigs, SIGINT);
-        pthread_sigmask(SIG_BLOCK, &sigs, NULL);
-        signal(SIGPIPE, SIG_IGN);
+        daemon_block_signals(&sigs);
 
-        /* The exporter in-process, without its own diagnosis: the agent's runs and its /report serve that. */
-        struct exp_options eo = { .interval_ms = interval_ms, .sample_timeout_ms = 10000, .check_interval_ms = 0,
-                                  .root = so.root, .nvml_library = so.probe.nvml_library, .hostname = node,
-                                  .hostname_label = "Hostname", .xid_events = xid_events, .kubernetes = kubernetes,
-                                  .kubeconfig = so.kube.kubeconfig };
+        struct daemon *d = daemon_new();
+        struct exp_options eo = { .interval_ms = a->interval_ms, .sample_timeout_ms = 10000, .root = a->so.root,
+                                  .nvml_library = nvml_library, .hostname = node, .hostname_label = "Hostname",
+                                  .xid_events = a->xid_events, .kubernetes = a->kubernetes };
         struct exporter *e = NULL;
         r = exporter_start(&eo, &e);
         if (r < 0) {
                 fprintf_escaped(stderr, "gpunode agent: cannot start the exporter: %s\n", strerror(-r));
+                daemon_free(d);
                 hostfs_done();
                 return EXIT_INTERNAL;
         }
-        struct agent *a = NULL;
-        r = agent_start(&ao, xid_events ? exporter_xid_fd(e) : -1, &a);
+        a->ao.kubeconfig = a->so.kube.kubeconfig;
+        a->ao.node = node;
+        a->ao.api_timeout_ms = a->so.kube.timeout_ms;
+        a->ao.diagnose_now = diagnose_now;
+        a->ao.diagnose_now_userdata = d;
+        struct agent *agent = NULL;
+        r = agent_start(&a->ao, &agent);
         if (r < 0) {
                 fprintf_escaped(stderr, "gpunode agent: cannot start: %s\n", strerror(-r));
+                daemon_free(d);
                 exporter_stop(e);
                 hostfs_done();
                 return EXIT_INTERNAL;
         }
-        struct exp_http *h = NULL;
-        r = exp_http_start_routes(listen_addr, e, agent_http_route, a, &h);
+        /* the agent's / (the status page) before the exporter's index */
+        daemon_add_route(d, &(struct daemon_route){ .handle = agent_http_route, .userdata = agent });
+        daemon_add_route(d, &(struct daemon_route){ .handle = exporter_http_route, .userdata = e });
+        struct xid_subscriber xs;
+        exporter_xid_subscriber(e, &xs);
+        daemon_add_xid_subscriber(d, &xs);
+        struct diagnosis_sink sink;
+        exporter_diagnosis_sink(e, &sink);
+        daemon_add_sink(d, &sink);
+        agent_diagnosis_sink(agent, &sink);
+        daemon_add_sink(d, &sink);
+        const char *labels_argv[8] = { "gpunode", "labels", "--root", a->so.root };
+        unsigned n = 4;
+        if (nvml_library) {
+                labels_argv[n++] = "--nvml-library";
+                labels_argv[n++] = nvml_library;
+        }
+        if (a->labels_output) {
+                labels_argv[n++] = "--output";
+                labels_argv[n++] = a->labels_output;
+        }
+        labels_argv[n] = NULL;
+        const struct daemon_options dopt = {
+                .who = "agent",
+                .listen_addr = a->listen_addr,
+                .xid_events = a->xid_events,
+                .nvml_library = nvml_library,
+                .xid_diagnoses = true,
+                .diagnose = true,
+                .diagnosis = { .self = self, .root = a->so.root, .nvml_library = nvml_library,
+                               .kubeconfig = a->so.kube.kubeconfig, .node = node, .api_timeout_ms = a->so.kube.timeout_ms,
+                               .dcgm_url = a->so.kube.dcgm_url, .node_exporter_url = a->so.kube.node_exporter_url,
+                               .operator_namespace = a->so.kube.operator_namespace,
+                               .interval_ms = a->check_interval_ms, .timeout_ms = a->check_timeout_ms },
+                .supervise_argv = a->labels ? labels_argv : NULL,
+                .self = self,
+                .loop = { .drop_capabilities = true, .keep_syslog = true, .drop_timeout_ms = eo.sample_timeout_ms,
+                          .ready_to_drop = sampler_tried, .tick = agent_tick, .userdata = e },
+        };
+        _cleanup_free_ char *error = NULL;
+        r = daemon_start(d, &dopt, &error);
         if (r < 0) {
-                fprintf_escaped(stderr, "gpunode agent: cannot listen on %s: %s\n", listen_addr,
-                                r == -EINVAL ? "not HOST:PORT, [V6]:PORT or :PORT" : strerror(-r));
-                agent_stop(a);
+                fprintf_escaped(stderr, "gpunode agent: %s\n", error);
+                daemon_free(d);
+                agent_stop(agent);
                 exporter_stop(e);
                 hostfs_done();
                 return r == -EINVAL ? EXIT_USAGE : EXIT_INTERNAL;
         }
         /* The device plugin (opt-in): its own thread and gRPC loop; the signals stay blocked there. */
-        static struct agent_dp dp = {.stop = {-1, -1}};
-        if (device_plugin) {
-                const char *v;
-                dp.o = (struct dp_options){.config_file = dp_config ? dp_config : (v = getenv("CONFIG_FILE")) && *v ? v : NULL,
-                                           .mig_strategy = (v = getenv("MIG_STRATEGY")) && *v ? v : NULL,
-                                           .list_strategy = (v = getenv("DEVICE_LIST_STRATEGY")) && *v ? v : NULL,
-                                           .id_strategy = (v = getenv("DEVICE_ID_STRATEGY")) && *v ? v : NULL,
-                                           .pass_device_specs = (v = getenv("PASS_DEVICE_SPECS")) && *v ? v : NULL,
-                                           .nvml_library = so.probe.nvml_library,
-                                           .log = dp_log, .health_event = dp_health_event, .userdata = &dp};
-                dp.agent = a;
-                int k = pipe2(dp.stop, O_CLOEXEC | O_NONBLOCK) < 0 ? errno : 0;
-                dp.o.stop_fd = dp.stop[0];
-                if (k == 0) k = pthread_create(&dp.thread, NULL, dp_main, &dp);
-                if (k != 0) {
-                        fprintf_escaped(stderr, "gpunode agent: cannot start the device plugin: %s\n", strerror(k));
-                        device_plugin = false;
-                }
-        }
+        static struct agent_dp dp = { .stop = { -1, -1 } };
+        bool device_plugin = a->device_plugin && start_device_plugin(&dp, a, agent, d);
         fprintf_escaped(stderr, "gpunode agent: node %s, listening on %s, diagnosing every %.3g s%s%s%s%s\n", node,
-                        listen_addr, ao.check_interval_ms / 1000.0, ao.conditions ? ", conditions" : "",
-                        ao.taint ? ", taint" : "", ao.labels ? ", labels" : "", device_plugin ? ", device plugin" : "");
-        int sig = serve_until_stopped(e, &sigs, eo.sample_timeout_ms, "agent", true);
+                        a->listen_addr, a->check_interval_ms / 1000.0, a->ao.conditions ? ", conditions" : "",
+                        a->ao.taint ? ", taint" : "", a->labels ? ", labels" : "", device_plugin ? ", device plugin" : "");
+        int sig = daemon_run(d, &sigs);
         fprintf_escaped(stderr, "gpunode agent: %s, stopping\n", strsignal(sig));
         if (device_plugin) {
                 (void)!write(dp.stop[1], "x", 1);
@@ -239,11 +311,18 @@ static int cmd_agent(int argc, char **argv) {
         }
         if (dp.stop[0] >= 0) close(dp.stop[0]);
         if (dp.stop[1] >= 0) close(dp.stop[1]);
-        exp_http_stop(h);
-        agent_stop(a);
+        daemon_free(d);
+        agent_stop(agent);
         exporter_stop(e);
         hostfs_done();
         return 0;
+}
+
+/* Runs `gpunode agent` (argv[0] "agent"). Returns the exit code. */
+static int cmd_agent(int argc, char **argv) {
+        struct agent_args a;
+        int r = parse_argv_agent(argc, argv, &a);
+        return r ? r : run_agent(&a);
 }
 
 /* `gpunode agent`: its entry in the command table, with the help text generated from it. */

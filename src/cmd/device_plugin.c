@@ -2,6 +2,7 @@
 #include "cmd/commands.h"
 #include "cmd/options.h"
 #include "basic/hostfs.h"
+#include "daemon/daemon.h"
 #include "device_plugin/dp_plugin.h"
 
 #include <fcntl.h>
@@ -144,9 +145,21 @@ static int cmd_device_plugin(int argc, char **argv) {
         sigaction(SIGINT, &sa, NULL);
         signal(SIGPIPE, SIG_IGN);
         o.stop_fd = stop_pipe[0];
+        /* The daemon's Xid watch (the one NVML event set) feeds the GPUs' health; the plugin's gRPC loop
+         * runs on this thread, stopped through the signal pipe. */
         _cleanup_free_ char *error = NULL;
+        struct daemon *d = daemon_new();
+        const struct daemon_options dopt = { .who = "device-plugin", .xid_events = true, .nvml_library = o.nvml_library };
+        r = daemon_start(d, &dopt, &error);
+        if (r < 0) {
+                fprintf_escaped(stderr, "gpunode device-plugin: %s; GPUs are not marked Unhealthy on Xid errors\n", error);
+                free(error);
+                error = NULL;
+        }
+        o.xid = daemon_xid_watch(d);
         r = dp_run(&o, &error);
         if (r < 0) fprintf_escaped(stderr, "gpunode device-plugin: %s\n", error ? error : strerror(-r));
+        daemon_free(d);
         close(stop_pipe[0]);
         close(stop_pipe[1]);
         hostfs_done();

@@ -1,8 +1,9 @@
-/* exporter.c: `gpunode exporter`: parse options, start the sampler and HTTP server, wait for SIGTERM. */
+/* exporter.c: `gpunode exporter`: its options, and the daemon configured with the sampler, /metrics and the diagnosis. */
 #include "cmd/commands.h"
 #include "cmd/options.h"
 #include "exporter/exporter.h"
-#include "cmd/privileges.h"
+#include "daemon/daemon.h"
+#include "basic/child.h"
 #include "basic/hostfs.h"
 
 #include <getopt.h>
@@ -56,9 +57,19 @@ static int read_collectors(const char *file, struct exp_counters *ret, char **re
         return exp_counters_parse(text, len, file, ret, ret_error);
 }
 
-/* Runs `gpunode exporter` (argv[0] "exporter"). Returns the exit code. dcgm-exporter's flags and
- * environment are accepted too; a flag wins over its variable, a variable over the default. */
-static int cmd_exporter(int argc, char **argv) {
+/* `gpunode exporter`'s parsed options. */
+struct exporter_args {
+        struct exp_options o;
+        struct shared_options so;
+        const char *listen_addr, *collectors;
+        unsigned check_interval_ms, check_timeout_ms; /* the diagnosis loop; interval 0: none */
+        bool no_hostname;
+};
+
+/* Parses `gpunode exporter`'s argv (argv[0] "exporter") into *ret. dcgm-exporter's flags and
+ * environment are accepted too; a flag wins over its variable, a variable over the default. Returns 0,
+ * or EXIT_USAGE having said why on stderr. */
+static int parse_argv_exporter(int argc, char **argv, struct exporter_args *ret) {
         static const struct option longopts[] = {
                 {"listen", required_argument, NULL, 'a'},
                 {"address", required_argument, NULL, 'a'},
@@ -84,9 +95,9 @@ static int cmd_exporter(int argc, char **argv) {
         const char *listen_addr = ":9400", *collectors = NULL;
         struct shared_options so;
         shared_options_init(&so);
-        struct exp_options o = { .interval_ms = 10000, .sample_timeout_ms = 10000, .check_interval_ms = 60000,
-                                 .check_timeout_ms = 60000,
-                                 .hostname_label = "Hostname", .xid_events = true, .kubernetes = true };
+        struct exp_options o = { .interval_ms = 10000, .sample_timeout_ms = 10000, .hostname_label = "Hostname",
+                                 .xid_events = true, .kubernetes = true };
+        unsigned check_interval_ms = 60000, check_timeout_ms = 60000;
         bool no_hostname = false;
         bool listen_given = false, interval_given = false, kubernetes_given = false, id_type_given = false,
              hostname_given = false;
@@ -136,7 +147,7 @@ static int cmd_exporter(int argc, char **argv) {
                         id_type_given = true;
                         break;
                 case OPT_SAMPLE_TIMEOUT: dst = &o.sample_timeout_ms; break;
-                case OPT_CHECK_INTERVAL: dst = &o.check_interval_ms; zero = true; break;
+                case OPT_CHECK_INTERVAL: dst = &check_interval_ms; zero = true; break;
                 case 'n':
                         if (optarg && parse_go_bool(optarg, &no_hostname) < 0) {
                                 fprintf_escaped(stderr, "gpunode exporter: --no-hostname: '%s' is not true or false\n", optarg);
@@ -153,7 +164,7 @@ static int cmd_exporter(int argc, char **argv) {
                         o.hostname_label = optarg;
                         break;
                 case OPT_NO_XID_EVENTS: o.xid_events = false; break;
-                case OPT_CHECK_TIMEOUT: dst = &o.check_timeout_ms; break;
+                case OPT_CHECK_TIMEOUT: dst = &check_timeout_ms; break;
                 default: {
                         _cleanup_free_ char *error = NULL;
                         int k = shared_option(c, optarg, &so, &error);
@@ -205,56 +216,98 @@ static int cmd_exporter(int argc, char **argv) {
                         return EXIT_USAGE;
                 }
         }
-        const char *root = so.root;
-        o.root = root;
-        o.nvml_library = so.probe.nvml_library;
-        o.kubeconfig = so.kube.kubeconfig;
-        int r = hostfs_init(root);
+        *ret = (struct exporter_args){ .o = o, .so = so, .listen_addr = listen_addr, .collectors = collectors,
+                                       .check_interval_ms = check_interval_ms, .check_timeout_ms = check_timeout_ms,
+                                       .no_hostname = no_hostname };
+        return 0;
+}
+
+/* The main loop's tick: the sampler's watchdog. Returns false (never stops the loop). */
+static bool watchdog_tick(void *userdata) {
+        exporter_watchdog(userdata);
+        return false;
+}
+
+/* Returns true once the sampler tried NVML: capabilities may go. */
+static bool sampler_tried(void *userdata) { return exporter_tried_nvml(userdata); }
+
+/* Runs the exporter: the sampler, its routes (/metrics, /health, /) on the daemon's HTTP server, the
+ * daemon's Xid watch feeding DCGM_FI_DEV_XID_ERRORS, and its diagnosis loop feeding the gpunode_*
+ * series, until SIGTERM or SIGINT. Returns the exit code. */
+static int run_exporter(struct exporter_args *a) {
+        struct exp_options *o = &a->o;
+        o->root = a->so.root;
+        o->nvml_library = a->so.probe.nvml_library;
+        int r = hostfs_init(a->so.root);
         if (r < 0) {
-                fprintf_escaped(stderr, "gpunode exporter: cannot open root %s: %s\n", root, strerror(-r));
+                fprintf_escaped(stderr, "gpunode exporter: cannot open root %s: %s\n", a->so.root, strerror(-r));
                 return EXIT_USAGE;
         }
-        _cleanup_free_ char *host = no_hostname ? NULL : node_name_resolve(NULL);
-        o.hostname = host;
-
-        /* SIGTERM and SIGINT are handled in this thread only: blocked while the other threads start (so
-         * they inherit the mask and NVML calls are never interrupted), unblocked below. */
+        _cleanup_free_ char *host = a->no_hostname ? NULL : node_name_resolve(NULL);
+        o->hostname = host;
         sigset_t sigs;
-        sigemptyset(&sigs);
-        sigaddset(&sigs, SIGTERM);
-        sigaddset(&sigs, SIGINT);
-        pthread_sigmask(SIG_BLOCK, &sigs, NULL);
-        signal(SIGPIPE, SIG_IGN);
-
+        daemon_block_signals(&sigs);
         struct exporter *e = NULL;
-        r = exporter_start(&o, &e);
+        r = exporter_start(o, &e);
         if (r < 0) {
                 fprintf_escaped(stderr, "gpunode exporter: cannot start the sampler: %s\n", strerror(-r));
                 hostfs_done();
                 return EXIT_INTERNAL;
         }
-        struct exp_http *h = NULL;
-        r = exp_http_start(listen_addr, e, &h);
+        char self[4096];
+        child_self_path(self, sizeof self);
+        struct daemon *d = daemon_new();
+        daemon_add_route(d, &(struct daemon_route){ .handle = exporter_http_route, .userdata = e });
+        struct xid_subscriber xs;
+        exporter_xid_subscriber(e, &xs);
+        daemon_add_xid_subscriber(d, &xs);
+        struct diagnosis_sink sink;
+        exporter_diagnosis_sink(e, &sink);
+        daemon_add_sink(d, &sink);
+        const struct daemon_options dopt = {
+                .who = "exporter",
+                .listen_addr = a->listen_addr,
+                .xid_events = o->xid_events,
+                .nvml_library = o->nvml_library,
+                .diagnose = a->check_interval_ms > 0,
+                .diagnosis = { .self = self, .root = a->so.root, .nvml_library = o->nvml_library,
+                               .kubeconfig = a->so.kube.kubeconfig, .interval_ms = a->check_interval_ms,
+                               .timeout_ms = a->check_timeout_ms },
+                .self = self,
+                .loop = { .drop_capabilities = true, .keep_syslog = a->check_interval_ms > 0,
+                          .drop_timeout_ms = o->sample_timeout_ms,
+                          .ready_to_drop = sampler_tried, .tick = watchdog_tick,
+                          .userdata = e },
+        };
+        _cleanup_free_ char *error = NULL;
+        r = daemon_start(d, &dopt, &error);
         if (r < 0) {
-                fprintf_escaped(stderr, "gpunode exporter: cannot listen on %s: %s\n", listen_addr,
-                                r == -EINVAL ? "not HOST:PORT, [V6]:PORT or :PORT" : strerror(-r));
+                fprintf_escaped(stderr, "gpunode exporter: %s\n", error);
+                daemon_free(d);
                 exporter_stop(e);
                 hostfs_done();
                 return r == -EINVAL ? EXIT_USAGE : EXIT_INTERNAL;
         }
-        fprintf_escaped(stderr, "gpunode exporter: listening on %s, sampling every %.3g s\n", listen_addr, o.interval_ms / 1000.0);
-        if (collectors) {
+        fprintf_escaped(stderr, "gpunode exporter: listening on %s, sampling every %.3g s\n", a->listen_addr,
+                        o->interval_ms / 1000.0);
+        if (a->collectors) {
                 unsigned n = 0;
-                for (unsigned m = 0; m < EXP_N_METRICS; m++) n += o.counters.enabled[m];
-                fprintf_escaped(stderr, "gpunode exporter: serving the %u counter(s) %s names\n", n, collectors);
+                for (unsigned m = 0; m < EXP_N_METRICS; m++) n += o->counters.enabled[m];
+                fprintf_escaped(stderr, "gpunode exporter: serving the %u counter(s) %s names\n", n, a->collectors);
         }
-
-        int sig = serve_until_stopped(e, &sigs, o.sample_timeout_ms, "exporter", o.check_interval_ms > 0);
+        int sig = daemon_run(d, &sigs);
         fprintf_escaped(stderr, "gpunode exporter: %s, stopping\n", strsignal(sig));
-        exp_http_stop(h);
+        daemon_free(d);
         exporter_stop(e);
         hostfs_done();
         return 0;
+}
+
+/* Runs `gpunode exporter` (argv[0] "exporter"). Returns the exit code. */
+static int cmd_exporter(int argc, char **argv) {
+        struct exporter_args a;
+        int r = parse_argv_exporter(argc, argv, &a);
+        return r ? r : run_exporter(&a);
 }
 
 /* `gpunode exporter`: its entry in the command table, with the help text generated from it. */

@@ -255,40 +255,23 @@ static void poll_layer1(struct dp_health *h) {
         }
 }
 
-/* Creates an event set for Xid events on every GPU with a handle. Returns it or NULL. */
-static nvmlEventSet_t events_create(struct dp_health *h) {
-        nvmlEventSet_t set = NULL;
-        if (!h->lib->nvmlEventSetCreate || !h->lib->nvmlDeviceRegisterEvents || !h->lib->nvmlEventSetWait) return NULL;
-        if (h->lib->nvmlEventSetCreate(&set) != NVML_SUCCESS) return NULL;
-        for (size_t i = 0; i < h->n; i++)
-                if (h->g[i].handle && !h->g[i].lost)
-                        (void)h->lib->nvmlDeviceRegisterEvents(h->g[i].handle, nvmlEventTypeXidCriticalError, set);
-        return set;
-}
-
-/* Waits for one Xid event (at most interval_ms) and applies it. Returns false when the set broke. */
-static bool wait_event(struct dp_health *h, nvmlEventSet_t set) {
-        nvmlEventData_t d;
-        memset(&d, 0, sizeof d);
-        nvmlReturn_t rc = h->lib->nvmlEventSetWait(set, &d, h->interval_ms);
-        if (rc == NVML_ERROR_TIMEOUT) return true;
-        if (rc != NVML_SUCCESS) return false;
-        if (!(d.eventType & nvmlEventTypeXidCriticalError) || !dp_xid_counts(&h->policy, d.eventData)) return true;
+void dp_health_xid(struct dp_health *h, const char *uuid, unsigned long long xid) {
+        if (!uuid || !*uuid || !dp_xid_counts(&h->policy, xid)) return;
         pthread_mutex_lock(&h->lock);
         for (size_t i = 0; i < h->n; i++)
-                if (h->g[i].handle && h->g[i].handle == d.device) {
+                if (streq(h->g[i].gpu.uuid, uuid)) {
                         h->g[i].xid_bad = true;
                         snprintf(h->g[i].xid_reason, sizeof h->g[i].xid_reason,
                                  "Xid %llu (a critical error that is not the application's; NVIDIA's plugin marks it "
                                  "too)",
-                                 (unsigned long long)d.eventData);
+                                 xid);
                 }
         publish_locked(h);
         pthread_mutex_unlock(&h->lock);
-        return true;
 }
 
-/* The thread: init, poll, wait for events; after any NVML failure, the same again. Returns NULL. */
+/* The thread: init, poll every interval; after any NVML failure, the same again (Xid events come from
+ * the daemon's Xid watch: dp_health_xid). Returns NULL. */
 static void *health_main(void *arg) {
         struct dp_health *h = arg;
         bool topology_done = false;
@@ -303,7 +286,6 @@ static void *health_main(void *arg) {
                         if (nap(h, REINIT_EVERY_MS)) break;
                         continue;
                 }
-                nvmlEventSet_t set = NULL;
                 uint64_t layer1_at = 0;
                 for (;;) {
                         unsigned count = 0;
@@ -335,17 +317,8 @@ static void *health_main(void *arg) {
                         stop = h->stop;
                         pthread_mutex_unlock(&h->lock);
                         if (stop) break;
-                        if (!set) set = events_create(h);
-                        if (set) {
-                                if (!wait_event(h, set)) {
-                                        if (h->lib->nvmlEventSetFree) h->lib->nvmlEventSetFree(set);
-                                        set = NULL;
-                                        if (nap(h, h->interval_ms)) break;
-                                }
-                        } else if (nap(h, h->interval_ms))
-                                break;
+                        if (nap(h, h->interval_ms)) break;
                 }
-                if (set && h->lib->nvmlEventSetFree) h->lib->nvmlEventSetFree(set);
                 h->lib->nvmlShutdown();
                 if (nap(h, h->interval_ms)) break;
         }

@@ -34,10 +34,14 @@ struct dp_gpu_health {
 
 struct dp_health;
 
-/* Starts watching gpus (copied) with lib, waking every interval_ms (also the Xid event wait).
+/* Starts watching gpus (copied) with lib, waking every interval_ms.
  * Returns 0 with *ret, or -errno when the thread cannot start. */
 int dp_health_start(struct nvml_lib *lib, const struct dp_gpu *gpus, size_t n_gpus, unsigned interval_ms,
                     const struct dp_xid_policy *policy, bool unproven, struct dp_health **ret);
+
+/* An Xid event on the GPU with this UUID (from the daemon's Xid watch): under the policy, the GPU is
+ * Unhealthy until the driver comes back. Returns nothing; an unknown UUID is ignored. */
+void dp_health_xid(struct dp_health *h, const char *uuid, unsigned long long xid);
 
 /* Stops the thread (waits up to 2 s for an NVML call to return; one that does not is left behind)
  * and frees h. */

@@ -6,6 +6,7 @@
 #include "device_plugin/dp_config.h"
 #include "device_plugin/dp_devices.h"
 #include "device_plugin/dp_health.h"
+#include "daemon/xid_watch.h"
 #include "device_plugin/dp_register.h"
 #include "grpc/grpc_server.h"
 #include "nvml/nvml_probe.h"
@@ -51,6 +52,7 @@ struct plugin {
         struct nvml_lib *lib;
         struct dp_inventory *inv;
         struct dp_health *health;
+        int xid_subscription; /* in o->xid; -1: none */
         struct dp_gpu_health *gh; /* the health last seen, per inventory GPU */
         struct grpc_server *srv;
         struct res_state *rs;
@@ -259,6 +261,13 @@ static void h_prestart(struct grpc_call *c, const uint8_t *req, size_t len, void
         grpc_call_reply(c, "", 0);
 }
 
+/* An Xid from the daemon's watch: the health monitor judges it. Runs in the watch's thread, while
+ * subscribed (between dp_health_start and dp_health_stop). Returns nothing. */
+static void on_xid(void *userdata, unsigned index, const char *uuid, unsigned long long xid) {
+        struct plugin *p = userdata;
+        dp_health_xid(p->health, uuid, xid);
+}
+
 /* dp_health_link through the plugin's health monitor. */
 static int link_cb(void *userdata, size_t a, size_t b) {
         struct plugin *p = userdata;
@@ -434,6 +443,8 @@ static void teardown(struct plugin *p) {
         free(p->rs);
         p->rs = NULL;
         p->n_rs = 0;
+        if (p->xid_subscription >= 0) xid_watch_unsubscribe(p->o->xid, p->xid_subscription);
+        p->xid_subscription = -1;
         dp_health_stop(p->health);
         p->health = NULL;
         free(p->gh);
@@ -488,6 +499,8 @@ static int setup(struct plugin *p, struct dp_inventory *inv, char **ret_error) {
         r = dp_health_start(p->lib, p->inv->gpus, p->inv->n_gpus, p->o->health_interval_ms, &pol, p->inv->from_checkpoint,
                             &p->health);
         if (r < 0) return errorf(ret_error, r, "cannot start the health thread: %s", strerror(-r));
+        if (p->o->xid)
+                p->xid_subscription = xid_watch_subscribe(p->o->xid, &(struct xid_subscriber){ .on_xid = on_xid, .userdata = p });
         if (!p->inv->from_checkpoint) dp_health_get(p->health, p->gh);
         r = grpc_server_new(NULL, methods, ELEMENTSOF(methods), &p->srv, ret_error);
         if (r < 0) return r;
@@ -576,7 +589,7 @@ static int read_config(const char *file, struct dp_config *cfg, char **ret_error
 }
 
 int dp_run(const struct dp_options *o, char **ret_error) {
-        struct plugin pl = { .o = o, .inotify_fd = -1 };
+        struct plugin pl = { .o = o, .inotify_fd = -1, .xid_subscription = -1 };
         struct plugin *p = &pl;
         dp_config_init(&p->cfg);
         int r = 0;

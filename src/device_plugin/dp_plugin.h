@@ -3,12 +3,14 @@
 
 #include <stdbool.h>
 
+struct xid_watch;
+
 /* What runs the plugin; zero fields take the defaults in brackets. */
 struct dp_options {
         const char *config_file;      /* NVIDIA's config file (read as is, not below the root); NULL: none */
         const char *nvml_library;     /* NULL: libnvidia-ml.so.1 */
         unsigned nvml_timeout_ms;     /* the enumeration's NVML bound [10000] */
-        unsigned health_interval_ms;  /* health polling and Xid event wait [250] */
+        unsigned health_interval_ms;  /* health polling [250] */
         unsigned register_attempts;   /* Register tries per (re)registration [5] */
         unsigned register_timeout_ms; /* each try [5000] */
         unsigned register_backoff_ms; /* wait before the second try, doubled up to 30 s [1000] */
@@ -20,6 +22,7 @@ struct dp_options {
         const char *pass_device_specs;  /* a Go boolean */
         const char *kubelet_dir; /* the kubelet's device plugin folder, a host path [/var/lib/kubelet/device-plugins] */
         int stop_fd;             /* readable: stop (a signal pipe) */
+        struct xid_watch *xid;   /* the daemon's Xid watch, for the GPUs' health; NULL: no Xid health */
         /* one log line (no newline); NULL: stderr. Called from the plugin's threads too. */
         void (*log)(void *userdata, const char *line);
         /* a GPU's health changed (for an Event); NULL: none */

@@ -356,9 +356,6 @@ struct exp_options {
         const char *nvml_library; /* NULL: libnvidia-ml.so.1 */
         unsigned interval_ms;
         unsigned sample_timeout_ms; /* a call running longer makes its worker "stuck" */
-        unsigned check_interval_ms; /* 0: no layer diagnosis */
-        unsigned check_timeout_ms;  /* a `gpunode check` child running longer is killed; 0: 60 s */
-        const char *kubeconfig;     /* passed to the check child; NULL: its own defaults */
         const char *root;
         const char *hostname; /* NULL: no label */
         const char *hostname_label;
@@ -376,15 +373,10 @@ struct exp_options {
 
 struct exporter;
 
-/* Starts the sampler, Xid and check threads (the check thread runs `gpunode check` children through
- * /proc/self/exe, so the calling program must be gpunode). Returns 0 and *ret, or -errno when a thread cannot be
- * started. NVML failing or absent is not an error: the page says so and the sampler retries. */
+/* Starts the sampler (Xid events and the diagnosis come from the daemon: exporter_xid_subscriber,
+ * exporter_diagnosis_sink). Returns 0 and *ret, or -errno when its thread cannot be started. NVML
+ * failing or absent is not an error: the page says so and the sampler retries. */
 int exporter_start(const struct exp_options *o, struct exporter **ret);
-
-/* Returns an eventfd (non-blocking, owned by e) that counts the Xid events the Xid thread has seen: it
- * becomes readable at each one (read it to reset), so that a caller can react at once; -1 when it
- * could not be created. */
-int exporter_xid_fd(struct exporter *e);
 
 /* Runs the stuck-sampler watchdog once; call it about every 250 ms. Returns nothing. */
 void exporter_watchdog(struct exporter *e);
@@ -406,28 +398,27 @@ static inline double exp_seconds_between(const struct timespec *a, const struct 
         return (double)(b->tv_sec - a->tv_sec) + (double)(b->tv_nsec - a->tv_nsec) / 1e9;
 }
 
-/* ---- HTTP ---- */
-
-struct exp_http;
-
-/*
- * Listens on listen ("[HOST]:PORT", "[::1]:PORT"; ":PORT" is every address) and serves /metrics,
- * /health and an index page from e. Returns 0 and *ret, -EINVAL for a bad address, or -errno when
- * the socket cannot be bound.
- */
-int exp_http_start(const char *listen, struct exporter *e, struct exp_http **ret);
+/* ---- on the daemon (src/daemon/): its HTTP server, its Xid watch, its diagnosis loop ---- */
 
 struct http_request;
 struct http_response;
-/* Serves an extra path: fills r and returns true when req is one of the caller's paths (checked before
- * the exporter's own, so "/" may be replaced), false to leave it to the exporter. Runs on the server
- * thread: must not block. */
-typedef bool (*exp_http_route_t)(void *userdata, const struct http_request *req, struct http_response *r);
+/* The exporter's route on the daemon's HTTP server (userdata: the exporter): /metrics, /health
+ * (/healthz), and an index at /. Returns true when it answered; never blocks, never calls NVML. */
+bool exporter_http_route(void *userdata, const struct http_request *req, struct http_response *r);
 
-/* As exp_http_start, with route consulted first for every request (route may be NULL). Returns as
- * exp_http_start. */
-int exp_http_start_routes(const char *listen, struct exporter *e, exp_http_route_t route, void *userdata,
-                          struct exp_http **ret);
+struct xid_subscriber;
+/* Fills *ret with the exporter's subscription to the daemon's Xid watch: the last Xid of each GPU
+ * (DCGM_FI_DEV_XID_ERRORS), gpunode_exporter_xid_events_total and the watch's NVML errors. Returns
+ * nothing. */
+void exporter_xid_subscriber(struct exporter *e, struct xid_subscriber *ret);
 
-/* Stops the server. Returns NULL. */
-struct exp_http *exp_http_stop(struct exp_http *h);
+struct diagnosis_sink;
+/* Fills *ret with the exporter's sink of the daemon's diagnosis loop: the report's gpunode_check,
+ * gpunode_layer_healthy, gpunode_verdict and gpunode_root_cause_layer series (the last good one, its age
+ * in gpunode_exporter_check_age_seconds) and how each run went (gpunode_exporter_check_*). Returns
+ * nothing. */
+void exporter_diagnosis_sink(struct exporter *e, struct diagnosis_sink *ret);
+
+/* Returns true once the sampler has tried NVML (a sample was published, complete or partial): the
+ * daemon may drop its capabilities. Never fails. */
+bool exporter_tried_nvml(struct exporter *e);

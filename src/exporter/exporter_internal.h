@@ -12,9 +12,9 @@
  *   touching NVML again as soon as the call returns), marks the GPU as stuck, and starts a
  *   replacement that samples the other GPUs. At most MAX_STUCK workers may be abandoned at once:
  *   beyond that nothing new starts, so threads never pile up; the page just goes stale.
- * - the Xid thread holds its own nvmlInit reference and waits on an event set.
- * - the check thread runs `gpunode check --output prometheus` in a child process every check
- *   interval (one child at a time, bounded in time and output; see check_child.c).
+ * - the daemon's Xid watch (src/daemon/xid_watch.c) calls xid_events.c's subscriber in its thread,
+ *   and the daemon's diagnosis loop diagnosis_series.c's sink in its own, both under e->lock or
+ *   publish_lock for what they change.
  * The exporter is reference counted: an abandoned worker may outlive exporter_stop.
  */
 
@@ -57,7 +57,7 @@ struct gpm_gpu {
 struct exporter {
         int refs; /* atomic: the owner, each worker, each helper thread */
         struct exp_options o;
-        char *root, *nvml_library, *hostname, *hostname_label, *kubeconfig; /* owned copies of o's strings */
+        char *root, *nvml_library, *hostname, *hostname_label; /* owned copies of o's strings */
 
         pthread_mutex_t lock;
         pthread_cond_t cond; /* CLOCK_MONOTONIC; broadcast on stop */
@@ -101,12 +101,9 @@ struct exporter {
         pthread_mutex_t page_lock;
         struct exp_page *page;
 
-        int xid_notify_fd;  /* eventfd: counts Xid events seen (exporter_xid_fd), for the agent */
-        int check_wake_fd;  /* eventfd: written on stop, wakes the check thread waiting on its child */
-        pid_t check_pid;    /* check thread only: a killed child not reaped yet, 0 when none */
-
-        pthread_t xid_thread, check_thread;
-        bool xid_running, check_running;
+        /* Under publish_lock: how the daemon's diagnosis runs went, and the last good one's series. */
+        struct exp_check_status check_status;
+        char *check_series;
 
         /* Pod attribution (o.kubernetes): one client for the exporter's lifetime, used by the sampler
          * worker once per sample under podres_lock (a replacement worker may overlap an abandoned one);
@@ -188,14 +185,3 @@ int exp_gpm_sample(struct worker_arg *w, struct nvml_lib *lib, struct exp_gpu *g
  * thread is inside NVML and before nvmlShutdown) and the state. Returns nothing; never fails. */
 void exp_gpm_release(struct exporter *e, struct nvml_lib *lib);
 
-/* ---- xid_events.c ---- */
-
-/* The Xid thread's entry (arg: the exporter, with a reference the thread drops). Returns NULL; NVML
- * errors are counted and the thread starts over, it never fails. */
-void *exporter_xid_main(void *arg);
-
-/* ---- check_child.c ---- */
-
-/* The check thread's entry (arg: the exporter, with a reference the thread drops). Returns NULL; how
- * each run went is published in its series, the thread never fails. */
-void *exporter_check_main(void *arg);

@@ -1,17 +1,10 @@
-/* http.c: the exporter's HTTP side (src/basic/http_server.c): /metrics from the published page, /health, an index. */
+/* http.c: the exporter's routes on the daemon's HTTP server: /metrics from the published page, /health, an index. */
 #include "exporter/exporter.h"
 
 #include "basic/http_server.h"
 
 #define CONTENT_TYPE_METRICS "text/plain; version=0.0.4; charset=utf-8"
 #define CONTENT_TYPE_TEXT "text/plain; charset=utf-8"
-
-struct exp_http {
-        struct http_server *server;
-        struct exporter *e;
-        exp_http_route_t route; /* the caller's extra paths, NULL: none */
-        void *route_userdata;
-};
 
 /* Drops the page reference a /metrics response held while it was sent. Returns nothing. */
 static void release_page(void *arg) { exp_page_unref(arg); }
@@ -29,8 +22,8 @@ static void reply_text(struct http_response *r, unsigned status, const char *typ
 
 /* Fills r with /metrics: the latest page, sent from the page's own buffer (zero copy, the page
  * referenced until sent), plus the ages computed now in scratch. Returns nothing. */
-static void reply_metrics(struct exp_http *h, const struct http_request *req, struct http_response *r) {
-        struct exp_page *p = exporter_page(h->e);
+static void reply_metrics(struct exporter *e, const struct http_request *req, struct http_response *r) {
+        struct exp_page *p = exporter_page(e);
         struct timespec now;
         clock_gettime(CLOCK_MONOTONIC, &now);
         struct buf tb = { 0 };
@@ -70,47 +63,19 @@ static bool path_is(const struct http_request *req, const char *p) {
         return req->path_len == strlen(p) && memcmp(req->path, p, req->path_len) == 0;
 }
 
-/* The request handler (GET and HEAD; the server answers other methods 405). Never calls NVML and
- * never blocks. Returns nothing. */
-static void handle(void *userdata, const struct http_request *req, struct http_response *r) {
-        struct exp_http *h = userdata;
-        if (h->route && h->route(h->route_userdata, req, r)) return;
+bool exporter_http_route(void *userdata, const struct http_request *req, struct http_response *r) {
+        struct exporter *e = userdata;
         if (path_is(req, "/metrics")) {
-                reply_metrics(h, req, r);
+                reply_metrics(e, req, r);
         } else if (path_is(req, "/health") || path_is(req, "/healthz")) {
                 char reason[512], body[600];
-                bool ok = exporter_health(h->e, reason, sizeof reason);
+                bool ok = exporter_health(e, reason, sizeof reason);
                 snprintf(body, sizeof body, "%s\n", reason);
                 reply_text(r, ok ? 200 : 503, CONTENT_TYPE_TEXT, body);
         } else if (path_is(req, "/")) {
                 reply_text(r, 200, "text/html; charset=utf-8", index_page);
         } else {
-                reply_text(r, 404, CONTENT_TYPE_TEXT, "not found\n");
+                return false;
         }
-}
-
-int exp_http_start(const char *listen_addr, struct exporter *e, struct exp_http **ret) {
-        return exp_http_start_routes(listen_addr, e, NULL, NULL, ret);
-}
-
-int exp_http_start_routes(const char *listen_addr, struct exporter *e, exp_http_route_t route, void *userdata,
-                          struct exp_http **ret) {
-        struct exp_http *h = xcalloc(1, sizeof *h);
-        h->e = e;
-        h->route = route;
-        h->route_userdata = userdata;
-        int r = http_server_start(listen_addr, handle, h, &h->server);
-        if (r < 0) {
-                free(h);
-                return r;
-        }
-        *ret = h;
-        return 0;
-}
-
-struct exp_http *exp_http_stop(struct exp_http *h) {
-        if (!h) return NULL;
-        http_server_stop(h->server);
-        free(h);
-        return NULL;
+        return true;
 }

@@ -3,7 +3,6 @@
 
 #include "kube/podresources.h"
 
-#include <sys/eventfd.h>
 
 /* Returns e with one more reference. */
 struct exporter *exporter_ref(struct exporter *e) {
@@ -19,16 +18,14 @@ struct exporter *exporter_unref(struct exporter *e) {
         exp_page_unref(e->page);
         free(e->gpu_text);
         free(e->check_text);
+        free(e->check_series);
         free(e->root);
         free(e->nvml_library);
         free(e->hostname);
         free(e->hostname_label);
-        free(e->kubeconfig);
         podres_client_free(e->podres);
         free(e->podres_socket);
         pthread_mutex_destroy(&e->podres_lock);
-        if (e->check_wake_fd >= 0) close(e->check_wake_fd);
-        if (e->xid_notify_fd >= 0) close(e->xid_notify_fd);
         pthread_mutex_destroy(&e->lock);
         pthread_mutex_destroy(&e->publish_lock);
         pthread_mutex_destroy(&e->page_lock);
@@ -109,10 +106,14 @@ void exporter_watchdog(struct exporter *e) {
         pthread_mutex_unlock(&e->lock);
 }
 
-/* Starts the sampler, Xid and check threads. Returns 0 and *ret, or -errno when the sampler worker
- * cannot start (a helper thread that cannot start is left out). */
-int exporter_xid_fd(struct exporter *e) { return e->xid_notify_fd; }
+bool exporter_tried_nvml(struct exporter *e) {
+        struct exp_page *p = exporter_page(e);
+        bool tried = p->have_sample || p->nvml_up;
+        exp_page_unref(p);
+        return tried;
+}
 
+/* Starts the sampler worker. Returns 0 and *ret, or -errno when it cannot start. */
 int exporter_start(const struct exp_options *o, struct exporter **ret) {
         struct exporter *e = xcalloc(1, sizeof *e);
         e->refs = 1;
@@ -121,15 +122,11 @@ int exporter_start(const struct exp_options *o, struct exporter **ret) {
         e->nvml_library = o->nvml_library ? xstrdup(o->nvml_library) : NULL;
         e->hostname = o->hostname ? xstrdup(o->hostname) : NULL;
         e->hostname_label = xstrdup(o->hostname_label ? o->hostname_label : "Hostname");
-        e->kubeconfig = o->kubeconfig ? xstrdup(o->kubeconfig) : NULL;
-        e->check_wake_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
-        e->xid_notify_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
-        if (e->o.check_timeout_ms == 0) e->o.check_timeout_ms = 60000;
+        e->check_status.last = EXP_CHECK_NONE;
         e->o.root = e->root;
         e->o.nvml_library = e->nvml_library;
         e->o.hostname = e->hostname;
         e->o.hostname_label = e->hostname_label;
-        e->o.kubeconfig = e->kubeconfig;
         e->podres_socket = o->podres_socket ? xstrdup(o->podres_socket) : NULL;
         e->o.podres_socket = e->podres_socket;
         pthread_mutex_init(&e->podres_lock, NULL);
@@ -157,18 +154,6 @@ int exporter_start(const struct exp_options *o, struct exporter **ret) {
         if (r < 0) {
                 exporter_unref(e);
                 return r;
-        }
-        if (o->xid_events) {
-                exporter_ref(e);
-                r = pthread_create(&e->xid_thread, NULL, exporter_xid_main, e);
-                if (r != 0) exporter_unref(e);
-                e->xid_running = r == 0;
-        }
-        if (o->check_interval_ms > 0 && e->check_wake_fd >= 0) {
-                exporter_ref(e);
-                r = pthread_create(&e->check_thread, NULL, exporter_check_main, e);
-                if (r != 0) exporter_unref(e);
-                e->check_running = r == 0;
         }
         *ret = e;
         return 0;
@@ -239,18 +224,12 @@ struct exporter *exporter_stop(struct exporter *e) {
         pthread_mutex_lock(&e->lock);
         e->stop = true;
         pthread_cond_broadcast(&e->cond);
-        if (e->check_wake_fd >= 0) {
-                uint64_t one = 1;
-                (void)!write(e->check_wake_fd, &one, sizeof one);
-        }
         bool worker = e->worker_running;
         pthread_t wt = e->worker;
         e->worker_running = false;
         pthread_mutex_unlock(&e->lock);
         bool clean = true;
         if (worker) clean &= join_bounded(wt, 3000);
-        if (e->xid_running) clean &= join_bounded(e->xid_thread, 3000);
-        if (e->check_running) clean &= join_bounded(e->check_thread, 15000);
         pthread_mutex_lock(&e->lock);
         bool shutdown = clean && e->nvml_initialized && e->stats.stuck_workers == 0;
         struct nvml_lib *lib = e->lib;

@@ -1,0 +1,223 @@
+/* xid_watch.c: the one NVML event set of a long-running gpunode: Xid errors fanned out to subscribers. */
+#include "daemon/xid_watch.h"
+#include "basic/util.h"
+#include "nvml/nvml_lib.h"
+
+#include <pthread.h>
+#include <time.h>
+
+#define EVENT_WAIT_MS 500  /* each nvmlEventSetWait: how soon a stop is seen */
+#define RETRY_MS 5000      /* after a failure: the next attempt */
+#define MAX_WATCHED 1024   /* GPUs registered at most */
+
+struct watched_gpu {
+        nvmlDevice_t handle;
+        char uuid[NVML_DEVICE_UUID_V2_BUFFER_SIZE];
+};
+
+struct xid_watch {
+        int refs; /* atomic: the owner and the thread */
+        char *nvml_library;
+        pthread_t thread;
+        pthread_mutex_t lock; /* subscribers, stop, events */
+        pthread_cond_t cond;
+        bool stop;
+        uint64_t events;
+        struct xid_subscriber subs[XID_WATCH_MAX_SUBSCRIBERS];
+        bool used[XID_WATCH_MAX_SUBSCRIBERS];
+};
+
+/* Drops a reference; the last frees w. Returns nothing. */
+static void watch_unref(struct xid_watch *w) {
+        if (__atomic_sub_fetch(&w->refs, 1, __ATOMIC_ACQ_REL) > 0) return;
+        pthread_mutex_destroy(&w->lock);
+        pthread_cond_destroy(&w->cond);
+        free(w->nvml_library);
+        free(w);
+}
+
+/* Tells every subscriber that call failed. Returns nothing. */
+static void report_error(struct xid_watch *w, const char *call) {
+        pthread_mutex_lock(&w->lock);
+        for (unsigned i = 0; i < XID_WATCH_MAX_SUBSCRIBERS; i++)
+                if (w->used[i] && w->subs[i].on_nvml_error) w->subs[i].on_nvml_error(w->subs[i].userdata, call);
+        pthread_mutex_unlock(&w->lock);
+}
+
+/* Hands an Xid on GPU index to every subscriber. Returns nothing. */
+static void deliver(struct xid_watch *w, unsigned index, const char *uuid, unsigned long long xid) {
+        pthread_mutex_lock(&w->lock);
+        w->events++;
+        for (unsigned i = 0; i < XID_WATCH_MAX_SUBSCRIBERS; i++)
+                if (w->used[i] && w->subs[i].on_xid) w->subs[i].on_xid(w->subs[i].userdata, index, uuid, xid);
+        pthread_mutex_unlock(&w->lock);
+}
+
+/* Returns true when the watch is stopping. */
+static bool stopping(struct xid_watch *w) {
+        pthread_mutex_lock(&w->lock);
+        bool s = w->stop;
+        pthread_mutex_unlock(&w->lock);
+        return s;
+}
+
+/* Waits ms or until stop. Returns true when stopping. */
+static bool nap(struct xid_watch *w, unsigned ms) {
+        struct timespec t;
+        clock_gettime(CLOCK_MONOTONIC, &t);
+        t.tv_sec += ms / 1000;
+        t.tv_nsec += (long)(ms % 1000) * 1000000L;
+        if (t.tv_nsec >= 1000000000L) {
+                t.tv_sec++;
+                t.tv_nsec -= 1000000000L;
+        }
+        pthread_mutex_lock(&w->lock);
+        while (!w->stop)
+                if (pthread_cond_timedwait(&w->cond, &w->lock, &t) == ETIMEDOUT) break;
+        bool s = w->stop;
+        pthread_mutex_unlock(&w->lock);
+        return s;
+}
+
+/*
+ * One session: nvmlInit, an event set registered on every GPU, events waited for until a call fails
+ * or the watch stops. gpus has room for MAX_WATCHED. Returns true when it ended because of a stop,
+ * false after a failure (reported to the subscribers).
+ */
+static bool watch_session(struct xid_watch *w, struct nvml_lib *lib, struct watched_gpu *gpus) {
+        if (!lib->nvmlEventSetCreate || !lib->nvmlDeviceRegisterEvents || !lib->nvmlEventSetWait) return false;
+        nvmlReturn_t rc = lib->nvmlInit();
+        if (rc != NVML_SUCCESS) {
+                if (rc != NVML_ERROR_NOT_SUPPORTED) report_error(w, "nvmlInit");
+                return false;
+        }
+        bool stopped = false;
+        nvmlEventSet_t set = NULL;
+        unsigned count = 0;
+        rc = lib->nvmlDeviceGetCount(&count);
+        if (rc != NVML_SUCCESS) {
+                if (rc != NVML_ERROR_NOT_SUPPORTED) report_error(w, "nvmlDeviceGetCount");
+                goto done;
+        }
+        if (count > MAX_WATCHED) count = MAX_WATCHED;
+        rc = lib->nvmlEventSetCreate(&set);
+        if (rc != NVML_SUCCESS) {
+                set = NULL;
+                if (rc != NVML_ERROR_NOT_SUPPORTED) report_error(w, "nvmlEventSetCreate");
+                goto done;
+        }
+        for (unsigned i = 0; i < count; i++) {
+                gpus[i] = (struct watched_gpu){ 0 };
+                if (lib->nvmlDeviceGetHandleByIndex(i, &gpus[i].handle) != NVML_SUCCESS) {
+                        gpus[i].handle = NULL;
+                        continue;
+                }
+                if (lib->nvmlDeviceGetUUID(gpus[i].handle, gpus[i].uuid, sizeof gpus[i].uuid) != NVML_SUCCESS)
+                        gpus[i].uuid[0] = 0;
+                nvmlReturn_t r = lib->nvmlDeviceRegisterEvents(gpus[i].handle, nvmlEventTypeXidCriticalError, set);
+                if (r != NVML_SUCCESS && r != NVML_ERROR_NOT_SUPPORTED) report_error(w, "nvmlDeviceRegisterEvents");
+        }
+        for (;;) {
+                nvmlEventData_t d;
+                memset(&d, 0, sizeof d);
+                rc = lib->nvmlEventSetWait(set, &d, EVENT_WAIT_MS);
+                if (rc == NVML_SUCCESS && (d.eventType & nvmlEventTypeXidCriticalError))
+                        for (unsigned i = 0; i < count; i++)
+                                if (gpus[i].handle && gpus[i].handle == d.device)
+                                        deliver(w, i, gpus[i].uuid, (unsigned long long)d.eventData);
+                if (stopping(w)) {
+                        stopped = true;
+                        break;
+                }
+                if (rc != NVML_SUCCESS && rc != NVML_ERROR_TIMEOUT) {
+                        if (rc != NVML_ERROR_NOT_SUPPORTED) report_error(w, "nvmlEventSetWait");
+                        break;
+                }
+        }
+done:
+        if (set && lib->nvmlEventSetFree) lib->nvmlEventSetFree(set);
+        lib->nvmlShutdown();
+        return stopped;
+}
+
+/* The watch's thread: sessions until the stop, the library loaded on first success. Returns NULL. */
+static void *watch_main(void *arg) {
+        struct xid_watch *w = arg;
+        struct watched_gpu *gpus = xcalloc(MAX_WATCHED, sizeof *gpus);
+        struct nvml_lib *lib = NULL;
+        while (!stopping(w)) {
+                if (!lib) {
+                        char *error = NULL;
+                        if (nvml_lib_open(w->nvml_library, &lib, &error) < 0) lib = NULL;
+                        free(error); /* the sampler and the diagnosis say why NVML cannot load */
+                }
+                if (lib && watch_session(w, lib, gpus)) break;
+                if (nap(w, RETRY_MS)) break;
+        }
+        nvml_lib_unref(lib);
+        free(gpus);
+        watch_unref(w);
+        return NULL;
+}
+
+int xid_watch_start(const char *nvml_library, struct xid_watch **ret) {
+        struct xid_watch *w = xcalloc(1, sizeof *w);
+        w->refs = 2;
+        w->nvml_library = nvml_library ? xstrdup(nvml_library) : NULL;
+        pthread_mutex_init(&w->lock, NULL);
+        pthread_condattr_t ca;
+        pthread_condattr_init(&ca);
+        pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+        pthread_cond_init(&w->cond, &ca);
+        pthread_condattr_destroy(&ca);
+        int r = pthread_create(&w->thread, NULL, watch_main, w);
+        if (r != 0) {
+                w->refs = 1;
+                watch_unref(w);
+                return -r;
+        }
+        *ret = w;
+        return 0;
+}
+
+int xid_watch_subscribe(struct xid_watch *w, const struct xid_subscriber *s) {
+        pthread_mutex_lock(&w->lock);
+        int id = -ENOSPC;
+        for (unsigned i = 0; i < XID_WATCH_MAX_SUBSCRIBERS && id < 0; i++)
+                if (!w->used[i]) {
+                        w->subs[i] = *s;
+                        w->used[i] = true;
+                        id = (int)i;
+                }
+        pthread_mutex_unlock(&w->lock);
+        return id;
+}
+
+void xid_watch_unsubscribe(struct xid_watch *w, int id) {
+        if (id < 0 || id >= XID_WATCH_MAX_SUBSCRIBERS) return;
+        pthread_mutex_lock(&w->lock);
+        w->used[id] = false;
+        pthread_mutex_unlock(&w->lock);
+}
+
+uint64_t xid_watch_events(struct xid_watch *w) {
+        pthread_mutex_lock(&w->lock);
+        uint64_t n = w->events;
+        pthread_mutex_unlock(&w->lock);
+        return n;
+}
+
+struct xid_watch *xid_watch_stop(struct xid_watch *w) {
+        if (!w) return NULL;
+        pthread_mutex_lock(&w->lock);
+        w->stop = true;
+        for (unsigned i = 0; i < XID_WATCH_MAX_SUBSCRIBERS; i++) w->used[i] = false;
+        pthread_cond_broadcast(&w->cond);
+        pthread_mutex_unlock(&w->lock);
+        struct timespec d;
+        clock_gettime(CLOCK_REALTIME, &d);
+        d.tv_sec += 3;
+        if (pthread_timedjoin_np(w->thread, NULL, &d) != 0) pthread_detach(w->thread);
+        watch_unref(w);
+        return NULL;
+}

@@ -1,0 +1,40 @@
+/* xid_watch.h: the one NVML event set of a long-running gpunode: Xid errors fanned out to subscribers. */
+#pragma once
+
+#include <stdint.h>
+
+/* Who hears of Xid events: the exporter's DCGM_FI_DEV_XID_ERRORS, the device plugin's GPU health,
+ * the diagnosis trigger. Callbacks run in the watch's thread with its subscriber lock held: they must
+ * be quick and must not call back into the watch. */
+struct xid_subscriber {
+        /* An Xid on the GPU at index (nvmlDeviceGetHandleByIndex) with that UUID ("" when NVML did not
+         * give one). NULL: not wanted. */
+        void (*on_xid)(void *userdata, unsigned index, const char *uuid, unsigned long long xid);
+        /* An NVML call of the watch failed (other than NOT_SUPPORTED and the wait's TIMEOUT): call is its
+         * name, e.g. "nvmlEventSetCreate". NULL: not wanted. */
+        void (*on_nvml_error)(void *userdata, const char *call);
+        void *userdata;
+};
+
+#define XID_WATCH_MAX_SUBSCRIBERS 8
+
+struct xid_watch;
+
+/* Starts the watch's thread: it loads nvml_library (NULL: libnvidia-ml.so.1), holds its own nvmlInit,
+ * registers one event set for Xid critical errors on every GPU, waits on it, and after any failure
+ * starts over 5 s later (a node whose driver comes back is watched again). Returns 0 and *ret, or
+ * -errno when the thread cannot start. */
+int xid_watch_start(const char *nvml_library, struct xid_watch **ret);
+
+/* Adds a subscriber (copied). Returns its id (>= 0), or -ENOSPC past XID_WATCH_MAX_SUBSCRIBERS. */
+int xid_watch_subscribe(struct xid_watch *w, const struct xid_subscriber *s);
+
+/* Removes subscriber id; once it returns, none of its callbacks runs any more. Returns nothing. */
+void xid_watch_unsubscribe(struct xid_watch *w, int id);
+
+/* Returns the number of Xid events delivered since the start. Never fails. */
+uint64_t xid_watch_events(struct xid_watch *w);
+
+/* Stops the thread, waiting up to 3 s for an NVML call to return (one that does not is left behind,
+ * holding its own reference), and drops the caller's reference. Returns NULL. */
+struct xid_watch *xid_watch_stop(struct xid_watch *w);
