@@ -50,11 +50,10 @@ int daemon_start(struct daemon *d, const struct daemon_options *o, char **ret_er
         d->o.loop.who = o->who;
         int r;
         if (o->xid_events) {
-                r = xid_watch_start(o->nvml_library, &d->xid);
-                if (r < 0) return errorf(ret_error, r, "cannot start the Xid watch: %s", strerror(-r));
-                for (unsigned i = 0; i < d->n_subs; i++) xid_watch_subscribe(d->xid, &d->subs[i]);
                 if (o->xid_diagnoses && o->diagnose)
-                        xid_watch_subscribe(d->xid, &(struct xid_subscriber){ .on_xid = xid_diagnose, .userdata = d });
+                        d->subs[d->n_subs++] = (struct xid_subscriber){ .on_xid = xid_diagnose, .userdata = d };
+                r = xid_watch_start(o->nvml_library, d->subs, d->n_subs, &d->xid);
+                if (r < 0) return errorf(ret_error, r, "cannot start the Xid watch: %s", strerror(-r));
         }
         if (o->diagnose) {
                 struct diagnosis_options dopt = o->diagnosis;

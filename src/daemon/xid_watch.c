@@ -160,8 +160,13 @@ static void *watch_main(void *arg) {
         return NULL;
 }
 
-int xid_watch_start(const char *nvml_library, struct xid_watch **ret) {
+int xid_watch_start(const char *nvml_library, const struct xid_subscriber *subs, size_t n, struct xid_watch **ret) {
+        if (n > XID_WATCH_MAX_SUBSCRIBERS) return -E2BIG;
         struct xid_watch *w = xcalloc(1, sizeof *w);
+        for (size_t i = 0; i < n; i++) {
+                w->subs[i] = subs[i];
+                w->used[i] = true;
+        }
         w->refs = 2;
         w->nvml_library = nvml_library ? xstrdup(nvml_library) : NULL;
         pthread_mutex_init(&w->lock, NULL);

@@ -1,6 +1,7 @@
 /* xid_watch.h: the one NVML event set of a long-running gpunode: Xid errors fanned out to subscribers. */
 #pragma once
 
+#include <stddef.h>
 #include <stdint.h>
 
 /* Who hears of Xid events: the exporter's DCGM_FI_DEV_XID_ERRORS, the device plugin's GPU health,
@@ -20,11 +21,12 @@ struct xid_subscriber {
 
 struct xid_watch;
 
-/* Starts the watch's thread: it loads nvml_library (NULL: libnvidia-ml.so.1), holds its own nvmlInit,
- * registers one event set for Xid critical errors on every GPU, waits on it, and after any failure
- * starts over 5 s later (a node whose driver comes back is watched again). Returns 0 and *ret, or
- * -errno when the thread cannot start. */
-int xid_watch_start(const char *nvml_library, struct xid_watch **ret);
+/* Starts the watch's thread with the subscribers subs[0..n) (copied; more may subscribe later, and
+ * hear the events from then on): it loads nvml_library (NULL: libnvidia-ml.so.1), holds its own
+ * nvmlInit, registers one event set for Xid critical errors on every GPU, waits on it, and after any
+ * failure starts over 5 s later (a node whose driver comes back is watched again). Returns 0 and
+ * *ret; -E2BIG past XID_WATCH_MAX_SUBSCRIBERS, or -errno when the thread cannot start. */
+int xid_watch_start(const char *nvml_library, const struct xid_subscriber *subs, size_t n, struct xid_watch **ret);
 
 /* Adds a subscriber (copied). Returns its id (>= 0), or -ENOSPC past XID_WATCH_MAX_SUBSCRIBERS. */
 int xid_watch_subscribe(struct xid_watch *w, const struct xid_subscriber *s);

@@ -1,0 +1,237 @@
+/* test_daemon.c: unit tests of src/daemon/: the Xid watch's fan-out over the fake NVML, the diagnosis
+ * loop's rounds (a good report parsed once for every sink, invalid output, a failing exit, a timeout),
+ * the HTTP routes in order, and the supervisor's restarts. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <cmocka.h>
+
+#include <pthread.h>
+#include <sys/stat.h>
+#include <time.h>
+
+#include "basic/util.h"
+#include "daemon/diagnosis.h"
+#include "daemon/supervisor.h"
+#include "daemon/xid_watch.h"
+
+/* Sleeps ms milliseconds. Returns nothing. */
+static void sleep_ms(unsigned ms) {
+        struct timespec t = { ms / 1000, (long)(ms % 1000) * 1000000L };
+        nanosleep(&t, NULL);
+}
+
+/* What one Xid subscriber saw. */
+struct xid_seen {
+        pthread_mutex_t lock;
+        unsigned n;
+        unsigned index[8];
+        char uuid[8][96];
+        unsigned long long xid[8];
+};
+
+/* Records an Xid. Returns nothing. */
+static void record_xid(void *userdata, unsigned index, const char *uuid, unsigned long long xid) {
+        struct xid_seen *s = userdata;
+        pthread_mutex_lock(&s->lock);
+        if (s->n < 8) {
+                s->index[s->n] = index;
+                snprintf(s->uuid[s->n], sizeof s->uuid[s->n], "%s", uuid);
+                s->xid[s->n] = xid;
+                s->n++;
+        }
+        pthread_mutex_unlock(&s->lock);
+}
+
+/* Returns how many Xids s saw. */
+static unsigned seen(struct xid_seen *s) {
+        pthread_mutex_lock(&s->lock);
+        unsigned n = s->n;
+        pthread_mutex_unlock(&s->lock);
+        return n;
+}
+
+/* Writes text to a new file in dir named name, mode 0755 when executable. Returns its malloc'd path. */
+static char *write_file(const char *dir, const char *name, const char *text, bool executable) {
+        char *p = xasprintf("%s/%s", dir, name);
+        FILE *f = fopen(p, "w");
+        assert_non_null(f);
+        fputs(text, f);
+        fclose(f);
+        if (executable) chmod(p, 0755);
+        return p;
+}
+
+/* The fake NVML delivers each Xid of its description once: both subscribers hear every one, with the
+ * GPU's index and UUID, and an unsubscribed one hears nothing more. */
+static void test_xid_fan_out(void **state) {
+        char dir[] = "/tmp/test-daemon-XXXXXX";
+        assert_non_null(mkdtemp(dir));
+        _cleanup_free_ char *desc = write_file(
+                dir, "nvml.json",
+                "{\"driver_version\": \"570.133.20\", \"gpus\": ["
+                "{\"name\": \"NVIDIA H200\", \"uuid\": \"GPU-aaaaaaaa-0000-0000-0000-000000000000\", \"xid_events\": []},"
+                "{\"name\": \"NVIDIA H200\", \"uuid\": \"GPU-bbbbbbbb-0000-0000-0000-000000000001\", \"xid_events\": [79, 48]}]}",
+                false);
+        setenv("GPUNODE_FAKE_NVML", desc, 1);
+        struct xid_seen a = { .lock = PTHREAD_MUTEX_INITIALIZER }, b = { .lock = PTHREAD_MUTEX_INITIALIZER };
+        struct xid_watch *w = NULL;
+        const struct xid_subscriber subs[] = { { .on_xid = record_xid, .userdata = &a },
+                                               { .on_xid = record_xid, .userdata = &b } };
+        assert_int_equal(xid_watch_start(getenv("GPUNODE_FAKE_NVML_LIB"), subs, 2, &w), 0);
+        int ia = 0; /* the first subscriber's id */
+        for (int i = 0; i < 100 && (seen(&a) < 2 || seen(&b) < 2); i++) sleep_ms(50);
+        assert_int_equal(seen(&a), 2);
+        assert_int_equal(seen(&b), 2);
+        assert_int_equal(a.index[0], 1);
+        assert_string_equal(a.uuid[0], "GPU-bbbbbbbb-0000-0000-0000-000000000001");
+        assert_true((a.xid[0] == 79 && a.xid[1] == 48) || (a.xid[0] == 48 && a.xid[1] == 79));
+        assert_int_equal(xid_watch_events(w), 2);
+        xid_watch_unsubscribe(w, ia);
+        for (int i = 0; i < XID_WATCH_MAX_SUBSCRIBERS - 1; i++)
+                xid_watch_subscribe(w, &(struct xid_subscriber){ .on_xid = record_xid, .userdata = &b });
+        assert_int_equal(xid_watch_subscribe(w, &(struct xid_subscriber){ .on_xid = record_xid, .userdata = &b }),
+                         -ENOSPC);
+        xid_watch_stop(w);
+        unsetenv("GPUNODE_FAKE_NVML");
+        unlink(desc);
+        rmdir(dir);
+}
+
+/* What a diagnosis sink saw. */
+struct rounds {
+        pthread_mutex_t lock;
+        unsigned n;
+        enum diagnosis_result last;
+        char node[64];
+        enum verdict verdict;
+        char root_cause[64];
+        char error[256];
+};
+
+/* Records a round. Returns nothing. */
+static void record_round(void *userdata, const struct diagnosis_round *round) {
+        struct rounds *r = userdata;
+        pthread_mutex_lock(&r->lock);
+        r->n++;
+        r->last = round->result;
+        if (round->result == DIAGNOSIS_OK) {
+                snprintf(r->node, sizeof r->node, "%s", round->report->node);
+                r->verdict = round->report->verdict;
+                snprintf(r->root_cause, sizeof r->root_cause, "%s",
+                         round->report->root_cause ? round->report->root_cause->def->id : "");
+                assert_true(json_is_object(round->doc));
+                assert_true(round->json_len > 0 && round->json[0] == '{');
+        } else {
+                snprintf(r->error, sizeof r->error, "%s", round->error ? round->error : "(none)");
+        }
+        pthread_mutex_unlock(&r->lock);
+}
+
+/* Runs the loop with `self` a script whose body is script, until both sinks saw a round (or 10 s).
+ * Returns nothing; the sinks' records in *a and *b. */
+static void run_loop(const char *script, unsigned timeout_ms, struct rounds *a, struct rounds *b) {
+        char dir[] = "/tmp/test-daemon-XXXXXX";
+        assert_non_null(mkdtemp(dir));
+        _cleanup_free_ char *self = write_file(dir, "gpunode", script, true);
+        struct diagnosis_options o = { .self = self, .root = "/", .node = "node-a", .interval_ms = 60000,
+                                       .timeout_ms = timeout_ms, .n_sinks = 2 };
+        o.sinks[0] = (struct diagnosis_sink){ .on_round = record_round, .userdata = a };
+        o.sinks[1] = (struct diagnosis_sink){ .on_round = record_round, .userdata = b };
+        struct diagnosis *d = NULL;
+        assert_int_equal(diagnosis_start(&o, &d), 0);
+        for (int i = 0; i < 200; i++) {
+                pthread_mutex_lock(&b->lock);
+                unsigned n = b->n;
+                pthread_mutex_unlock(&b->lock);
+                if (n > 0) break;
+                sleep_ms(50);
+        }
+        diagnosis_stop(d);
+        unlink(self);
+        rmdir(dir);
+}
+
+#define REPORT_SCRIPT                                                                                                  \
+        "#!/bin/sh\n"                                                                                                  \
+        "[ \"$1 $2 $3 $4 $5 $6 $7\" = \"check --output json --root / --node node-a\" ] || exit 64\n"                   \
+        "cat <<'END'\n"                                                                                                \
+        "{\"schema\": \"gpunode.report/v1\", \"node\": \"node-a\", \"verdict\": \"failed\",\n"                         \
+        " \"root_cause\": {\"layer\": 1, \"component\": \"driver\", \"check\": \"driver.module-signature\"},\n"        \
+        " \"checks\": [{\"id\": \"driver.module-signature\", \"layer\": 1, \"component\": \"driver\",\n"              \
+        "              \"status\": \"fail\", \"summary\": \"rejected by Secure Boot\", \"evidence\": []}]}\n"          \
+        "END\n"                                                                                                        \
+        "exit 2\n"
+
+/* A good report (exit 2: failures) reaches every sink parsed: node, verdict, root cause. */
+static void test_diagnosis_report_to_every_sink(void **state) {
+        struct rounds a = { .lock = PTHREAD_MUTEX_INITIALIZER }, b = { .lock = PTHREAD_MUTEX_INITIALIZER };
+        run_loop(REPORT_SCRIPT, 10000, &a, &b);
+        assert_int_equal(a.n, 1);
+        assert_int_equal(b.n, 1);
+        assert_int_equal(a.last, DIAGNOSIS_OK);
+        assert_string_equal(a.node, "node-a");
+        assert_int_equal(a.verdict, VERDICT_FAILED);
+        assert_string_equal(a.root_cause, "driver.module-signature");
+        assert_string_equal(b.root_cause, "driver.module-signature");
+}
+
+/* Output that is not a report is INVALID, with the reader's sentence. */
+static void test_diagnosis_invalid(void **state) {
+        struct rounds a = { .lock = PTHREAD_MUTEX_INITIALIZER }, b = { .lock = PTHREAD_MUTEX_INITIALIZER };
+        run_loop("#!/bin/sh\necho '{\"schema\": \"something/v9\"}'\n", 10000, &a, &b);
+        assert_int_equal(a.last, DIAGNOSIS_INVALID);
+        assert_non_null(strstr(a.error, "gpunode.report/v1"));
+        memset(&a, 0, sizeof a);
+        memset(&b, 0, sizeof b);
+        run_loop("#!/bin/sh\necho 'gpunode_verdict 1'\n", 10000, &a, &b);
+        assert_int_equal(a.last, DIAGNOSIS_INVALID);
+        assert_non_null(strstr(a.error, "not JSON"));
+}
+
+/* An internal-error exit is FAILED; a child past the timeout is killed and TIMEOUT. */
+static void test_diagnosis_failed_and_timeout(void **state) {
+        struct rounds a = { .lock = PTHREAD_MUTEX_INITIALIZER }, b = { .lock = PTHREAD_MUTEX_INITIALIZER };
+        run_loop("#!/bin/sh\nexit 70\n", 10000, &a, &b);
+        assert_int_equal(a.last, DIAGNOSIS_FAILED);
+        memset(&a, 0, sizeof a);
+        memset(&b, 0, sizeof b);
+        uint64_t t0 = monotonic_ms();
+        run_loop("#!/bin/sh\nexec sleep 30\n", 300, &a, &b);
+        assert_int_equal(a.last, DIAGNOSIS_TIMEOUT);
+        assert_true(monotonic_ms() - t0 < 5000);
+}
+
+/* The supervisor restarts a child that exits, and stops it when told. */
+static void test_supervisor_restarts(void **state) {
+        char dir[] = "/tmp/test-daemon-XXXXXX";
+        assert_non_null(mkdtemp(dir));
+        _cleanup_free_ char *count = xasprintf("%s/count", dir);
+        _cleanup_free_ char *body = xasprintf("#!/bin/sh\necho x >> %s\nexit 3\n", count);
+        _cleanup_free_ char *self = write_file(dir, "gpunode", body, true);
+        const char *argv[] = { "gpunode", "labels", NULL };
+        struct supervisor *s = NULL;
+        assert_int_equal(supervisor_start("test", "labels", self, argv, &s), 0);
+        sleep_ms(1600); /* the first run, then one restart after 1 s */
+        supervisor_stop(s);
+        FILE *f = fopen(count, "r");
+        assert_non_null(f);
+        int lines = 0, c;
+        while ((c = fgetc(f)) != EOF) lines += c == '\n';
+        fclose(f);
+        assert_int_equal(lines, 2);
+        unlink(count);
+        unlink(self);
+        rmdir(dir);
+}
+
+int main(void) {
+        const struct CMUnitTest tests[] = {
+                cmocka_unit_test(test_xid_fan_out),
+                cmocka_unit_test(test_diagnosis_report_to_every_sink),
+                cmocka_unit_test(test_diagnosis_invalid),
+                cmocka_unit_test(test_diagnosis_failed_and_timeout),
+                cmocka_unit_test(test_supervisor_restarts),
+        };
+        return cmocka_run_group_tests(tests, NULL, NULL);
+}
