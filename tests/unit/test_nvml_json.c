@@ -34,12 +34,9 @@ static char *slurp(const char *path, size_t *ret_len) {
 
 /* Zeroes the padding inside each {rc, value} fact of g (struct assignment leaves it unspecified). */
 static void normalize(struct nvml_gpu_facts *g) {
-        struct nvml_fact_u64 *u[] = {
-                &g->minor_number, &g->persistence_mode, &g->ecc_volatile_corrected, &g->ecc_volatile_uncorrected,
-                &g->ecc_aggregate_corrected, &g->ecc_aggregate_uncorrected, &g->recovery_action,
-                &g->memory_temperature, &g->temperature, &g->power_mw, &g->energy_mj, &g->clock_sm_mhz,
-                &g->clock_mem_mhz, &g->pcie_replay, &g->clocks_event_reasons,
-        };
+#define FACT_PTR(member, ...) &g->member,
+        struct nvml_fact_u64 *u[] = { NVML_GPU_FACTS(FACT_PTR, NVML_FACT_NO_HOOK) };
+#undef FACT_PTR
         for (size_t i = 0; i < ELEMENTSOF(u); i++) {
                 struct nvml_fact_u64 f = *u[i];
                 memset(u[i], 0, sizeof *u[i]);
