@@ -9,7 +9,7 @@
 #include "kube/net_replay.h"
 #include "output/output.h"
 
-#include "nvml/nvml_probe.h"
+#include "nvml/nvml_facts_json.h"
 #include "snapshot/snapshot.h"
 
 #include <getopt.h>

@@ -6,7 +6,7 @@
 #include "basic/hostfs.h"
 #include "kube/kube_client.h"
 #include "kube/net_replay.h"
-#include "nvml/nvml_probe.h"
+#include "nvml/nvml_facts_json.h"
 #include "output/output.h"
 #include "snapshot/snapshot.h"
 

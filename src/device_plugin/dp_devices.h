@@ -5,7 +5,7 @@
 #include <stddef.h>
 
 #include "device_plugin/dp_config.h"
-#include "nvml/nvml_probe.h"
+#include "nvml/nvml_facts.h"
 
 /* The kubelet's device plugin folder (a host path) and the plugins' socket names. */
 #define DP_KUBELET_DIR    "/var/lib/kubelet/device-plugins"

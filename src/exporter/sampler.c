@@ -2,7 +2,7 @@
 #include "exporter/exporter_internal.h"
 
 #include "kube/podresources.h"
-#include "nvml/nvml_probe.h"
+#include "nvml/nvml_facts.h"
 
 bool exp_call_begin(struct worker_arg *w, enum exp_call call, int gpu) {
         struct exporter *e = w->e;

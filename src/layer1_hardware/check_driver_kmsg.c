@@ -3,7 +3,7 @@
 #include "layer1_hardware/kmsg_evidence.h"
 #include "layer1_hardware/kmsg.h"
 #include "layer1_hardware/nvml_evidence.h"
-#include "nvml/nvml_probe.h"
+#include "nvml/nvml_facts.h"
 
 #include <strings.h>
 

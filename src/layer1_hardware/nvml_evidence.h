@@ -3,7 +3,7 @@
 
 #include "engine/check.h"
 #include "facts/node.h"
-#include "nvml/nvml_probe.h"
+#include "nvml/nvml_facts.h"
 
 /* Returns NVML's facts when nvmlInit succeeded, else NULL (not loaded, or init failed). */
 const struct nvml_facts *nvml_initialised(const struct node_facts *facts);

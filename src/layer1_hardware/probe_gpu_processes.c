@@ -2,7 +2,7 @@
 #include "facts/node.h"
 #include "basic/hostfs.h"
 #include "layer1_hardware/cgroup.h"
-#include "nvml/nvml_probe.h"
+#include "nvml/nvml_facts.h"
 
 /* The most distinct processes recorded (NVML_MAX_PROCESSES per GPU, many GPUs). */
 #define MAX_GPU_PROCESSES 1024

@@ -1,6 +1,6 @@
 /* probe_nvml_replay.c: NVML facts recorded on a node (a snapshot), handed to the checks as if NVML had answered. */
 #include "facts/node.h"
-#include "nvml/nvml_probe.h"
+#include "nvml/nvml_facts.h"
 
 /* Returns a deep copy of f (NULL for NULL). Never fails (allocation failure aborts). */
 static struct nvml_facts *nvml_facts_copy(const struct nvml_facts *f) {

@@ -8,7 +8,7 @@
 #include "engine/check.h"
 #include "facts/node.h"
 #include "facts/layer2_container.h"
-#include "nvml/nvml_probe.h"
+#include "nvml/nvml_facts.h"
 
 #define EVIDENCE_MAX 6
 

@@ -1,7 +1,7 @@
 /* check_device_plugin.c: layer 3, device-plugin: its pod, its registration with the kubelet, nvidia.com/gpu allocatable. */
 #include "layer3_kubernetes/kube_evidence.h"
 #include "layer3_kubernetes/gfd_labels.h"
-#include "nvml/nvml_probe.h"
+#include "nvml/nvml_facts.h"
 
 #include <inttypes.h>
 

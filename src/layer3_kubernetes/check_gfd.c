@@ -1,7 +1,7 @@
 /* check_gfd.c: layer 3, gfd: the nvidia.com/gpu.* labels on the node agree with what NVML says. */
 #include "layer3_kubernetes/kube_evidence.h"
 #include "layer3_kubernetes/gfd_labels.h"
-#include "nvml/nvml_probe.h"
+#include "nvml/nvml_facts.h"
 
 #include <inttypes.h>
 

@@ -1,7 +1,7 @@
 /* check_mig_manager.c: layer 3, mig-manager: MIG mode and configuration against the labels and resources. */
 #include "layer3_kubernetes/kube_evidence.h"
 #include "layer3_kubernetes/gfd_labels.h"
-#include "nvml/nvml_probe.h"
+#include "nvml/nvml_facts.h"
 
 #include <inttypes.h>
 

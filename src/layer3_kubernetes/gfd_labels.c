@@ -5,7 +5,6 @@
 #include <strings.h>
 
 #include "nvml/nvml_facts_json.h"
-#include "nvml/nvml_probe.h"
 
 char *gfd_sanitise(const char *s) {
         /* GFD: regexp [^A-Za-z0-9-_. ] removed (whole runes), then strings.Fields joined by "-";

@@ -1,6 +1,6 @@
 /* kube_evidence.c: the API's view of the node as check evidence, shared by the layer 3 and 4 checks. */
 #include "layer3_kubernetes/kube_evidence.h"
-#include "nvml/nvml_probe.h"
+#include "nvml/nvml_facts.h"
 
 const struct kube_api_facts *kube_api_or_skip(const struct node_facts *facts, struct finding *f, bool need_pods) {
         const struct kube_api_facts *a = facts->kube ? &facts->kube->api : NULL;

@@ -1,6 +1,6 @@
 /* check_dcgm_exporter.c: layer 4, dcgm-exporter: a series for every GPU on the DCGM exporter's /metrics, not all zero. */
 #include "layer4_observability/metrics_evidence.h"
-#include "nvml/nvml_probe.h"
+#include "nvml/nvml_facts.h"
 
 /* Judges dcgm-exporter.metrics (the DCGM exporter serves a series for every GPU, not all zero) from
  * the facts into f; never fails: what it cannot read, it says. */

@@ -1,4 +1,5 @@
-/* nvml_facts_json.c: NVML facts from a fake-NVML JSON description (answering as the probe would through the fake), and their inverse, the facts written as such a description. */
+/* nvml_facts_json.c: NVML facts from a fake-NVML JSON description (answering as the probe would through the
+ * fake), and their inverse, the facts written as such a description; scalar facts row by row of NVML_GPU_FACTS. */
 #include "nvml/nvml_facts_json.h"
 
 #include <jansson.h>
@@ -154,7 +155,7 @@ static int mig_profile_from_json(const json_t *gj, const json_t *e, const struct
 }
 
 /* Fills g's MIG devices from the description, as the probe enumerates them through the fake. Returns nothing. */
-static void mig_from_json(const json_t *gj, struct nvml_gpu_facts *g) {
+static void mig_devices_from_json(const json_t *gj, struct nvml_gpu_facts *g) {
         int rc;
         uint64_t max = 7, v;
         g->mig_max_rc = dev_rc(gj, "nvmlDeviceGetMaxMigDeviceCount");
@@ -219,8 +220,8 @@ static void set_fact(struct nvml_fact_u64 *f, struct nvml_fact_u64 v) {
 
 /* Reads a running-processes answer as the probe asks it (room for 2 * NVML_MAX_PROCESSES): the
  * count into *ret_n, the first entries into out (when not NULL). Returns an nvmlReturn_t. */
-static int processes_from_json(const json_t *gj, const char *key, const char *count_key, unsigned *ret_n,
-                               struct nvml_process_facts *out) {
+static int process_list_from_json(const json_t *gj, const char *key, const char *count_key, unsigned *ret_n,
+                                  struct nvml_process_facts *out) {
         const json_t *a = json_object_get(gj, key);
         if (!json_is_array(a)) return NS;
         uint64_t extra = 0, v;
@@ -242,80 +243,6 @@ static int processes_from_json(const json_t *gj, const char *key, const char *co
 /* The NVLink error counters' keys, in nvmlNvLinkErrorCounter_t order. */
 static const char *const link_counter_keys[NVML_LINK_COUNTERS] = { "replay", "recovery", "crc_flit", "crc_data" };
 
-/* Fills g's health facts from gj as the probe asks them through the fake. Returns nothing. */
-static void health_from_json(const json_t *gj, struct nvml_gpu_facts *g) {
-        struct nvml_health_facts *h = &g->health;
-        const json_t *o = json_object_get(gj, "violation");
-        int rc = dev_rc(gj, "nvmlDeviceGetViolationStatus");
-        set_fact(&h->violation_power_ns, rc_or(rc, answer_ull(o, "power_ns")));
-        set_fact(&h->violation_thermal_ns, rc_or(rc, answer_ull(o, "thermal_ns")));
-
-        o = json_object_get(gj, "temperature_thresholds");
-        rc = dev_rc(gj, "nvmlDeviceGetTemperatureThreshold");
-        set_fact(&h->temp_shutdown, rc_or(rc, answer_uint(o, "shutdown")));
-        set_fact(&h->temp_slowdown, rc_or(rc, answer_uint(o, "slowdown")));
-        set_fact(&h->temp_mem_max, rc_or(rc, answer_uint(o, "mem_max")));
-        set_fact(&h->temp_gpu_max, rc_or(rc, answer_uint(o, "gpu_max")));
-
-        const json_t *links = json_object_get(gj, "nvlinks");
-        h->nvlink_rc = NVML_SUCCESS;
-        for (unsigned l = 0; l < NVML_NVLINK_MAX_LINKS; l++) {
-                const json_t *e = json_array_get(links, l);
-                const json_t *err = json_object_get(e, "error");
-                rc = dev_rc(gj, "nvmlDeviceGetNvLinkState");
-                if (rc == NVML_SUCCESS && !json_is_array(links)) rc = NS;
-                else if (rc == NVML_SUCCESS && !json_is_object(e)) rc = NVML_ERROR_INVALID_ARGUMENT;
-                else if (rc == NVML_SUCCESS && json_is_integer(err)) rc = (int)json_integer_value(err);
-                if (rc != NVML_SUCCESS) {
-                        h->nvlink_rc = rc;
-                        break;
-                }
-                struct nvml_link_facts *k = &h->links[h->n_links++];
-                k->active = json_is_true(json_object_get(e, "active"));
-                if (!k->active) continue;
-                for (unsigned c = 0; c < NVML_LINK_COUNTERS; c++) {
-                        int crc = dev_rc(gj, "nvmlDeviceGetNvLinkErrorCounter");
-                        const json_t *ce = json_object_get(json_object_get(e, "counter_errors"), link_counter_keys[c]);
-                        if (crc == NVML_SUCCESS && json_is_integer(ce)) crc = (int)json_integer_value(ce);
-                        set_fact(&k->errors[c], rc_or(crc, answer_ull(e, link_counter_keys[c])));
-                }
-        }
-
-        o = json_object_get(gj, "pcie");
-        set_fact(&h->pcie_width, rc_or(dev_rc(gj, "nvmlDeviceGetCurrPcieLinkWidth"), answer_uint(o, "width")));
-        set_fact(&h->pcie_width_max, rc_or(dev_rc(gj, "nvmlDeviceGetMaxPcieLinkWidth"), answer_uint(o, "width_max")));
-        set_fact(&h->pcie_gen, rc_or(dev_rc(gj, "nvmlDeviceGetCurrPcieLinkGeneration"), answer_uint(o, "gen")));
-        set_fact(&h->pcie_gen_max, rc_or(dev_rc(gj, "nvmlDeviceGetMaxPcieLinkGeneration"), answer_uint(o, "gen_max")));
-        set_fact(&h->pcie_gen_gpu_max,
-                 rc_or(dev_rc(gj, "nvmlDeviceGetGpuMaxPcieLinkGeneration"), answer_uint(o, "gen_gpu_max")));
-
-        o = json_object_get(gj, "retired_pages");
-        rc = dev_rc(gj, "nvmlDeviceGetRetiredPages");
-        set_fact(&h->retired_sbe, rc_or(rc, answer_uint(o, "sbe")));
-        set_fact(&h->retired_dbe, rc_or(rc, answer_uint(o, "dbe")));
-        struct nvml_fact_u64 p = rc_or(dev_rc(gj, "nvmlDeviceGetRetiredPagesPendingStatus"), answer_uint(o, "pending"));
-        if (p.rc == NVML_SUCCESS) p.value = p.value != 0;
-        set_fact(&h->retired_pending, p);
-
-        rc = dev_rc(gj, "nvmlDeviceGetComputeRunningProcesses");
-        unsigned n = 0;
-        if (rc == NVML_SUCCESS) rc = processes_from_json(gj, "processes", "processes_count", &n, h->processes);
-        h->processes_rc = rc;
-        if (rc == NVML_SUCCESS || rc == NVML_ERROR_INSUFFICIENT_SIZE) h->n_processes = n;
-
-        rc = dev_rc(gj, "nvmlDeviceGetGraphicsRunningProcesses");
-        n = 0;
-        if (rc == NVML_SUCCESS) rc = processes_from_json(gj, "graphics_processes", "graphics_processes_count", &n, NULL);
-        if (rc == NVML_ERROR_INSUFFICIENT_SIZE) rc = NVML_SUCCESS;
-        set_fact(&h->graphics_processes, (struct nvml_fact_u64){ .rc = rc, .value = n });
-
-        /* nvmlDeviceQueryDrainState takes the PCI address nvmlDeviceGetPciInfo gave. */
-        rc = g->pci_rc != NVML_SUCCESS ? g->pci_rc : dev_rc(gj, "nvmlDeviceQueryDrainState");
-        struct nvml_fact_u64 dr = rc_or(rc, answer_uint(gj, "drain_state"));
-        if (dr.rc == NVML_SUCCESS) dr.value = dr.value != 0;
-        set_fact(&h->drain_state, dr);
-}
-
 /* Returns the answer to the n-th nvmlDeviceGetCurrentClocksEventReasons call on a GPU: a number
  * answers every call, an array the n-th element (the last one from then on). */
 static struct nvml_fact_u64 reasons_answer(const json_t *gj, size_t n) {
@@ -327,22 +254,114 @@ static struct nvml_fact_u64 reasons_answer(const json_t *gj, size_t n) {
         return (struct nvml_fact_u64){ .rc = NVML_SUCCESS, .value = (uint64_t)json_integer_value(v) };
 }
 
-/* Fills g from the GPU description gj, call by call in the probe's order. Returns nothing. */
-static void gpu_from_json(const json_t *d, const json_t *gj, struct nvml_gpu_facts *g) {
-        int rc;
-        g->complete = true;
-        g->handle_rc = injected(gj, "nvmlDeviceGetHandleByIndex");
-        if (g->handle_rc != NVML_SUCCESS) return;
+/* Records rc under errors[call] when it is an error the fake must replay (not success, not
+ * "not supported", which the fake answers for a missing key, not "never asked"). Returns nothing. */
+static void put_error(json_t *errors, const char *call, int rc) {
+        if (rc == NVML_SUCCESS || rc == NS || rc == NVML_FACT_NOT_QUERIED) return;
+        json_object_set_new(errors, call, json_integer(rc));
+}
 
-        rc = dev_rc(gj, "nvmlDeviceGetName");
+/* Sets obj[key] to the fact's value when it succeeded. Returns nothing. */
+static void put_u64(json_t *obj, const char *key, const struct nvml_fact_u64 *v) {
+        if (v->rc == NVML_SUCCESS) json_object_set_new(obj, key, json_integer((json_int_t)v->value));
+}
+
+/* Returns the JSON description of one MIG device (a new reference). */
+static json_t *mig_device_to_json(const struct nvml_gpu_facts *g, const struct nvml_mig_facts *m) {
+        json_t *o = json_object(), *errors = json_object();
+        if (m->uuid_rc == NVML_SUCCESS) json_object_set_new(o, "uuid", json_string(m->uuid));
+        put_error(errors, "nvmlDeviceGetUUID", m->uuid_rc);
+        if (m->gi_rc == NVML_SUCCESS) json_object_set_new(o, "gi", json_integer(m->gi_id));
+        put_error(errors, "nvmlDeviceGetGpuInstanceId", m->gi_rc);
+        if (m->ci_rc == NVML_SUCCESS) json_object_set_new(o, "ci", json_integer(m->ci_id));
+        put_error(errors, "nvmlDeviceGetComputeInstanceId", m->ci_rc);
+        if (m->attributes_rc == NVML_SUCCESS) {
+                const struct nvml_mig_attributes *a = &m->attributes;
+                json_object_set_new(o, "attributes",
+                                    json_pack("{s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I}", "multiprocessor_count",
+                                              (json_int_t)a->multiprocessors, "shared_copy_engine_count",
+                                              (json_int_t)a->copy_engines, "shared_decoder_count", (json_int_t)a->decoders,
+                                              "shared_encoder_count", (json_int_t)a->encoders, "shared_jpeg_count",
+                                              (json_int_t)a->jpegs, "shared_ofa_count", (json_int_t)a->ofas,
+                                              "gpu_instance_slice_count", (json_int_t)a->gi_slices,
+                                              "compute_instance_slice_count", (json_int_t)a->ci_slices, "memory_size_mb",
+                                              (json_int_t)a->memory_mb));
+        }
+        put_error(errors, "nvmlDeviceGetAttributes", m->attributes_rc);
+        if (m->memory_rc == NVML_SUCCESS)
+                json_object_set_new(o, "memory",
+                                    json_pack("{s:I,s:I,s:I}", "total", (json_int_t)m->memory_total, "used",
+                                              (json_int_t)m->memory_used, "free", (json_int_t)m->memory_free));
+        put_error(errors, "nvmlDeviceGetMemoryInfo", m->memory_rc);
+        if (m->profile_rc == NVML_SUCCESS) {
+                json_object_set_new(o, "gi_profile", json_integer(m->gi_profile));
+                json_object_set_new(o, "ci_profile", json_integer(m->ci_profile));
+        } else {
+                /* The reader derives the failure from earlier facts first (the GPU's memory, the
+                 * attributes, the instance ids), as the probe does; otherwise it replays through an
+                 * error of the lookup's first call, which is this MIG device's own (the GPU and compute
+                 * instance calls are shared with the other MIG devices of the instance). */
+                int derived = g->memory_rc != NVML_SUCCESS ? g->memory_rc
+                              : m->attributes_rc != NVML_SUCCESS ? m->attributes_rc
+                              : m->gi_rc != NVML_SUCCESS ? m->gi_rc
+                              : m->ci_rc;
+                if ((derived == NVML_SUCCESS || derived != m->profile_rc) && m->profile_rc != NVML_FACT_NOT_QUERIED)
+                        json_object_set_new(errors, "nvmlDeviceGetDeviceHandleFromMigDeviceHandle",
+                                            json_integer(m->profile_rc));
+        }
+        if (json_object_size(errors) > 0)
+                json_object_set_new(o, "errors", errors);
+        else
+                json_decref(errors);
+        return o;
+}
+
+/* ---- the hand-written parts of a GPU's description, in NVML_GPU_FACTS and NVML_HEALTH_FACTS order ----
+ * Each HOOK(name) of those lists is name_to_json, which writes g into the GPU's object o and its
+ * errors, and name_from_json, which fills g from the GPU's description gj (d: the whole description)
+ * as the probe asks through the fake. */
+
+/* Returns o[name], the object holding a group of values, added to o (empty) when missing. */
+static json_t *group(json_t *o, const char *name) {
+        json_t *v = json_object_get(o, name);
+        if (!v) {
+                v = json_object();
+                json_object_set_new(o, name, v);
+        }
+        return v;
+}
+
+/* Writes name and UUID. Returns nothing. */
+static void identity_to_json(const struct nvml_gpu_facts *g, json_t *o, json_t *errors) {
+        if (g->name_rc == NVML_SUCCESS) json_object_set_new(o, "name", json_string(g->name));
+        put_error(errors, "nvmlDeviceGetName", g->name_rc);
+        if (g->uuid_rc == NVML_SUCCESS) json_object_set_new(o, "uuid", json_string(g->uuid));
+        put_error(errors, "nvmlDeviceGetUUID", g->uuid_rc);
+}
+
+/* Reads name and UUID. Returns nothing. */
+static void identity_from_json(const json_t *d, const json_t *gj, struct nvml_gpu_facts *g) {
+        int rc = dev_rc(gj, "nvmlDeviceGetName");
         g->name_rc = rc ? rc : put_string(gj, "name", g->name, sizeof g->name);
         if (g->name_rc != NVML_SUCCESS) memset(g->name, 0, sizeof g->name);
         rc = dev_rc(gj, "nvmlDeviceGetUUID");
         g->uuid_rc = rc ? rc : put_string(gj, "uuid", g->uuid, sizeof g->uuid);
         if (g->uuid_rc != NVML_SUCCESS) memset(g->uuid, 0, sizeof g->uuid);
-        g->minor_number = rc_or(dev_rc(gj, "nvmlDeviceGetMinorNumber"), answer_uint(gj, "minor_number"));
+}
 
-        rc = dev_rc(gj, "nvmlDeviceGetPciInfo");
+/* Writes the PCI address and ids. Returns nothing. */
+static void pci_to_json(const struct nvml_gpu_facts *g, json_t *o, json_t *errors) {
+        if (g->pci_rc == NVML_SUCCESS) {
+                json_object_set_new(o, "pci_bus_id", json_string(g->pci_bus_id));
+                json_object_set_new(o, "pci_device_id", json_sprintf("0x%08X", g->pci_device_id));
+                json_object_set_new(o, "pci_subsystem_id", json_sprintf("0x%08X", g->pci_subsystem_id));
+        }
+        put_error(errors, "nvmlDeviceGetPciInfo", g->pci_rc);
+}
+
+/* Reads the PCI address and ids. Returns nothing. */
+static void pci_from_json(const json_t *d, const json_t *gj, struct nvml_gpu_facts *g) {
+        int rc = dev_rc(gj, "nvmlDeviceGetPciInfo");
         if (rc == NVML_SUCCESS) {
                 const char *full = json_string_value(json_object_get(gj, "pci_bus_id"));
                 /* NVML's busId holds 31 characters: parse what fits, so that facts written back
@@ -367,9 +386,24 @@ static void gpu_from_json(const json_t *d, const json_t *gj, struct nvml_gpu_fac
                 }
         }
         g->pci_rc = rc;
+}
 
-        /* The probe asks nvmlDeviceGetMemoryInfo_v2 first; the fake answers it with "reserved". */
-        rc = dev_rc(gj, "nvmlDeviceGetMemoryInfo");
+/* Writes the memory sizes. Returns nothing. */
+static void memory_to_json(const struct nvml_gpu_facts *g, json_t *o, json_t *errors) {
+        if (g->memory_rc == NVML_SUCCESS) {
+                json_t *m = json_pack("{s:I,s:I,s:I}", "total", (json_int_t)g->memory_total, "used",
+                                      (json_int_t)g->memory_used, "free", (json_int_t)g->memory_free);
+                if (g->memory_version == 2)
+                        json_object_set_new(m, "reserved", json_integer((json_int_t)g->memory_reserved));
+                json_object_set_new(o, "memory", m);
+        }
+        put_error(errors, "nvmlDeviceGetMemoryInfo", g->memory_rc);
+}
+
+/* Reads the memory sizes: the probe asks nvmlDeviceGetMemoryInfo_v2 first; the fake answers it with
+ * "reserved". Returns nothing. */
+static void memory_from_json(const json_t *d, const json_t *gj, struct nvml_gpu_facts *g) {
+        int rc = dev_rc(gj, "nvmlDeviceGetMemoryInfo");
         if (rc == NVML_SUCCESS) {
                 const json_t *m = json_object_get(gj, "memory");
                 if (!json_is_object(m)) {
@@ -384,8 +418,18 @@ static void gpu_from_json(const json_t *d, const json_t *gj, struct nvml_gpu_fac
                 }
         }
         g->memory_rc = rc;
+}
 
-        rc = dev_rc(gj, "nvmlDeviceGetCudaComputeCapability");
+/* Writes the CUDA compute capability. Returns nothing. */
+static void compute_capability_to_json(const struct nvml_gpu_facts *g, json_t *o, json_t *errors) {
+        if (g->cc_rc == NVML_SUCCESS)
+                json_object_set_new(o, "compute_capability", json_pack("[i,i]", g->cc_major, g->cc_minor));
+        put_error(errors, "nvmlDeviceGetCudaComputeCapability", g->cc_rc);
+}
+
+/* Reads the CUDA compute capability. Returns nothing. */
+static void compute_capability_from_json(const json_t *d, const json_t *gj, struct nvml_gpu_facts *g) {
+        int rc = dev_rc(gj, "nvmlDeviceGetCudaComputeCapability");
         if (rc == NVML_SUCCESS) {
                 const json_t *cc = json_object_get(gj, "compute_capability");
                 if (json_array_size(cc) != 2) {
@@ -396,8 +440,40 @@ static void gpu_from_json(const json_t *d, const json_t *gj, struct nvml_gpu_fac
                 }
         }
         g->cc_rc = rc;
+}
 
-        rc = dev_rc(gj, "nvmlDeviceGetMigMode");
+/* Writes MIG mode and the MIG devices. Returns nothing. */
+static void mig_to_json(const struct nvml_gpu_facts *g, json_t *o, json_t *errors) {
+        if (g->mig_rc == NVML_SUCCESS)
+                json_object_set_new(
+                        o, "mig_mode",
+                        json_pack("{s:i,s:i}", "current", (int)g->mig_current, "pending", (int)g->mig_pending));
+        else if (g->mig_rc == NS)
+                json_object_set_new(o, "mig_mode", json_null());
+        put_error(errors, "nvmlDeviceGetMigMode", g->mig_rc);
+        if (g->mig_max_rc == NVML_SUCCESS) json_object_set_new(o, "mig_max_devices", json_integer(g->mig_max));
+        /* The fake answers these two without a key of their own: "not supported" is an injected error here. */
+        put_error(errors, "nvmlDeviceGetMaxMigDeviceCount", g->mig_max_rc);
+        if (g->mig_max_rc == NS) json_object_set_new(errors, "nvmlDeviceGetMaxMigDeviceCount", json_integer(NS));
+        put_error(errors, "nvmlDeviceGetMigDeviceHandleByIndex", g->mig_devices_rc);
+        if (g->mig_devices_rc == NS)
+                json_object_set_new(errors, "nvmlDeviceGetMigDeviceHandleByIndex", json_integer(NS));
+        if (g->n_mig > 0) {
+                /* One entry per index up to the last device found; null answers NVML_ERROR_NOT_FOUND. */
+                json_t *migs = json_array();
+                for (unsigned i = 0, k = 0; k < g->n_mig; i++) {
+                        if (g->mig[k].index == i)
+                                json_array_append_new(migs, mig_device_to_json(g, &g->mig[k++]));
+                        else
+                                json_array_append_new(migs, json_null());
+                }
+                json_object_set_new(o, "mig_devices", migs);
+        }
+}
+
+/* Reads MIG mode, then the MIG devices when it is enabled. Returns nothing. */
+static void mig_from_json(const json_t *d, const json_t *gj, struct nvml_gpu_facts *g) {
+        int rc = dev_rc(gj, "nvmlDeviceGetMigMode");
         if (rc == NVML_SUCCESS) {
                 const json_t *m = json_object_get(gj, "mig_mode");
                 if (!json_is_object(m)) {
@@ -409,12 +485,25 @@ static void gpu_from_json(const json_t *d, const json_t *gj, struct nvml_gpu_fac
                 }
         }
         g->mig_rc = rc;
-        if (g->mig_rc == NVML_SUCCESS && g->mig_current == NVML_DEVICE_MIG_ENABLE) mig_from_json(gj, g);
+        if (g->mig_rc == NVML_SUCCESS && g->mig_current == NVML_DEVICE_MIG_ENABLE) mig_devices_from_json(gj, g);
+}
 
-        g->persistence_mode = rc_or(dev_rc(gj, "nvmlDeviceGetPersistenceMode"), answer_uint(gj, "persistence_mode"));
-        if (g->persistence_mode.rc == NVML_SUCCESS) g->persistence_mode.value = g->persistence_mode.value != 0;
+/* Writes the fabric state. Returns nothing. */
+static void fabric_to_json(const struct nvml_gpu_facts *g, json_t *o, json_t *errors) {
+        if (g->fabric_rc == NVML_SUCCESS)
+                json_object_set_new(o, "fabric",
+                                    json_pack("{s:i,s:i,s:s,s:I,s:I}", "state", (int)g->fabric_state, "status",
+                                              g->fabric_status, "cluster_uuid", g->fabric_cluster_uuid, "clique_id",
+                                              (json_int_t)g->fabric_clique_id, "health_mask",
+                                              (json_int_t)g->fabric_health_mask));
+        else if (g->fabric_rc == NS)
+                json_object_set_new(o, "fabric", json_null());
+        put_error(errors, "nvmlDeviceGetGpuFabricInfo", g->fabric_rc);
+}
 
-        rc = dev_rc(gj, "nvmlDeviceGetGpuFabricInfo");
+/* Reads the fabric state (the version the description's fabric_info_max_version allows). Returns nothing. */
+static void fabric_from_json(const json_t *d, const json_t *gj, struct nvml_gpu_facts *g) {
+        int rc = dev_rc(gj, "nvmlDeviceGetGpuFabricInfo");
         if (rc == NVML_SUCCESS) {
                 const json_t *f = json_object_get(gj, "fabric");
                 uint64_t maxv = 3;
@@ -433,9 +522,22 @@ static void gpu_from_json(const json_t *d, const json_t *gj, struct nvml_gpu_fac
                 }
         }
         g->fabric_rc = rc;
+}
 
+/* Writes the ECC mode, first in "ecc" (the error counters follow it there). Returns nothing. */
+static void ecc_mode_to_json(const struct nvml_gpu_facts *g, json_t *o, json_t *errors) {
+        json_t *ecc = group(o, "ecc");
+        if (g->ecc_mode_rc == NVML_SUCCESS) {
+                json_object_set_new(ecc, "mode_current", json_integer(g->ecc_mode_current));
+                json_object_set_new(ecc, "mode_pending", json_integer(g->ecc_mode_pending));
+        }
+        put_error(errors, "nvmlDeviceGetEccMode", g->ecc_mode_rc);
+}
+
+/* Reads the ECC mode. Returns nothing. */
+static void ecc_mode_from_json(const json_t *d, const json_t *gj, struct nvml_gpu_facts *g) {
         const json_t *ecc = json_object_get(gj, "ecc");
-        rc = dev_rc(gj, "nvmlDeviceGetEccMode");
+        int rc = dev_rc(gj, "nvmlDeviceGetEccMode");
         if (rc == NVML_SUCCESS) {
                 struct nvml_fact_u64 c = answer_uint(ecc, "mode_current"), p = answer_uint(ecc, "mode_pending");
                 if (c.rc != NVML_SUCCESS) {
@@ -446,13 +548,21 @@ static void gpu_from_json(const json_t *d, const json_t *gj, struct nvml_gpu_fac
                 }
         }
         g->ecc_mode_rc = rc;
-        rc = dev_rc(gj, "nvmlDeviceGetTotalEccErrors");
-        g->ecc_volatile_uncorrected = rc_or(rc, answer_ull(ecc, "volatile_uncorrected"));
-        g->ecc_aggregate_uncorrected = rc_or(rc, answer_ull(ecc, "aggregate_uncorrected"));
-        g->ecc_volatile_corrected = rc_or(rc, answer_ull(ecc, "volatile_corrected"));
-        g->ecc_aggregate_corrected = rc_or(rc, answer_ull(ecc, "aggregate_corrected"));
+}
 
-        rc = dev_rc(gj, "nvmlDeviceGetRemappedRows");
+/* Writes the remapped rows. Returns nothing. */
+static void remapped_rows_to_json(const struct nvml_gpu_facts *g, json_t *o, json_t *errors) {
+        if (g->remapped_rows_rc == NVML_SUCCESS)
+                json_object_set_new(o, "remapped_rows",
+                                    json_pack("{s:I,s:I,s:b,s:b}", "correctable", (json_int_t)g->remapped_correctable,
+                                              "uncorrectable", (json_int_t)g->remapped_uncorrectable, "pending",
+                                              g->remapped_pending, "failure", g->remapped_failure));
+        put_error(errors, "nvmlDeviceGetRemappedRows", g->remapped_rows_rc);
+}
+
+/* Reads the remapped rows. Returns nothing. */
+static void remapped_rows_from_json(const json_t *d, const json_t *gj, struct nvml_gpu_facts *g) {
+        int rc = dev_rc(gj, "nvmlDeviceGetRemappedRows");
         if (rc == NVML_SUCCESS) {
                 const json_t *r = json_object_get(gj, "remapped_rows");
                 if (!json_is_object(r)) {
@@ -467,31 +577,47 @@ static void gpu_from_json(const json_t *d, const json_t *gj, struct nvml_gpu_fac
                 }
         }
         g->remapped_rows_rc = rc;
+}
 
-        rc = dev_rc(gj, "nvmlDeviceGetFieldValues");
+/* Writes the field values call and, when it answered, its values. Returns nothing. */
+static void field_values_to_json(const struct nvml_gpu_facts *g, json_t *o, json_t *errors) {
+        put_error(errors, "nvmlDeviceGetFieldValues", g->field_values_rc);
+        if (g->field_values_rc == NVML_SUCCESS) {
+                put_u64(o, "recovery_action", &g->recovery_action);
+                put_u64(o, "memory_temperature", &g->memory_temperature);
+        }
+}
+
+/* Reads the field values: a key of their own, else the description's "fields" by field id. Returns nothing. */
+static void field_values_from_json(const json_t *d, const json_t *gj, struct nvml_gpu_facts *g) {
+        int rc = dev_rc(gj, "nvmlDeviceGetFieldValues");
         g->field_values_rc = rc;
         if (rc != NVML_SUCCESS) {
-                g->recovery_action = g->memory_temperature = (struct nvml_fact_u64){.rc = rc};
-        } else {
-                const json_t *fields = json_object_get(gj, "fields");
-                /* The fake answers these keys as unsigned int; read them whole (as nvml_facts_to_json
-                 * writes them) so that a round trip keeps values beyond 32 bits. */
-                struct nvml_fact_u64 ra = answer_ull(gj, "recovery_action");
-                g->recovery_action = ra.rc == NVML_SUCCESS ? ra : answer_ull(fields, "230");
-                struct nvml_fact_u64 mt = answer_ull(gj, "memory_temperature");
-                g->memory_temperature = mt.rc == NVML_SUCCESS ? mt : answer_ull(fields, "82");
+                set_fact(&g->recovery_action, (struct nvml_fact_u64){ .rc = rc });
+                set_fact(&g->memory_temperature, (struct nvml_fact_u64){ .rc = rc });
+                return;
         }
+        const json_t *fields = json_object_get(gj, "fields");
+        /* The fake answers these keys as unsigned int; read them whole (as nvml_facts_to_json
+         * writes them) so that a round trip keeps values beyond 32 bits. */
+        struct nvml_fact_u64 ra = answer_ull(gj, "recovery_action");
+        set_fact(&g->recovery_action, ra.rc == NVML_SUCCESS ? ra : answer_ull(fields, "230"));
+        struct nvml_fact_u64 mt = answer_ull(gj, "memory_temperature");
+        set_fact(&g->memory_temperature, mt.rc == NVML_SUCCESS ? mt : answer_ull(fields, "82"));
+}
 
-        g->temperature = rc_or(dev_rc(gj, "nvmlDeviceGetTemperature"), answer_uint(gj, "temperature"));
-        if (g->temperature.rc == NVML_SUCCESS) {
-                /* nvmlTemperature_t holds an int; the probe keeps only positive values. */
-                int t = (int)(unsigned)g->temperature.value;
-                g->temperature.value = t > 0 ? (uint64_t)t : 0;
-        }
-        g->power_mw = rc_or(dev_rc(gj, "nvmlDeviceGetPowerUsage"), answer_uint(gj, "power_mw"));
-        g->energy_mj = rc_or(dev_rc(gj, "nvmlDeviceGetTotalEnergyConsumption"), answer_ull(gj, "energy_mj"));
+/* Writes the utilization rates. Returns nothing. */
+static void utilization_to_json(const struct nvml_gpu_facts *g, json_t *o, json_t *errors) {
+        if (g->utilization_rc == NVML_SUCCESS)
+                json_object_set_new(
+                        o, "utilization",
+                        json_pack("{s:i,s:i}", "gpu", (int)g->utilization_gpu, "memory", (int)g->utilization_memory));
+        put_error(errors, "nvmlDeviceGetUtilizationRates", g->utilization_rc);
+}
 
-        rc = dev_rc(gj, "nvmlDeviceGetUtilizationRates");
+/* Reads the utilization rates. Returns nothing. */
+static void utilization_from_json(const json_t *d, const json_t *gj, struct nvml_gpu_facts *g) {
+        int rc = dev_rc(gj, "nvmlDeviceGetUtilizationRates");
         if (rc == NVML_SUCCESS) {
                 const json_t *u = json_object_get(gj, "utilization");
                 if (!json_is_object(u)) {
@@ -502,16 +628,232 @@ static void gpu_from_json(const json_t *d, const json_t *gj, struct nvml_gpu_fac
                 }
         }
         g->utilization_rc = rc;
+}
 
-        const json_t *clocks = json_object_get(gj, "clocks");
-        rc = dev_rc(gj, "nvmlDeviceGetClockInfo");
-        g->clock_sm_mhz = rc_or(rc, answer_uint(clocks, "sm"));
-        g->clock_mem_mhz = rc_or(rc, answer_uint(clocks, "mem"));
-        g->pcie_replay = rc_or(dev_rc(gj, "nvmlDeviceGetPcieReplayCounter"), answer_uint(gj, "pcie_replay"));
-        g->clocks_event_reasons = rc_or(dev_rc(gj, "nvmlDeviceGetCurrentClocksEventReasons"), reasons_answer(gj, 0));
-        health_from_json(gj, g);
+/* Writes both readings of the clock event reasons: one number, or a pair when they differ. Returns nothing. */
+static void clocks_event_reasons_to_json(const struct nvml_gpu_facts *g, json_t *o, json_t *errors) {
+        const struct nvml_fact_u64 *again = &g->health.clocks_event_reasons_again;
+        if (g->clocks_event_reasons.rc == NVML_SUCCESS && again->rc == NVML_SUCCESS &&
+            again->value != g->clocks_event_reasons.value)
+                /* Two readings that differ: the fake answers them in turn. */
+                json_object_set_new(
+                        o, "clocks_event_reasons",
+                        json_pack("[I,I]", (json_int_t)g->clocks_event_reasons.value, (json_int_t)again->value));
+        else
+                put_u64(o, "clocks_event_reasons", &g->clocks_event_reasons);
+        put_error(errors, "nvmlDeviceGetCurrentClocksEventReasons", g->clocks_event_reasons.rc);
+}
+
+/* Reads both readings of the clock event reasons. Returns nothing. */
+static void clocks_event_reasons_from_json(const json_t *d, const json_t *gj, struct nvml_gpu_facts *g) {
+        set_fact(&g->clocks_event_reasons,
+                 rc_or(dev_rc(gj, "nvmlDeviceGetCurrentClocksEventReasons"), reasons_answer(gj, 0)));
         set_fact(&g->health.clocks_event_reasons_again,
                  rc_or(dev_rc(gj, "nvmlDeviceGetCurrentClocksEventReasons"), reasons_answer(gj, 1)));
+}
+
+/* Writes the NVLinks. The walk ends where a link did not answer: NOT_SUPPORTED on link 0 is no
+ * "nvlinks" at all, INVALID_ARGUMENT the array's end, another code a last entry {"error": code}.
+ * Returns nothing. */
+static void nvlinks_to_json(const struct nvml_gpu_facts *g, json_t *o, json_t *errors) {
+        const struct nvml_health_facts *h = &g->health;
+        if (h->nvlink_rc == NS || h->nvlink_rc == NVML_FACT_NOT_QUERIED) return;
+        json_t *links = json_array();
+        for (unsigned l = 0; l < h->n_links && l < NVML_NVLINK_MAX_LINKS; l++) {
+                const struct nvml_link_facts *k = &h->links[l];
+                json_t *e = json_pack("{s:b}", "active", (int)k->active), *ce = json_object();
+                for (unsigned c = 0; c < NVML_LINK_COUNTERS; c++) {
+                        put_u64(e, link_counter_keys[c], &k->errors[c]);
+                        put_error(ce, link_counter_keys[c], k->errors[c].rc);
+                }
+                if (json_object_size(ce) > 0)
+                        json_object_set_new(e, "counter_errors", ce);
+                else
+                        json_decref(ce);
+                json_array_append_new(links, e);
+        }
+        if (h->nvlink_rc != NVML_SUCCESS && h->nvlink_rc != NVML_ERROR_INVALID_ARGUMENT)
+                json_array_append_new(links, json_pack("{s:i}", "error", h->nvlink_rc));
+        json_object_set_new(o, "nvlinks", links);
+}
+
+/* Reads the NVLinks: states, and the error counters of the active ones. Returns nothing. */
+static void nvlinks_from_json(const json_t *d, const json_t *gj, struct nvml_gpu_facts *g) {
+        struct nvml_health_facts *h = &g->health;
+        const json_t *links = json_object_get(gj, "nvlinks");
+        h->nvlink_rc = NVML_SUCCESS;
+        for (unsigned l = 0; l < NVML_NVLINK_MAX_LINKS; l++) {
+                const json_t *e = json_array_get(links, l);
+                const json_t *err = json_object_get(e, "error");
+                int rc = dev_rc(gj, "nvmlDeviceGetNvLinkState");
+                if (rc == NVML_SUCCESS && !json_is_array(links))
+                        rc = NS;
+                else if (rc == NVML_SUCCESS && !json_is_object(e))
+                        rc = NVML_ERROR_INVALID_ARGUMENT;
+                else if (rc == NVML_SUCCESS && json_is_integer(err))
+                        rc = (int)json_integer_value(err);
+                if (rc != NVML_SUCCESS) {
+                        h->nvlink_rc = rc;
+                        break;
+                }
+                struct nvml_link_facts *k = &h->links[h->n_links++];
+                k->active = json_is_true(json_object_get(e, "active"));
+                if (!k->active) continue;
+                for (unsigned c = 0; c < NVML_LINK_COUNTERS; c++) {
+                        int crc = dev_rc(gj, "nvmlDeviceGetNvLinkErrorCounter");
+                        const json_t *ce = json_object_get(json_object_get(e, "counter_errors"), link_counter_keys[c]);
+                        if (crc == NVML_SUCCESS && json_is_integer(ce)) crc = (int)json_integer_value(ce);
+                        set_fact(&k->errors[c], rc_or(crc, answer_ull(e, link_counter_keys[c])));
+                }
+        }
+}
+
+/* Writes the compute processes, then how many graphics processes. Returns nothing. */
+static void processes_to_json(const struct nvml_gpu_facts *g, json_t *o, json_t *errors) {
+        const struct nvml_health_facts *h = &g->health;
+        if (h->processes_rc == NVML_SUCCESS || h->processes_rc == NVML_ERROR_INSUFFICIENT_SIZE) {
+                json_t *a = json_array();
+                unsigned kept = h->processes_rc == NVML_SUCCESS ? h->n_processes : 0;
+                for (unsigned i = 0; i < kept && i < NVML_MAX_PROCESSES; i++) {
+                        const struct nvml_process_facts *p = &h->processes[i];
+                        json_t *e = json_pack("{s:I,s:I}", "pid", (json_int_t)p->pid, "used_memory",
+                                              (json_int_t)p->used_memory);
+                        if (p->gi != 0xFFFFFFFFu) json_object_set_new(e, "gi", json_integer(p->gi));
+                        if (p->ci != 0xFFFFFFFFu) json_object_set_new(e, "ci", json_integer(p->ci));
+                        json_array_append_new(a, e);
+                }
+                json_object_set_new(o, "processes", a);
+                if (h->n_processes > json_array_size(a))
+                        json_object_set_new(o, "processes_count", json_integer(h->n_processes));
+        } else {
+                put_error(errors, "nvmlDeviceGetComputeRunningProcesses", h->processes_rc);
+        }
+        if (h->graphics_processes.rc == NVML_SUCCESS) {
+                json_t *a = json_array();
+                json_object_set_new(o, "graphics_processes", a);
+                if (h->graphics_processes.value > 0)
+                        json_object_set_new(o, "graphics_processes_count",
+                                            json_integer((json_int_t)h->graphics_processes.value));
+        }
+        put_error(errors, "nvmlDeviceGetGraphicsRunningProcesses", h->graphics_processes.rc);
+}
+
+/* Reads the compute processes and how many graphics processes. Returns nothing. */
+static void processes_from_json(const json_t *d, const json_t *gj, struct nvml_gpu_facts *g) {
+        struct nvml_health_facts *h = &g->health;
+        int rc = dev_rc(gj, "nvmlDeviceGetComputeRunningProcesses");
+        unsigned n = 0;
+        if (rc == NVML_SUCCESS) rc = process_list_from_json(gj, "processes", "processes_count", &n, h->processes);
+        h->processes_rc = rc;
+        if (rc == NVML_SUCCESS || rc == NVML_ERROR_INSUFFICIENT_SIZE) h->n_processes = n;
+
+        rc = dev_rc(gj, "nvmlDeviceGetGraphicsRunningProcesses");
+        n = 0;
+        if (rc == NVML_SUCCESS)
+                rc = process_list_from_json(gj, "graphics_processes", "graphics_processes_count", &n, NULL);
+        if (rc == NVML_ERROR_INSUFFICIENT_SIZE) rc = NVML_SUCCESS;
+        set_fact(&h->graphics_processes, (struct nvml_fact_u64){ .rc = rc, .value = n });
+}
+
+/* Writes the drain state; a PCI error already stops the call in the reader. Returns nothing. */
+static void drain_state_to_json(const struct nvml_gpu_facts *g, json_t *o, json_t *errors) {
+        put_u64(o, "drain_state", &g->health.drain_state);
+        if (g->pci_rc == NVML_SUCCESS) put_error(errors, "nvmlDeviceQueryDrainState", g->health.drain_state.rc);
+}
+
+/* Reads the drain state: nvmlDeviceQueryDrainState takes the PCI address nvmlDeviceGetPciInfo gave.
+ * Returns nothing. */
+static void drain_state_from_json(const json_t *d, const json_t *gj, struct nvml_gpu_facts *g) {
+        int rc = g->pci_rc != NVML_SUCCESS ? g->pci_rc : dev_rc(gj, "nvmlDeviceQueryDrainState");
+        struct nvml_fact_u64 dr = rc_or(rc, answer_uint(gj, "drain_state"));
+        if (dr.rc == NVML_SUCCESS) dr.value = dr.value != 0;
+        set_fact(&g->health.drain_state, dr);
+}
+
+/* ---- the table: every row of NVML_GPU_FACTS and NVML_HEALTH_FACTS ---- */
+
+/* A FACT row (to_json NULL: its fact at offset in struct nvml_gpu_facts) or a HOOK row. */
+struct fact_row {
+        size_t offset;
+        enum nvml_fact_conv conv;
+        const char *group, *key, *call;
+        void (*to_json)(const struct nvml_gpu_facts *g, json_t *o, json_t *errors);
+        void (*from_json)(const json_t *d, const json_t *gj, struct nvml_gpu_facts *g);
+};
+
+#define GPU_ROW(member, conv, group, key, call)                                                                        \
+        { offsetof(struct nvml_gpu_facts, member), conv, group, key, call, NULL, NULL },
+#define HEALTH_ROW(member, conv, group, key, call)                                                                     \
+        { offsetof(struct nvml_gpu_facts, health.member), conv, group, key, call, NULL, NULL },
+#define HOOK_ROW(name) { 0, NVML_FACT_OWN, NULL, NULL, NULL, name##_to_json, name##_from_json },
+/* clang-format off */
+static const struct fact_row fact_rows[] = {
+        NVML_GPU_FACTS(GPU_ROW, HOOK_ROW)
+        NVML_HEALTH_FACTS(HEALTH_ROW, HOOK_ROW)
+};
+/* clang-format on */
+#undef GPU_ROW
+#undef HEALTH_ROW
+#undef HOOK_ROW
+
+/* Writes one scalar fact into its group (or o) and the first error of its call. Returns nothing. */
+static void fact_to_json(const struct fact_row *r, const struct nvml_fact_u64 *f, json_t *o, json_t *errors) {
+        json_t *obj = r->group ? group(o, r->group) : o;
+        if (f->rc == NVML_SUCCESS)
+                json_object_set_new(obj, r->key,
+                                    r->conv == NVML_FACT_BOOL ? json_boolean(f->value)
+                                                              : json_integer((json_int_t)f->value));
+        if (!json_object_get(errors, r->call)) put_error(errors, r->call, f->rc);
+}
+
+/* Reads one scalar fact as the probe asks it through the fake. Returns nothing. */
+static void fact_from_json(const struct fact_row *r, const json_t *gj, struct nvml_fact_u64 *f) {
+        const json_t *obj = r->group ? json_object_get(gj, r->group) : gj;
+        struct nvml_fact_u64 v = rc_or(dev_rc(gj, r->call),
+                                       r->conv == NVML_FACT_U64 ? answer_ull(obj, r->key) : answer_uint(obj, r->key));
+        if (v.rc == NVML_SUCCESS && (r->conv == NVML_FACT_FLAG || r->conv == NVML_FACT_BOOL)) v.value = v.value != 0;
+        if (v.rc == NVML_SUCCESS && r->conv == NVML_FACT_TEMP) {
+                /* An int answer (nvmlTemperature_t); the probe keeps only positive values. */
+                int t = (int)(unsigned)v.value;
+                v.value = t > 0 ? (uint64_t)t : 0;
+        }
+        set_fact(f, v);
+}
+
+/* Returns the JSON description of one GPU (a new reference), row by row of the table. */
+static json_t *gpu_to_json(const struct nvml_gpu_facts *g) {
+        json_t *o = json_object(), *errors = json_object();
+        put_error(errors, "nvmlDeviceGetHandleByIndex", g->handle_rc);
+        for (size_t i = 0; i < ELEMENTSOF(fact_rows); i++) {
+                const struct fact_row *r = &fact_rows[i];
+                if (r->to_json)
+                        r->to_json(g, o, errors);
+                else if (r->conv != NVML_FACT_OWN)
+                        fact_to_json(r, (const struct nvml_fact_u64 *)((const char *)g + r->offset), o, errors);
+        }
+        /* A group none of whose facts answered is left out. */
+        for (size_t i = 0; i < ELEMENTSOF(fact_rows); i++)
+                if (fact_rows[i].group && json_object_size(json_object_get(o, fact_rows[i].group)) == 0)
+                        json_object_del(o, fact_rows[i].group);
+        if (json_object_size(errors) > 0)
+                json_object_set_new(o, "errors", errors);
+        else
+                json_decref(errors);
+        return o;
+}
+
+/* Fills g from the GPU description gj, row by row of the table. Returns nothing. */
+static void gpu_from_json(const json_t *d, const json_t *gj, struct nvml_gpu_facts *g) {
+        g->complete = true;
+        g->handle_rc = injected(gj, "nvmlDeviceGetHandleByIndex");
+        if (g->handle_rc != NVML_SUCCESS) return;
+        for (size_t i = 0; i < ELEMENTSOF(fact_rows); i++) {
+                const struct fact_row *r = &fact_rows[i];
+                if (r->from_json)
+                        r->from_json(d, gj, g);
+                else if (r->conv != NVML_FACT_OWN)
+                        fact_from_json(r, gj, (struct nvml_fact_u64 *)((char *)g + r->offset));
+        }
 }
 
 /* Sets *ret_error to a malloc'd sentence when ret_error is given. Returns -EINVAL. */
@@ -589,314 +931,6 @@ out:
         json_decref(d);
         *ret = f;
         return 0;
-}
-
-/* ---- the inverse: facts to the description (nvml_facts_to_json, declared in nvml_probe.h) ---- */
-
-/* Records rc under errors[call] when it is an error the fake must replay (not success, not
- * "not supported", which the fake answers for a missing key, not "never asked"). Returns nothing. */
-static void put_error(json_t *errors, const char *call, int rc) {
-        if (rc == NVML_SUCCESS || rc == NS || rc == NVML_FACT_NOT_QUERIED) return;
-        json_object_set_new(errors, call, json_integer(rc));
-}
-
-/* Returns the first error rc among facts that put_error would record, or NVML_SUCCESS. */
-static int first_error(const struct nvml_fact_u64 *const *v, size_t n) {
-        for (size_t i = 0; i < n; i++)
-                if (v[i]->rc != NVML_SUCCESS && v[i]->rc != NS && v[i]->rc != NVML_FACT_NOT_QUERIED) return v[i]->rc;
-        return NVML_SUCCESS;
-}
-
-/* Sets obj[key] to the fact's value when it succeeded. Returns nothing. */
-static void put_u64(json_t *obj, const char *key, const struct nvml_fact_u64 *v) {
-        if (v->rc == NVML_SUCCESS) json_object_set_new(obj, key, json_integer((json_int_t)v->value));
-}
-
-/* Returns the JSON description of one MIG device (a new reference). */
-static json_t *mig_to_json(const struct nvml_gpu_facts *g, const struct nvml_mig_facts *m) {
-        json_t *o = json_object(), *errors = json_object();
-        if (m->uuid_rc == NVML_SUCCESS) json_object_set_new(o, "uuid", json_string(m->uuid));
-        put_error(errors, "nvmlDeviceGetUUID", m->uuid_rc);
-        if (m->gi_rc == NVML_SUCCESS) json_object_set_new(o, "gi", json_integer(m->gi_id));
-        put_error(errors, "nvmlDeviceGetGpuInstanceId", m->gi_rc);
-        if (m->ci_rc == NVML_SUCCESS) json_object_set_new(o, "ci", json_integer(m->ci_id));
-        put_error(errors, "nvmlDeviceGetComputeInstanceId", m->ci_rc);
-        if (m->attributes_rc == NVML_SUCCESS) {
-                const struct nvml_mig_attributes *a = &m->attributes;
-                json_object_set_new(o, "attributes",
-                                    json_pack("{s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I}", "multiprocessor_count",
-                                              (json_int_t)a->multiprocessors, "shared_copy_engine_count",
-                                              (json_int_t)a->copy_engines, "shared_decoder_count", (json_int_t)a->decoders,
-                                              "shared_encoder_count", (json_int_t)a->encoders, "shared_jpeg_count",
-                                              (json_int_t)a->jpegs, "shared_ofa_count", (json_int_t)a->ofas,
-                                              "gpu_instance_slice_count", (json_int_t)a->gi_slices,
-                                              "compute_instance_slice_count", (json_int_t)a->ci_slices, "memory_size_mb",
-                                              (json_int_t)a->memory_mb));
-        }
-        put_error(errors, "nvmlDeviceGetAttributes", m->attributes_rc);
-        if (m->memory_rc == NVML_SUCCESS)
-                json_object_set_new(o, "memory",
-                                    json_pack("{s:I,s:I,s:I}", "total", (json_int_t)m->memory_total, "used",
-                                              (json_int_t)m->memory_used, "free", (json_int_t)m->memory_free));
-        put_error(errors, "nvmlDeviceGetMemoryInfo", m->memory_rc);
-        if (m->profile_rc == NVML_SUCCESS) {
-                json_object_set_new(o, "gi_profile", json_integer(m->gi_profile));
-                json_object_set_new(o, "ci_profile", json_integer(m->ci_profile));
-        } else {
-                /* The reader derives the failure from earlier facts first (the GPU's memory, the
-                 * attributes, the instance ids), as the probe does; otherwise it replays through an
-                 * error of the lookup's first call, which is this MIG device's own (the GPU and compute
-                 * instance calls are shared with the other MIG devices of the instance). */
-                int derived = g->memory_rc != NVML_SUCCESS ? g->memory_rc
-                              : m->attributes_rc != NVML_SUCCESS ? m->attributes_rc
-                              : m->gi_rc != NVML_SUCCESS ? m->gi_rc
-                              : m->ci_rc;
-                if ((derived == NVML_SUCCESS || derived != m->profile_rc) && m->profile_rc != NVML_FACT_NOT_QUERIED)
-                        json_object_set_new(errors, "nvmlDeviceGetDeviceHandleFromMigDeviceHandle",
-                                            json_integer(m->profile_rc));
-        }
-        if (json_object_size(errors) > 0)
-                json_object_set_new(o, "errors", errors);
-        else
-                json_decref(errors);
-        return o;
-}
-
-/* Writes g's health facts into o (the GPU's description) and errors. Returns nothing. */
-static void health_to_json(const struct nvml_gpu_facts *g, json_t *o, json_t *errors) {
-        const struct nvml_health_facts *h = &g->health;
-        json_t *v = json_object();
-        put_u64(v, "power_ns", &h->violation_power_ns);
-        put_u64(v, "thermal_ns", &h->violation_thermal_ns);
-        const struct nvml_fact_u64 *vv[] = { &h->violation_power_ns, &h->violation_thermal_ns };
-        put_error(errors, "nvmlDeviceGetViolationStatus", first_error(vv, ELEMENTSOF(vv)));
-        if (json_object_size(v) > 0) json_object_set_new(o, "violation", v);
-        else json_decref(v);
-
-        v = json_object();
-        put_u64(v, "shutdown", &h->temp_shutdown);
-        put_u64(v, "slowdown", &h->temp_slowdown);
-        put_u64(v, "mem_max", &h->temp_mem_max);
-        put_u64(v, "gpu_max", &h->temp_gpu_max);
-        const struct nvml_fact_u64 *tv[] = { &h->temp_shutdown, &h->temp_slowdown, &h->temp_mem_max, &h->temp_gpu_max };
-        put_error(errors, "nvmlDeviceGetTemperatureThreshold", first_error(tv, ELEMENTSOF(tv)));
-        if (json_object_size(v) > 0) json_object_set_new(o, "temperature_thresholds", v);
-        else json_decref(v);
-
-        /* The walk ends where a link did not answer: NOT_SUPPORTED on link 0 is no "nvlinks" at all,
-         * INVALID_ARGUMENT the array's end, another code a last entry {"error": code}. */
-        if (h->nvlink_rc != NS && h->nvlink_rc != NVML_FACT_NOT_QUERIED) {
-                json_t *links = json_array();
-                for (unsigned l = 0; l < h->n_links && l < NVML_NVLINK_MAX_LINKS; l++) {
-                        const struct nvml_link_facts *k = &h->links[l];
-                        json_t *e = json_pack("{s:b}", "active", (int)k->active), *ce = json_object();
-                        for (unsigned c = 0; c < NVML_LINK_COUNTERS; c++) {
-                                put_u64(e, link_counter_keys[c], &k->errors[c]);
-                                put_error(ce, link_counter_keys[c], k->errors[c].rc);
-                        }
-                        if (json_object_size(ce) > 0) json_object_set_new(e, "counter_errors", ce);
-                        else json_decref(ce);
-                        json_array_append_new(links, e);
-                }
-                if (h->nvlink_rc != NVML_SUCCESS && h->nvlink_rc != NVML_ERROR_INVALID_ARGUMENT)
-                        json_array_append_new(links, json_pack("{s:i}", "error", h->nvlink_rc));
-                json_object_set_new(o, "nvlinks", links);
-        }
-
-        v = json_object();
-        put_u64(v, "width", &h->pcie_width);
-        put_u64(v, "width_max", &h->pcie_width_max);
-        put_u64(v, "gen", &h->pcie_gen);
-        put_u64(v, "gen_max", &h->pcie_gen_max);
-        put_u64(v, "gen_gpu_max", &h->pcie_gen_gpu_max);
-        put_error(errors, "nvmlDeviceGetCurrPcieLinkWidth", h->pcie_width.rc);
-        put_error(errors, "nvmlDeviceGetMaxPcieLinkWidth", h->pcie_width_max.rc);
-        put_error(errors, "nvmlDeviceGetCurrPcieLinkGeneration", h->pcie_gen.rc);
-        put_error(errors, "nvmlDeviceGetMaxPcieLinkGeneration", h->pcie_gen_max.rc);
-        put_error(errors, "nvmlDeviceGetGpuMaxPcieLinkGeneration", h->pcie_gen_gpu_max.rc);
-        if (json_object_size(v) > 0) json_object_set_new(o, "pcie", v);
-        else json_decref(v);
-
-        v = json_object();
-        put_u64(v, "sbe", &h->retired_sbe);
-        put_u64(v, "dbe", &h->retired_dbe);
-        if (h->retired_pending.rc == NVML_SUCCESS) json_object_set_new(v, "pending", json_boolean(h->retired_pending.value));
-        const struct nvml_fact_u64 *rv[] = { &h->retired_sbe, &h->retired_dbe };
-        put_error(errors, "nvmlDeviceGetRetiredPages", first_error(rv, ELEMENTSOF(rv)));
-        put_error(errors, "nvmlDeviceGetRetiredPagesPendingStatus", h->retired_pending.rc);
-        if (json_object_size(v) > 0) json_object_set_new(o, "retired_pages", v);
-        else json_decref(v);
-
-        if (h->processes_rc == NVML_SUCCESS || h->processes_rc == NVML_ERROR_INSUFFICIENT_SIZE) {
-                json_t *a = json_array();
-                unsigned kept = h->processes_rc == NVML_SUCCESS ? h->n_processes : 0;
-                for (unsigned i = 0; i < kept && i < NVML_MAX_PROCESSES; i++) {
-                        const struct nvml_process_facts *p = &h->processes[i];
-                        json_t *e = json_pack("{s:I,s:I}", "pid", (json_int_t)p->pid, "used_memory", (json_int_t)p->used_memory);
-                        if (p->gi != 0xFFFFFFFFu) json_object_set_new(e, "gi", json_integer(p->gi));
-                        if (p->ci != 0xFFFFFFFFu) json_object_set_new(e, "ci", json_integer(p->ci));
-                        json_array_append_new(a, e);
-                }
-                json_object_set_new(o, "processes", a);
-                if (h->n_processes > json_array_size(a))
-                        json_object_set_new(o, "processes_count", json_integer(h->n_processes));
-        } else {
-                put_error(errors, "nvmlDeviceGetComputeRunningProcesses", h->processes_rc);
-        }
-        if (h->graphics_processes.rc == NVML_SUCCESS) {
-                json_t *a = json_array();
-                json_object_set_new(o, "graphics_processes", a);
-                if (h->graphics_processes.value > 0)
-                        json_object_set_new(o, "graphics_processes_count", json_integer((json_int_t)h->graphics_processes.value));
-        }
-        put_error(errors, "nvmlDeviceGetGraphicsRunningProcesses", h->graphics_processes.rc);
-
-        put_u64(o, "drain_state", &h->drain_state);
-        /* A PCI error already stops the call in the reader. */
-        if (g->pci_rc == NVML_SUCCESS) put_error(errors, "nvmlDeviceQueryDrainState", h->drain_state.rc);
-}
-
-/* Returns the JSON description of one GPU (a new reference). */
-static json_t *gpu_to_json(const struct nvml_gpu_facts *g) {
-        json_t *o = json_object(), *errors = json_object();
-
-        put_error(errors, "nvmlDeviceGetHandleByIndex", g->handle_rc);
-        if (g->name_rc == NVML_SUCCESS) json_object_set_new(o, "name", json_string(g->name));
-        put_error(errors, "nvmlDeviceGetName", g->name_rc);
-        if (g->uuid_rc == NVML_SUCCESS) json_object_set_new(o, "uuid", json_string(g->uuid));
-        put_error(errors, "nvmlDeviceGetUUID", g->uuid_rc);
-        put_u64(o, "minor_number", &g->minor_number);
-        put_error(errors, "nvmlDeviceGetMinorNumber", g->minor_number.rc);
-
-        if (g->pci_rc == NVML_SUCCESS) {
-                json_object_set_new(o, "pci_bus_id", json_string(g->pci_bus_id));
-                json_object_set_new(o, "pci_device_id", json_sprintf("0x%08X", g->pci_device_id));
-                json_object_set_new(o, "pci_subsystem_id", json_sprintf("0x%08X", g->pci_subsystem_id));
-        }
-        put_error(errors, "nvmlDeviceGetPciInfo", g->pci_rc);
-
-        if (g->memory_rc == NVML_SUCCESS) {
-                json_t *m = json_pack("{s:I,s:I,s:I}", "total", (json_int_t)g->memory_total, "used",
-                                      (json_int_t)g->memory_used, "free", (json_int_t)g->memory_free);
-                if (g->memory_version == 2)
-                        json_object_set_new(m, "reserved", json_integer((json_int_t)g->memory_reserved));
-                json_object_set_new(o, "memory", m);
-        }
-        put_error(errors, "nvmlDeviceGetMemoryInfo", g->memory_rc);
-
-        if (g->cc_rc == NVML_SUCCESS)
-                json_object_set_new(o, "compute_capability", json_pack("[i,i]", g->cc_major, g->cc_minor));
-        put_error(errors, "nvmlDeviceGetCudaComputeCapability", g->cc_rc);
-
-        if (g->mig_rc == NVML_SUCCESS)
-                json_object_set_new(o, "mig_mode",
-                                    json_pack("{s:i,s:i}", "current", (int)g->mig_current, "pending", (int)g->mig_pending));
-        else if (g->mig_rc == NS)
-                json_object_set_new(o, "mig_mode", json_null());
-        put_error(errors, "nvmlDeviceGetMigMode", g->mig_rc);
-        if (g->mig_max_rc == NVML_SUCCESS) json_object_set_new(o, "mig_max_devices", json_integer(g->mig_max));
-        /* The fake answers these two without a key of their own: "not supported" is an injected error here. */
-        put_error(errors, "nvmlDeviceGetMaxMigDeviceCount", g->mig_max_rc);
-        if (g->mig_max_rc == NS) json_object_set_new(errors, "nvmlDeviceGetMaxMigDeviceCount", json_integer(NS));
-        put_error(errors, "nvmlDeviceGetMigDeviceHandleByIndex", g->mig_devices_rc);
-        if (g->mig_devices_rc == NS) json_object_set_new(errors, "nvmlDeviceGetMigDeviceHandleByIndex", json_integer(NS));
-        if (g->n_mig > 0) {
-                /* One entry per index up to the last device found; null answers NVML_ERROR_NOT_FOUND. */
-                json_t *migs = json_array();
-                for (unsigned i = 0, k = 0; k < g->n_mig; i++) {
-                        if (g->mig[k].index == i)
-                                json_array_append_new(migs, mig_to_json(g, &g->mig[k++]));
-                        else
-                                json_array_append_new(migs, json_null());
-                }
-                json_object_set_new(o, "mig_devices", migs);
-        }
-
-        put_u64(o, "persistence_mode", &g->persistence_mode);
-        put_error(errors, "nvmlDeviceGetPersistenceMode", g->persistence_mode.rc);
-
-        if (g->fabric_rc == NVML_SUCCESS)
-                json_object_set_new(o, "fabric",
-                                    json_pack("{s:i,s:i,s:s,s:I,s:I}", "state", (int)g->fabric_state, "status",
-                                              g->fabric_status, "cluster_uuid", g->fabric_cluster_uuid, "clique_id",
-                                              (json_int_t)g->fabric_clique_id, "health_mask",
-                                              (json_int_t)g->fabric_health_mask));
-        else if (g->fabric_rc == NS)
-                json_object_set_new(o, "fabric", json_null());
-        put_error(errors, "nvmlDeviceGetGpuFabricInfo", g->fabric_rc);
-
-        json_t *ecc = json_object();
-        if (g->ecc_mode_rc == NVML_SUCCESS) {
-                json_object_set_new(ecc, "mode_current", json_integer(g->ecc_mode_current));
-                json_object_set_new(ecc, "mode_pending", json_integer(g->ecc_mode_pending));
-        }
-        put_error(errors, "nvmlDeviceGetEccMode", g->ecc_mode_rc);
-        put_u64(ecc, "volatile_corrected", &g->ecc_volatile_corrected);
-        put_u64(ecc, "volatile_uncorrected", &g->ecc_volatile_uncorrected);
-        put_u64(ecc, "aggregate_corrected", &g->ecc_aggregate_corrected);
-        put_u64(ecc, "aggregate_uncorrected", &g->ecc_aggregate_uncorrected);
-        const struct nvml_fact_u64 *eccv[] = { &g->ecc_volatile_corrected, &g->ecc_volatile_uncorrected,
-                                               &g->ecc_aggregate_corrected, &g->ecc_aggregate_uncorrected };
-        put_error(errors, "nvmlDeviceGetTotalEccErrors", first_error(eccv, ELEMENTSOF(eccv)));
-        if (json_object_size(ecc) > 0)
-                json_object_set_new(o, "ecc", ecc);
-        else
-                json_decref(ecc);
-
-        if (g->remapped_rows_rc == NVML_SUCCESS)
-                json_object_set_new(o, "remapped_rows",
-                                    json_pack("{s:I,s:I,s:b,s:b}", "correctable", (json_int_t)g->remapped_correctable,
-                                              "uncorrectable", (json_int_t)g->remapped_uncorrectable, "pending",
-                                              g->remapped_pending, "failure", g->remapped_failure));
-        put_error(errors, "nvmlDeviceGetRemappedRows", g->remapped_rows_rc);
-
-        put_error(errors, "nvmlDeviceGetFieldValues", g->field_values_rc);
-        if (g->field_values_rc == NVML_SUCCESS) {
-                put_u64(o, "recovery_action", &g->recovery_action);
-                put_u64(o, "memory_temperature", &g->memory_temperature);
-        }
-
-        put_u64(o, "temperature", &g->temperature);
-        put_error(errors, "nvmlDeviceGetTemperature", g->temperature.rc);
-        put_u64(o, "power_mw", &g->power_mw);
-        put_error(errors, "nvmlDeviceGetPowerUsage", g->power_mw.rc);
-        put_u64(o, "energy_mj", &g->energy_mj);
-        put_error(errors, "nvmlDeviceGetTotalEnergyConsumption", g->energy_mj.rc);
-
-        if (g->utilization_rc == NVML_SUCCESS)
-                json_object_set_new(o, "utilization",
-                                    json_pack("{s:i,s:i}", "gpu", (int)g->utilization_gpu, "memory",
-                                              (int)g->utilization_memory));
-        put_error(errors, "nvmlDeviceGetUtilizationRates", g->utilization_rc);
-
-        json_t *clocks = json_object();
-        put_u64(clocks, "sm", &g->clock_sm_mhz);
-        put_u64(clocks, "mem", &g->clock_mem_mhz);
-        const struct nvml_fact_u64 *clkv[] = { &g->clock_sm_mhz, &g->clock_mem_mhz };
-        put_error(errors, "nvmlDeviceGetClockInfo", first_error(clkv, ELEMENTSOF(clkv)));
-        if (json_object_size(clocks) > 0)
-                json_object_set_new(o, "clocks", clocks);
-        else
-                json_decref(clocks);
-
-        put_u64(o, "pcie_replay", &g->pcie_replay);
-        put_error(errors, "nvmlDeviceGetPcieReplayCounter", g->pcie_replay.rc);
-        const struct nvml_fact_u64 *again = &g->health.clocks_event_reasons_again;
-        if (g->clocks_event_reasons.rc == NVML_SUCCESS && again->rc == NVML_SUCCESS &&
-            again->value != g->clocks_event_reasons.value)
-                /* Two readings that differ: the fake answers them in turn. */
-                json_object_set_new(o, "clocks_event_reasons",
-                                    json_pack("[I,I]", (json_int_t)g->clocks_event_reasons.value, (json_int_t)again->value));
-        else
-                put_u64(o, "clocks_event_reasons", &g->clocks_event_reasons);
-        put_error(errors, "nvmlDeviceGetCurrentClocksEventReasons", g->clocks_event_reasons.rc);
-        health_to_json(g, o, errors);
-
-        if (json_object_size(errors) > 0)
-                json_object_set_new(o, "errors", errors);
-        else
-                json_decref(errors);
-        return o;
 }
 
 int nvml_facts_to_json(const struct nvml_facts *f, char **ret) {

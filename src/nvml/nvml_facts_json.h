@@ -1,11 +1,10 @@
-/* nvml_facts_json.h: NVML facts from the fake NVML's JSON description (the inverse of nvml_facts_to_json). */
+/* nvml_facts_json.h: NVML facts as the fake NVML's JSON description (a snapshot's nvml.json), both ways. */
 #pragma once
-
-#include "nvml/nvml_errors.h"
 
 #include <stddef.h>
 
-#include "nvml/nvml_probe.h"
+#include "nvml/nvml_errors.h"
+#include "nvml/nvml_facts.h"
 
 /* Bounds on a description: more is refused as hostile, not a node. */
 #define NVML_FACTS_JSON_MAX_BYTES (16u << 20)
@@ -22,3 +21,9 @@
  */
 int nvml_facts_from_json(const char *json, size_t len, struct nvml_facts **ret, char **ret_error);
 
+
+/*
+ * Writes facts as the fake NVML's JSON description (tests/fake-nvml/README.md), so that a node's
+ * facts replay through the fake. Returns 0 and a malloc'd string in *ret, or -ENOMEM.
+ */
+int nvml_facts_to_json(const struct nvml_facts *f, char **ret);

@@ -30,13 +30,9 @@ void nvml_gpu_facts_init(struct nvml_gpu_facts *g, unsigned index) {
         g->handle_rc = g->name_rc = g->uuid_rc = g->pci_rc = g->memory_rc = g->cc_rc = g->mig_rc =
                 g->fabric_rc = g->ecc_mode_rc = g->remapped_rows_rc = g->field_values_rc =
                         g->utilization_rc = g->mig_max_rc = g->mig_devices_rc = NVML_FACT_NOT_QUERIED;
-        struct nvml_fact_u64 *u[] = {
-                &g->minor_number, &g->persistence_mode, &g->ecc_volatile_corrected,
-                &g->ecc_volatile_uncorrected, &g->ecc_aggregate_corrected, &g->ecc_aggregate_uncorrected,
-                &g->recovery_action, &g->memory_temperature, &g->temperature, &g->power_mw, &g->energy_mj,
-                &g->clock_sm_mhz, &g->clock_mem_mhz, &g->pcie_replay, &g->clocks_event_reasons,
-        };
-        for (size_t i = 0; i < ELEMENTSOF(u); i++) u[i]->rc = NVML_FACT_NOT_QUERIED;
+#define NOT_QUERIED(member, ...) g->member.rc = NVML_FACT_NOT_QUERIED;
+        NVML_GPU_FACTS(NOT_QUERIED, NVML_FACT_NO_HOOK)
+#undef NOT_QUERIED
         nvml_health_facts_init(&g->health);
 }
 

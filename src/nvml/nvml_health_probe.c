@@ -12,13 +12,9 @@ static void set_fact(struct nvml_fact_u64 *f, nvmlReturn_t rc, uint64_t v) {
 
 void nvml_health_facts_init(struct nvml_health_facts *h) {
         memset(h, 0, sizeof *h);
-        struct nvml_fact_u64 *u[] = {
-                &h->violation_power_ns, &h->violation_thermal_ns, &h->temp_shutdown, &h->temp_slowdown,
-                &h->temp_mem_max, &h->temp_gpu_max, &h->pcie_width, &h->pcie_width_max, &h->pcie_gen,
-                &h->pcie_gen_max, &h->pcie_gen_gpu_max, &h->retired_sbe, &h->retired_dbe, &h->retired_pending,
-                &h->graphics_processes, &h->drain_state, &h->clocks_event_reasons_again,
-        };
-        for (size_t i = 0; i < ELEMENTSOF(u); i++) u[i]->rc = NVML_FACT_NOT_QUERIED;
+#define NOT_QUERIED(member, ...) h->member.rc = NVML_FACT_NOT_QUERIED;
+        NVML_HEALTH_FACTS(NOT_QUERIED, NVML_FACT_NO_HOOK)
+#undef NOT_QUERIED
         h->nvlink_rc = h->processes_rc = NVML_FACT_NOT_QUERIED;
         for (size_t l = 0; l < ELEMENTSOF(h->links); l++)
                 for (size_t c = 0; c < NVML_LINK_COUNTERS; c++) h->links[l].errors[c].rc = NVML_FACT_NOT_QUERIED;

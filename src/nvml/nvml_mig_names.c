@@ -1,5 +1,5 @@
 /* nvml_mig_names.c: MIG profile names as go-nvlib (and the nvidia.com/mig-* resources) write them. */
-#include "nvml/nvml_probe.h"
+#include "nvml/nvml_facts.h"
 
 #include <math.h>
 

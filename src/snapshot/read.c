@@ -10,7 +10,6 @@
 
 #include "kube/net_replay.h"
 #include "nvml/nvml_facts_json.h"
-#include "nvml/nvml_probe.h"
 
 /* Longest member name taken. */
 #define NAME_MAX_LEN 4096

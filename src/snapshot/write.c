@@ -14,7 +14,7 @@
 
 #include "basic/hostfs.h"
 #include "kube/net_replay.h"
-#include "nvml/nvml_probe.h"
+#include "nvml/nvml_facts.h"
 
 #ifndef GPUNODE_VERSION
 #define GPUNODE_VERSION "0.0.0"

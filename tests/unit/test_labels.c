@@ -8,7 +8,6 @@
 #include "engine/check.h"
 #include "facts/layer3_kubernetes.h"
 #include "nvml/nvml_facts_json.h"
-#include "nvml/nvml_probe.h"
 
 /* Asserts that gfd_sanitise(in) is want. */
 static void check(const char *in, const char *want) {

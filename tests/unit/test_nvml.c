@@ -8,6 +8,7 @@
 #include <jansson.h>
 #include <time.h>
 
+#include "nvml/nvml_facts_json.h"
 #include "nvml/nvml_lib.h"
 #include "nvml/nvml_probe.h"
 #include "basic/util.h"

@@ -5,6 +5,8 @@
 #include <cmocka.h>
 
 #include <dirent.h>
+#include <inttypes.h>
+#include <jansson.h>
 
 #include "nvml/nvml_facts_json.h"
 #include "nvml/nvml_lib.h"
@@ -34,12 +36,9 @@ static char *slurp(const char *path, size_t *ret_len) {
 
 /* Zeroes the padding inside each {rc, value} fact of g (struct assignment leaves it unspecified). */
 static void normalize(struct nvml_gpu_facts *g) {
-        struct nvml_fact_u64 *u[] = {
-                &g->minor_number, &g->persistence_mode, &g->ecc_volatile_corrected, &g->ecc_volatile_uncorrected,
-                &g->ecc_aggregate_corrected, &g->ecc_aggregate_uncorrected, &g->recovery_action,
-                &g->memory_temperature, &g->temperature, &g->power_mw, &g->energy_mj, &g->clock_sm_mhz,
-                &g->clock_mem_mhz, &g->pcie_replay, &g->clocks_event_reasons,
-        };
+#define FACT_PTR(member, ...) &g->member,
+        struct nvml_fact_u64 *u[] = { NVML_GPU_FACTS(FACT_PTR, NVML_FACT_NO_HOOK) };
+#undef FACT_PTR
         for (size_t i = 0; i < ELEMENTSOF(u); i++) {
                 struct nvml_fact_u64 f = *u[i];
                 memset(u[i], 0, sizeof *u[i]);
@@ -170,11 +169,104 @@ static void test_too_many_gpus(void **state) {
         nvml_facts_free(f);
 }
 
+/* The description a real H200 node gave (tests/fake-nvml/testdata/h200-real.json, as gpunode wrote it)
+ * reads and writes back byte for byte: the key order of the contract. */
+static void test_real_node_byte_identical(void **state) {
+        (void)state;
+        size_t len;
+        _cleanup_free_ char *text = slurp(NVML_TESTDATA "/h200-real.json", &len);
+        struct nvml_facts *f = NULL;
+        _cleanup_free_ char *back = NULL;
+        assert_int_equal(nvml_facts_from_json(text, len, &f, NULL), 0);
+        assert_int_equal(f->n_gpus, 1);
+        assert_int_equal(nvml_facts_to_json(f, &back), 0);
+        assert_true(len > 0 && text[len - 1] == '\n');
+        text[len - 1] = 0;
+        assert_string_equal(back, text);
+        nvml_facts_free(f);
+}
+
+/* One row of the fact list, as the test sees it. */
+struct row {
+        size_t offset; /* in struct nvml_gpu_facts */
+        enum nvml_fact_conv conv;
+        const char *member, *group, *key, *call;
+};
+#define GPU_ROW(m, conv, group, key, call)    { offsetof(struct nvml_gpu_facts, m), conv, #m, group, key, call },
+#define HEALTH_ROW(m, conv, group, key, call) { offsetof(struct nvml_gpu_facts, health.m), conv, #m, group, key, call },
+static const struct row rows[] = { NVML_GPU_FACTS(GPU_ROW, NVML_FACT_NO_HOOK)
+                                           NVML_HEALTH_FACTS(HEALTH_ROW, NVML_FACT_NO_HOOK) };
+#undef GPU_ROW
+#undef HEALTH_ROW
+
+/* Writes f, parses the text back with jansson and loads it again. Returns the parsed description
+ * (json_decref it) and the facts loaded in *ret (nvml_facts_free them); fails the test otherwise. */
+static json_t *write_and_load(const struct nvml_facts *f, struct nvml_facts **ret) {
+        _cleanup_free_ char *text = NULL;
+        assert_int_equal(nvml_facts_to_json(f, &text), 0);
+        json_t *d = json_loads(text, 0, NULL);
+        assert_non_null(d);
+        assert_int_equal(nvml_facts_from_json(text, strlen(text), ret, NULL), 0);
+        return d;
+}
+
+/* Every scalar row of the list, on the real H200's facts: a value is written under its group and key
+ * and read back as its conversion says (an unsigned int keeps 32 bits, a flag 0 or 1); an error is
+ * recorded under "errors" for its call and read back as that error. */
+static void test_every_scalar_row(void **state) {
+        (void)state;
+        size_t len;
+        _cleanup_free_ char *text = slurp(NVML_TESTDATA "/h200-real.json", &len);
+        unsigned checked = 0;
+        for (size_t i = 0; i < ELEMENTSOF(rows); i++) {
+                const struct row *r = &rows[i];
+                if (r->conv == NVML_FACT_OWN) continue;
+                struct nvml_facts *f = NULL, *g = NULL;
+                assert_int_equal(nvml_facts_from_json(text, len, &f, NULL), 0);
+                struct nvml_fact_u64 *fact = (struct nvml_fact_u64 *)((char *)&f->gpus[0] + r->offset);
+                uint64_t v = (UINT64_C(1) << 32) + 1000 + i, want = v;
+                if (r->conv == NVML_FACT_U32 || r->conv == NVML_FACT_TEMP) want = (uint32_t)v;
+                if (r->conv == NVML_FACT_FLAG || r->conv == NVML_FACT_BOOL) v = want = 1;
+                fact->rc = NVML_SUCCESS;
+                fact->value = v;
+                json_t *d = write_and_load(f, &g);
+                const json_t *o = json_array_get(json_object_get(d, "gpus"), 0);
+                const json_t *at = json_object_get(r->group ? json_object_get(o, r->group) : o, r->key);
+                if (r->conv == NVML_FACT_BOOL)
+                        assert_true(json_is_true(at));
+                else
+                        assert_int_equal(json_integer_value(at), v);
+                const struct nvml_fact_u64 *back = (const void *)((const char *)&g->gpus[0] + r->offset);
+                if (back->rc != NVML_SUCCESS || back->value != want)
+                        fail_msg("%s: read back rc %d value %" PRIu64 ", want %" PRIu64, r->member, back->rc,
+                                 back->value, want);
+                json_decref(d);
+                nvml_facts_free(g);
+
+                fact->rc = NVML_ERROR_UNKNOWN;
+                fact->value = 0;
+                d = write_and_load(f, &g);
+                o = json_array_get(json_object_get(d, "gpus"), 0);
+                assert_null(json_object_get(r->group ? json_object_get(o, r->group) : o, r->key));
+                assert_int_equal(json_integer_value(json_object_get(json_object_get(o, "errors"), r->call)),
+                                 NVML_ERROR_UNKNOWN);
+                back = (const void *)((const char *)&g->gpus[0] + r->offset);
+                if (back->rc != NVML_ERROR_UNKNOWN) fail_msg("%s: error read back as %d", r->member, back->rc);
+                json_decref(d);
+                nvml_facts_free(g);
+                nvml_facts_free(f);
+                checked++;
+        }
+        assert_true(checked >= 25);
+}
+
 int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_every_testdata),
                 cmocka_unit_test(test_bad_input),
                 cmocka_unit_test(test_too_many_gpus),
+                cmocka_unit_test(test_real_node_byte_identical),
+                cmocka_unit_test(test_every_scalar_row),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }

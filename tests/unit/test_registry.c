@@ -11,7 +11,7 @@
 #include "facts/node.h"
 #include "facts/layer3_kubernetes.h"
 #include "kube/net_replay.h"
-#include "nvml/nvml_probe.h"
+#include "nvml/nvml_facts.h"
 
 static const char *const components[] = {
         "driver", "fabric-manager", "nvswitch", "rdma", "sriov", "container-toolkit", "rdma-device-plugin", "device-plugin", "gfd",
