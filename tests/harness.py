@@ -425,11 +425,11 @@ class DaemonSetPod:
         spec = self.spec
         return ["/test/gpunode"] + spec["args"] if not spec["command"] else spec["command"] + spec["args"]
 
-    def run_agent(self, log):
-        """Starts the container's process chrooted into the pod with its env, output to the file LOG; returns
-        the process."""
+    def run_agent(self, log, argv=None):
+        """Starts the container's process (or ARGV instead) chrooted into the pod with its env, output to the
+        file LOG; returns the process."""
         self.log = open(log, "w")
-        self.agent = start(["chroot", self.pod] + self.argv(), cwd="/", env=self.env, stdout=self.log,
+        self.agent = start(["chroot", self.pod] + (argv or self.argv()), cwd="/", env=self.env, stdout=self.log,
                            stderr=subprocess.STDOUT)
         return self.agent
 
