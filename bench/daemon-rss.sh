@@ -41,7 +41,8 @@ measure() {
         if [ "$cmd" = agent ]; then
                 extra=(--no-conditions --labels-output "$tmp/labels")
         fi
-        env -u KUBERNETES_SERVICE_HOST -u KUBERNETES_SERVICE_PORT GPUNODE_FAKE_NVML="$dir/nvml.json" NODE_NAME="$scenario" \
+        env -u KUBERNETES_SERVICE_HOST -u KUBERNETES_SERVICE_PORT \
+                GPUNODE_FAKE_NVML="$dir/nvml.json" NODE_NAME="$scenario" \
                 "$bin" "$cmd" --listen "127.0.0.1:$port" --root "$dir/root" --nvml-library "$fake" --interval 1s \
                 --check-interval 1s "${extra[@]}" >"$tmp/$cmd.log" 2>&1 &
         pid=$!

@@ -89,7 +89,8 @@ def target_labels(mon, node, pod):
     meta = {"__meta_kubernetes_pod_node_name": node, "__meta_kubernetes_pod_name": pod.pod_name,
             "__meta_kubernetes_namespace": mon["namespace"]}
     labels = {"job": mon["service"], "instance": "127.0.0.1:%d" % pod.port, "namespace": mon["namespace"],
-              "pod": pod.pod_name, "service": mon["service"], "endpoint": ep["port"], "container": pod.spec["container"]}
+              "pod": pod.pod_name, "service": mon["service"], "endpoint": ep["port"],
+              "container": pod.spec["container"]}
     for r in ep.get("relabelings", []):
         if r.get("action", "replace") != "replace" or any(s not in meta for s in r["sourceLabels"]):
             raise SystemExit("relabeling not emulated here: %s" % r)
@@ -242,7 +243,8 @@ try:
         pod = H.DaemonSetPod(work, spec, gpunode, fake_nvml, scen + "/root", scen + "/nvml.json", api_for(node), node)
         argv = None
         if exporter_mode:
-            argv = ["/test/gpunode", "exporter", "--root", "/host", "--listen", ":%d" % pod.port, "--check-interval", "1s"]
+            argv = ["/test/gpunode", "exporter", "--root", "/host", "--listen", ":%d" % pod.port,
+                    "--check-interval", "1s"]
         peers = start_peers(scenario)
         agent = pod.run_agent(work + "/agent.log", argv)
         try:
