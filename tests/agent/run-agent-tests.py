@@ -7,45 +7,19 @@ failure (layer 1 True, a Warning Event, the layers above Unknown), healing (a No
 False), flapping (bounded Events), the API down then back, 409 once, 403 (the log names the
 permission), the taint's circuit breaker, a huge answer; then with a hold-down: flapping (Events
 bounded by the hold-down), an Event refused alone is retried; the labels loop. Debian's python3, standard library only."""
-import json, os, shutil, signal, socket, ssl, subprocess, sys, tempfile, time, urllib.request
+import json, os, shutil, signal, subprocess, sys, tempfile, time
 
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+import harness as H  # noqa: E402
+
+check, free_port, procs, start_printing_port = H.check, H.free_port, H.procs, H.start_printing_port
 here = os.path.dirname(os.path.abspath(__file__))
 tests = os.path.dirname(here)
 gpunode, fake_nvml = sys.argv[1], sys.argv[2]
 tmp = tempfile.mkdtemp(prefix="agent-tests.")
-failed = 0
-procs = []
 
 
-def check(ok, what):
-    global failed
-    print(("ok   " if ok else "FAIL ") + what, flush=True)
-    if not ok:
-        failed += 1
-
-
-def free_port():
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    p = s.getsockname()[1]
-    s.close()
-    return p
-
-
-def start_printing_port(cmd, out):
-    f = open(out, "w")
-    p = subprocess.Popen(cmd, stdout=f, stderr=subprocess.DEVNULL)
-    procs.append(p)
-    for _ in range(100):
-        t = open(out).read().strip()
-        if t.isdigit():
-            return p, int(t)
-        time.sleep(0.1)
-    raise SystemExit("server did not start: %s" % cmd)
-
-
-subprocess.run(["sh", os.path.join(tests, "kube-server", "make-certs.sh"), tmp + "/certs"], check=True,
-               stdout=subprocess.DEVNULL)
+H.make_certs(tmp + "/certs")
 # The API: the healthy scenario's recorded objects plus two more GPU nodes, one already tainted.
 api = tmp + "/api"
 shutil.copytree(os.path.join(tests, "scenarios", "k8s-healthy", "api"), api)
@@ -64,31 +38,15 @@ for name, tainted in (("gpu-b", True), ("gpu-c", False)):
 metrics_srv, metrics_port = start_printing_port(
     ["/usr/bin/python3", os.path.join(tests, "kube-server", "metrics_server.py"), "--dir",
      os.path.join(tests, "scenarios", "k8s-healthy", "metrics"), "--lifetime", "200"], tmp + "/metrics.out")
-kube_srv, api_port = start_printing_port(
-    ["/usr/bin/python3", os.path.join(tests, "kube-server", "kube_server.py"), "--certs", tmp + "/certs",
-     "--responses", api, "--token", "agent-token-0123456789", "--lifetime", "200", "--log", tmp + "/requests.log"],
-    tmp + "/api.out")
-with open(tmp + "/kubeconfig", "w") as f:
-    f.write("apiVersion: v1\nkind: Config\nclusters:\n- name: t\n  cluster:\n    server: https://127.0.0.1:%d\n"
-            "    certificate-authority: %s/certs/ca.crt\nusers:\n- name: t\n  user:\n    token: agent-token-0123456789\n"
-            "contexts:\n- name: t\n  context: {cluster: t, user: t}\ncurrent-context: t\n" % (api_port, tmp))
-ctx = ssl.create_default_context(cafile=tmp + "/certs/ca.crt")
+kube_srv, api_port = H.start_kube_server(tmp + "/certs", api, "agent-token-0123456789", tmp + "/api.out", lifetime=200,
+                                         log=tmp + "/requests.log")
+H.write_kubeconfig(tmp + "/kubeconfig", api_port, tmp + "/certs/ca.crt", "agent-token-0123456789")
+API = H.Api(api_port, tmp + "/certs/ca.crt", "agent-token-0123456789")
+api_get = API.get
 
 
 def control(body=None, path="/_control"):
-    req = urllib.request.Request("https://127.0.0.1:%d%s" % (api_port, path),
-                                 data=json.dumps(body).encode() if body is not None else None, method="POST" if body is not None else "GET")
-    for _ in range(50):
-        try:
-            return json.load(urllib.request.urlopen(req, context=ctx, timeout=5))
-        except OSError:
-            time.sleep(0.2)
-
-
-def api_get(path):
-    req = urllib.request.Request("https://127.0.0.1:%d%s" % (api_port, path),
-                                 headers={"Authorization": "Bearer agent-token-0123456789"})
-    return json.load(urllib.request.urlopen(req, context=ctx, timeout=5))
+    return API.control(body, path, tries=50)
 
 
 def conditions():
@@ -100,17 +58,7 @@ def events():
     return api_get("/api/v1/namespaces/default/events").get("items", [])
 
 
-def wait(pred, timeout=20):
-    end = time.time() + timeout
-    while time.time() < end:
-        try:
-            v = pred()
-            if v:
-                return v
-        except Exception:
-            pass
-        time.sleep(0.2)
-    return None
+wait = H.wait
 
 
 # The root: a symlink switched between the healthy scenario and the broken driver (healing, flapping).
@@ -167,11 +115,8 @@ def written(w):
 
 
 def http(path):
-    try:
-        r = urllib.request.urlopen("http://127.0.0.1:%d%s" % (port, path), timeout=5)
-        return r.status, r.read()
-    except urllib.error.HTTPError as e:
-        return e.code, e.read()
+    st, _, body = H.http_get("http://127.0.0.1:%d%s" % (port, path))
+    return st, body
 
 
 agent = start_agent("--taint")
@@ -349,16 +294,8 @@ try:
     check(bool(ev) and ev[0]["message"].startswith("GPUHardwareProblem is True"), "the Warning Event is stored")
     check(agent.poll() is None, "the second agent is still running")
 finally:
-    for p in procs:
-        if p.poll() is None:
-            p.send_signal(signal.SIGTERM)
-    for p in procs:
-        try:
-            p.wait(5)
-        except subprocess.TimeoutExpired:
-            p.kill()
-    if failed:
-        print(open(tmp + "/agent.log").read()[-3000:])
+    H.stop_all(term_first=True)
+    if H.failed:
+        print(H.tail(tmp + "/agent.log"))
     shutil.rmtree(tmp, ignore_errors=True)
-print("agent: %d failed" % failed)
-sys.exit(1 if failed else 0)
+sys.exit(H.summary("agent"))

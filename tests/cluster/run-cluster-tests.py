@@ -19,35 +19,21 @@ import sys
 import tempfile
 import threading
 import time
-import urllib.request
-import ssl
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 import make_cluster  # noqa: E402
+import harness as H  # noqa: E402
 
 gpunode = os.path.abspath(sys.argv[1])
 here = os.path.dirname(os.path.abspath(__file__))
 tests = os.path.dirname(here)
 tmp = tempfile.mkdtemp(prefix="gpunode-cluster-")
-failures = 0
-passed = 0
-procs = []
+check = H.check
 
 
-def check(ok, what, detail=""):
-    global failures, passed
-    if ok:
-        passed += 1
-        print("ok - " + what)
-    else:
-        failures += 1
-        print("not ok - " + what + ("\n" + detail if detail else ""))
-
-
-subprocess.run(["sh", os.path.join(tests, "kube-server", "make-certs.sh"), tmp + "/certs"], check=True,
-               stdout=subprocess.DEVNULL)
+H.make_certs(tmp + "/certs")
 os.makedirs(tmp + "/empty", exist_ok=True)
-ctx = ssl.create_default_context(cafile=tmp + "/certs/ca.crt")
 
 # The fake agent: serves the k8s-driver-broken scenario's real report at /report.
 scen = os.path.join(tests, "scenarios", "k8s-driver-broken")
@@ -84,31 +70,15 @@ class Server:
         self.file = "%s/%s.json" % (tmp, name)
         with open(self.file, "w") as f:
             json.dump(desc, f)
-        out = "%s/%s.port" % (tmp, name)
-        self.p = subprocess.Popen(["/usr/bin/python3", os.path.join(tests, "kube-server", "kube_server.py"), "--certs",
-                                   tmp + "/certs", "--responses", tmp + "/empty", "--token", "cluster-token",
-                                   "--cluster", self.file, "--lifetime", "60"], stdout=open(out, "w"),
-                                  stderr=subprocess.DEVNULL)
-        procs.append(self.p)
-        for _ in range(100):
-            t = open(out).read().strip()
-            if t.isdigit():
-                self.port = int(t)
-                break
-            time.sleep(0.05)
-        else:
-            raise SystemExit("kube_server.py did not start")
+        self.p, self.port = H.start_kube_server(tmp + "/certs", tmp + "/empty", "cluster-token",
+                                                "%s/%s.port" % (tmp, name), lifetime=60,
+                                                extra=["--cluster", self.file], pause=0.05)
         self.kubeconfig = "%s/%s.kubeconfig" % (tmp, name)
-        with open(self.kubeconfig, "w") as f:
-            f.write("apiVersion: v1\nkind: Config\nclusters:\n- name: t\n  cluster:\n    server: https://127.0.0.1:%d\n"
-                    "    certificate-authority: %s/certs/ca.crt\nusers:\n- name: t\n  user:\n    token: cluster-token\n"
-                    "contexts:\n- name: t\n  context: {cluster: t, user: t}\ncurrent-context: t\n" % (self.port, tmp))
+        H.write_kubeconfig(self.kubeconfig, self.port, tmp + "/certs/ca.crt", "cluster-token")
+        self.api = H.Api(self.port, tmp + "/certs/ca.crt")
 
     def control(self, body=None):
-        req = urllib.request.Request("https://127.0.0.1:%d/_control" % self.port,
-                                     data=json.dumps(body).encode() if body is not None else None,
-                                     method="POST" if body is not None else "GET")
-        return json.load(urllib.request.urlopen(req, context=ctx, timeout=5))
+        return self.api.control(body)
 
     def run(self, *args, argv0=None, timeout=30):
         args = list(args)
@@ -431,10 +401,7 @@ check(r.returncode == 0 and len(ids) == 23 and ids[0] == "infrastructure.gpu-nod
 r = subprocess.run([gpunode, "cluster", "--output", "yaml"], capture_output=True, text=True)
 check(r.returncode == 64, "--output yaml: usage error")
 
-for p in procs:
-    if p.poll() is None:
-        p.kill()
+H.stop_all()
 agent.shutdown()
 shutil.rmtree(tmp, ignore_errors=True)
-print("cluster: %d passed, %d failed" % (passed, failures))
-sys.exit(1 if failures else 0)
+sys.exit(H.summary("cluster"))

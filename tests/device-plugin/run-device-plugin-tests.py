@@ -14,20 +14,14 @@ clients. Prints "lost->unhealthy ms" figures. Debian's /usr/bin/python3 (python3
 import json, os, shutil, signal, socket, subprocess, sys, tempfile, time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 import grpc  # noqa: E402
 import dp_kubelet as K  # noqa: E402
+import harness as H  # noqa: E402
 
 gpunode, fake_nvml = sys.argv[1], sys.argv[2]
 tmp = tempfile.mkdtemp(prefix="dp-tests.")
-failed = 0
-procs = []
-
-
-def check(ok, what):
-    global failed
-    print(("ok   " if ok else "FAIL ") + what, flush=True)
-    if not ok:
-        failed += 1
+check, procs, write_desc = H.check, H.procs, H.write_json
 
 
 def uuid(i):
@@ -51,12 +45,6 @@ def eight_gpus():
     return {"driver_version": "550.54.15", "nvml_version": "12.550.54.15", "cuda_driver_version": 12040,
             "gpus": [gpu(i) for i in range(8)], "topology_levels": levels,
             "nvlink_pairs": [[0, 1], [2, 3], [4, 5], [6, 7]]}
-
-
-def write_desc(path, desc):
-    with open(path + ".tmp", "w") as f:
-        json.dump(desc, f)
-    os.rename(path + ".tmp", path)
 
 
 def make_root(name, n=8):
@@ -388,39 +376,21 @@ stop(p)
 kubelet.stop()
 
 # ---- inside the agent (--device-plugin), with the API stand-in: a GPU's loss is an Event ----
-tests_dir = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 root = os.path.join(tmp, "agent")
 shutil.copytree(scen + "/root", root, symlinks=True)
 folder = root + "/var/lib/kubelet/device-plugins"
 for f in ("kubelet.sock", "nvidia-gpu.sock"):
     os.unlink(os.path.join(folder, f))
 kubelet = K.FakeKubelet(folder)
-subprocess.run(["sh", os.path.join(tests_dir, "kube-server", "make-certs.sh"), tmp + "/certs"], check=True,
-               stdout=subprocess.DEVNULL)
+H.make_certs(tmp + "/certs")
 shutil.copytree(scen + "/api", tmp + "/api")
-api_out = open(tmp + "/api.out", "w")
-api_srv = subprocess.Popen(["/usr/bin/python3", os.path.join(tests_dir, "kube-server", "kube_server.py"), "--certs",
-                            tmp + "/certs", "--responses", tmp + "/api", "--token", "dp-token-0123456789", "--lifetime",
-                            "120", "--log", tmp + "/requests.log"], stdout=api_out, stderr=subprocess.DEVNULL)
-procs.append(api_srv)
-api_port = None
-for _ in range(100):
-    t = open(tmp + "/api.out").read().strip()
-    if t.isdigit():
-        api_port = int(t)
-        break
-    time.sleep(0.1)
-open(tmp + "/kubeconfig", "w").write(
-    "apiVersion: v1\nkind: Config\nclusters:\n- name: t\n  cluster:\n    server: https://127.0.0.1:%d\n"
-    "    certificate-authority: %s/certs/ca.crt\nusers:\n- name: t\n  user:\n    token: dp-token-0123456789\n"
-    "contexts:\n- name: t\n  context: {cluster: t, user: t}\ncurrent-context: t\n" % (api_port or 1, tmp))
+api_srv, api_port = H.start_kube_server(tmp + "/certs", tmp + "/api", "dp-token-0123456789", tmp + "/api.out",
+                                        log=tmp + "/requests.log")
+H.write_kubeconfig(tmp + "/kubeconfig", api_port, tmp + "/certs/ca.crt", "dp-token-0123456789")
 nv = os.path.join(root, "nvml.json")
 desc = json.load(open(scen + "/nvml.json"))
 write_desc(nv, desc)
-s = socket.socket()
-s.bind(("127.0.0.1", 0))
-port = s.getsockname()[1]
-s.close()
+port = H.free_port()
 log = open(os.path.join(root, "plugin.log"), "w")
 p = subprocess.Popen([gpunode, "agent", "--device-plugin", "--root", root, "--nvml-library", fake_nvml, "--listen",
                       "127.0.0.1:%d" % port, "--no-labels", "--no-kubernetes", "--node", "k8s-healthy",
@@ -455,9 +425,7 @@ check(rc == 0 and not os.path.exists(folder + "/gpunode-nvidia-gpu.sock") and "d
       "agent --device-plugin: SIGTERM stops both, socket removed")
 kubelet.stop()
 
-for q in procs:
-    if q.poll() is None:
-        q.kill()
+H.stop_all()
 reports = []
 for dirpath, _, names in os.walk(tmp):
     for name in names:
@@ -466,8 +434,8 @@ for dirpath, _, names in os.walk(tmp):
             if "AddressSanitizer" in text or "runtime error:" in text or "LeakSanitizer" in text:
                 reports.append(dirpath)
 check(not reports, "no sanitizer report in any plugin's log (%s)" % reports)
-if failed:
+if H.failed:
     print("logs kept in", tmp)
-    sys.exit(1)
-shutil.rmtree(tmp, ignore_errors=True)
-print("device-plugin: all passed")
+else:
+    shutil.rmtree(tmp, ignore_errors=True)
+sys.exit(H.summary("device-plugin"))

@@ -18,16 +18,13 @@ import urllib.error
 import urllib.parse
 import urllib.request
 
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+import harness as H  # noqa: E402
+
 GPUNODE, FAKE = os.path.abspath(sys.argv[1]), os.path.abspath(sys.argv[2])
 TMP = tempfile.mkdtemp(prefix="gpunode-exporter-test-")
-PROCS = []
-FAILURES = []
-
-
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+PROCS = H.procs
+free_port, write_desc, get, check = H.free_port, H.write_json, H.http_get, H.check
 
 
 def description(n, lost=(), block=None, errors=None):
@@ -69,13 +66,6 @@ MIG_INSTANCES = {("0", "2", "3g.40gb"), ("0", "3", "2g.20gb"), ("0", "9", "1g.10
                  ("1", "0", "7g.80gb")}
 
 
-def write_desc(path, d):
-    tmp = path + ".new"
-    with open(tmp, "w") as f:
-        json.dump(d, f)
-    os.rename(tmp, path)
-
-
 def uuid(i):
     return "GPU-%08x-1111-2222-3333-%012x" % (i, i)
 
@@ -102,33 +92,14 @@ def start_exporter(name, desc, *args, reload=False):
     return p, base, path
 
 
-def get(url, timeout=5, headers=None):
-    req = urllib.request.Request(url, headers=headers or {})
-    try:
-        with urllib.request.urlopen(req, timeout=timeout) as r:
-            return r.status, dict(r.headers), r.read()
-    except urllib.error.HTTPError as e:
-        return e.code, dict(e.headers), e.read()
-
-
 def metrics(base):
     return get(base + "/metrics")[2].decode()
 
 
-def check(cond, what):
-    print(("ok   " if cond else "FAIL ") + what, flush=True)
-    if not cond:
-        FAILURES.append(what)
-
-
 def wait_for(fn, timeout):
-    deadline = time.time() + timeout
-    while time.time() < deadline:
-        v = fn()
-        if v:
-            return v
-        time.sleep(0.2)
-    return fn()
+    """Returns fn()'s first true value within TIMEOUT seconds, else its value at the deadline; fn's exceptions
+    propagate (the test that raised counts as failed)."""
+    return H.wait(fn, timeout, swallow=False, last_try=True)
 
 
 def value(text, prefix):
@@ -138,13 +109,7 @@ def value(text, prefix):
     return None
 
 
-def stop(p, timeout=10):
-    p.send_signal(signal.SIGTERM)
-    try:
-        return p.wait(timeout)
-    except subprocess.TimeoutExpired:
-        p.kill()
-        return None
+stop = H.stop
 
 
 # Lint problems promtool reports for dcgm-exporter's own naming (kept for compatibility).
@@ -987,18 +952,14 @@ def main():
                 check(False, "%s raised %r" % (t.__name__, e))
     finally:
         signal.alarm(0)
-        for p in PROCS:
-            if p.poll() is None:
-                p.kill()
-                p.wait()
-        if FAILURES:
+        H.stop_all()
+        if H.failed:
             for name in os.listdir(TMP):
                 if name.endswith(".log"):
                     print("--- %s" % name)
                     print(open(os.path.join(TMP, name)).read()[-2000:])
         shutil.rmtree(TMP, ignore_errors=True)
-    print("%d failure(s)" % len(FAILURES))
-    return 1 if FAILURES else 0
+    return H.summary("exporter")
 
 
 if __name__ == "__main__":
