@@ -39,16 +39,17 @@ allowed() { # allowed FOLDER: the folders its files may include
         basic) echo "basic" ;;
         engine) echo "basic engine" ;;
         nvml) echo "basic nvml" ;;
+        nvidia) echo "basic nvidia" ;;
         grpc) echo "basic grpc" ;;
         kube) echo "basic grpc kube" ;;
         facts) echo "basic grpc kube facts" ;;
-        layer1_hardware) echo "basic engine facts nvml layer1_hardware" ;;
-        layer2_container) echo "basic engine facts nvml layer1_hardware layer2_container" ;;
-        layer3_kubernetes) echo "basic engine facts nvml grpc kube layer1_hardware layer2_container layer3_kubernetes" ;;
+        layer1_hardware) echo "basic engine facts nvidia nvml layer1_hardware" ;;
+        layer2_container) echo "basic engine facts nvidia nvml layer1_hardware layer2_container" ;;
+        layer3_kubernetes) echo "basic engine facts nvidia nvml grpc kube layer1_hardware layer2_container layer3_kubernetes" ;;
         device_plugin) echo "basic grpc kube nvml device_plugin" ;;
         agent) echo "basic engine facts nvml grpc kube exporter output agent device_plugin" ;;
         cluster) echo "basic engine kube output cluster" ;;
-        layer4_observability) echo "basic engine facts nvml grpc kube layer1_hardware layer2_container layer3_kubernetes layer4_observability" ;;
+        layer4_observability) echo "basic engine facts nvidia nvml grpc kube layer1_hardware layer2_container layer3_kubernetes layer4_observability" ;;
         agent) echo "basic engine facts nvml grpc kube layer1_hardware layer2_container layer3_kubernetes layer4_observability diagnose output exporter snapshot agent" ;;
         *) echo "*" ;;
         esac
