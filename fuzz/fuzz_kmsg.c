@@ -6,8 +6,8 @@
 #include <string.h>
 
 #include "layer1_hardware/kmsg.h"
-#include "layer1_hardware/sxid.h"
-#include "layer1_hardware/xid.h"
+#include "nvidia/sxid.h"
+#include "nvidia/xid.h"
 
 /* Aborts (a finding for the fuzzer) when cond is false. */
 static void check(int cond) {

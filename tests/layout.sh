@@ -1,11 +1,13 @@
 #!/bin/bash
 # layout.sh: the source tree keeps the rules README's layout section states: a check id leads to its
 # file (check C.name is check_<C>_<name> in src/layerN_*/check_<C>*.c, N its layer), the registry is
-# the one list, each folder includes only what lies below it, probes never judge, checks never read
-# the host.
-# usage: layout.sh SOURCE_ROOT
+# the one list, each folder includes only what lies below it (every folder has its row), facts hold
+# layers (a layer-N file reads facts of layers <= N and the node-level ones), the engine references
+# nothing above it, probes never judge, checks never read the host.
+# usage: layout.sh SOURCE_ROOT [BUILD_ROOT]   (BUILD_ROOT: libgpunode's objects, for the engine's symbols)
 set -u
 src=$1/src
+build=${2:-}
 passed=0 failed=0
 ok() { passed=$((passed + 1)); }
 bad() { echo "FAIL $*"; failed=$((failed + 1)); }
@@ -33,30 +35,53 @@ for var in $(grep -ho "^const struct check_def check_[a-z0-9_]*" "$src"/layer*/c
         echo "$names" | grep -qx "${var#check_}" && ok || bad "$var is defined but not in src/diagnose/registry.c"
 done
 
-# Includes point down: a folder includes itself and what lies below it, never above.
-allowed() { # allowed FOLDER: the folders its files may include
+# Includes point down: a folder includes itself and what lies below it, never above. Every folder under
+# src/ has its row: a new folder says where it stands.
+layers="layer1_hardware layer2_container layer3_kubernetes layer4_observability"
+allowed() { # allowed FOLDER: the folders its files may include; "unknown" when the folder has no row
         case $1 in
         basic) echo "basic" ;;
-        engine) echo "basic engine" ;;
+        nvidia) echo "basic nvidia" ;;
         nvml) echo "basic nvml" ;;
+        cuda) echo "basic cuda" ;;
         grpc) echo "basic grpc" ;;
         kube) echo "basic grpc kube" ;;
+        engine) echo "basic engine" ;;
+        output) echo "basic engine output" ;;
+        snapshot) echo "basic grpc kube nvml snapshot" ;;
+        daemon) echo "basic engine facts nvidia nvml grpc kube output snapshot daemon" ;;
+        exporter) echo "basic engine grpc kube nvidia nvml output daemon exporter" ;;
         facts) echo "basic grpc kube facts" ;;
-        layer1_hardware) echo "basic engine facts nvml layer1_hardware" ;;
-        layer2_container) echo "basic engine facts nvml layer1_hardware layer2_container" ;;
-        layer3_kubernetes) echo "basic engine facts nvml grpc kube layer1_hardware layer2_container layer3_kubernetes" ;;
-        device_plugin) echo "basic grpc kube nvml device_plugin" ;;
-        agent) echo "basic engine facts nvml grpc kube exporter output agent device_plugin" ;;
-        cluster) echo "basic engine kube output cluster" ;;
-        layer4_observability) echo "basic engine facts nvml grpc kube layer1_hardware layer2_container layer3_kubernetes layer4_observability" ;;
-        agent) echo "basic engine facts nvml grpc kube layer1_hardware layer2_container layer3_kubernetes layer4_observability diagnose output exporter snapshot agent" ;;
-        *) echo "*" ;;
+        layer1_hardware) echo "basic engine facts nvidia nvml layer1_hardware" ;;
+        layer2_container) echo "basic engine facts nvidia nvml layer1_hardware layer2_container" ;;
+        layer3_kubernetes) echo "basic engine facts nvidia nvml grpc kube layer1_hardware layer2_container layer3_kubernetes" ;;
+        layer4_observability) echo "basic engine facts nvidia nvml grpc kube $layers" ;;
+        diagnose) echo "basic engine facts nvidia nvml grpc kube $layers snapshot diagnose" ;;
+        device_plugin) echo "basic engine grpc kube nvml output daemon device_plugin" ;;
+        cluster) echo "basic engine grpc kube output cluster" ;;
+        validate) echo "basic engine nvidia nvml cuda output daemon validate" ;;
+        agent | dra)
+                echo "basic engine facts nvidia nvml grpc kube $layers diagnose output exporter snapshot daemon" \
+                        "device_plugin $1"
+                ;;
+        cmd)
+                echo "basic engine facts nvidia nvml cuda grpc kube $layers diagnose output exporter snapshot daemon" \
+                        "agent device_plugin cluster validate dra cmd"
+                ;;
+        *) echo "unknown" ;;
         esac
 }
+for d in "$src"/*/; do
+        folder=$(basename "$d")
+        [ "$(allowed "$folder")" != unknown ] && ok ||
+                bad "src/$folder/ has no row in layout.sh's allowed(): say what it may include"
+done
+nested=$(find "$src" -mindepth 3 -name '*.[ch]' | head -3 | tr '\n' ' ')
+[ -z "$nested" ] && ok || bad "sources below a folder of src/ ($nested): one level of folders only"
 for f in "$src"/*/*.[ch]; do
         folder=$(basename "$(dirname "$f")")
         allow=$(allowed "$folder")
-        [ "$allow" = "*" ] && continue
+        [ "$allow" = unknown ] && continue
         for inc in $(sed -n 's/^#include "\([a-z0-9_]*\)\/.*/\1/p' "$f"); do
                 case " $allow " in
                 *" $inc "*) ok ;;
@@ -64,6 +89,63 @@ for f in "$src"/*/*.[ch]; do
                 esac
         done
 done
+
+# Facts hold layers too: a file of layer N (src/layerN_*/) includes facts/layerM_*.h only for M <= N (and
+# facts/node.h), names no struct or enum of a higher layer's facts header, and touches no node_facts member
+# of such a type (facts->kube in layer 1): a join several layers need is a node-level fact (facts/node.h).
+for n in 1 2 3 4; do
+        names="" members=""
+        for h in "$src"/facts/layer*_*.h; do
+                m=$(basename "$h" | cut -c6)
+                [ "$m" -gt "$n" ] || continue
+                for t in $(sed -n 's/^\(struct\|enum\) \([a-z0-9_]*\) {.*/\2/p' "$h"); do
+                        names="$names|$t"
+                        member=$(sed -n "s/^ *struct $t \*\{0,1\}\([a-z0-9_]*\);.*/|\1/p" "$src/facts/node.h")
+                        members="$members$member"
+                done
+        done
+        for f in "$src"/layer${n}_*/*.[ch]; do
+                for inc in $(sed -n 's/^#include "facts\/\([a-z0-9_.]*\)".*/\1/p' "$f"); do
+                        case $inc in
+                        node.h) ok ;;
+                        layer[1-4]_*.h)
+                                [ "$(echo "$inc" | cut -c6)" -le "$n" ] && ok ||
+                                        bad "${f#$src/} (layer $n) includes facts/$inc: a layer reads facts of" \
+                                                "its own and lower layers" ;;
+                        *) bad "${f#$src/} includes facts/$inc: neither a layer's facts header nor node.h" ;;
+                        esac
+                done
+                [ -n "$names" ] || continue
+                hit=$(grep -noE "(struct|enum) (${names#|})\b" "$f" | head -1)
+                [ -z "$hit" ] && ok || bad "${f#$src/}:${hit%%:*} (layer $n) names ${hit#*:}, a fact of a higher layer"
+                [ -n "$members" ] || continue
+                hit=$(grep -noE "(->|\.)(${members#|})\b" "$f" | head -1)
+                [ -z "$hit" ] && ok ||
+                        bad "${f#$src/}:${hit%%:*} (layer $n) reads node_facts' ${hit#*:}, facts of a higher layer"
+        done
+done
+
+# The engine knows no layer: its objects reference only symbols defined in src/engine/ and src/basic/, or
+# outside the project (libc and the libraries gpunode links).
+if [ -n "$build" ]; then
+        objs=$build/libgpunode.a.p
+        engine=$(ls "$objs"/src_engine_*.o 2>/dev/null)
+        if [ -z "$engine" ]; then
+                bad "no engine objects under $objs: build first"
+        else
+                # "symbol object" for every symbol a project object defines
+                defs=$(cd "$objs" && nm --defined-only -g -A ./*.o 2>/dev/null |
+                        awk 'NF == 3 && $2 ~ /^[TDBRCVWGS]$/ {
+                                o = $1; sub(/^\.\//, "", o); sub(/:.*/, "", o); print $3, o }')
+                for u in $(nm -u $engine | awk '$1 == "U" {print $2}' | sort -u); do
+                        obj=$(echo "$defs" | awk -v s="$u" '$1 == s {print $2; exit}')
+                        case $obj in
+                        "" | src_engine_* | src_basic_*) ok ;;
+                        *) bad "src/engine/ references $u, defined in ${obj%.c.o} (above the engine)" ;;
+                        esac
+                done
+        fi
+fi
 
 # Probes never judge; checks never read the host.
 for f in "$src"/layer*/probe_*.c; do

@@ -13,8 +13,9 @@ void report_add_gpus(struct report *r, const struct node_facts *facts) {
                 if (g->uuid_rc == NVML_SUCCESS) o->uuid = xstrdup(g->uuid);
                 if (g->pci_rc == NVML_SUCCESS) o->pci_bus_id = xstrdup(g->pci_bus_id_legacy);
                 if (g->name_rc == NVML_SUCCESS) o->name = xstrdup(g->name);
-                _cleanup_free_ struct gpu_holder *h = NULL;
-                o->n_pods = gpu_holders(facts, (int)g->index, NULL, g, &h);
+                const struct gpu_pods *pods = gpu_pods_of(facts, g);
+                const struct gpu_holder *h = pods ? pods->holders : NULL;
+                o->n_pods = pods ? pods->n_holders : 0;
                 if (o->n_pods) o->pods = xcalloc(o->n_pods, sizeof *o->pods);
                 for (size_t p = 0; p < o->n_pods; p++)
                         o->pods[p] = (struct report_pod){xstrdup(h[p].namespace), xstrdup(h[p].pod), xstrdup(h[p].container)};

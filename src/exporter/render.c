@@ -1,7 +1,7 @@
 /* render.c: the exporter's page as Prometheus text: DCGM-compatible GPU series, its own health, gzip. */
 #include "exporter/exporter.h"
 
-#include "layer1_hardware/xid.h"
+#include "nvidia/xid.h"
 
 #include <inttypes.h>
 #include <math.h>

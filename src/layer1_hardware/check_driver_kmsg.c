@@ -33,8 +33,8 @@ static void kmsg_gpu_holders(const struct node_facts *facts, const struct kmsg_g
                              struct finding *f) {
         const struct nvml_gpu_facts *n = nvml_gpu_at(facts, g->pci);
         _cleanup_free_ char *label = kmsg_gpu_label(facts, g);
-        if (n) gpu_holders_evidence_as(facts, label, (int)n->index, NULL, n, meaning, f);
-        else if (g->uuid[0]) gpu_holders_evidence_as(facts, label, -1, g->uuid, NULL, meaning, f);
+        if (n) gpu_holders_evidence_as(facts, label, gpu_pods_of(facts, n), meaning, f);
+        else if (g->uuid[0]) gpu_holders_evidence_as(facts, label, gpu_pods_of_uuid(facts, g->uuid), meaning, f);
 }
 
 /* Returns the line that stands for an Xid's worst severity: its last line when that line is as bad,

@@ -157,7 +157,7 @@ static void run_memory_errors(const struct node_facts *facts, struct finding *f)
                         if (g->remapped_failure) {
                                 failed++;
                                 finding_evidence(f, "%s: row remapping failed", label);
-                                gpu_holders_evidence_as(facts, label, (int)g->index, NULL, g,
+                                gpu_holders_evidence_as(facts, label, gpu_pods_of(facts, g),
                                                         "that job ran on memory that cannot be repaired: it must move", f);
                         }
                         if (g->remapped_pending) pending++, finding_evidence(f, "%s: row remapping pending (needs a GPU reset)", label);
@@ -218,7 +218,7 @@ static void run_recovery_action(const struct node_facts *facts, struct finding *
                 finding_evidence(f, "%s: recovery action %llu (%s)", label, (unsigned long long)g->recovery_action.value,
                                  recovery_action_text(g->recovery_action.value));
                 _cleanup_free_ char *meaning = xasprintf("that job dies with the %s", recovery_action_text(g->recovery_action.value));
-                gpu_holders_evidence_as(facts, label, (int)g->index, NULL, g, meaning, f);
+                gpu_holders_evidence_as(facts, label, gpu_pods_of(facts, g), meaning, f);
         }
         if (known == 0) {
                 finding_skip(f, "this driver does not report a GPU recovery action (NVML field 230)");

@@ -24,7 +24,8 @@ static void run_drain_state(const struct node_facts *facts, struct finding *f) {
                 draining++;
                 _cleanup_free_ char *label = nvml_gpu_label(g);
                 finding_evidence(f, "%s: in the drain state: the driver gives it no new work", label);
-                gpu_holders_evidence_as(facts, label, (int)g->index, NULL, g, "that job was placed on a GPU being removed", f);
+                gpu_holders_evidence_as(facts, label, gpu_pods_of(facts, g),
+                                        "that job was placed on a GPU being removed", f);
         }
         if (known == 0) {
                 finding_skip(f, "NVML does not report the drain state here");

@@ -34,7 +34,7 @@ static void run_retired_pages(const struct node_facts *facts, struct finding *f)
                 if (pend && h->retired_pending.value) {
                         pending++;
                         finding_evidence(f, "%s: a page retirement is pending: it takes effect at the next GPU reset", label);
-                        gpu_holders_evidence_as(facts, label, (int)g->index, NULL, g,
+                        gpu_holders_evidence_as(facts, label, gpu_pods_of(facts, g),
                                                 "that job runs on memory with an uncorrectable error until the reset", f);
                 }
                 if (total >= RETIRED_PAGES_WARN) full++;

@@ -1,6 +1,5 @@
 /* check_gpu_processes.c: layer 1, gpu: processes holding GPU memory that no running container holds,
  * and memory in use with no process. */
-#include "facts/layer3_kubernetes.h"
 #include "layer1_hardware/gpu_health.h"
 #include "layer1_hardware/nvml_evidence.h"
 
@@ -26,7 +25,7 @@ static void run_processes(const struct node_facts *facts, struct finding *f) {
                 return;
         }
         const struct gpu_process_facts *hp = &facts->gpu_processes;
-        bool kube = facts->kube && facts->kube->podres.rc == 0;
+        bool kube = facts->gpu_pods.rc == 0;
         unsigned known = 0, procs = 0, orphans = 0, leaks = 0, unlisted = 0, unjudged_idle = 0;
         /* Only in the host's PID namespace does a pid NVML names mean the host's process: elsewhere (0), or when
          * gpunode cannot tell (-1), a missing /proc/<pid> or an empty process list proves nothing. */
@@ -45,8 +44,9 @@ static void run_processes(const struct node_facts *facts, struct finding *f) {
                 }
                 known++;
                 procs += h->n_processes;
-                _cleanup_free_ struct gpu_holder *holders = NULL;
-                size_t n_holders = kube ? gpu_holders(facts, (int)g->index, NULL, g, &holders) : 0;
+                const struct gpu_pods *pods = kube ? gpu_pods_of(facts, g) : NULL;
+                const struct gpu_holder *holders = pods ? pods->holders : NULL;
+                size_t n_holders = pods ? pods->n_holders : 0;
                 if (h->processes_rc == NVML_ERROR_INSUFFICIENT_SIZE || h->n_processes > NVML_MAX_PROCESSES) {
                         unlisted++;
                         finding_evidence(f, "%s: %u processes, more than the %u gpunode lists: not all judged", label,

@@ -65,7 +65,7 @@ static void run_links(const struct node_facts *facts, struct finding *f) {
                 down_links(h, down, sizeof down);
                 finding_evidence(f, "%s: %u of %u NVLinks active%s%s%s", label, up, expected, *down ? " (down: " : "", down,
                                  *down ? ")" : "");
-                gpu_holders_evidence_as(facts, label, (int)g->index, NULL, g,
+                gpu_holders_evidence_as(facts, label, gpu_pods_of(facts, g),
                                         "its NCCL traffic runs on fewer links or falls back to PCIe", f);
         }
         if (!fabric) {

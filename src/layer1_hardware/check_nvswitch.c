@@ -2,7 +2,7 @@
 #include "facts/node.h"
 #include "engine/check.h"
 #include "layer1_hardware/kmsg.h"
-#include "layer1_hardware/sxid.h"
+#include "nvidia/sxid.h"
 
 /* Returns "0000:05:00 (nvidia-nvswitch3)" for a kernel-log NVSwitch. */
 static char *switch_label(const struct kmsg_switch *sw) {

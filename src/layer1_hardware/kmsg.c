@@ -70,12 +70,6 @@ static bool is_hex(char c) { return is_digit(c) || (c >= 'a' && c <= 'f') || (c 
 static bool is_upper(char c) { return c >= 'A' && c <= 'Z'; }
 static bool is_lower(char c) { return c >= 'a' && c <= 'z'; }
 
-/* Returns the value of a hex digit (the caller checked is_hex). */
-static unsigned hexval(char c) {
-        if (is_digit(c)) return (unsigned)(c - '0');
-        return (unsigned)((c | 0x20) - 'a' + 10);
-}
-
 /* Returns the bytes from p to the end of m's message (p must point inside it or at its end). */
 static size_t rest(const struct msg *m, const char *p) { return (size_t)(m->p + m->n - p); }
 
@@ -138,42 +132,8 @@ static size_t copy_token(char *dst, size_t cap, const char *p, size_t n, const c
         return i;
 }
 
-/* Returns bytes consumed or -EINVAL (see kmsg.h); reads at most n bytes, no NUL needed. */
-int kmsg_pci_normalize(const char *s, size_t n, char ret[KMSG_PCI_MAX]) {
-        size_t i = 0;
-        uint32_t f[3];
-        int nd[3], k = 0;
-
-        if (n >= 4 && strncasecmp(s, "PCI:", 4) == 0) i = 4;
-        for (;;) {
-                uint32_t v = 0;
-                int d = 0;
-                while (i < n && is_hex(s[i]) && d < 9) {
-                        v = v * 16 + hexval(s[i]);
-                        i++;
-                        d++;
-                }
-                if (d == 0 || d > 8) return -EINVAL;
-                f[k] = v;
-                nd[k] = d;
-                if (++k == 3) break;
-                if (i + 1 < n && s[i] == ':' && is_hex(s[i + 1])) {
-                        i++;
-                        continue;
-                }
-                break;
-        }
-        if (k < 2) return -EINVAL;
-        uint32_t dom = 0, bus = f[k - 2], dev = f[k - 1];
-        if (k == 3) dom = f[0];
-        else if (nd[0] > 2) return -EINVAL;
-        if (nd[k - 2] > 2 || nd[k - 1] > 2 || dev > 0x1f) return -EINVAL;
-        /* An optional function number: "0000:b3:00.0". */
-        if (i + 1 < n && s[i] == '.' && s[i + 1] >= '0' && s[i + 1] <= '7' && (i + 2 >= n || !is_hex(s[i + 2])))
-                i += 2;
-        snprintf(ret, KMSG_PCI_MAX, "%04" PRIx32 ":%02" PRIx32 ":%02" PRIx32, dom, bus, dev);
-        return (int)i;
-}
+/* Returns bytes consumed or -EINVAL (see kmsg.h): pci_address_normalize's answer. */
+int kmsg_pci_normalize(const char *s, size_t n, char ret[KMSG_PCI_MAX]) { return pci_address_normalize(s, n, ret); }
 
 /* Parses a /dev/kmsg record header "pri,seq,usec,flags[,...];". Returns the header length or 0. */
 static size_t kmsg_header(const char *p, size_t n, struct msg *m) {

@@ -5,14 +5,15 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "layer1_hardware/sxid.h"
-#include "layer1_hardware/xid.h"
+#include "nvidia/pci_address.h"
+#include "nvidia/sxid.h"
+#include "nvidia/xid.h"
 
 /* Limits: the memory a scan holds is bounded by these, whatever the input's size. */
 #define KMSG_LINE_MAX (64u * 1024u)     /* bytes of one line looked at; the rest is skipped */
 #define KMSG_TEXT_MAX 300               /* bytes of a line kept as evidence */
 #define KMSG_TS_MAX 40                  /* bytes of a timestamp kept */
-#define KMSG_PCI_MAX 16                 /* "0000:07:00" plus room for a long domain */
+#define KMSG_PCI_MAX PCI_ADDRESS_MAX    /* "0000:07:00" plus room for a long domain */
 #define KMSG_UUID_MAX 48                /* "GPU-8ff9e7c1-...": 40 bytes */
 #define KMSG_VALUE_MAX 64
 #define KMSG_MAX_GPUS 256               /* GPUs (PCI addresses) tracked */
@@ -183,7 +184,7 @@ bool kmsg_gpu_xid_before(const struct kmsg_gpu *g, int first, int then);
 /* Returns a stable name for an event kind ("xid", "fallen-off-bus", ...), or "?". */
 const char *kmsg_event_kind_name(enum kmsg_event_kind k);
 
-/* Parses a PCI address at the start of s (n bytes): "PCI:0000:07:00", "0000:b3:00.0", "07:00"
- * (domain 0 assumed), hex in any case; writes "dddd:bb:dd" (lower case, function dropped) to
- * ret. Returns the number of bytes consumed, or -EINVAL when s does not start with an address. */
+/* Parses a PCI address at the start of s (n bytes) as pci_address_normalize() (nvidia/pci_address.h)
+ * does: "PCI:0000:07:00", "0000:b3:00.0", "07:00"; writes "dddd:bb:dd" to ret. Returns the number
+ * of bytes consumed, or -EINVAL when s does not start with an address. */
 int kmsg_pci_normalize(const char *s, size_t n, char ret[KMSG_PCI_MAX]);

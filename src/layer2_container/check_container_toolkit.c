@@ -1,7 +1,6 @@
 /* check_container_toolkit.c: layer 2, container-toolkit: runtime configs (containerd, CRI-O, Docker), the toolkit, the nvidia runtime, restarts. */
 #include <time.h>
 
-#include "facts/layer3_kubernetes.h"
 #include "facts/layer2_container.h"
 #include "layer2_container/runtime_evidence.h"
 #include "layer2_container/runtime_common.h"
@@ -248,18 +247,18 @@ enum runtime_class_use {
  * pod requesting an nvidia.com/ resource sets no nvidia RuntimeClass, or no pod sets one; else RC_SELECTED. Adds the
  * pods it saw as evidence; never fails. */
 static enum runtime_class_use runtime_class_use(const struct node_facts *facts, struct finding *f, char **ret_why) {
-        const struct kube_api_facts *a = facts->kube ? &facts->kube->api : NULL;
+        const struct node_pods *a = &facts->pods;
         *ret_why = NULL;
-        if (!a || a->rc < 0 || a->node_rc < 0 || a->pods_rc < 0) {
-                *ret_why = xstrdup(!a || a->rc == -ENOENT ? "no cluster access"
-                                   : a->rc < 0            ? "the Kubernetes API did not answer"
-                                                          : "the pods on this node could not be listed");
+        if (a->api_rc < 0 || a->list_rc < 0) {
+                *ret_why = xstrdup(a->api_rc == -ENOENT ? "no cluster access"
+                                   : a->api_rc < 0      ? "the Kubernetes API did not answer"
+                                                        : "the pods on this node could not be listed");
                 return RC_UNKNOWN;
         }
         size_t selected = 0, gpu_without = 0;
-        const struct kube_pod_info *first_without = NULL;
+        const struct node_pod *first_without = NULL;
         for (size_t i = 0; i < a->n_pods; i++) {
-                const struct kube_pod_info *p = &a->pods[i];
+                const struct node_pod *p = &a->pods[i];
                 bool nv = p->runtime_class && startswith(p->runtime_class, "nvidia");
                 if (nv && selected++ < RC_EVIDENCE_MAX)
                         finding_evidence(f, "pod %s/%s: runtimeClassName %s", p->namespace, p->name, p->runtime_class);
@@ -544,9 +543,7 @@ static void run_nvidia_runtime(const struct node_facts *facts, struct finding *f
                         finding_evidence(f, "Docker runtimes.nvidia.path = \"%s\" (%s)", d->nvidia_path ? d->nvidia_path : "",
                                          d->file.path);
                         _cleanup_free_ char *have = xasprintf("Docker has the nvidia runtime (%s)", d->file.path);
-                        const struct kube_facts *k = facts->kube;
-                        bool kube_node = k && (k->kubelet.dp_rc != -ENOENT || k->api.rc == 0);
-                        if (kube_node && !containerd_active(r) && !r->crio.present) {
+                        if (facts->pods.kubernetes && !containerd_active(r) && !r->crio.present) {
                                 /* the kubelet runs pods through Docker (cri-dockerd): the same question as for containerd */
                                 struct default_setting ds = {
                                         .runtime = "Docker", .value = d->default_runtime, .builtin = "runc",

@@ -7,6 +7,7 @@
 #include "facts/layer3_kubernetes.h"
 #include "kube/net_replay.h"
 #include "kube/podresources.h"
+#include "layer1_hardware/kmsg.h"
 #include "layer1_hardware/nvml_evidence.h"
 
 #define U3 "GPU-5e2d1c03-a13f-61b9-c128-3d1475965103"
@@ -72,18 +73,40 @@ static void test_holders(void **state) {
         };
         k.podres.holders = hs;
         k.podres.n_holders = ELEMENTSOF(hs);
-        struct node_facts f = {.kube = &k};
-        struct gpu_holder *h = NULL;
-        size_t n = gpu_holders(&f, 3, NULL, gpu3(), &h);
-        assert_int_equal(n, 3);
-        assert_string_equal(h[0].container, "trainer");
-        assert_string_equal(h[1].container, "sidecar");
-        assert_string_equal(h[2].pod, "nb");
-        free(h);
+        struct nvml_facts nf = {.init_rc = NVML_SUCCESS, .n_gpus = 1, .gpus = gpu3()};
+        struct node_facts f = {.kube = &k, .nvml = {.facts = &nf}};
+        node_facts_join(&f);
+        const struct gpu_pods *p = gpu_pods_of(&f, &nf.gpus[0]);
+        assert_non_null(p);
+        assert_int_equal(p->n_holders, 3);
+        assert_true(p->named);
+        assert_string_equal(p->holders[0].container, "trainer");
+        assert_string_equal(p->holders[1].container, "sidecar");
+        assert_string_equal(p->holders[2].pod, "nb");
+        /* a GPU only the kernel log names: by the UUID it logged, never by index */
+        struct kmsg_scan *scan = kmsg_scan_new();
+        static const char log[] = "NVRM: GPU at PCI:0000:5d:00: " U3 "\n"
+                                  "NVRM: Xid (PCI:0000:5d:00): 79, GPU has fallen off the bus.\n";
+        kmsg_scan_feed(scan, log, strlen(log));
+        kmsg_scan_finish(scan);
+        f.kmsg.scan = scan;
+        f.nvml.facts = NULL;
+        node_facts_join(&f);
+        assert_null(gpu_pods_of(&f, &nf.gpus[0]));
+        p = gpu_pods_of_uuid(&f, U3);
+        assert_non_null(p);
+        assert_int_equal(p->n_holders, 1);
+        assert_string_equal(p->holders[0].container, "trainer");
+        assert_null(gpu_pods_of_uuid(&f, "GPU-other-uuid"));
         /* no answer from the kubelet: nobody is named */
         k.podres.rc = -ECONNREFUSED;
-        assert_int_equal(gpu_holders(&f, 3, NULL, gpu3(), &h), 0);
-        assert_null(h);
+        node_facts_join(&f);
+        assert_int_equal(f.gpu_pods.rc, -ECONNREFUSED);
+        assert_null(gpu_pods_of_uuid(&f, U3));
+        f.nvml.facts = &nf;
+        assert_null(gpu_pods_of(&f, &nf.gpus[0]));
+        node_facts_join_free(&f);
+        kmsg_scan_free(scan);
 }
 
 static void test_json_round_trip(void **state) {

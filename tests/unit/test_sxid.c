@@ -8,7 +8,7 @@
 
 #include "basic/util.h"
 #include "layer1_hardware/kmsg.h"
-#include "layer1_hardware/sxid.h"
+#include "nvidia/sxid.h"
 
 /* Real lines: NVIDIA/nvtrust#124 (a boot's 22013 burst), GPUd's SXid tests and dmesg scan
  * (leptonai/gpud PR #338), NVSentinel's test injection, the brief's two examples. */

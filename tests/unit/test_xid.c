@@ -8,7 +8,7 @@
 
 #include "basic/util.h"
 #include "layer1_hardware/kmsg.h"
-#include "layer1_hardware/xid.h"
+#include "nvidia/xid.h"
 
 /* The classifications the brief and reference/xid-catalog.md name. */
 static void test_known(void **state) {

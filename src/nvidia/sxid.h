@@ -4,7 +4,9 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-#define SXID_PCI_MAX 16 /* "0000:c8:00", as kmsg_pci_normalize() writes it (KMSG_PCI_MAX) */
+#include "nvidia/pci_address.h"
+
+#define SXID_PCI_MAX PCI_ADDRESS_MAX /* "0000:c8:00", as pci_address_normalize() writes it */
 
 /* How the Fabric Manager user guide files an SXid. */
 enum sxid_class {

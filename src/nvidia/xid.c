@@ -1,5 +1,5 @@
 /* xid.c: the Xid catalog table (from NVIDIA's Xid catalog, its debug guidelines, GPUd and the device plugin). */
-#include "layer1_hardware/xid.h"
+#include "nvidia/xid.h"
 #include "basic/util.h"
 
 #include <stdint.h>

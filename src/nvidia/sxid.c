@@ -1,11 +1,9 @@
 /* sxid.c: the SXid catalog table (from NVIDIA's Fabric Manager user guide, appendix "NVSwitch errors", and GPUd's SXid component) and the SXid line parser. */
-#include "layer1_hardware/sxid.h"
+#include "nvidia/sxid.h"
 #include "basic/util.h"
-#include "layer1_hardware/kmsg.h"
+#include "nvidia/pci_address.h"
 
 #include <strings.h>
-
-_Static_assert(SXID_PCI_MAX == KMSG_PCI_MAX, "one PCI address size for Xids and SXids");
 
 /* Remedy sentences shared by many entries. */
 #define T_NONE  "No action: the NVSwitch hardware corrected it; watch the rate."
@@ -215,8 +213,8 @@ int sxid_parse_line(const char *line, size_t len, struct sxid_line *ret) {
         if (!s) return -EINVAL;
         struct sxid_line r = { .instance = instance_before(line, s), .link = -1 };
         const char *p = s + 6;
-        char pci[KMSG_PCI_MAX];
-        int c = kmsg_pci_normalize(p, (size_t)(end - p), pci);
+        char pci[PCI_ADDRESS_MAX];
+        int c = pci_address_normalize(p, (size_t)(end - p), pci);
         if (c < 0) return -EINVAL;
         p += c;
         if (end - p < 3 || p[0] != ')' || p[1] != ':' || p[2] != ' ') return -EINVAL;

@@ -1,0 +1,11 @@
+/* pci_address.h: a GPU's or an NVSwitch's PCI address as the NVIDIA driver writes it in the kernel log, normalised. */
+#pragma once
+
+#include <stddef.h>
+
+#define PCI_ADDRESS_MAX 16 /* "0000:07:00" plus room for a long domain */
+
+/* Parses a PCI address at the start of s (n bytes): "PCI:0000:07:00", "0000:b3:00.0", "07:00"
+ * (domain 0 assumed), hex in any case; writes "dddd:bb:dd" (lower case, function dropped) to
+ * ret. Returns the number of bytes consumed, or -EINVAL when s does not start with an address. */
+int pci_address_normalize(const char *s, size_t n, char ret[PCI_ADDRESS_MAX]);
