@@ -5,6 +5,7 @@
 #include "basic/hostfs.h"
 #include "layer3_kubernetes/gfd_labels.h"
 #include "nvml/nvml_probe.h"
+#include "basic/read_cap.h"
 #include "dpconfig/dp_config.h"
 
 #include <dirent.h>
@@ -25,14 +26,12 @@ static int read_sharing_config(const char *file, struct label_options *o, char *
         /* A file the user named: read as it is, not under the root. */
         _cleanup_free_ char *text = NULL;
         size_t len = 0;
-        _cleanup_fclose_ FILE *f = fopen(file, "re");
-        if (!f) {
+        _cleanup_close_ int fd = open(file, O_RDONLY | O_CLOEXEC | O_NOCTTY);
+        if (fd < 0) {
                 *ret_error = xasprintf("cannot read %s: %m", file);
                 return -errno;
         }
-        text = xmalloc(DP_CONFIG_MAX_BYTES + 1);
-        len = fread(text, 1, DP_CONFIG_MAX_BYTES + 1, f);
-        if (ferror(f) || len > DP_CONFIG_MAX_BYTES) {
+        if (read_fd_capped(fd, DP_CONFIG_MAX_BYTES, false, &text, &len) < 0) {
                 *ret_error = xasprintf("%s: unreadable or larger than 1 MiB", file);
                 return -EINVAL;
         }

@@ -1,6 +1,7 @@
 /* probe_fabric_manager.c: the fabric manager as the host shows it: its dpkg package and version, the tail of its log (starts, versions, errors). */
 #include "facts/node.h"
 #include "basic/hostfs.h"
+#include "basic/read_cap.h"
 
 #include <fcntl.h>
 #include <strings.h>
@@ -163,33 +164,6 @@ const char *fm_log_kind_name(enum fm_log_kind k) {
         return (unsigned)k < _FM_LOG_KIND_MAX ? names[k] : "?";
 }
 
-/* Reads at most max bytes from fd's position into a NUL-terminated malloc'd buffer, stopping at end of file or at max
- * (unlike hostfs_read_fd, more data is not an error: a log may grow while it is read). Returns 0, or -errno from
- * read(2). Does not close fd. */
-static int read_at_most(int fd, size_t max, char **ret, size_t *ret_len) {
-        size_t cap = max < (64u << 10) ? max : 64u << 10, len = 0;
-        char *buf = xmalloc(cap + 1);
-        while (len < max) {
-                if (len == cap) {
-                        cap = cap * 2 > max ? max : cap * 2;
-                        buf = xrealloc(buf, cap + 1);
-                }
-                ssize_t n = read(fd, buf + len, cap - len);
-                if (n < 0 && errno == EINTR) continue;
-                if (n < 0) {
-                        int r = -errno;
-                        free(buf);
-                        return r;
-                }
-                if (n == 0) break;
-                len += (size_t)n;
-        }
-        buf[len] = 0;
-        *ret = buf;
-        *ret_len = len;
-        return 0;
-}
-
 /* Returns the log path the config names (LOG_FILE_NAME=...), FM_LOG_PATH when the config is absent
  * or names none; "" when the config sends the log to syslog (an empty LOG_FILE_NAME). */
 static char *log_path(void) {
@@ -248,7 +222,7 @@ static void probe_log(struct fm_log_facts *ret) {
         size_t len = 0;
         /* What was appended since fstat() is read up to the cap, and the rest left to the next look: a busy log is
          * not an unreadable one. */
-        int r = read_at_most(fd, FM_LOG_TAIL_BYTES + (64u << 10), &text, &len);
+        int r = read_fd_capped(fd, FM_LOG_TAIL_BYTES + (64u << 10), true, &text, &len);
         close(fd);
         if (r < 0) {
                 ret->rc = r;
