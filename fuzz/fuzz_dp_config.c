@@ -5,7 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "device_plugin/dp_config.h"
+#include "dpconfig/dp_config.h"
 #include "device_plugin/dp_devices.h"
 
 /* libfyaml 0.7.12's own leak (see fuzz_kubeconfig.c). */
@@ -32,9 +32,23 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         struct dp_config c;
         char *err = NULL;
         dp_config_init(&c);
-        int r = dp_config_parse((const char *)data, size, &c, &err);
+        int r = dp_config_parse((const char *)data, size, 0, &c, &err);
         if (r == 0) check(&c);
         if (r < 0 && !err) abort(); /* every refusal says why */
+        if (r == 0 && c.sharing == DP_SHARING_MPS) abort(); /* the plugin never takes MPS */
+        size_t n = c.n_resources;
+        free(err);
+        dp_config_done(&c);
+
+        /* GFD's labels (MPS read): what the plugin takes, they take the same way; what they refuse, it refuses */
+        err = NULL;
+        dp_config_init(&c);
+        int rm = dp_config_parse((const char *)data, size, DP_CONFIG_MPS, &c, &err);
+        if (rm == 0) check(&c);
+        if (rm < 0 && !err) abort();
+        if (r == 0 && (rm != 0 || c.n_resources != n)) abort();
+        if (rm < 0 && r == 0) abort();
+        if (r < 0 && rm == 0 && c.sharing != DP_SHARING_MPS) abort();
         free(err);
         dp_config_done(&c);
 
@@ -43,7 +57,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         if (j) {
                 err = NULL;
                 dp_config_init(&c);
-                if (dp_config_from_json(j, &c, &err) == 0) check(&c);
+                if (dp_config_from_json(j, DP_CONFIG_MPS, &c, &err) == 0) check(&c);
                 free(err);
                 dp_config_done(&c);
                 json_decref(j);

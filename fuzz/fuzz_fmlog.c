@@ -36,7 +36,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         if (l->running_version) check_text(l->running_version, strlen(l->running_version) + 1);
         if (l->mismatch_fm) check(l->kind_count[FM_LOG_VERSION_MISMATCH] > 0);
 
-        fm_dpkg_scan((const char *)data, size, &f.package);
+        struct dpkg_status dpkg;
+        dpkg_status_parse((const char *)data, size, &dpkg);
+        fm_package_find(&dpkg, &f.package);
+        dpkg_status_free(&dpkg);
         struct fm_package_facts *p = &f.package;
         check((p->name == NULL) == (p->version == NULL) && (p->name == NULL) == (p->raw_version == NULL));
         if (p->name) {

@@ -30,6 +30,7 @@ fixtures() {
                         "$s"/*/root/proc/driver/nvidia/gpus/*/information ;;
         kmsg) printf '%s\n' "$s"/*/root/dev/kmsg ;;
         fmlog) printf '%s\n' "$s"/*/root/var/log/fabricmanager.log "$s"/*/root/var/lib/dpkg/status ;;
+        dpkg) printf '%s\n' "$s"/*/root/var/lib/dpkg/status ;;
         promtext) printf '%s\n' "$top"/tests/unit/testdata/*.prom "$s"/*/metrics/*/metrics ;;
         toml) printf '%s\n' "$top"/tests/toml-test/tests/valid/**/*.toml "$top"/tests/toml-test/tests/invalid/**/*.toml ;;
         kube_objects) printf '%s\n' "$s"/*/api/**/*.json ;;

@@ -28,7 +28,9 @@ struct child_run_options {
         size_t max_output;      /* more on its stdout is -EFBIG */
         unsigned timeout_ms;    /* for the whole run: output and exit */
         int cancel_fd;          /* -1: none; readable: stop now (-ECANCELED) */
-        bool quiet;             /* its stderr to /dev/null, else inherited */
+        bool quiet;             /* its stderr to /dev/null, else inherited (unless child_run_capture() takes it) */
+        const char *const *envp; /* its environment, NULL-terminated; NULL: this process's */
+        size_t max_stderr;      /* child_run_capture(): stderr bytes kept; the rest is read and dropped */
 };
 
 /*
@@ -41,3 +43,10 @@ struct child_run_options {
  */
 int child_run(const char *path, const char *const *argv, const struct child_run_options *o, char **ret_out,
               size_t *ret_len, int *ret_status, pid_t *ret_unreaped);
+
+/* child_run(), with the child's stderr captured too when ret_err is not NULL: its first o->max_stderr bytes in
+ * *ret_err (malloc'd, NUL-terminated, *ret_err_len bytes when ret_err_len is not NULL; "" when it wrote none), read
+ * until the child closes it, within the same deadline; more is not an error. Returns as child_run(); on failure
+ * *ret_err is NULL. */
+int child_run_capture(const char *path, const char *const *argv, const struct child_run_options *o, char **ret_out,
+                      size_t *ret_len, char **ret_err, size_t *ret_err_len, int *ret_status, pid_t *ret_unreaped);

@@ -1,5 +1,6 @@
 /* hostfs.c: host reads below the root prefix, symlinks resolved as if root were "/". */
 #include "basic/hostfs.h"
+#include "basic/read_cap.h"
 #include "basic/util.h"
 
 #include <dirent.h>
@@ -61,27 +62,7 @@ int hostfs_read_fd(int fd, size_t max, char **ret, size_t *ret_len) {
         struct stat st;
         if (fstat(fd, &st) < 0) return -errno;
         if (!S_ISREG(st.st_mode)) return -EINVAL;
-        struct buf b = {0};
-        char chunk[16384];
-        for (;;) {
-                ssize_t n = read(fd, chunk, sizeof chunk);
-                if (n < 0) {
-                        if (errno == EINTR) continue;
-                        int e = -errno;
-                        buf_free(&b);
-                        return e;
-                }
-                if (n == 0) break;
-                if (b.len + (size_t)n > max) {
-                        buf_free(&b);
-                        return -EFBIG;
-                }
-                buf_append(&b, chunk, (size_t)n);
-        }
-        if (!b.data) buf_append(&b, "", 0);
-        if (ret_len) *ret_len = b.len;
-        *ret = b.data;
-        return 0;
+        return read_fd_capped(fd, max, false, ret, ret_len);
 }
 
 int hostfs_read(const char *path, size_t max, char **ret, size_t *ret_len) {

@@ -5,7 +5,8 @@
 #include "basic/hostfs.h"
 #include "layer3_kubernetes/gfd_labels.h"
 #include "nvml/nvml_probe.h"
-#include "basic/yaml.h"
+#include "basic/read_cap.h"
+#include "dpconfig/dp_config.h"
 
 #include <dirent.h>
 #include <fcntl.h>
@@ -18,56 +19,38 @@
 #define DEFAULT_OUTPUT "/etc/kubernetes/node-feature-discovery/features.d/gfd"
 #define DEFAULT_MACHINE_TYPE_FILE "/sys/class/dmi/id/product_name"
 
-/* Reads GFD's (the device plugin's) config file: sharing.timeSlicing or sharing.mps, the resource
- * named nvidia.com/gpu. Returns 0, or -errno with *ret_error. */
+/* Reads GFD's (the device plugin's) config file with the device plugin's parser (dpconfig/), which refuses
+ * what the plugin refuses with the same sentence; sharing.timeSlicing or sharing.mps of the resource
+ * nvidia.com/gpu sets the sharing labels. Returns 0, or -errno with *ret_error. */
 static int read_sharing_config(const char *file, struct label_options *o, char **ret_error) {
         /* A file the user named: read as it is, not under the root. */
         _cleanup_free_ char *text = NULL;
         size_t len = 0;
-        _cleanup_fclose_ FILE *f = fopen(file, "re");
-        if (!f) {
+        _cleanup_close_ int fd = open(file, O_RDONLY | O_CLOEXEC | O_NOCTTY);
+        if (fd < 0) {
                 *ret_error = xasprintf("cannot read %s: %m", file);
                 return -errno;
         }
-        text = xmalloc(1 << 20);
-        len = fread(text, 1, 1 << 20, f);
-        if (ferror(f) || len == 1 << 20) {
+        if (read_fd_capped(fd, DP_CONFIG_MAX_BYTES, false, &text, &len) < 0) {
                 *ret_error = xasprintf("%s: unreadable or larger than 1 MiB", file);
                 return -EINVAL;
         }
-        json_t *doc;
-        char *error = NULL;
-        int r = yaml_to_json(text, len, &doc, &error);
+        struct dp_config c;
+        dp_config_init(&c);
+        _cleanup_free_ char *error = NULL;
+        int r = dp_config_parse(text, len, DP_CONFIG_MPS, &c, &error);
         if (r < 0) {
                 *ret_error = xasprintf("%s: %s", file, error);
-                free(error);
+                dp_config_done(&c);
                 return r;
         }
-        static const struct {
-                const char *key;
-                enum sharing_strategy strategy;
-        } kinds[] = {{"timeSlicing", SHARING_TIME_SLICING}, {"mps", SHARING_MPS}};
-        for (size_t k = 0; k < ELEMENTSOF(kinds); k++) {
-                json_t *res = json_object_get(json_object_get(json_object_get(doc, "sharing"), kinds[k].key), "resources");
-                size_t i;
-                json_t *item;
-                json_array_foreach(res, i, item) {
-                        const char *nm = json_string_value(json_object_get(item, "name"));
-                        const char *rp = json_string_value(json_object_get(item, "replicas"));
-                        if (!nm || !streq(nm, "nvidia.com/gpu")) continue;
-                        uint64_t n;
-                        if (!rp || parse_u64(rp, 10, &n) < 0 || n > 100000) {
-                                *ret_error = xasprintf("%s: replicas of nvidia.com/gpu is not a number", file);
-                                json_decref(doc);
-                                return -EINVAL;
-                        }
-                        o->sharing = kinds[k].strategy;
-                        o->replicas = (unsigned)n;
-                        const char *rn = json_string_value(json_object_get(item, "rename"));
-                        o->renamed = rn && *rn;
-                }
+        const struct dp_replicated *gpu = dp_config_replicated(&c, "nvidia.com/gpu");
+        if (gpu) {
+                o->sharing = c.sharing == DP_SHARING_MPS ? SHARING_MPS : SHARING_TIME_SLICING;
+                o->replicas = gpu->replicas;
+                o->renamed = gpu->rename != NULL; /* rename, or renameByDefault */
         }
-        json_decref(doc);
+        dp_config_done(&c);
         return 0;
 }
 

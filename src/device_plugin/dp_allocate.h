@@ -4,7 +4,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "device_plugin/dp_config.h"
+#include "dpconfig/dp_config.h"
 #include "device_plugin/dp_devices.h"
 
 /* What protobuf-c may allocate to decode one request: a request that expands past it is refused. */

@@ -4,7 +4,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-#include "device_plugin/dp_config.h"
+#include "dpconfig/dp_config.h"
 #include "nvml/nvml_facts.h"
 
 /* The kubelet's device plugin folder (a host path) and the plugins' socket names. */

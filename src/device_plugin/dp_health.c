@@ -13,6 +13,7 @@
  */
 #include "device_plugin/dp_health.h"
 #include "basic/util.h"
+#include "layer1_hardware/gpu_health.h"
 
 #include <dlfcn.h>
 #include <fcntl.h>
@@ -218,36 +219,31 @@ static void poll_layer1(struct dp_health *h) {
         for (size_t i = 0; i < h->n; i++) {
                 struct gpu_state *s = &h->g[i];
                 if (!s->handle || s->lost) continue;
-                bool bad = false;
-                char why[200] = "";
+                /* The facts layer 1 judges, read live; the verdict is layer 1's (gpu_recovery_verdict). */
+                struct gpu_recovery rec = { .remapped_rows_rc = -1, .retired_pending_rc = -1, .action_rc = -1 };
                 unsigned corr = 0, unc = 0, pending = 0, failure = 0;
                 if (h->lib->nvmlDeviceGetRemappedRows &&
-                    h->lib->nvmlDeviceGetRemappedRows(s->handle, &corr, &unc, &pending, &failure) == NVML_SUCCESS &&
-                    failure) {
-                        bad = true;
-                        snprintf(why, sizeof why,
-                                 "row remapping failed (%u uncorrectable rows remapped): the GPU needs a reset and "
-                                 "likely RMA",
-                                 unc);
+                    (rec.remapped_rows_rc = h->lib->nvmlDeviceGetRemappedRows(s->handle, &corr, &unc, &pending,
+                                                                              &failure)) == NVML_SUCCESS) {
+                        rec.remapped_uncorrectable = unc;
+                        rec.remapped_pending = pending;
+                        rec.remapped_failure = failure;
                 }
+                nvmlEnableState_t retired = NVML_FEATURE_DISABLED;
+                if (h->lib->nvmlDeviceGetRetiredPagesPendingStatus &&
+                    (rec.retired_pending_rc = h->lib->nvmlDeviceGetRetiredPagesPendingStatus(s->handle, &retired)) ==
+                            NVML_SUCCESS)
+                        rec.retired_pending = retired == NVML_FEATURE_ENABLED;
                 nvmlFieldValue_t fv;
                 memset(&fv, 0, sizeof fv);
                 fv.fieldId = NVML_FI_DEV_GET_GPU_RECOVERY_ACTION;
-                if (!bad && h->lib->nvmlDeviceGetFieldValues &&
-                    h->lib->nvmlDeviceGetFieldValues(s->handle, 1, &fv) == NVML_SUCCESS &&
-                    fv.nvmlReturn == NVML_SUCCESS) {
-                        unsigned long long a =
-                                fv.valueType == NVML_VALUE_TYPE_UNSIGNED_INT ? fv.value.uiVal : fv.value.ullVal;
-                        const char *what = a == NVML_GPU_RECOVERY_ACTION_GPU_RESET         ? "a GPU reset"
-                                           : a == NVML_GPU_RECOVERY_ACTION_NODE_REBOOT     ? "a node reboot"
-                                           : a == NVML_GPU_RECOVERY_ACTION_DRAIN_AND_RESET ? "a drain and reset"
-                                                                                           : NULL;
-                        if (what) {
-                                bad = true;
-                                snprintf(why, sizeof why, "NVML's recovery action asks for %s (field 230 = %llu)", what,
-                                         a);
-                        }
+                if (h->lib->nvmlDeviceGetFieldValues &&
+                    h->lib->nvmlDeviceGetFieldValues(s->handle, 1, &fv) == NVML_SUCCESS) {
+                        rec.action_rc = fv.nvmlReturn;
+                        rec.action = fv.valueType == NVML_VALUE_TYPE_UNSIGNED_INT ? fv.value.uiVal : fv.value.ullVal;
                 }
+                char why[200];
+                bool bad = gpu_recovery_verdict(&rec, why, sizeof why);
                 pthread_mutex_lock(&h->lock);
                 s->layer1_bad = bad;
                 snprintf(s->layer1_reason, sizeof s->layer1_reason, "%s", why);

@@ -3,7 +3,7 @@
 #include "basic/hostfs.h"
 #include "basic/util.h"
 #include "device_plugin/dp_allocate.h"
-#include "device_plugin/dp_config.h"
+#include "dpconfig/dp_config.h"
 #include "device_plugin/dp_devices.h"
 #include "device_plugin/dp_health.h"
 #include "daemon/xid_watch.h"
@@ -583,7 +583,7 @@ static int read_config(const char *file, struct dp_config *cfg, char **ret_error
         if (len > DP_CONFIG_MAX_BYTES)
                 return errorf(ret_error, -EFBIG, "the config file %s is larger than 1 MiB", file);
         _cleanup_free_ char *err = NULL;
-        int r = dp_config_parse(text, len, cfg, &err);
+        int r = dp_config_parse(text, len, 0, cfg, &err);
         if (r < 0) return errorf(ret_error, r, "the config file %s: %s", file, err);
         return 0;
 }

@@ -169,6 +169,7 @@ void node_facts_join(struct node_facts *f) {
 void probe_all(const struct probe_options *opts, struct node_facts *ret) {
         *ret = (struct node_facts){0};
         ret->hostname = probe_hostname();
+        dpkg_status_read(&ret->dpkg); /* read once: the fabric manager and containerd probes ask it */
         probe_pci(&ret->pci);
         probe_modules(&ret->modules);
         probe_driver(&ret->driver);
@@ -184,7 +185,7 @@ void probe_all(const struct probe_options *opts, struct node_facts *ret) {
                 }
         }
         probe_processes(&ret->processes);
-        probe_fabric_manager(&ret->fabric_manager);
+        probe_fabric_manager(&ret->dpkg, &ret->fabric_manager);
         /* NVML only when the kernel module is there: dlopen of a half-installed driver can hang
          * or abort, and without the module it can only fail. */
         if (module_loaded(&ret->modules, "nvidia") && opts->nvml_replay)
@@ -198,7 +199,7 @@ void probe_all(const struct probe_options *opts, struct node_facts *ret) {
         probe_gpu_processes(&ret->nvml, &ret->gpu_processes);
         probe_rdma(&ret->rdma);
         probe_sriov(&ret->sriov);
-        ret->runtime = probe_runtime();
+        ret->runtime = probe_runtime(&ret->dpkg);
         if (opts->kube) {
                 ret->kube = probe_kube(opts->kube, ret->hostname);
                 ret->metrics = probe_metrics(opts->kube, ret->kube);
@@ -218,6 +219,7 @@ void node_facts_free(struct node_facts *f) {
         rdma_facts_free(&f->rdma);
         sriov_facts_free(&f->sriov);
         fabric_manager_facts_free(&f->fabric_manager);
+        dpkg_status_free(&f->dpkg);
         runtime_facts_free(f->runtime);
         kube_facts_free(f->kube);
         metrics_facts_free(f->metrics);

@@ -2,6 +2,7 @@
  * Boot, the kernel log, NVML, RDMA, SR-IOV and the driver's daemons; the probes that read them. */
 #pragma once
 
+#include "basic/dpkg.h"
 #include "basic/util.h"
 
 struct nvml_facts;
@@ -132,7 +133,7 @@ struct process_facts {
 
 #define FM_LOG_PATH "/var/log/fabricmanager.log"      /* LOG_FILE_NAME's default in fabricmanager.cfg */
 #define FM_CONFIG_PATH "/usr/share/nvidia/nvswitch/fabricmanager.cfg"
-#define FM_DPKG_STATUS "/var/lib/dpkg/status"
+#define FM_DPKG_STATUS DPKG_STATUS_PATH               /* the fabric manager package: basic/dpkg.h */
 #define FM_LOG_TAIL_BYTES (1u << 20)   /* the log's last bytes read: it grows without bound when not rotated */
 #define FM_LOG_KEPT 16                 /* error lines kept as evidence, the last ones */
 #define FM_TEXT_MAX 300                /* bytes of a kept line */
@@ -192,13 +193,13 @@ struct fabric_manager_facts {
 /* Scans a fabric manager log's text (len bytes, NULs allowed) into ret (path/size/tail_only left as
  * they are). Never fails: what it does not recognise it skips. */
 void fm_log_scan(const char *text, size_t len, struct fm_log_facts *ret);
-/* Finds the installed fabric manager package in a dpkg status file's text into ret (rc/error left as
- * they are). Never fails: no package leaves name NULL. */
-void fm_dpkg_scan(const char *text, size_t len, struct fm_package_facts *ret);
+/* Finds the installed fabric manager package among dpkg's packages into ret (rc/error left as they
+ * are). Never fails: no package leaves name NULL. */
+void fm_package_find(const struct dpkg_status *dpkg, struct fm_package_facts *ret);
 /* Returns the kind's stable name ("error", "version-mismatch", ...), or "?". */
 const char *fm_log_kind_name(enum fm_log_kind k);
 
-void probe_fabric_manager(struct fabric_manager_facts *ret);
+void probe_fabric_manager(const struct dpkg_status *dpkg, struct fabric_manager_facts *ret);
 void fabric_manager_facts_free(struct fabric_manager_facts *f);
 
 /* A process NVML lists on a GPU (compute processes), as the host's /proc shows it. */

@@ -5,6 +5,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+struct dpkg_status;
+
 /* Which binary a runtime points at, and what the host has there. */
 #define BINARY_UNSET 1 /* binary_rc when the config names no binary */
 
@@ -148,13 +150,14 @@ struct runtime_facts {
         bool have_rdma_cm;
 };
 
-/* Runs the layer 2 probes below the root. Returns a new runtime_facts; never fails (errors are facts). */
-struct runtime_facts *probe_runtime(void);
+/* Runs the layer 2 probes below the root; dpkg is the status file probe_all read (basic/dpkg.h). Returns a new
+ * runtime_facts; never fails (errors are facts). */
+struct runtime_facts *probe_runtime(const struct dpkg_status *dpkg);
 /* Frees f and everything in it; NULL is fine. */
 void runtime_facts_free(struct runtime_facts *f);
 
 /* Individual probes (one file each). */
-void probe_containerd(struct containerd_facts *ret);
+void probe_containerd(const struct dpkg_status *dpkg, struct containerd_facts *ret);
 void probe_crio(struct crio_facts *ret);
 void probe_docker(struct docker_facts *ret);
 void probe_toolkit(struct toolkit_facts *ret);
@@ -198,11 +201,6 @@ int crio_apply_file(struct crio_facts *c, struct runtime_config_file *file, cons
  * device nodes, mounts or hooks (the sentence says which bound). */
 int cdi_parse_spec(const char *path, const char *text, size_t len, bool json, struct cdi_spec *ret);
 void cdi_spec_free(struct cdi_spec *s);
-
-/* Finds package in dpkg's status file (/var/lib/dpkg/status: stanzas of "Field: value" lines, blank
- * lines between). Returns 0 and its Version (malloc'd, as dpkg writes it: "1.7.24~ds1-1") when it is
- * installed ("Status: ... installed"), or -ENOENT (not there, or removed). Never reads outside len. */
-int dpkg_installed_version(const char *text, size_t len, const char *package, char **ret_version);
 
 /* Parses containerd's major and minor version from a version string ("1.7.24", "v2.0.0", dpkg's
  * "1:1.6.20~ds1-1+deb12u1"). Returns 0, or -EINVAL (both 0) when s does not start with major.minor. */

@@ -69,6 +69,7 @@ struct node_facts {
         struct rdma_facts rdma;
         struct sriov_facts sriov;
         struct process_facts processes;
+        struct dpkg_status dpkg;       /* /var/lib/dpkg/status, read once (basic/dpkg.h) */
         struct fabric_manager_facts fabric_manager;
         struct runtime_facts *runtime; /* layer 2 (layer2_container.h) */
         struct kube_facts *kube;       /* layer 3 (layer3_kubernetes.h); NULL when not probed */

@@ -1,4 +1,5 @@
 /* check_driver_nvml.c: layer 1, driver: what NVML answers: init, versions, GPU count, per-GPU health. */
+#include "layer1_hardware/gpu_health.h"
 #include "layer1_hardware/kmsg_evidence.h"
 #include "layer1_hardware/nvml_evidence.h"
 
@@ -153,8 +154,10 @@ static void run_memory_errors(const struct node_facts *facts, struct finding *f)
         for (unsigned i = 0; i < n->n_gpus; i++) {
                 const struct nvml_gpu_facts *g = &n->gpus[i];
                 _cleanup_free_ char *label = nvml_gpu_label(g);
-                if (g->remapped_rows_rc == NVML_SUCCESS) {
-                        if (g->remapped_failure) {
+                struct gpu_recovery rec = gpu_recovery_of(g);
+                enum check_status remap = gpu_remap_judge(&rec);
+                if (remap != CHECK_SKIP) {
+                        if (remap == CHECK_FAIL) {
                                 failed++;
                                 finding_evidence(f, "%s: row remapping failed", label);
                                 gpu_holders_evidence_as(facts, label, gpu_pods_of(facts, g),
@@ -185,18 +188,6 @@ static void run_memory_errors(const struct node_facts *facts, struct finding *f)
         }
 }
 
-/* Returns the words for an NVML GPU recovery action (field 230) value. */
-static const char *recovery_action_text(uint64_t v) {
-        switch (v) {
-        case 0: return "none";
-        case 1: return "GPU reset";
-        case 2: return "node reboot";
-        case 3: return "drain peer-to-peer traffic";
-        case 4: return "drain and reset";
-        }
-        return "unknown action";
-}
-
 /* Judges driver.recovery-action (the driver asks for no GPU recovery action) from the facts into f;
  * never fails: what it cannot read, it says. */
 static void run_recovery_action(const struct node_facts *facts, struct finding *f) {
@@ -209,23 +200,26 @@ static void run_recovery_action(const struct node_facts *facts, struct finding *
         uint64_t worst = 0;
         for (unsigned i = 0; i < n->n_gpus; i++) {
                 const struct nvml_gpu_facts *g = &n->gpus[i];
-                if (g->recovery_action.rc != NVML_SUCCESS) continue;
+                struct gpu_recovery rec = gpu_recovery_of(g);
+                enum check_status st = gpu_recovery_action_judge(&rec);
+                if (st == CHECK_SKIP) continue;
                 known++;
-                if (g->recovery_action.value == 0) continue;
+                if (st == CHECK_PASS) continue;
                 needed++;
                 if (g->recovery_action.value == 2 || worst != 2) worst = g->recovery_action.value;
                 _cleanup_free_ char *label = nvml_gpu_label(g);
                 finding_evidence(f, "%s: recovery action %llu (%s)", label, (unsigned long long)g->recovery_action.value,
-                                 recovery_action_text(g->recovery_action.value));
-                _cleanup_free_ char *meaning = xasprintf("that job dies with the %s", recovery_action_text(g->recovery_action.value));
+                                 gpu_recovery_action_text(g->recovery_action.value));
+                _cleanup_free_ char *meaning =
+                        xasprintf("that job dies with the %s", gpu_recovery_action_text(g->recovery_action.value));
                 gpu_holders_evidence_as(facts, label, gpu_pods_of(facts, g), meaning, f);
         }
         if (known == 0) {
                 finding_skip(f, "this driver does not report a GPU recovery action (NVML field 230)");
         } else if (needed) {
-                finding_fail(f, "the driver asks for %s on %u GPU(s)", recovery_action_text(worst), needed);
+                finding_fail(f, "the driver asks for %s on %u GPU(s)", gpu_recovery_action_text(worst), needed);
                 finding_remedy(f, "cordon and drain the node, then do what the driver asks (%s): `nvidia-smi -r` for a reset, a "
-                                  "reboot otherwise", recovery_action_text(worst));
+                                  "reboot otherwise", gpu_recovery_action_text(worst));
         } else {
                 finding_pass(f, "no GPU recovery action pending on %u GPU(s)", known);
         }

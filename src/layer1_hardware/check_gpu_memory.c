@@ -31,7 +31,8 @@ static void run_retired_pages(const struct node_facts *facts, struct finding *f)
                         finding_evidence(f, "%s: %llu page(s) retired (%llu for double-bit, %llu for repeated single-bit ECC errors)",
                                          label, (unsigned long long)total, (unsigned long long)h->retired_dbe.value,
                                          (unsigned long long)h->retired_sbe.value);
-                if (pend && h->retired_pending.value) {
+                struct gpu_recovery rec = gpu_recovery_of(g);
+                if (pend && gpu_retired_pages_judge(&rec) == CHECK_FAIL) {
                         pending++;
                         finding_evidence(f, "%s: a page retirement is pending: it takes effect at the next GPU reset", label);
                         gpu_holders_evidence_as(facts, label, gpu_pods_of(facts, g),

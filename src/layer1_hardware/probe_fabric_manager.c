@@ -1,11 +1,10 @@
 /* probe_fabric_manager.c: the fabric manager as the host shows it: its dpkg package and version, the tail of its log (starts, versions, errors). */
 #include "facts/node.h"
 #include "basic/hostfs.h"
+#include "basic/read_cap.h"
 
 #include <fcntl.h>
 #include <strings.h>
-
-#define DPKG_STATUS_MAX (64u << 20)
 
 /* Returns the first occurrence of the NUL-terminated lit in the n bytes at p, or NULL. */
 static const char *find(const char *p, size_t n, const char *lit) {
@@ -129,58 +128,24 @@ static bool fm_package_name(const char *p, size_t n) {
         return true;
 }
 
-/* Returns the value of "Field: value" when the n-byte line starts with field and ": ", else NULL; *ret_n its length. */
-static const char *field(const char *p, size_t n, const char *name, size_t *ret_n) {
-        size_t l = strlen(name);
-        if (n < l + 2 || memcmp(p, name, l) != 0 || p[l] != ':' || p[l + 1] != ' ') return NULL;
-        *ret_n = n - l - 2;
-        return p + l + 2;
-}
-
-/* Ends one dpkg paragraph: keeps it when it is an installed fabric manager package. */
-static void dpkg_paragraph(struct fm_package_facts *ret, const char *name, size_t name_n, bool installed,
-                           const char *ver, size_t ver_n) {
-        if (!name || !installed || !ver || !fm_package_name(name, name_n)) return;
+/* Keeps one package in ret when it is an installed fabric manager package (the last one found wins). */
+static void keep_package(struct fm_package_facts *ret, const struct dpkg_package *pkg) {
+        if (!pkg->installed || !pkg->version || !fm_package_name(pkg->name, strlen(pkg->name))) return;
         char buf[80];
         free(ret->name);
         free(ret->raw_version);
         free(ret->version);
-        ret->name = xstrdup(copy_ascii(buf, sizeof buf, name, name_n));
-        ret->raw_version = xstrdup(copy_ascii(buf, sizeof buf, ver, ver_n));
+        ret->name = xstrdup(copy_ascii(buf, sizeof buf, pkg->name, strlen(pkg->name)));
+        ret->raw_version = xstrdup(copy_ascii(buf, sizeof buf, pkg->version, strlen(pkg->version)));
         const char *u = ret->raw_version, *colon = strchr(u, ':');
         if (colon) u = colon + 1;           /* epoch */
         const char *dash = strrchr(u, '-'); /* Debian revision */
         ret->version = dash ? xstrndup(u, (size_t)(dash - u)) : xstrdup(u);
 }
 
-/* Scans a dpkg status file's text (see layer1_hardware.h). Never fails. */
-void fm_dpkg_scan(const char *text, size_t len, struct fm_package_facts *ret) {
-        const char *p = text, *end = text + len;
-        const char *name = NULL, *ver = NULL;
-        size_t name_n = 0, ver_n = 0;
-        bool installed = false;
-        while (p <= end) {
-                const char *nl = p < end ? memchr(p, '\n', (size_t)(end - p)) : NULL;
-                size_t n = nl ? (size_t)(nl - p) : (size_t)(end - p);
-                const char *v;
-                size_t vn;
-                if (n == 0) {
-                        dpkg_paragraph(ret, name, name_n, installed, ver, ver_n);
-                        name = ver = NULL;
-                        installed = false;
-                } else if ((v = field(p, n, "Package", &vn))) {
-                        name = v;
-                        name_n = vn;
-                } else if ((v = field(p, n, "Version", &vn))) {
-                        ver = v;
-                        ver_n = vn;
-                } else if ((v = field(p, n, "Status", &vn))) {
-                        installed = vn >= 10 && memcmp(v + vn - 10, " installed", 10) == 0;
-                }
-                if (!nl) break;
-                p = nl + 1;
-        }
-        dpkg_paragraph(ret, name, name_n, installed, ver, ver_n);
+/* Finds the fabric manager package in dpkg's packages (see layer1_hardware.h). Never fails. */
+void fm_package_find(const struct dpkg_status *dpkg, struct fm_package_facts *ret) {
+        for (size_t i = 0; i < dpkg->n_packages; i++) keep_package(ret, &dpkg->packages[i]);
 }
 
 /* Returns the kind's name, or "?" when out of range. */
@@ -197,33 +162,6 @@ const char *fm_log_kind_name(enum fm_log_kind k) {
                 [FM_LOG_MULTICAST] = "multicast",
         };
         return (unsigned)k < _FM_LOG_KIND_MAX ? names[k] : "?";
-}
-
-/* Reads at most max bytes from fd's position into a NUL-terminated malloc'd buffer, stopping at end of file or at max
- * (unlike hostfs_read_fd, more data is not an error: a log may grow while it is read). Returns 0, or -errno from
- * read(2). Does not close fd. */
-static int read_at_most(int fd, size_t max, char **ret, size_t *ret_len) {
-        size_t cap = max < (64u << 10) ? max : 64u << 10, len = 0;
-        char *buf = xmalloc(cap + 1);
-        while (len < max) {
-                if (len == cap) {
-                        cap = cap * 2 > max ? max : cap * 2;
-                        buf = xrealloc(buf, cap + 1);
-                }
-                ssize_t n = read(fd, buf + len, cap - len);
-                if (n < 0 && errno == EINTR) continue;
-                if (n < 0) {
-                        int r = -errno;
-                        free(buf);
-                        return r;
-                }
-                if (n == 0) break;
-                len += (size_t)n;
-        }
-        buf[len] = 0;
-        *ret = buf;
-        *ret_len = len;
-        return 0;
 }
 
 /* Returns the log path the config names (LOG_FILE_NAME=...), FM_LOG_PATH when the config is absent
@@ -284,7 +222,7 @@ static void probe_log(struct fm_log_facts *ret) {
         size_t len = 0;
         /* What was appended since fstat() is read up to the cap, and the rest left to the next look: a busy log is
          * not an unreadable one. */
-        int r = read_at_most(fd, FM_LOG_TAIL_BYTES + (64u << 10), &text, &len);
+        int r = read_fd_capped(fd, FM_LOG_TAIL_BYTES + (64u << 10), true, &text, &len);
         close(fd);
         if (r < 0) {
                 ret->rc = r;
@@ -300,22 +238,19 @@ static void probe_log(struct fm_log_facts *ret) {
         fm_log_scan(p, len - (size_t)(p - text), ret);
 }
 
-/* Finds the fabric manager's dpkg package into ret. */
-static void probe_package(struct fm_package_facts *ret) {
-        _cleanup_free_ char *text = NULL;
-        size_t len = 0;
-        int r = hostfs_read(FM_DPKG_STATUS, DPKG_STATUS_MAX, &text, &len);
-        if (r < 0) {
-                ret->rc = r;
-                ret->error = read_error(FM_DPKG_STATUS, r);
+/* Finds the fabric manager's dpkg package into ret, from the status file probe_all read once. */
+static void probe_package(const struct dpkg_status *dpkg, struct fm_package_facts *ret) {
+        if (dpkg->rc < 0) {
+                ret->rc = dpkg->rc;
+                ret->error = read_error(DPKG_STATUS_PATH, dpkg->rc);
                 return;
         }
-        fm_dpkg_scan(text, len, ret);
+        fm_package_find(dpkg, ret);
 }
 
-void probe_fabric_manager(struct fabric_manager_facts *ret) {
+void probe_fabric_manager(const struct dpkg_status *dpkg, struct fabric_manager_facts *ret) {
         *ret = (struct fabric_manager_facts){ 0 };
-        probe_package(&ret->package);
+        probe_package(dpkg, &ret->package);
         probe_log(&ret->log);
 }
 

@@ -572,10 +572,10 @@ void containerd_resolve(struct containerd_facts *c) {
  * gives the version (Debian's and Ubuntu's `containerd`, Docker's `containerd.io`). The binary embeds
  * its version too, but reading it would put a 40-60 MB file into every `gpunode collect` snapshot
  * (which holds what the probes read) and gpunode runs nothing on the host; a binary no package owns
- * (a release tarball in /usr/local/bin, k3s's, an RPM host) is "cannot tell". Fills c's version
- * fields; never fails.
+ * (a release tarball in /usr/local/bin, k3s's, an RPM host) is "cannot tell". dpkg is the status
+ * file probe_all read once. Fills c's version fields; never fails.
  */
-static void containerd_version(struct containerd_facts *c) {
+static void containerd_version(const struct dpkg_status *dpkg, struct containerd_facts *c) {
         if (!c->binary) {
                 c->version_from = xstrdup("cannot tell: no containerd binary found");
                 return;
@@ -592,31 +592,26 @@ static void containerd_version(struct containerd_facts *c) {
                 for (char *save = NULL, *line = strtok_r(list, "\n", &save); line && !owns; line = strtok_r(NULL, "\n", &save))
                         owns = streq(line, c->binary) || (alt && streq(line, alt));
                 if (!owns) continue;
-                _cleanup_free_ char *status = NULL;
-                int r = hostfs_read("/var/lib/dpkg/status", 64u << 20, &status, &len);
-                if (r < 0) {
-                        c->version_from = xasprintf("cannot tell: package %s owns %s, but /var/lib/dpkg/status: %s", packages[i],
-                                                    c->binary, strerror(-r));
+                if (dpkg->rc < 0) {
+                        c->version_from = xasprintf("cannot tell: package %s owns %s, but " DPKG_STATUS_PATH ": %s",
+                                                    packages[i], c->binary, strerror(-dpkg->rc));
                         return;
                 }
-                char *version = NULL;
-                if (dpkg_installed_version(status, len, packages[i], &version) < 0 ||
-                    containerd_parse_version(version, &c->major, &c->minor) < 0) {
+                const struct dpkg_package *pkg = dpkg_status_installed(dpkg, packages[i]);
+                if (!pkg || containerd_parse_version(pkg->version, &c->major, &c->minor) < 0) {
                         c->version_from = xasprintf("cannot tell: package %s owns %s, but dpkg's status %s", packages[i], c->binary,
-                                                    version ? "has a version gpunode cannot read" : "lists it as not installed");
-                        c->version_text = version ? utf8_sanitize(version) : NULL;
-                        free(version);
+                                                    pkg ? "has a version gpunode cannot read" : "lists it as not installed");
+                        c->version_text = pkg ? utf8_sanitize(pkg->version) : NULL;
                         return;
                 }
-                c->version_text = utf8_sanitize(version);
-                free(version);
+                c->version_text = utf8_sanitize(pkg->version);
                 c->version_from = xasprintf("dpkg: package %s %s owns %s", packages[i], c->version_text, c->binary);
                 return;
         }
         c->version_from = xasprintf("cannot tell: no dpkg package lists %s (installed from a tarball, or an RPM host)", c->binary);
 }
 
-void probe_containerd(struct containerd_facts *ret) {
+void probe_containerd(const struct dpkg_status *dpkg, struct containerd_facts *ret) {
         *ret = (struct containerd_facts){.enable_cdi = -1};
         static const char *const dirs[] = {"/usr/bin", "/usr/local/bin", "/bin", "/usr/sbin", "/usr/local/sbin", NULL};
         ret->binary = runtime_find_binary("containerd", dirs);
@@ -635,7 +630,7 @@ void probe_containerd(struct containerd_facts *ret) {
         bool config = config_rc != -ENOENT && config_rc != -ENOTDIR;
         ret->present = ret->binary || ret->process.pid || config;
         if (!ret->present) return;
-        containerd_version(ret);
+        containerd_version(dpkg, ret);
         if (!config && !ret->process.config_arg) {
                 /* containerd without a config file runs on built-in defaults: no nvidia runtime */
                 ret->version = 3;

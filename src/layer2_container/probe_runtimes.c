@@ -7,9 +7,9 @@
 
 /* ---- all of layer 2 ---- */
 
-struct runtime_facts *probe_runtime(void) {
+struct runtime_facts *probe_runtime(const struct dpkg_status *dpkg) {
         struct runtime_facts *f = xcalloc(1, sizeof *f);
-        probe_containerd(&f->containerd);
+        probe_containerd(dpkg, &f->containerd);
         probe_crio(&f->crio);
         probe_docker(&f->docker);
         probe_toolkit(&f->toolkit);

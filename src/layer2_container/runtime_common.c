@@ -1,6 +1,5 @@
 /* runtime_common.c: what the layer 2 probes share: daemons in /proc, executables on the host's PATH. */
 #include <ctype.h>
-#include <strings.h>
 
 #include "facts/node.h"
 #include "layer2_container/runtime_common.h"
@@ -122,61 +121,6 @@ void runtime_config_file_free(struct runtime_config_file *f) {
         free(f->error);
         free(f->imported_by);
         *f = (struct runtime_config_file){0};
-}
-
-/* Returns the value of a "Field: value" line of one dpkg stanza [s, end) as a malloc'd string (trailing
- * blanks dropped), or NULL when the stanza has no such field. */
-static char *stanza_field(const char *s, const char *end, const char *field) {
-        size_t flen = strlen(field);
-        for (const char *line = s; line < end;) {
-                const char *nl = memchr(line, '\n', (size_t)(end - line));
-                const char *eol = nl ? nl : end;
-                if ((size_t)(eol - line) > flen && strncasecmp(line, field, flen) == 0 && line[flen] == ':') {
-                        const char *v = line + flen + 1;
-                        while (v < eol && (*v == ' ' || *v == '\t')) v++;
-                        const char *ve = eol;
-                        while (ve > v && (ve[-1] == ' ' || ve[-1] == '\t' || ve[-1] == '\r')) ve--;
-                        return xstrndup(v, (size_t)(ve - v));
-                }
-                line = nl ? nl + 1 : end;
-        }
-        return NULL;
-}
-
-int dpkg_installed_version(const char *text, size_t len, const char *package, char **ret_version) {
-        *ret_version = NULL;
-        const char *end = text + len;
-        for (const char *s = text; s < end;) {
-                /* a stanza ends at an empty line */
-                const char *e = s;
-                for (;;) {
-                        const char *nl = memchr(e, '\n', (size_t)(end - e));
-                        if (!nl) {
-                                e = end;
-                                break;
-                        }
-                        if (nl + 1 < end && (nl[1] == '\n' || (nl[1] == '\r' && nl + 2 < end && nl[2] == '\n'))) {
-                                e = nl + 1;
-                                break;
-                        }
-                        e = nl + 1;
-                }
-                _cleanup_free_ char *name = stanza_field(s, e, "Package");
-                if (name && streq(name, package)) {
-                        _cleanup_free_ char *status = stanza_field(s, e, "Status");
-                        char *version = stanza_field(s, e, "Version");
-                        /* "install ok installed"; "deinstall ok config-files" leaves no binary */
-                        size_t sl = status ? strlen(status) : 0;
-                        if (version && *version && sl >= 10 && streq(status + sl - 10, " installed")) {
-                                *ret_version = version;
-                                return 0;
-                        }
-                        free(version);
-                }
-                s = e;
-                while (s < end && (*s == '\n' || *s == '\r')) s++;
-        }
-        return -ENOENT;
 }
 
 int containerd_parse_version(const char *s, int *ret_major, int *ret_minor) {

@@ -45,6 +45,18 @@ grep -qx 'nvidia.com/gpu.product=NVIDIA-L40S-SHARED' "$tmp/mps" && grep -qx 'nvi
         grep -qx 'nvidia.com/gpu.sharing-strategy=mps' "$tmp/mps" && ok "mps config file" || { fail "mps config file"; cat "$tmp/mps"; }
 # MPS on MIG-enabled GPUs fails, as GFD
 labels a100-mig -o - --config-file "$tmp/config.yaml" > "$tmp/mpsmig" 2>&1 && fail "mps on MIG accepted" || ok "mps on MIG refused"
+# The config file goes through the device plugin's parser: replicas: 2000 (once labelled) is refused by both with the
+# same sentence; renameByDefault renames, so no -SHARED suffix, as GFD
+sed 's/replicas: 2/replicas: 2000/; s/mps:/timeSlicing:/' "$tmp/config.yaml" > "$tmp/r2000.yaml"
+want='sharing.timeSlicing.resources[0].replicas: more than 1024'
+labels t4 -o - --config-file "$tmp/r2000.yaml" > /dev/null 2> "$tmp/r2000.err" && fail "replicas: 2000 accepted" ||
+        { grep -qF "$tmp/r2000.yaml: $want" "$tmp/r2000.err" && ok "replicas: 2000 refused" || { fail "replicas: 2000"; cat "$tmp/r2000.err"; }; }
+timeout 10 "$gpunode" device-plugin --config-file "$tmp/r2000.yaml" > /dev/null 2> "$tmp/r2000.dp" && fail "plugin took 2000" ||
+        { grep -qF ": $want" "$tmp/r2000.dp" && ok "the plugin refuses it with the same sentence" || { fail "plugin 2000"; cat "$tmp/r2000.dp"; }; }
+sed 's/mps:/timeSlicing:\n    renameByDefault: true/' "$tmp/config.yaml" > "$tmp/rename.yaml"
+labels t4 -o - --no-timestamp --config-file "$tmp/rename.yaml" > "$tmp/rename" 2>&1
+grep -qx 'nvidia.com/gpu.product=Tesla-T4' "$tmp/rename" && grep -qx 'nvidia.com/gpu.replicas=2' "$tmp/rename" &&
+        ok "renameByDefault: renamed, no -SHARED" || { fail "renameByDefault"; cat "$tmp/rename"; }
 
 # MIG strategy: single without MIG enabled labels the strategy (MIG nodes: a100-mig-single, a100-mig-mixed, h100-mig-mixed)
 labels t4 -o - --no-timestamp --mig-strategy single > "$tmp/single" 2>&1

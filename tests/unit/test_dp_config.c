@@ -6,7 +6,7 @@
 #include <cmocka.h>
 
 #include "basic/util.h"
-#include "device_plugin/dp_config.h"
+#include "dpconfig/dp_config.h"
 #include "device_plugin/dp_devices.h"
 #include "device_plugin/dp_health.h"
 
@@ -14,7 +14,7 @@
 static int parse(const char *text, struct dp_config *c, char **ret_error) {
         dp_config_init(c);
         *ret_error = NULL;
-        return dp_config_parse(text, strlen(text), c, ret_error);
+        return dp_config_parse(text, strlen(text), 0, c, ret_error);
 }
 
 /* NVIDIA's README, "As a configuration file". */
@@ -50,6 +50,55 @@ static void test_readme_flags(void **state) {
         assert_int_equal(c.mig_strategy, DP_MIG_MIXED);
         assert_true(c.id_index);
         dp_config_done(&c);
+}
+
+/* NVIDIA's README, "With CUDA MPS", as GFD reads it (DP_CONFIG_MPS): the same resources as time-slicing; the
+ * plugin refuses it with one sentence, and both refuse replicas past DP_MAX_REPLICAS with one sentence (labels
+ * once took replicas: 2000, which the plugin refuses). */
+static void test_mps_and_one_refusal(void **state) {
+        static const char mps[] = "version: v1\nsharing:\n  mps:\n    renameByDefault: true\n    resources:\n"
+                                  "    - name: nvidia.com/gpu\n      replicas: 10\n";
+        struct dp_config c;
+        char *err = NULL;
+        dp_config_init(&c);
+        assert_int_equal(dp_config_parse(mps, strlen(mps), DP_CONFIG_MPS, &c, &err), 0);
+        assert_null(err);
+        assert_int_equal(c.sharing, DP_SHARING_MPS);
+        const struct dp_replicated *r = dp_config_replicated(&c, "nvidia.com/gpu");
+        assert_non_null(r);
+        assert_int_equal(r->replicas, 10);
+        assert_string_equal(dp_replicated_advertised(r), "nvidia.com/gpu.shared");
+        dp_config_done(&c);
+        assert_int_equal(parse(mps, &c, &err), -EINVAL);
+        assert_non_null(strstr(err, "sharing.mps: MPS sharing is not supported"));
+        free(err);
+        dp_config_done(&c);
+
+        /* time-slicing is the strategy of a plain config, whichever the flags */
+        static const char ts[] = "version: v1\nsharing:\n  timeSlicing:\n    resources:\n    - name: nvidia.com/gpu\n"
+                                 "      replicas: 4\n";
+        dp_config_init(&c);
+        assert_int_equal(dp_config_parse(ts, strlen(ts), DP_CONFIG_MPS, &c, &err), 0);
+        assert_int_equal(c.sharing, DP_SHARING_TIME_SLICING);
+        dp_config_done(&c);
+
+        /* regression: replicas: 2000, the same refusal for the plugin (0) and the labels (DP_CONFIG_MPS) */
+        static const char *const kinds[] = { "timeSlicing", "mps" };
+        for (size_t k = 0; k < 2; k++) {
+                _cleanup_free_ char *text = xasprintf("version: v1\nsharing:\n  %s:\n    resources:\n"
+                                                      "    - name: nvidia.com/gpu\n      replicas: 2000\n",
+                                                      kinds[k]);
+                for (unsigned flags = 0; flags <= DP_CONFIG_MPS; flags += DP_CONFIG_MPS) {
+                        dp_config_init(&c);
+                        err = NULL;
+                        assert_int_equal(dp_config_parse(text, strlen(text), flags, &c, &err), -EINVAL);
+                        _cleanup_free_ char *want = xasprintf("sharing.%s.resources[0].replicas: more than 1024",
+                                                              kinds[k]);
+                        if (k == 0 || flags) assert_string_equal(err, want);
+                        free(err);
+                        dp_config_done(&c);
+                }
+        }
 }
 
 /* NVIDIA's README, "With CUDA Time-Slicing": 10 replicas, then renamed by default. */
@@ -287,7 +336,7 @@ int main(void) {
                 cmocka_unit_test(test_operator_mixed), cmocka_unit_test(test_devices_rename_json),
                 cmocka_unit_test(test_refusals),       cmocka_unit_test(test_list_strategy),
                 cmocka_unit_test(test_xid_policy),     cmocka_unit_test(test_mig_minors),
-                cmocka_unit_test(test_dev_root),
+                cmocka_unit_test(test_dev_root),       cmocka_unit_test(test_mps_and_one_refusal),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }

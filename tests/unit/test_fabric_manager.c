@@ -160,10 +160,26 @@ static const char *DPKG = "Package: nvidia-fabricmanager-dev-550\n"
                           "Description: Fabric Manager for NVSwitch based systems.\n"
                           " continuation line\n";
 
+/* Finds the fabric manager package in a status file's text, as the probe does from the file read once. */
+static void scan(const char *text, size_t len, struct fm_package_facts *ret) {
+        struct dpkg_status dpkg;
+        dpkg_status_parse(text, len, &dpkg);
+        fm_package_find(&dpkg, ret);
+        dpkg_status_free(&dpkg);
+}
+
+/* Runs the probe as probe_all does: dpkg's status file read once first. */
+static void probe(struct fabric_manager_facts *ret) {
+        struct dpkg_status dpkg;
+        dpkg_status_read(&dpkg);
+        probe_fabric_manager(&dpkg, ret);
+        dpkg_status_free(&dpkg);
+}
+
 static void test_dpkg(void **state) {
         (void)state;
         struct fm_package_facts p = { 0 };
-        fm_dpkg_scan(DPKG, strlen(DPKG), &p);
+        scan(DPKG, strlen(DPKG), &p);
         assert_string_equal(p.name, "nvidia-fabricmanager-550");
         assert_string_equal(p.raw_version, "550.54.15-1");
         assert_string_equal(p.version, "550.54.15");
@@ -172,7 +188,7 @@ static void test_dpkg(void **state) {
         /* 580 and later: one package without the branch, an epoch */
         const char *d = "Package: nvidia-fabricmanager\nVersion: 1:580.65.06-0ubuntu1\nStatus: install ok installed\n";
         p = (struct fm_package_facts){ 0 };
-        fm_dpkg_scan(d, strlen(d), &p);
+        scan(d, strlen(d), &p);
         assert_string_equal(p.name, "nvidia-fabricmanager");
         assert_string_equal(p.version, "580.65.06");
         f = (struct fabric_manager_facts){ .package = p };
@@ -181,10 +197,10 @@ static void test_dpkg(void **state) {
         d = "Package: nvidia-fabricmanager-550\nStatus: deinstall ok config-files\nVersion: 550.54.15-1\n\nPackage: "
             "nvidia-fabricmanagerx\nStatus: install ok installed\nVersion: 1\n";
         p = (struct fm_package_facts){ 0 };
-        fm_dpkg_scan(d, strlen(d), &p);
+        scan(d, strlen(d), &p);
         assert_null(p.name);
         assert_null(p.version);
-        fm_dpkg_scan("", 0, &p);
+        scan("", 0, &p);
         assert_null(p.name);
 }
 
@@ -192,7 +208,7 @@ static void test_dpkg(void **state) {
 static void test_probe(void **state) {
         (void)state;
         struct fabric_manager_facts f;
-        probe_fabric_manager(&f);
+        probe(&f);
         assert_int_equal(f.package.rc, -ENOENT);
         assert_int_equal(f.log.rc, -ENOENT);
         assert_non_null(strstr(f.log.error, "/var/log/fabricmanager.log"));
@@ -211,7 +227,7 @@ static void test_probe(void **state) {
                 "[ERROR] [tid 2] failed to find the GPU handle 1 in the multicast team request setup 2.\n");
         put("var/log/fabricmanager.log", text, len);
         free(text);
-        probe_fabric_manager(&f);
+        probe(&f);
         assert_int_equal(f.package.rc, 0);
         assert_string_equal(f.package.version, "550.54.15");
         assert_int_equal(f.log.rc, 0);
@@ -227,13 +243,13 @@ static void test_probe(void **state) {
         /* the config moves the log; an empty LOG_FILE_NAME sends it to syslog */
         const char *cfg = "LOG_LEVEL=4\nLOG_FILE_NAME=/var/log/fm/other.log\nLOG_APPEND_TO_LOG=1\n";
         put("usr/share/nvidia/nvswitch/fabricmanager.cfg", cfg, strlen(cfg));
-        probe_fabric_manager(&f);
+        probe(&f);
         assert_string_equal(f.log.path, "/var/log/fm/other.log");
         assert_int_equal(f.log.rc, -ENOENT);
         fabric_manager_facts_free(&f);
         cfg = "LOG_FILE_NAME=\n";
         put("usr/share/nvidia/nvswitch/fabricmanager.cfg", cfg, strlen(cfg));
-        probe_fabric_manager(&f);
+        probe(&f);
         assert_int_equal(f.log.rc, -ENOENT);
         assert_non_null(strstr(f.log.error, "syslog"));
         fabric_manager_facts_free(&f);

@@ -1,4 +1,5 @@
-/* test_gpu_health.c: the gpu.* and nvlink.* judging helpers, and the /proc/<pid>/cgroup parser, on real-world values. */
+/* test_gpu_health.c: the gpu.* and nvlink.* judging helpers, the one GPU recovery verdict, and the
+ * /proc/<pid>/cgroup parser, on real-world values. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -8,6 +9,7 @@
 #include "layer1_hardware/cgroup.h"
 #include "layer1_hardware/gpu_health.h"
 #include "nvml/nvml_lib.h"
+#include "nvml/nvml_probe.h"
 
 static void test_reasons_text(void **state) {
         (void)state;
@@ -129,11 +131,75 @@ static void test_error_evidence(void **state) {
         free(f.evidence);
 }
 
+/* The one recovery verdict the driver checks and the device plugin share: an H100 after Xid 154 (field 230 = 1), an
+ * A100 whose row remapping failed, a V100 with a page retirement pending, a clean GPU, a driver that reads none. */
+static void test_recovery_verdict(void **state) {
+        (void)state;
+        char why[200];
+        struct gpu_recovery clean = { .remapped_rows_rc = NVML_SUCCESS, .retired_pending_rc = NVML_ERROR_NOT_SUPPORTED,
+                                      .action_rc = NVML_SUCCESS, .action = NVML_GPU_RECOVERY_ACTION_NONE };
+        assert_false(gpu_recovery_verdict(&clean, why, sizeof why));
+        assert_string_equal(why, "");
+        assert_int_equal(gpu_remap_judge(&clean), CHECK_PASS);
+        assert_int_equal(gpu_retired_pages_judge(&clean), CHECK_SKIP);
+        assert_int_equal(gpu_recovery_action_judge(&clean), CHECK_PASS);
+
+        struct gpu_recovery r = clean;
+        r.action = NVML_GPU_RECOVERY_ACTION_GPU_RESET; /* "GPU recovery action changed from 0x0 (None) to 0x1" */
+        assert_true(gpu_recovery_verdict(&r, why, sizeof why));
+        assert_string_equal(why, "NVML's recovery action asks for: GPU reset (field 230 = 1)");
+        assert_int_equal(gpu_recovery_action_judge(&r), CHECK_FAIL);
+        /* every action is one (the plugin once let drain-P2P and unknown values through; driver.recovery-action
+         * failed on them) */
+        for (uint64_t a = 1; a <= 7; a++) {
+                r.action = a;
+                assert_true(gpu_recovery_verdict(&r, why, sizeof why));
+        }
+        assert_string_equal(gpu_recovery_action_text(NVML_GPU_RECOVERY_ACTION_DRAIN_P2P), "drain peer-to-peer traffic");
+        assert_string_equal(gpu_recovery_action_text(NVML_GPU_RECOVERY_ACTION_NODE_REBOOT), "node reboot");
+        assert_string_equal(gpu_recovery_action_text(99), "unknown action");
+        r.action_rc = NVML_ERROR_NOT_SUPPORTED; /* a driver before field 230: the value is not looked at */
+        assert_false(gpu_recovery_verdict(&r, why, sizeof why));
+        assert_int_equal(gpu_recovery_action_judge(&r), CHECK_SKIP);
+
+        /* a pending remap is a warning (the GPU works until its reset), a failed one the verdict, named first */
+        r = clean;
+        r.remapped_pending = true;
+        assert_int_equal(gpu_remap_judge(&r), CHECK_WARN);
+        assert_false(gpu_recovery_verdict(&r, why, sizeof why));
+        r.remapped_failure = true;
+        r.remapped_uncorrectable = 512;
+        r.action = NVML_GPU_RECOVERY_ACTION_GPU_RESET;
+        assert_int_equal(gpu_remap_judge(&r), CHECK_FAIL);
+        assert_true(gpu_recovery_verdict(&r, why, sizeof why));
+        assert_string_equal(why, "row remapping failed (512 uncorrectable rows remapped): the GPU needs a reset and "
+                                 "likely RMA");
+        r.remapped_rows_rc = NVML_ERROR_NOT_SUPPORTED; /* Volta: no row remapping; what was read is not looked at */
+        r.action_rc = NVML_ERROR_NOT_SUPPORTED;
+        assert_int_equal(gpu_remap_judge(&r), CHECK_SKIP);
+        assert_false(gpu_recovery_verdict(&r, why, sizeof why));
+        r.retired_pending_rc = NVML_SUCCESS;
+        r.retired_pending = true;
+        assert_int_equal(gpu_retired_pages_judge(&r), CHECK_FAIL);
+        assert_true(gpu_recovery_verdict(&r, why, 16)); /* cut to the buffer */
+        assert_int_equal(strlen(why), 15);
+
+        /* from the probed facts */
+        struct nvml_gpu_facts g = { .remapped_rows_rc = NVML_SUCCESS, .remapped_failure = true,
+                                    .recovery_action = { .rc = NVML_SUCCESS, .value = 2 } };
+        g.health.retired_pending.rc = NVML_ERROR_NOT_SUPPORTED;
+        r = gpu_recovery_of(&g);
+        assert_true(r.remapped_failure);
+        assert_int_equal(r.action, 2);
+        assert_int_equal(gpu_retired_pages_judge(&r), CHECK_SKIP);
+}
+
 int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_reasons_text),     cmocka_unit_test(test_slowdown_judge),
                 cmocka_unit_test(test_temperature_judge), cmocka_unit_test(test_expected_links),
                 cmocka_unit_test(test_cgroup),           cmocka_unit_test(test_error_evidence),
+                cmocka_unit_test(test_recovery_verdict),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -8,6 +8,7 @@
 #include <sys/stat.h>
 
 #include "basic/hostfs.h"
+#include "basic/read_cap.h"
 #include "basic/util.h"
 
 static char tmpl[] = "/tmp/gpunode-hostfs-XXXXXX";
@@ -101,9 +102,44 @@ static void test_no_root_no_reads(void **state) {
         assert_int_equal(hostfs_init(root), 0);
 }
 
+/* read_fd_capped(): a pipe of 40000 bytes read whole, refused past a cap (-EFBIG), or cut at it with truncate
+ * (the rest left for the next read); an empty one is "". */
+static void test_read_capped(void **state) {
+        (void)state;
+        int p[2];
+        assert_int_equal(pipe(p), 0);
+        char *data = xmalloc(40000);
+        memset(data, 'a', 40000);
+        assert_int_equal(write(p[1], data, 40000), 40000);
+        close(p[1]);
+        free(data);
+        char *s;
+        size_t len;
+        assert_int_equal(read_fd_capped(p[0], 30000, true, &s, &len), 0);
+        assert_int_equal(len, 30000);
+        assert_int_equal(strlen(s), 30000);
+        free(s);
+        assert_int_equal(read_fd_capped(p[0], 5000, false, &s, &len), -EFBIG); /* 10000 left */
+        close(p[0]);
+
+        assert_int_equal(pipe(p), 0);
+        assert_int_equal(write(p[1], "abc", 3), 3);
+        close(p[1]);
+        assert_int_equal(read_fd_capped(p[0], 3, false, &s, NULL), 0); /* exactly the cap */
+        assert_string_equal(s, "abc");
+        free(s);
+        assert_int_equal(read_fd_capped(p[0], 3, false, &s, &len), 0); /* at its end */
+        assert_string_equal(s, "");
+        assert_int_equal(len, 0);
+        free(s);
+        close(p[0]);
+        assert_int_equal(read_fd_capped(-1, 3, true, &s, &len), -EBADF);
+}
+
 int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_read),
+                cmocka_unit_test(test_read_capped),
                 cmocka_unit_test(test_links_stay_inside_root),
                 cmocka_unit_test(test_u64),
                 cmocka_unit_test(test_no_root_no_reads),

@@ -1,5 +1,6 @@
-/* dp_config.c: NVIDIA's device plugin config file (api/config/v1) read with NVIDIA's rules and refusals. */
-#include "device_plugin/dp_config.h"
+/* dp_config.c: NVIDIA's device plugin config file (api/config/v1) read with NVIDIA's rules and refusals, the one
+ * parser of it for the device plugin and for GFD's labels. */
+#include "dpconfig/dp_config.h"
 #include "basic/util.h"
 #include "basic/yaml.h"
 
@@ -151,27 +152,31 @@ static int read_devices(json_t *v, struct dp_replicated *r, const char *where, c
         return 0;
 }
 
-/* Reads sharing.timeSlicing. Returns 0 or -EINVAL. */
-static int read_time_slicing(json_t *ts, struct dp_config *c, char **ret_error) {
+/* Reads sharing.<kind> (timeSlicing or mps: NVIDIA's ReplicatedResources, the same fields and rules) into c.
+ * Returns 0 (nothing when absent or null) or -EINVAL. */
+static int read_replicated(json_t *ts, const char *kind, enum dp_sharing sharing, struct dp_config *c,
+                           char **ret_error) {
         if (!ts || json_is_null(ts)) return 0;
-        if (!json_is_object(ts)) return errorf(ret_error, -EINVAL, "sharing.timeSlicing must be a mapping");
-        const char *w = "sharing.timeSlicing.";
+        if (!json_is_object(ts)) return errorf(ret_error, -EINVAL, "sharing.%s must be a mapping", kind);
+        char w[32];
+        snprintf(w, sizeof w, "sharing.%s.", kind);
         int r = get_bool(ts, "renameByDefault", w, &c->rename_by_default, ret_error);
         if (r < 0) return r;
         r = get_bool(ts, "failRequestsGreaterThanOne", w, &c->fail_requests_greater_than_one, ret_error);
         if (r < 0) return r;
         json_t *res = json_object_get(ts, "resources");
         if (!json_is_array(res) || json_array_size(res) == 0)
-                return errorf(ret_error, -EINVAL, "sharing.timeSlicing: no resources specified");
+                return errorf(ret_error, -EINVAL, "sharing.%s: no resources specified", kind);
         if (json_array_size(res) > DP_MAX_CONFIG_RESOURCES)
-                return errorf(ret_error, -EINVAL, "sharing.timeSlicing.resources: more than %u entries",
+                return errorf(ret_error, -EINVAL, "sharing.%s.resources: more than %u entries", kind,
                               DP_MAX_CONFIG_RESOURCES);
+        c->sharing = sharing;
         c->resources = xcalloc(json_array_size(res), sizeof *c->resources);
         size_t i;
         json_t *e;
         json_array_foreach(res, i, e) {
                 char where[64];
-                snprintf(where, sizeof where, "sharing.timeSlicing.resources[%zu].", i);
+                snprintf(where, sizeof where, "sharing.%s.resources[%zu].", kind, i);
                 if (!json_is_object(e))
                         return errorf(ret_error, -EINVAL, "%.*s must be a mapping", (int)strlen(where) - 1, where);
                 struct dp_replicated *rr = &c->resources[c->n_resources++];
@@ -210,7 +215,7 @@ static int read_time_slicing(json_t *ts, struct dp_config *c, char **ret_error) 
         return 0;
 }
 
-int dp_config_from_json(json_t *root, struct dp_config *c, char **ret_error) {
+int dp_config_from_json(json_t *root, unsigned parse_flags, struct dp_config *c, char **ret_error) {
         if (!json_is_object(root)) return errorf(ret_error, -EINVAL, "the config is not a mapping");
         const char *version;
         int r = get_string(root, "version", "", &version, ret_error);
@@ -290,17 +295,22 @@ int dp_config_from_json(json_t *root, struct dp_config *c, char **ret_error) {
         if (sharing && !json_is_null(sharing)) {
                 if (!json_is_object(sharing)) return errorf(ret_error, -EINVAL, "sharing must be a mapping");
                 json_t *mps = json_object_get(sharing, "mps");
-                if (mps && !json_is_null(mps))
+                if (mps && !json_is_null(mps) && !(parse_flags & DP_CONFIG_MPS))
                         return errorf(ret_error, -EINVAL,
                                       "sharing.mps: MPS sharing is not supported by gpunode's device plugin "
                                       "(it needs NVIDIA's MPS control daemon); use time-slicing or NVIDIA's plugin");
-                r = read_time_slicing(json_object_get(sharing, "timeSlicing"), c, ret_error);
+                /* With both, MPS is the strategy (GFD's Sharing.SharingStrategy()). */
+                if (mps && !json_is_null(mps))
+                        r = read_replicated(mps, "mps", DP_SHARING_MPS, c, ret_error);
+                else
+                        r = read_replicated(json_object_get(sharing, "timeSlicing"), "timeSlicing",
+                                            DP_SHARING_TIME_SLICING, c, ret_error);
                 if (r < 0) return r;
         }
         return 0;
 }
 
-int dp_config_parse(const char *text, size_t len, struct dp_config *c, char **ret_error) {
+int dp_config_parse(const char *text, size_t len, unsigned flags, struct dp_config *c, char **ret_error) {
         if (len > DP_CONFIG_MAX_BYTES) return errorf(ret_error, -EFBIG, "larger than %zu bytes", DP_CONFIG_MAX_BYTES);
         /* Nothing but blanks and comments: the defaults (as NVIDIA's plugin reads an empty file). */
         bool empty = true;
@@ -318,7 +328,7 @@ int dp_config_parse(const char *text, size_t len, struct dp_config *c, char **re
                 json_decref(root);
                 return 0; /* an empty file: the defaults */
         }
-        r = dp_config_from_json(root, c, ret_error);
+        r = dp_config_from_json(root, flags, c, ret_error);
         json_decref(root);
         return r;
 }

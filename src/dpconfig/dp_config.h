@@ -1,4 +1,5 @@
-/* dp_config.h: NVIDIA's device plugin config file (version v1: flags, sharing.timeSlicing) as gpunode uses it. */
+/* dp_config.h: NVIDIA's device plugin config file (version v1: flags, sharing.timeSlicing/mps): one parser for the
+ * device plugin and for GFD's labels. */
 #pragma once
 
 #include <jansson.h>
@@ -6,6 +7,12 @@
 #include <stddef.h>
 
 enum dp_mig_strategy { DP_MIG_NONE, DP_MIG_SINGLE, DP_MIG_MIXED };
+enum dp_sharing { DP_SHARING_NONE, DP_SHARING_TIME_SLICING, DP_SHARING_MPS };
+
+/* dp_config_parse()'s flags. */
+enum {
+        DP_CONFIG_MPS = 1 << 0, /* read sharing.mps (GFD labels it); without it refused (the plugin cannot serve it) */
+};
 
 /* How Allocate tells the runtime which devices a container gets (flags.plugin.deviceListStrategy,
  * NVIDIA's DEVICE_LIST_STRATEGY); a set of them. */
@@ -22,7 +29,7 @@ enum {
 #define DP_MAX_CONFIG_RESOURCES 64u
 #define DP_CONFIG_MAX_BYTES     ((size_t)1 << 20)
 
-/* sharing.timeSlicing.resources[]: one resource shared into replicas. */
+/* sharing.timeSlicing.resources[] (or sharing.mps.resources[]): one resource shared into replicas. */
 struct dp_replicated {
         char *name;        /* "nvidia.com/gpu", "nvidia.com/mig-1g.10gb" */
         char *rename;      /* the advertised name (renameByDefault: "<name>.shared"); NULL: name */
@@ -41,8 +48,9 @@ struct dp_config {
         bool pass_device_specs;              /* flags.plugin.passDeviceSpecs: Allocate names the device nodes too */
         char *dev_root;                      /* flags.nvidiaDevRoot: where the host's /dev/nvidia* are; NULL: "/" */
         char *cdi_annotation_prefix;         /* flags.plugin.cdiAnnotationPrefix, default "cdi.k8s.io/" */
-        bool rename_by_default;              /* sharing.timeSlicing.renameByDefault */
-        bool fail_requests_greater_than_one; /* sharing.timeSlicing.failRequestsGreaterThanOne */
+        enum dp_sharing sharing;             /* which of sharing.* the resources come from; NONE: no resources */
+        bool rename_by_default;              /* sharing.<kind>.renameByDefault */
+        bool fail_requests_greater_than_one; /* sharing.<kind>.failRequestsGreaterThanOne */
         struct dp_replicated *resources;
         size_t n_resources;
 };
@@ -61,13 +69,15 @@ int dp_mig_strategy_parse(const char *s, enum dp_mig_strategy *ret);
 
 /* Fills c (after dp_config_init) from a config's JSON tree. Returns 0, or -EINVAL with a sentence
  * in *ret_error naming the field: version other than v1, a wrong type, an unknown strategy,
- * replicas below 2 or past DP_MAX_REPLICAS, a resource without a name, sharing.mps (not
- * supported). Unknown keys are ignored, as NVIDIA's plugin ignores them. */
-int dp_config_from_json(json_t *root, struct dp_config *c, char **ret_error);
+ * replicas below 2 or past DP_MAX_REPLICAS, a resource without a name, sharing.mps without
+ * DP_CONFIG_MPS in parse_flags (with it, sharing.mps is read with timeSlicing's rules and wins over
+ * timeSlicing, as with GFD). Unknown keys are ignored, as NVIDIA's plugin ignores them. */
+int dp_config_from_json(json_t *root, unsigned parse_flags, struct dp_config *c, char **ret_error);
 
 /* Parses a config file's text (YAML or JSON, len bytes; at most DP_CONFIG_MAX_BYTES) into c (after
- * dp_config_init). Returns 0, or -EINVAL / -EFBIG / yaml_to_json's errors with a sentence. */
-int dp_config_parse(const char *text, size_t len, struct dp_config *c, char **ret_error);
+ * dp_config_init), flags as dp_config_from_json's parse_flags. Returns 0, or -EINVAL / -EFBIG / yaml_to_json's
+ * errors with a sentence. */
+int dp_config_parse(const char *text, size_t len, unsigned flags, struct dp_config *c, char **ret_error);
 
 /* Returns the name a resource is advertised under: its rename, else "<name>.shared" with
  * renameByDefault, else its name. */
