@@ -97,7 +97,8 @@ static int run_explain(struct explain_args *args) {
                 return 0;
         }
         if (!explain_matches(args->arg)) {
-                fprintf_escaped(stderr, "gpunode explain: no check or symptom matches '%s'; `gpunode explain` lists them all\n",
+                fprintf_escaped(stderr,
+                                "gpunode explain: no check or symptom matches '%s'; `gpunode explain` lists them all\n",
                                 args->arg);
                 return 1;
         }
@@ -112,8 +113,7 @@ const struct command command_explain = {
         COMMAND_STEPS(explain),
         .summary = "what every check reads and means, and the symptom table",
         .usage = "[CHECK-ID | TEXT]",
-        .options =
-                "  with no argument: the symptom table and every check, layer by layer\n"
-                "  CHECK-ID: what the check reads, what each outcome means, its dependencies\n"
-                "  TEXT: the symptoms and checks whose words match\n",
+        .options = "  with no argument: the symptom table and every check, layer by layer\n"
+                   "  CHECK-ID: what the check reads, what each outcome means, its dependencies\n"
+                   "  TEXT: the symptoms and checks whose words match\n",
 };
