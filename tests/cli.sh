@@ -30,6 +30,43 @@ for cmd in $("$gpunode" --help | awk '/^commands:/{on=1; next} on && /^  [a-z]/{
         contains "usage: gpunode $cmd" "$cmd --help usage line"
         expect 0 "help $cmd" -- "$gpunode" help "$cmd"
 done
+# kube-call (the agent's child) is hidden from --help, still runnable, with its own help.
+"$gpunode" --help > /tmp/gpunode-cli.out
+if grep -q '^  kube-call' /tmp/gpunode-cli.out; then echo "FAIL: --help lists kube-call"; failed=$((failed + 1)); else passed=$((passed + 1)); fi
+expect 0 "kube-call --help" -- "$gpunode" kube-call --help
+contains "usage: gpunode kube-call" "kube-call --help usage line"
+contains "--kubeconfig FILE" "kube-call --help lists the shared --kubeconfig"
+expect 64 "kube-call without a method" -- "$gpunode" kube-call
+# The command column fits the longest name: every summary starts in the same column, device-plugin's too.
+"$gpunode" --help > /tmp/gpunode-cli.out
+cols=$(awk '/^commands:/{on=1; next} on && /^  [a-z]/{print index($0, $2)}' /tmp/gpunode-cli.out | sort -u)
+if [ "$(echo "$cols" | wc -l)" = 1 ]; then passed=$((passed + 1)); else echo "FAIL: --help summaries start in columns $cols"; failed=$((failed + 1)); fi
+contains "  device-plugin  the kubelet device plugin" "--help: device-plugin's summary apart from its name"
+# The shared options' help, written once in options.c, appended for the commands that take them.
+expect 0 "check --help" -- "$gpunode" check --help
+for o in "--root DIR" "--kmsg FILE" "--nvml-library PATH" "--nvml-timeout MS" "--node NAME" "--kubeconfig FILE" \
+        "--timeout DURATION" "--operator-namespace NS" "--dcgm-url URL" "--node-exporter-url URL"; do
+        contains "  $o " "check --help lists $o"
+done
+contains "exit status: 0 healthy" "check --help ends with its exit status"
+expect 0 "collect --help" -- "$gpunode" collect --help
+contains "  --node-exporter-url URL " "collect --help lists the kube options in full"
+expect 0 "labels --help" -- "$gpunode" labels --help
+contains "  --nvml-timeout MS " "labels --help lists --nvml-timeout"
+contains "  --root DIR " "labels --help lists --root"
+# The root is opened by main.c for the commands that read the host; --snapshot brings its own.
+for args in "check --output json" "collect -o -" "labels --once -o -"; do
+        set -- $args
+        expect 64 "$1 with a root that does not exist" -- "$gpunode" "$@" --root /nonexistent/root
+        grep -qF "gpunode $1: cannot open root /nonexistent/root: No such file or directory" /tmp/gpunode-cli.err &&
+                passed=$((passed + 1)) || { echo "FAIL: $1: the root error"; cat /tmp/gpunode-cli.err; failed=$((failed + 1)); }
+done
+GPUNODE_ROOT=/nonexistent/root expect 64 "check with GPUNODE_ROOT that does not exist" -- "$gpunode" check
+grep -qF "gpunode check: cannot open root /nonexistent/root" /tmp/gpunode-cli.err && passed=$((passed + 1)) ||
+        { echo "FAIL: the root error names the command and the root"; failed=$((failed + 1)); }
+here=$(cd "$(dirname "$0")" && pwd)
+GPUNODE_ROOT=/nonexistent/root expect 0 "check --snapshot does not open GPUNODE_ROOT" -- \
+        "$gpunode" check --snapshot "$here/snapshots/h200-real.tar.gz" --output json
 expect 64 "check --output bogus" -- "$gpunode" check --output bogus
 expect 64 "check --root missing" -- "$gpunode" check --root /nonexistent/root
 expect 64 "check --nvml-timeout 0" -- "$gpunode" check --nvml-timeout 0

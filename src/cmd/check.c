@@ -59,225 +59,267 @@ static int wait_analysis(pid_t pid, const sigset_t *set) {
                 return 128 + sig;
         }
 }
-/* Runs `gpunode check` (argv[0] "check"). Returns the exit code. */
-static int cmd_check(int argc, char **argv) {
+/* What `gpunode check` was asked. */
+struct check_args {
+        struct command_args base;
+        struct shared_options so;
+        enum output_format format;
+        struct text_options topts;
+        const char *record_file, *nvml_file, *snapshot_file;
+};
+
+/* What one analysis reads: the probes' options, the node asked for, the root the report names. */
+struct analysis {
+        struct probe_options probe;
+        struct kube_probe_options kube;
+        const char *node;         /* NULL: node_name_resolve()'s rule */
+        const char *display_root; /* the root as the report names it */
+};
+
+/* Refuses the options --snapshot replaces. Returns 0, or -EINVAL after saying so on stderr. */
+static int check_snapshot_options(const struct shared_options *so) {
+        if (so->root_given || so->probe.kmsg_file || so->probe.nvml_library) {
+                fprintf(stderr, "gpunode check: --snapshot replaces --root, --kmsg and --nvml-library\n");
+                return -EINVAL;
+        }
+        const struct kube_probe_options *k = &so->kube;
+        if (k->kubeconfig || so->timeout_given || k->operator_namespace || k->dcgm_url || k->node_exporter_url) {
+                fprintf(stderr, "gpunode check: --snapshot replays the API and metrics answers collected with the "
+                                "node's --kubeconfig, --timeout, --operator-namespace, --dcgm-url and "
+                                "--node-exporter-url; they cannot be given again\n");
+                return -EINVAL;
+        }
+        return 0;
+}
+
+/* Applies one of check's own options (getopt code c, its argument arg). Returns 1 when applied, 0 when
+ * c is not one of them, -EINVAL after saying on stderr what is wrong. */
+static int check_option(int c, const char *arg, struct check_args *args) {
+        switch (c) {
+        case 'o':
+                if (streq(arg, "text"))
+                        args->format = FORMAT_TEXT;
+                else if (streq(arg, "json"))
+                        args->format = FORMAT_JSON;
+                else if (streq(arg, "prometheus"))
+                        args->format = FORMAT_PROMETHEUS;
+                else {
+                        fprintf_escaped(stderr, "gpunode check: --output must be text, json or prometheus, not '%s'\n",
+                                        arg);
+                        return -EINVAL;
+                }
+                return 1;
+        case 'v': args->topts.verbose = true; return 1;
+        case 'C': args->topts.color = false; return 1;
+        case 'R': args->record_file = arg; return 1;
+        case 'S': args->nvml_file = arg; return 1;
+        case 'P': args->snapshot_file = arg; return 1;
+        default: return 0;
+        }
+}
+
+/* Parses `gpunode check [OPTIONS]` (argv[0] "check"). Returns 0, or -EINVAL after saying on stderr what
+ * is wrong. */
+static int parse_argv_check(int argc, char **argv, struct check_args *args) {
         static const struct option longopts[] = {
                 OPTION_ROOT,
-                {"output", required_argument, NULL, 'o'},
+                { "output", required_argument, NULL, 'o' },
                 OPTION_KMSG,
                 OPTION_NVML_LIBRARY,
                 OPTION_NVML_TIMEOUT,
                 OPTION_NODE,
-                {"verbose", no_argument, NULL, 'v'},
-                {"no-color", no_argument, NULL, 'C'},
-                {"record-paths", required_argument, NULL, 'R'},
-                {"save-nvml", required_argument, NULL, 'S'},
-                {"snapshot", required_argument, NULL, 'P'},
+                { "verbose", no_argument, NULL, 'v' },
+                { "no-color", no_argument, NULL, 'C' },
+                { "record-paths", required_argument, NULL, 'R' },
+                { "save-nvml", required_argument, NULL, 'S' },
+                { "snapshot", required_argument, NULL, 'P' },
                 OPTIONS_KUBE,
-                {0},
+                { 0 },
         };
-        struct shared_options so;
-        shared_options_init(&so);
-        struct probe_options popts;
-        struct kube_probe_options kopts;
-        const char *record_file = NULL, *nvml_file = NULL, *snapshot_file = NULL;
-        enum output_format format = FORMAT_TEXT;
-        struct text_options topts = {.color = isatty(STDOUT_FILENO) && !getenv("NO_COLOR")};
+        shared_options_init(&args->so);
+        args->format = FORMAT_TEXT;
+        args->topts = (struct text_options){ .color = isatty(STDOUT_FILENO) && !getenv("NO_COLOR") };
         int c;
         optind = 1;
         while ((c = getopt_long(argc, argv, "o:v", longopts, NULL)) != -1) {
-                switch (c) {
-                case 'o':
-                        if (streq(optarg, "text")) format = FORMAT_TEXT;
-                        else if (streq(optarg, "json")) format = FORMAT_JSON;
-                        else if (streq(optarg, "prometheus")) format = FORMAT_PROMETHEUS;
-                        else {
-                                fprintf_escaped(stderr, "gpunode check: --output must be text, json or prometheus, not '%s'\n", optarg);
-                                return EXIT_USAGE;
-                        }
-                        break;
-                case 'v': topts.verbose = true; break;
-                case 'C': topts.color = false; break;
-                case 'R': record_file = optarg; break;
-                case 'S': nvml_file = optarg; break;
-                case 'P': snapshot_file = optarg; break;
-                default: {
-                        _cleanup_free_ char *error = NULL;
-                        int k = shared_option(c, optarg, &so, &error);
-                        if (k < 0) fprintf_escaped(stderr, "gpunode check: %s\n", error);
-                        if (k <= 0) return EXIT_USAGE;
-                        break;
-                }
-                }
+                int k = check_option(c, optarg, args);
+                if (k < 0) return k;
+                if (k > 0) continue;
+                _cleanup_free_ char *error = NULL;
+                k = shared_option(c, optarg, &args->so, &error);
+                if (k < 0) fprintf_escaped(stderr, "gpunode check: %s\n", error);
+                if (k <= 0) return -EINVAL;
         }
-        popts = so.probe;
-        kopts = so.kube;
-        const char *root = so.root, *node = so.node;
         if (optind < argc) {
                 fprintf_escaped(stderr, "gpunode check: unexpected argument '%s'\n", argv[optind]);
+                return -EINVAL;
+        }
+        if (args->snapshot_file && check_snapshot_options(&args->so) < 0) return -EINVAL;
+        /* a snapshot is extracted, and its root opened, by run_check */
+        args->base.root = args->snapshot_file ? NULL : args->so.root;
+        return 0;
+}
+
+/* Probes the node under the open root, judges, attributes and renders the report on stdout. Returns
+ * the verdict's exit code, or EXIT_INTERNAL when the report cannot be written. */
+static int analyse(const struct check_args *args, struct analysis *an, FILE *record) {
+        _cleanup_free_ char *name = node_name_resolve(an->node);
+        if (!an->kube.node_name) an->kube.node_name = name;
+        if (record) hostfs_set_recorder(record_path, record);
+        /* Layers 3 and 4: the API and the node's endpoints; a snapshot is analysed offline. */
+        an->probe.kube = &an->kube;
+        struct node_facts facts;
+        probe_all(&an->probe, &facts);
+        hostfs_set_recorder(NULL, NULL);
+        if (args->nvml_file) {
+                int r = save_nvml(args->nvml_file, &facts);
+                if (r < 0)
+                        fprintf_escaped(stderr, "gpunode check: cannot save NVML's answers to %s: %s\n",
+                                        args->nvml_file, r == -ENODATA ? "NVML was not loaded" : strerror(-r));
+        }
+        struct report rep;
+        report_build(&facts, name, an->display_root, &rep);
+        report_add_gpus(&rep, &facts);
+        int r = 0;
+        switch (args->format) {
+        case FORMAT_TEXT: r = output_text(stdout, &rep, &args->topts); break;
+        case FORMAT_JSON: r = output_json(stdout, &rep); break;
+        case FORMAT_PROMETHEUS: r = output_prometheus(stdout, &rep); break;
+        }
+        int code = r < 0 ? EXIT_INTERNAL : verdict_exit_code(rep.verdict);
+        report_free(&rep);
+        node_facts_free(&facts);
+        return code;
+}
+
+/* Opens root, analyses, closes it. Returns analyse()'s exit code, or EXIT_USAGE when the root cannot
+ * be opened. */
+static int analyse_root(const char *root, const struct check_args *args, struct analysis *an, FILE *record) {
+        int r = hostfs_init(root);
+        if (r < 0) {
+                fprintf_escaped(stderr, "gpunode check: cannot open root %s: %s\n", root, strerror(-r));
                 return EXIT_USAGE;
         }
-        /* Opened before a snapshot is extracted, so that a refusal leaves nothing behind. */
-        _cleanup_fclose_ FILE *record = NULL;
-        if (record_file && !(record = fopen_private(record_file, 0644))) {
-                fprintf_escaped(stderr, "gpunode check: cannot write %s: %m\n", record_file);
-                return EXIT_USAGE;
+        int code = analyse(args, an, record);
+        hostfs_done();
+        return code;
+}
+
+/* The analysis of a snapshot, from what it holds: layers 3 and 4 answer from it (net_replay.h), with
+ * the options used there; the API is asked about the node named there unless --node names another. */
+static void analysis_from_snapshot(const struct check_args *args, const struct snapshot *snap, struct analysis *ret) {
+        *ret = (struct analysis){ .probe = args->so.probe, .kube = args->so.kube, .node = args->so.node };
+        ret->display_root = snap->root_label ? snap->root_label : snap->root_dir;
+        ret->probe.kmsg_file = snap->kmsg_path;
+        ret->probe.kmsg_label = snap->kmsg_label;
+        ret->probe.nvml_replay = true;
+        ret->probe.nvml_library = snap->nvml_library;
+        ret->probe.nvml_facts = snap->nvml_facts;
+        ret->probe.nvml_load_rc = snap->nvml_load_rc;
+        ret->probe.nvml_load_error = snap->nvml_load_error;
+        const struct net_options *no = &snap->net->options;
+        ret->kube.node_name = ret->node ? ret->node : no->node;
+        if (no->timeout_ms) ret->kube.timeout_ms = no->timeout_ms;
+        ret->kube.operator_namespace = no->operator_namespace;
+        ret->kube.dcgm_url = no->dcgm_url;
+        ret->kube.node_exporter_url = no->node_exporter_url;
+        if (!ret->node && snap->node) ret->node = snap->node;
+}
+
+/* Analyses the extracted snapshot in a child, so that a termination signal (of term, blocked on entry,
+ * saved the mask before) ends it at once and the caller still removes the folder. Returns the child's
+ * exit code or 128 + the signal; without fork, the analysis runs here with the signals held. */
+static int analyse_in_child(const struct check_args *args, const struct snapshot *snap, struct analysis *an,
+                            FILE *record, const sigset_t *term, const sigset_t *saved_mask) {
+        fflush(stdout);
+        fflush(stderr);
+        if (record) fflush(record);
+        sigset_t with_chld = *term;
+        sigaddset(&with_chld, SIGCHLD);
+        sigprocmask(SIG_BLOCK, &with_chld, NULL);
+        /* a signal ignored on entry (nohup, a background job's SIGINT) stays ignored */
+        for (int sig = 1; sig < NSIG; sig++) {
+                struct sigaction old;
+                if (sigismember(term, sig) == 1 && sigaction(sig, NULL, &old) == 0 && old.sa_handler == SIG_IGN)
+                        sigdelset(&with_chld, sig);
         }
-        /* --snapshot: the node as collected, extracted into a private folder removed at the end.
-         * Termination signals are blocked while it is extracted and removed; the analysis runs in a
-         * child, so that a signal ends it at once and the folder is still removed. */
-        struct snapshot *snap = NULL;
+        pid_t pid = fork();
+        if (pid > 0) return wait_analysis(pid, &with_chld);
+        if (pid < 0) return analyse_root(snap->root_dir, args, an, record);
+        /* the child analyses with the caller's signal mask; the parent removes the folder, the child
+         * only flushes what it wrote */
+        sigprocmask(SIG_SETMASK, saved_mask, NULL);
+        int code = analyse_root(snap->root_dir, args, an, record);
+        if (record && (fflush(record) != 0 || ferror(record))) code = EXIT_INTERNAL;
+        if (fflush(stdout) != 0 || ferror(stdout)) {
+                fprintf(stderr, "gpunode: could not write to standard output\n");
+                code = EXIT_INTERNAL;
+        }
+        _exit(code);
+}
+
+/* `check --snapshot`: the node as collected, extracted into a private folder removed at the end.
+ * Termination signals are blocked while it is extracted and removed; the analysis runs in a child.
+ * Returns the exit code: EXIT_USAGE or EXIT_DATAERR when the snapshot cannot be opened or is refused. */
+static int check_snapshot(const struct check_args *args, FILE *record) {
         sigset_t term, saved_mask;
         sigemptyset(&term);
         sigaddset(&term, SIGINT);
         sigaddset(&term, SIGTERM);
         sigaddset(&term, SIGHUP);
         sigaddset(&term, SIGQUIT);
-        const char *display_root = NULL;
-        if (snapshot_file) {
-                if (so.root_given || popts.kmsg_file || popts.nvml_library) {
-                        fprintf(stderr, "gpunode check: --snapshot replaces --root, --kmsg and --nvml-library\n");
-                        return EXIT_USAGE;
-                }
-                if (kopts.kubeconfig || so.timeout_given || kopts.operator_namespace || kopts.dcgm_url || kopts.node_exporter_url) {
-                        fprintf(stderr, "gpunode check: --snapshot replays the API and metrics answers collected with the "
-                                        "node's --kubeconfig, --timeout, --operator-namespace, --dcgm-url and "
-                                        "--node-exporter-url; they cannot be given again\n");
-                        return EXIT_USAGE;
-                }
-                sigprocmask(SIG_BLOCK, &term, &saved_mask);
-                _cleanup_free_ char *error = NULL;
-                int sr = snapshot_open(snapshot_file, &snap, &error);
-                if (sr < 0) {
-                        sigprocmask(SIG_SETMASK, &saved_mask, NULL);
-                        fprintf_escaped(stderr, "gpunode check: %s\n", error ? error : strerror(-sr));
-                        return sr == -ENOENT || sr == -EACCES ? EXIT_USAGE : EXIT_DATAERR;
-                }
-                root = snap->root_dir;
-                display_root = snap->root_label;
-                popts.kmsg_file = snap->kmsg_path;
-                popts.kmsg_label = snap->kmsg_label;
-                popts.nvml_replay = true;
-                popts.nvml_library = snap->nvml_library;
-                popts.nvml_facts = snap->nvml_facts;
-                popts.nvml_load_rc = snap->nvml_load_rc;
-                popts.nvml_load_error = snap->nvml_load_error;
-                /* Layers 3 and 4 answer from the snapshot (net_replay.h), with the options used there;
-                 * the API is asked about the node named there unless --node names another. */
-                const struct net_options *no = &snap->net->options;
-                kopts.node_name = node ? node : no->node;
-                if (no->timeout_ms) kopts.timeout_ms = no->timeout_ms;
-                kopts.operator_namespace = no->operator_namespace;
-                kopts.dcgm_url = no->dcgm_url;
-                kopts.node_exporter_url = no->node_exporter_url;
-                net_replay_from(snap->net);
-                if (!node && snap->node) node = snap->node;
-        }
-        if (!display_root) display_root = root;
-        bool child = false;
-        if (snap) {
-                fflush(stdout);
-                fflush(stderr);
-                if (record) fflush(record);
-                sigset_t with_chld = term;
-                sigaddset(&with_chld, SIGCHLD);
-                sigprocmask(SIG_BLOCK, &with_chld, NULL);
-                /* a signal ignored on entry (nohup, a background job's SIGINT) stays ignored */
-                for (int sig = 1; sig < NSIG; sig++) {
-                        struct sigaction old;
-                        if (sigismember(&term, sig) == 1 && sigaction(sig, NULL, &old) == 0 && old.sa_handler == SIG_IGN)
-                                sigdelset(&with_chld, sig);
-                }
-                pid_t pid = fork();
-                if (pid > 0) {
-                        int code = wait_analysis(pid, &with_chld);
-                        net_replay_from(NULL);
-                        snapshot_close(snap);
-                        sigprocmask(SIG_SETMASK, &saved_mask, NULL);
-                        return code;
-                }
-                /* the child analyses with the caller's signal mask; without fork, the parent does,
-                 * with the signals held */
-                if (pid == 0) {
-                        child = true;
-                        sigprocmask(SIG_SETMASK, &saved_mask, NULL);
-                }
-        }
-        int code = EXIT_USAGE;
-        _cleanup_free_ char *name = NULL;
-        int r = hostfs_init(root);
+        sigprocmask(SIG_BLOCK, &term, &saved_mask);
+        struct snapshot *snap = NULL;
+        _cleanup_free_ char *error = NULL;
+        int r = snapshot_open(args->snapshot_file, &snap, &error);
         if (r < 0) {
-                fprintf_escaped(stderr, "gpunode check: cannot open root %s: %s\n", root, strerror(-r));
-                goto out;
-        }
-        name = node_name_resolve(node);
-        if (!kopts.node_name) kopts.node_name = name;
-        if (record) hostfs_set_recorder(record_path, record);
-        /* Layers 3 and 4: the API and the node's endpoints; a snapshot is analysed offline. */
-        popts.kube = &kopts;
-        struct node_facts facts;
-        probe_all(&popts, &facts);
-        hostfs_set_recorder(NULL, NULL);
-        if (nvml_file) {
-                r = save_nvml(nvml_file, &facts);
-                if (r < 0) fprintf_escaped(stderr, "gpunode check: cannot save NVML's answers to %s: %s\n", nvml_file,
-                                           r == -ENODATA ? "NVML was not loaded" : strerror(-r));
-        }
-        struct report rep;
-        report_build(&facts, name, display_root, &rep);
-        report_add_gpus(&rep, &facts);
-        switch (format) {
-        case FORMAT_TEXT: r = output_text(stdout, &rep, &topts); break;
-        case FORMAT_JSON: r = output_json(stdout, &rep); break;
-        case FORMAT_PROMETHEUS: r = output_prometheus(stdout, &rep); break;
-        }
-        code = r < 0 ? EXIT_INTERNAL : verdict_exit_code(rep.verdict);
-        report_free(&rep);
-        node_facts_free(&facts);
-out:
-        hostfs_done();
-        if (child) {
-                /* the parent removes the folder; the child only flushes what it wrote */
-                if (record && (fflush(record) != 0 || ferror(record))) code = EXIT_INTERNAL;
-                if (fflush(stdout) != 0 || ferror(stdout)) {
-                        fprintf(stderr, "gpunode: could not write to standard output\n");
-                        code = EXIT_INTERNAL;
-                }
-                _exit(code);
-        }
-        if (snap) {
-                net_replay_from(NULL);
-                snapshot_close(snap);
                 sigprocmask(SIG_SETMASK, &saved_mask, NULL);
+                fprintf_escaped(stderr, "gpunode check: %s\n", error ? error : strerror(-r));
+                return r == -ENOENT || r == -EACCES ? EXIT_USAGE : EXIT_DATAERR;
         }
+        struct analysis an;
+        analysis_from_snapshot(args, snap, &an);
+        net_replay_from(snap->net);
+        int code = analyse_in_child(args, snap, &an, record, &term, &saved_mask);
+        net_replay_from(NULL);
+        snapshot_close(snap);
+        sigprocmask(SIG_SETMASK, &saved_mask, NULL);
         return code;
 }
+
+/* Runs `gpunode check`: the node under the root main.c opened, or a snapshot. Returns the exit code. */
+static int run_check(struct check_args *args) {
+        /* Opened before a snapshot is extracted, so that a refusal leaves nothing behind. */
+        _cleanup_fclose_ FILE *record = NULL;
+        if (args->record_file && !(record = fopen_private(args->record_file, 0644))) {
+                fprintf_escaped(stderr, "gpunode check: cannot write %s: %m\n", args->record_file);
+                return EXIT_USAGE;
+        }
+        if (args->snapshot_file) return check_snapshot(args, record);
+        struct analysis an = {
+                .probe = args->so.probe, .kube = args->so.kube, .node = args->so.node, .display_root = args->so.root
+        };
+        return analyse(args, &an, record);
+}
+
+DEFINE_COMMAND_STEPS(check)
 
 /* `gpunode check`: its entry in the command table, with the help text generated from it. */
 const struct command command_check = {
         .name = "check",
-        .run = cmd_check,
+        COMMAND_STEPS(check),
+        .needs_root = true,
         .summary = "diagnose the node bottom-up and name the root cause",
         .usage = "[OPTIONS]",
         .options =
-                "  --root DIR            host root to read (env GPUNODE_ROOT, default /)\n"
                 "  --output FORMAT       text, json or prometheus (default text)\n"
-                "  --kmsg FILE           read a saved kernel log (dmesg, journal or kmsg format) instead of /dev/kmsg\n"
-                "  --nvml-library PATH   load this file instead of libnvidia-ml.so.1\n"
-                "  --nvml-timeout MS     bound on all NVML calls together (default 10000)\n"
-                "  --node NAME           node name in the report (default $NODE_NAME, else the host name)\n"
                 "  --verbose             evidence for passing checks too\n"
                 "  --no-color            no colours (NO_COLOR is honoured too)\n"
                 "  --record-paths FILE   list every host path read (what a snapshot must hold)\n"
                 "  --save-nvml FILE      write NVML's answers in the test NVML's description format\n"
                 "  --snapshot FILE       check a node from its `gpunode collect` archive (replaces --root, --kmsg,\n"
-                "                        --nvml-library and the API and metrics options: all answers come from it)\n"
-                "  --kubeconfig FILE     Kubernetes credentials (default $KUBECONFIG, ~/.kube/config, else the pod's\n"
-                "                        service account); no configuration: the API checks are skipped\n"
-                "  --timeout DURATION    bound on each API request and metrics fetch (default 5s; \"500ms\" works)\n"
-                "  --operator-namespace NS  the GPU Operator's namespace (default: found from its pods on the node)\n"
-                "  --dcgm-url URL        DCGM exporter metrics (default: the exporter pod on this node, port 9400,\n"
-                "                        else http://localhost:9400/metrics)\n"
-                "  --node-exporter-url URL  node exporter metrics (default: its pod on this node, else localhost:9100)\n"
-                "exit status: 0 healthy, 1 warnings, 2 failures, 64 usage error, 70 internal error\n",
+                "                        --nvml-library and the API and metrics options: all answers come from it)\n",
+        .shared = SHARED_OPT_ROOT | SHARED_OPT_KMSG | SHARED_OPTS_NVML | SHARED_OPT_NODE | SHARED_OPTS_KUBE,
+        .notes = "no Kubernetes configuration: the API checks are skipped\n"
+                 "exit status: 0 healthy, 1 warnings, 2 failures, 64 usage error, 70 internal error\n",
 };

@@ -124,7 +124,7 @@ static void sleep_ms(uint64_t ms) {
 }
 
 /* `cluster [--watch]`. Returns the exit code of the last pass. */
-static int run_cluster(const struct cluster_options *o) {
+static int show_cluster(const struct cluster_options *o) {
         _cleanup_kube_client_ struct kube_client *kube = NULL;
         int code = open_client(o, &kube);
         if (code) return code;
@@ -253,8 +253,88 @@ static int run_check_node(const struct cluster_options *o, const char *node) {
         return code;
 }
 
-/* Runs `gpunode cluster` (argv[0] "cluster"). Returns the exit code. */
-static int cmd_cluster(int argc, char **argv) {
+/* What `gpunode cluster` was asked: the view, a node's report, or the list of checks. */
+struct cluster_args {
+        struct command_args base;
+        struct cluster_options o;
+        const char *check_node; /* `cluster check NODE` */
+        bool list_checks;       /* --list-checks: the options after it are not read */
+};
+
+/* Parses a duration option (getopt code c: --interval, --timeout, --stale-after) into o. Returns 0, or
+ * -EINVAL after saying on stderr what is wrong. */
+static int cluster_duration(int c, const char *arg, struct cluster_options *o) {
+        uint64_t v;
+        if (parse_duration_ms(arg, c == OPT_INTERVAL ? 100 : 1, 7 * 24 * 3600 * 1000ull, &v) < 0) {
+                fprintf_escaped(stderr,
+                                "gpunode cluster: --%s takes a duration (\"10s\", \"500ms\", \"15m\"), not '%s'\n",
+                                c == OPT_INTERVAL ? "interval"
+                                : c == OPT_STALE  ? "stale-after"
+                                                  : "timeout",
+                                arg);
+                return -EINVAL;
+        }
+        if (c == OPT_INTERVAL)
+                o->interval_ms = v;
+        else if (c == OPT_STALE)
+                o->stale_ms = v;
+        else
+                o->timeout_ms = v > 600000 ? 600000 : v;
+        return 0;
+}
+
+/* Parses a number option (getopt code c: --chunk-size, --watch-limit) into o. Returns 0, or -EINVAL
+ * after saying on stderr what is wrong. */
+static int cluster_number(int c, const char *arg, struct cluster_options *o) {
+        uint64_t v;
+        if (parse_u64(arg, 10, &v) < 0 || v < 1 || v > (c == OPT_CHUNK ? 10000 : 1000000)) {
+                fprintf_escaped(stderr, "gpunode cluster: --%s takes a number (%s), not '%s'\n",
+                                c == OPT_CHUNK ? "chunk-size" : "watch-limit",
+                                c == OPT_CHUNK ? "1..10000" : "1..1000000", arg);
+                return -EINVAL;
+        }
+        if (c == OPT_CHUNK)
+                o->chunk = (unsigned)v;
+        else
+                o->watch_limit = (unsigned long)v;
+        return 0;
+}
+
+/* Applies one option (getopt code c, its argument arg) to o. Returns 0, or -EINVAL after saying on
+ * stderr what is wrong (getopt has said it for an unknown option). */
+static int cluster_option(int c, const char *arg, struct cluster_options *o) {
+        switch (c) {
+        case OPT_KUBECONFIG: o->kubeconfig = arg; return 0;
+        case OPT_CONTEXT: o->context = arg; return 0;
+        case 'o':
+        case OPT_OUTPUT:
+                if (streq(arg, "json"))
+                        o->json = true;
+                else if (streq(arg, "text"))
+                        o->json = false;
+                else {
+                        fprintf_escaped(stderr, "gpunode cluster: --output must be text or json, not '%s'\n", arg);
+                        return -EINVAL;
+                }
+                return 0;
+        case 'w':
+        case OPT_WATCH: o->watch = true; return 0;
+        case OPT_INTERVAL:
+        case OPT_CTIMEOUT:
+        case OPT_STALE: return cluster_duration(c, arg, o);
+        case OPT_WATCH_LIMIT:
+        case OPT_CHUNK: return cluster_number(c, arg, o);
+        case OPT_ALL_NODES: o->all_nodes = true; return 0;
+        case OPT_NAMESPACE: o->namespace = arg; return 0;
+        case OPT_VERBOSE: o->verbose = true; return 0;
+        case OPT_NO_COLOR: o->color = false; return 0;
+        default: return -EINVAL;
+        }
+}
+
+/* Parses `gpunode cluster [OPTIONS] [check NODE]` (argv[0] "cluster", or the kubectl plugin's name
+ * before "check"). Returns 0, or -EINVAL after saying on stderr what is wrong. */
+static int parse_argv_cluster(int argc, char **argv, struct cluster_args *args) {
         static const struct option longopts[] = {
                 { "kubeconfig", required_argument, NULL, OPT_KUBECONFIG },
                 { "context", required_argument, NULL, OPT_CONTEXT },
@@ -272,7 +352,7 @@ static int cmd_cluster(int argc, char **argv) {
                 { "list-checks", no_argument, NULL, OPT_LIST_CHECKS },
                 { 0 },
         };
-        struct cluster_options o = {
+        args->o = (struct cluster_options){
                 .interval_ms = 10000,
                 .timeout_ms = CLUSTER_DEFAULT_TIMEOUT_MS,
                 .stale_ms = CLUSTER_DEFAULT_STALE_S * 1000ull,
@@ -280,95 +360,52 @@ static int cmd_cluster(int argc, char **argv) {
                 .color = isatty(STDOUT_FILENO) && !getenv("NO_COLOR"),
         };
         int c;
-        uint64_t v;
         optind = 1;
         while ((c = getopt_long(argc, argv, "o:w", longopts, NULL)) != -1) {
-                switch (c) {
-                case OPT_KUBECONFIG: o.kubeconfig = optarg; break;
-                case OPT_CONTEXT: o.context = optarg; break;
-                case 'o':
-                case OPT_OUTPUT:
-                        if (streq(optarg, "json"))
-                                o.json = true;
-                        else if (streq(optarg, "text"))
-                                o.json = false;
-                        else {
-                                fprintf_escaped(stderr, "gpunode cluster: --output must be text or json, not '%s'\n",
-                                                optarg);
-                                return EXIT_USAGE;
-                        }
-                        break;
-                case 'w':
-                case OPT_WATCH: o.watch = true; break;
-                case OPT_INTERVAL:
-                case OPT_CTIMEOUT:
-                case OPT_STALE:
-                        if (parse_duration_ms(optarg, c == OPT_INTERVAL ? 100 : 1, 7 * 24 * 3600 * 1000ull, &v) < 0) {
-                                fprintf_escaped(stderr,
-                                                "gpunode cluster: --%s takes a duration (\"10s\", \"500ms\", \"15m\"), "
-                                                "not '%s'\n",
-                                                c == OPT_INTERVAL ? "interval"
-                                                : c == OPT_STALE  ? "stale-after"
-                                                                  : "timeout",
-                                                optarg);
-                                return EXIT_USAGE;
-                        }
-                        if (c == OPT_INTERVAL)
-                                o.interval_ms = v;
-                        else if (c == OPT_STALE)
-                                o.stale_ms = v;
-                        else
-                                o.timeout_ms = v > 600000 ? 600000 : v;
-                        break;
-                case OPT_WATCH_LIMIT:
-                case OPT_CHUNK:
-                        if (parse_u64(optarg, 10, &v) < 0 || v < 1 || v > (c == OPT_CHUNK ? 10000 : 1000000)) {
-                                fprintf_escaped(stderr, "gpunode cluster: --%s takes a number (%s), not '%s'\n",
-                                                c == OPT_CHUNK ? "chunk-size" : "watch-limit",
-                                                c == OPT_CHUNK ? "1..10000" : "1..1000000", optarg);
-                                return EXIT_USAGE;
-                        }
-                        if (c == OPT_CHUNK)
-                                o.chunk = (unsigned)v;
-                        else
-                                o.watch_limit = (unsigned long)v;
-                        break;
-                case OPT_ALL_NODES: o.all_nodes = true; break;
-                case OPT_NAMESPACE: o.namespace = optarg; break;
-                case OPT_VERBOSE: o.verbose = true; break;
-                case OPT_NO_COLOR: o.color = false; break;
-                case OPT_LIST_CHECKS: {
-                        size_t n;
-                        const struct cl_check_def *const *defs = cluster_checks(&n);
-                        for (size_t i = 0; i < n; i++) printf("%-34s %s\n", defs[i]->id, defs[i]->title);
+                if (c == OPT_LIST_CHECKS) {
+                        args->list_checks = true;
                         return 0;
                 }
-                default: return EXIT_USAGE;
-                }
+                if (cluster_option(c, optarg, &args->o) < 0) return -EINVAL;
         }
         if (optind < argc && streq(argv[optind], "check")) {
                 if (optind + 2 != argc) {
                         fprintf(stderr, "gpunode cluster check: give one node name (options before it: "
                                         "gpunode cluster [--output json] check NODE)\n");
-                        return EXIT_USAGE;
+                        return -EINVAL;
                 }
-                if (o.watch) {
+                if (args->o.watch) {
                         fprintf(stderr, "gpunode cluster check: --watch is for the cluster view\n");
-                        return EXIT_USAGE;
+                        return -EINVAL;
                 }
-                return run_check_node(&o, argv[optind + 1]);
+                args->check_node = argv[optind + 1];
+                return 0;
         }
         if (optind < argc) {
                 fprintf_escaped(stderr, "gpunode cluster: unexpected argument '%s'\n", argv[optind]);
-                return EXIT_USAGE;
+                return -EINVAL;
         }
-        return run_cluster(&o);
+        return 0;
 }
+
+/* Runs `gpunode cluster`: the list of checks, a node's report, or the cluster view. Returns the exit code. */
+static int run_cluster(struct cluster_args *args) {
+        if (args->list_checks) {
+                size_t n;
+                const struct cl_check_def *const *defs = cluster_checks(&n);
+                for (size_t i = 0; i < n; i++) printf("%-34s %s\n", defs[i]->id, defs[i]->title);
+                return 0;
+        }
+        if (args->check_node) return run_check_node(&args->o, args->check_node);
+        return show_cluster(&args->o);
+}
+
+DEFINE_COMMAND_STEPS(cluster)
 
 /* `gpunode cluster`: its entry in the command table. */
 const struct command command_cluster = {
         .name = "cluster",
-        .run = cmd_cluster,
+        COMMAND_STEPS(cluster),
         .summary = "is every GPU node ready for work, and if not, why (six categories, bottom-up)",
         .usage = "[OPTIONS] [check NODE]",
         .options =
@@ -389,10 +426,10 @@ const struct command command_cluster = {
                 "  check NODE            the node's current report from its agent, through the API server's pod proxy\n"
                 "                        (/api/v1/namespaces/NS/pods/POD:PORT/proxy/report), shown as `gpunode check` "
                 "does\n"
-                "  --namespace NS        check: the agent's namespace (default: any)\n"
-                "As a kubectl plugin (installed as kubectl-gpunode): kubectl gpunode cluster, kubectl gpunode check "
-                "NODE.\n"
-                "exit status: 0 healthy, 1 warnings, 2 failures, 64 usage error, 69 the cluster cannot be read (a "
-                "list\n"
-                "failed, part-way included: no partial verdict), 70 internal error, 77 permission denied (403)\n",
+                "  --namespace NS        check: the agent's namespace (default: any)\n",
+        .notes = "As a kubectl plugin (installed as kubectl-gpunode): kubectl gpunode cluster, kubectl gpunode check "
+                 "NODE.\n"
+                 "exit status: 0 healthy, 1 warnings, 2 failures, 64 usage error, 69 the cluster cannot be read (a "
+                 "list\n"
+                 "failed, part-way included: no partial verdict), 70 internal error, 77 permission denied (403)\n",
 };

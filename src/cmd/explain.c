@@ -48,23 +48,25 @@ static void explain_all(void) {
         printf("`gpunode explain CHECK-ID` says what a check reads and what its outcomes mean.\n");
 }
 
-/* Runs `gpunode explain` (argv[0] "explain"). Returns the exit code. */
-static int cmd_explain(int argc, char **argv) {
-        if (argc < 2) {
-                explain_all();
-                return 0;
-        }
+/* What `gpunode explain` was asked: one check id or text, or everything. */
+struct explain_args {
+        struct command_args base;
+        const char *arg; /* NULL: the whole table */
+};
+
+/* Parses `gpunode explain [CHECK-ID | TEXT]` (argv[0] "explain"). Returns 0, or -EINVAL after saying
+ * so on stderr when more than one argument is given. */
+static int parse_argv_explain(int argc, char **argv, struct explain_args *args) {
         if (argc > 2) {
                 fprintf(stderr, "gpunode explain: give one check id or one quoted text\n");
-                return EXIT_USAGE;
+                return -EINVAL;
         }
-        const char *arg = argv[1];
-        const struct check_def *d = check_find(arg);
-        if (d) {
-                explain_check(d);
-                return 0;
-        }
-        /* Free text: symptoms and checks whose words contain it. */
+        args->arg = argc > 1 ? argv[1] : NULL;
+        return 0;
+}
+
+/* Prints the symptoms and checks whose words contain arg. Returns how many matched. */
+static size_t explain_matches(const char *arg) {
         size_t matches = 0, n;
         const struct symptom *s = symptom_table(&n);
         for (size_t i = 0; i < n; i++)
@@ -79,21 +81,39 @@ static int cmd_explain(int argc, char **argv) {
                         printf("\n");
                         matches++;
                 }
-        if (!matches) {
-                fprintf_escaped(stderr, "gpunode explain: no check or symptom matches '%s'; `gpunode explain` lists them all\n", arg);
+        return matches;
+}
+
+/* Runs `gpunode explain`: the whole table, one check, or what matches the text. Returns 0, or 1 when
+ * nothing matches. */
+static int run_explain(struct explain_args *args) {
+        if (!args->arg) {
+                explain_all();
+                return 0;
+        }
+        const struct check_def *d = check_find(args->arg);
+        if (d) {
+                explain_check(d);
+                return 0;
+        }
+        if (!explain_matches(args->arg)) {
+                fprintf_escaped(stderr,
+                                "gpunode explain: no check or symptom matches '%s'; `gpunode explain` lists them all\n",
+                                args->arg);
                 return 1;
         }
         return 0;
 }
 
+DEFINE_COMMAND_STEPS(explain)
+
 /* `gpunode explain`: its entry in the command table, with the help text generated from it. */
 const struct command command_explain = {
         .name = "explain",
-        .run = cmd_explain,
+        COMMAND_STEPS(explain),
         .summary = "what every check reads and means, and the symptom table",
         .usage = "[CHECK-ID | TEXT]",
-        .options =
-                "  with no argument: the symptom table and every check, layer by layer\n"
-                "  CHECK-ID: what the check reads, what each outcome means, its dependencies\n"
-                "  TEXT: the symptoms and checks whose words match\n",
+        .options = "  with no argument: the symptom table and every check, layer by layer\n"
+                   "  CHECK-ID: what the check reads, what each outcome means, its dependencies\n"
+                   "  TEXT: the symptoms and checks whose words match\n",
 };

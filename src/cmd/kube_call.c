@@ -59,70 +59,94 @@ static int print_outcome(int rc, const char *error, json_t *body, const char *st
         return 0;
 }
 
-/* Runs `gpunode kube-call` (argv[0] "kube-call"). Returns 0 when the outcome was printed (also for a
- * failed call), EXIT_USAGE for bad options or arguments, EXIT_INTERNAL otherwise. */
-static int cmd_kube_call(int argc, char **argv) {
+/* What `gpunode kube-call` was asked: one request and its client's options. */
+struct kube_call_args {
+        struct command_args base;
+        struct shared_options so;
+        size_t max_body;
+        const char *method, *path;
+        enum kube_patch_type type;
+        bool patch, post;
+};
+
+/* Parses METHOD PATH [strategic|merge|json] from argv's n positional arguments into args. Returns 0,
+ * or -EINVAL after saying on stderr what is wrong. */
+static int parse_request(int n, char **argv, struct kube_call_args *args) {
+        const char *method = n > 0 ? argv[0] : NULL, *path = n > 1 ? argv[1] : NULL;
+        args->patch = method && streq(method, "PATCH");
+        args->post = method && streq(method, "POST");
+        if (!method || !(args->patch || args->post || streq(method, "GET"))) {
+                fprintf_escaped(stderr, "gpunode kube-call: METHOD must be GET, PATCH or POST, not '%s'\n",
+                                method ? method : "");
+                return -EINVAL;
+        }
+        if (!path || path[0] != '/') {
+                fprintf_escaped(stderr, "gpunode kube-call: PATH must start with '/', not '%s'\n", path ? path : "");
+                return -EINVAL;
+        }
+        args->method = method;
+        args->path = path;
+        args->type = KUBE_PATCH_STRATEGIC;
+        if (args->patch) {
+                const char *t = n > 2 ? argv[2] : "";
+                if (streq(t, "strategic"))
+                        args->type = KUBE_PATCH_STRATEGIC;
+                else if (streq(t, "merge"))
+                        args->type = KUBE_PATCH_MERGE;
+                else if (streq(t, "json"))
+                        args->type = KUBE_PATCH_JSON;
+                else {
+                        fprintf_escaped(stderr, "gpunode kube-call: PATCH needs strategic, merge or json, not '%s'\n",
+                                        t);
+                        return -EINVAL;
+                }
+        }
+        if (n > (args->patch ? 3 : 2)) {
+                fprintf_escaped(stderr, "gpunode kube-call: unexpected argument '%s'\n", argv[args->patch ? 3 : 2]);
+                return -EINVAL;
+        }
+        return 0;
+}
+
+/* Parses `gpunode kube-call [OPTIONS] METHOD PATH [TYPE]` (argv[0] "kube-call"). Returns 0, or -EINVAL
+ * after saying on stderr what is wrong. */
+static int parse_argv_kube_call(int argc, char **argv, struct kube_call_args *args) {
         static const struct option longopts[] = {
                 OPTIONS_KUBE,
-                {"max-body", required_argument, NULL, OPT_MAX_BODY},
-                {0},
+                { "max-body", required_argument, NULL, OPT_MAX_BODY },
+                { 0 },
         };
-        struct shared_options so;
-        shared_options_init(&so);
-        size_t max_body = KUBE_MAX_BODY_DEFAULT;
+        shared_options_init(&args->so);
+        args->max_body = KUBE_MAX_BODY_DEFAULT;
         int c;
         optind = 1;
         while ((c = getopt_long(argc, argv, "", longopts, NULL)) != -1) {
-                switch (c) {
-                case OPT_MAX_BODY: {
+                if (c == OPT_MAX_BODY) {
                         char *end;
                         errno = 0;
                         unsigned long long v = strtoull(optarg, &end, 10);
                         if (errno || end == optarg || *end || optarg[0] == '-' || v == 0 || v > KUBE_MAX_BODY_DEFAULT) {
-                                fprintf_escaped(stderr, "gpunode kube-call: --max-body must be 1..%zu bytes, not '%s'\n",
+                                fprintf_escaped(stderr,
+                                                "gpunode kube-call: --max-body must be 1..%zu bytes, not '%s'\n",
                                                 KUBE_MAX_BODY_DEFAULT, optarg);
-                                return EXIT_USAGE;
+                                return -EINVAL;
                         }
-                        max_body = (size_t)v;
-                        break;
+                        args->max_body = (size_t)v;
+                        continue;
                 }
-                default: {
-                        _cleanup_free_ char *error = NULL;
-                        int k = shared_option(c, optarg, &so, &error);
-                        if (k < 0) fprintf_escaped(stderr, "gpunode kube-call: %s\n", error);
-                        if (k <= 0) return EXIT_USAGE;
-                        break;
-                }
-                }
+                _cleanup_free_ char *error = NULL;
+                int k = shared_option(c, optarg, &args->so, &error);
+                if (k < 0) fprintf_escaped(stderr, "gpunode kube-call: %s\n", error);
+                if (k <= 0) return -EINVAL;
         }
-        int nargs = argc - optind;
-        const char *method = nargs > 0 ? argv[optind] : NULL, *path = nargs > 1 ? argv[optind + 1] : NULL;
-        bool patch = method && streq(method, "PATCH"), post = method && streq(method, "POST");
-        if (!method || !(patch || post || streq(method, "GET"))) {
-                fprintf_escaped(stderr, "gpunode kube-call: METHOD must be GET, PATCH or POST, not '%s'\n", method ? method : "");
-                return EXIT_USAGE;
-        }
-        if (!path || path[0] != '/') {
-                fprintf_escaped(stderr, "gpunode kube-call: PATH must start with '/', not '%s'\n", path ? path : "");
-                return EXIT_USAGE;
-        }
-        enum kube_patch_type type = KUBE_PATCH_STRATEGIC;
-        if (patch) {
-                const char *t = nargs > 2 ? argv[optind + 2] : "";
-                if (streq(t, "strategic")) type = KUBE_PATCH_STRATEGIC;
-                else if (streq(t, "merge")) type = KUBE_PATCH_MERGE;
-                else if (streq(t, "json")) type = KUBE_PATCH_JSON;
-                else {
-                        fprintf_escaped(stderr, "gpunode kube-call: PATCH needs strategic, merge or json, not '%s'\n", t);
-                        return EXIT_USAGE;
-                }
-        }
-        if (nargs > (patch ? 3 : 2)) {
-                fprintf_escaped(stderr, "gpunode kube-call: unexpected argument '%s'\n", argv[optind + (patch ? 3 : 2)]);
-                return EXIT_USAGE;
-        }
+        return parse_request(argc - optind, argv + optind, args);
+}
+
+/* Runs `gpunode kube-call`: reads the body of a PATCH or POST, makes the request. Returns 0 when the
+ * outcome was printed (also for a failed call), EXIT_INTERNAL otherwise. */
+static int run_kube_call(struct kube_call_args *args) {
         _cleanup_free_ char *body = NULL;
-        if (patch || post) {
+        if (args->patch || args->post) {
                 int r = read_body(&body);
                 if (r < 0) {
                         fprintf(stderr, "gpunode kube-call: cannot read the request body from standard input: %s\n",
@@ -133,22 +157,25 @@ static int cmd_kube_call(int argc, char **argv) {
 
         _cleanup_kube_config_ struct kube_config *cfg = NULL;
         _cleanup_free_ char *err = NULL;
-        int r = kube_config_load(so.kube.kubeconfig, so.kube.timeout_ms, &cfg, &err);
+        int r = kube_config_load(args->so.kube.kubeconfig, args->so.kube.timeout_ms, &cfg, &err);
         if (r < 0) {
                 _cleanup_free_ char *msg = xasprintf("no Kubernetes configuration: %s", err ? err : strerror(-r));
                 return print_outcome(r, msg, NULL, "config");
         }
         _cleanup_kube_client_ struct kube_client *kube = NULL;
-        r = kube_client_new(cfg, so.kube.timeout_ms, &kube, &err);
+        r = kube_client_new(cfg, args->so.kube.timeout_ms, &kube, &err);
         if (r < 0) {
                 _cleanup_free_ char *msg = xasprintf("cannot create the API client: %s", err ? err : strerror(-r));
                 return print_outcome(r, msg, NULL, "client");
         }
-        kube_client_set_max_body(kube, max_body);
+        kube_client_set_max_body(kube, args->max_body);
         json_t *answer = NULL;
-        if (patch) r = kube_patch(kube, path, type, body, &answer, &err);
-        else if (post) r = kube_post(kube, path, body, &answer, &err);
-        else r = kube_get(kube, path, &answer, &err);
+        if (args->patch)
+                r = kube_patch(kube, args->path, args->type, body, &answer, &err);
+        else if (args->post)
+                r = kube_post(kube, args->path, body, &answer, &err);
+        else
+                r = kube_get(kube, args->path, &answer, &err);
         if (r < 0) {
                 json_decref(answer);
                 answer = NULL;
@@ -156,20 +183,24 @@ static int cmd_kube_call(int argc, char **argv) {
         return print_outcome(r, r < 0 ? (err ? err : strerror(-r)) : NULL, answer, "request");
 }
 
+DEFINE_COMMAND_STEPS(kube_call)
+
+/* `gpunode kube-call`: its entry in the command table; hidden from `gpunode --help` (the agent runs it). */
 const struct command command_kube_call = {
         .name = "kube-call",
-        .run = cmd_kube_call,
+        COMMAND_STEPS(kube_call),
+        .hidden = true,
         .summary = "one Kubernetes API request as the agent makes it (used by gpunode agent)",
         .usage = "[OPTIONS] METHOD PATH [strategic|merge|json]",
-        .options =
-                "  METHOD                GET, PATCH or POST; PATCH takes the patch type (strategic, merge or json)\n"
-                "  PATH                  the API path, query included and escaped (e.g. /api/v1/nodes?labelSelector=a%3Db)\n"
-                "                        the body of a PATCH or POST is read from standard input (at most 1 MiB)\n"
-                "  --kubeconfig FILE     Kubernetes credentials (default $KUBECONFIG, ~/.kube/config, else the pod's\n"
-                "                        service account)\n"
-                "  --timeout DURATION    bound on the request (default 5s; \"500ms\" works)\n"
-                "  --max-body BYTES      the largest answer accepted (default 64 MiB)\n"
+        .options = "  METHOD                GET, PATCH or POST; PATCH takes the patch type (strategic, merge or json)\n"
+                   "  PATH                  the API path, query included and escaped (e.g. "
+                   "/api/v1/nodes?labelSelector=a%3Db)\n"
+                   "                        the body of a PATCH or POST is read from standard input (at most 1 MiB)\n"
+                   "  --max-body BYTES      the largest answer accepted (default 64 MiB)\n",
+        .shared = SHARED_OPT_KUBECONFIG | SHARED_OPT_TIMEOUT,
+        .notes =
                 "prints one JSON object: {\"rc\": 0 or a negative errno, \"error\": a sentence or null, \"body\": the\n"
                 "answer or null, \"stage\": \"config\", \"client\" or \"request\"}\n"
-                "exit status: 0 the outcome was printed (also for a failed request), 64 usage error, 70 internal error\n",
+                "exit status: 0 the outcome was printed (also for a failed request), 64 usage error, 70 internal "
+                "error\n",
 };

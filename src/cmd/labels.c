@@ -241,258 +241,312 @@ static int bool_env(const char *const *names, bool given, bool *ret) {
         return -EINVAL;
 }
 
-/* Runs `gpunode labels` (argv[0] "labels"). Returns the exit code. GFD's flags and environment are
- * accepted too; a flag wins over its variable, a variable over the default. */
-static int cmd_labels(int argc, char **argv) {
+/* What `gpunode labels` was asked: GFD's flags and environment, and which flags were given (a flag
+ * wins over its variable, a variable over the default). */
+struct labels_args {
+        struct command_args base;
+        struct shared_options so;
+        const char *output, *machine_file, *config;
+        uint64_t interval_ms;
+        bool once, infinite, no_timestamp, fail_on_init_error, node_feature_api;
+        struct label_options o;
+        struct {
+                bool output, interval, once, mig, timestamp, fail, nfd, machine;
+        } given;
+};
+
+/* Applies one of labels' own options (getopt code c, its argument arg). Returns 1 when applied, 0 when
+ * c is not one of them, -EINVAL after saying on stderr what is wrong. */
+static int labels_option(int c, const char *arg, struct labels_args *a) {
+        uint64_t n;
+        switch (c) {
+        case 'o':
+                a->output = *arg ? arg : "-"; /* GFD: an empty output file is standard output */
+                a->given.output = true;
+                return 1;
+        case 'i':
+                if (parse_duration_ms(arg, 1, 365ull * 86400000, &a->interval_ms) < 0) {
+                        fprintf_escaped(
+                                stderr,
+                                "gpunode labels: --interval must be a duration (60s, 500ms, 5m, 1m30s), not '%s'\n",
+                                arg);
+                        return -EINVAL;
+                }
+                a->infinite = false;
+                a->given.interval = true;
+                return 1;
+        case OPT_SLEEP_INTERVAL:
+                if (parse_sleep_interval(arg, &a->interval_ms, &a->infinite) < 0) {
+                        fprintf_escaped(stderr,
+                                        "gpunode labels: --sleep-interval must be a Go duration (60s, 1m30s) or "
+                                        "infinite, not '%s'\n",
+                                        arg);
+                        return -EINVAL;
+                }
+                a->given.interval = true;
+                return 1;
+        case '1':
+                a->once = true;
+                a->given.once = true;
+                return 1;
+        case OPT_ONESHOT: a->given.once = true; return bool_flag("oneshot", arg, &a->once) < 0 ? -EINVAL : 1;
+        case 'm':
+                if (parse_mig_strategy(arg, &a->o.mig_strategy) < 0) {
+                        fprintf_escaped(stderr,
+                                        "gpunode labels: --mig-strategy must be none, single or mixed, not '%s'\n",
+                                        arg);
+                        return -EINVAL;
+                }
+                a->given.mig = true;
+                return 1;
+        case 'T': a->given.timestamp = true; return bool_flag("no-timestamp", arg, &a->no_timestamp) < 0 ? -EINVAL : 1;
+        case OPT_FAIL_ON_INIT_ERROR:
+                a->given.fail = true;
+                return bool_flag("fail-on-init-error", arg, &a->fail_on_init_error) < 0 ? -EINVAL : 1;
+        case OPT_USE_NODE_FEATURE_API:
+                a->given.nfd = true;
+                return bool_flag("use-node-feature-api", arg, &a->node_feature_api) < 0 ? -EINVAL : 1;
+        case 'M':
+                a->machine_file = arg;
+                a->given.machine = true;
+                return 1;
+        case 's':
+                if (streq(arg, "none"))
+                        a->o.sharing = SHARING_NONE;
+                else if (streq(arg, "time-slicing"))
+                        a->o.sharing = SHARING_TIME_SLICING;
+                else if (streq(arg, "mps"))
+                        a->o.sharing = SHARING_MPS;
+                else {
+                        fprintf_escaped(stderr,
+                                        "gpunode labels: --sharing must be none, time-slicing or mps, not '%s'\n", arg);
+                        return -EINVAL;
+                }
+                return 1;
+        case 'n':
+                if (parse_u64(arg, 10, &n) < 0 || n < 1 || n > 100000) {
+                        fprintf_escaped(stderr, "gpunode labels: --replicas must be 1..100000, not '%s'\n", arg);
+                        return -EINVAL;
+                }
+                a->o.replicas = (unsigned)n;
+                return 1;
+        case 'c': a->config = arg; return 1;
+        default: return 0;
+        }
+}
+
+/* Takes GFD's environment (its names, then the older unprefixed ones it also reads) where no flag said
+ * otherwise. Returns 0, or -EINVAL after saying on stderr which variable is wrong. */
+static int labels_environment(struct labels_args *a) {
+        const char *v, *name;
+        if (!a->given.output && (v = env_first((const char *const[]){ "GFD_OUTPUT_FILE", NULL }, NULL))) a->output = v;
+        if (!a->given.interval && (v = env_first((const char *const[]){ "GFD_SLEEP_INTERVAL", NULL }, NULL)) &&
+            parse_sleep_interval(v, &a->interval_ms, &a->infinite) < 0) {
+                fprintf_escaped(stderr,
+                                "gpunode labels: GFD_SLEEP_INTERVAL must be a Go duration (60s, 1m30s) or infinite, "
+                                "not '%s'\n",
+                                v);
+                return -EINVAL;
+        }
+        if (!a->given.mig &&
+            (v = env_first((const char *const[]){ "GFD_MIG_STRATEGY", "MIG_STRATEGY", NULL }, &name)) &&
+            parse_mig_strategy(v, &a->o.mig_strategy) < 0) {
+                fprintf_escaped(stderr, "gpunode labels: %s must be none, single or mixed, not '%s'\n", name, v);
+                return -EINVAL;
+        }
+        if (!a->given.machine && (v = env_first((const char *const[]){ "GFD_MACHINE_TYPE_FILE", NULL }, NULL)))
+                a->machine_file = v;
+        if (!a->config) a->config = env_first((const char *const[]){ "GFD_CONFIG_FILE", "CONFIG_FILE", NULL }, NULL);
+        if (bool_env((const char *const[]){ "GFD_ONESHOT", NULL }, a->given.once, &a->once) < 0 ||
+            bool_env((const char *const[]){ "GFD_NO_TIMESTAMP", NULL }, a->given.timestamp, &a->no_timestamp) < 0 ||
+            bool_env((const char *const[]){ "GFD_FAIL_ON_INIT_ERROR", "FAIL_ON_INIT_ERROR", NULL }, a->given.fail,
+                     &a->fail_on_init_error) < 0 ||
+            bool_env((const char *const[]){ "GFD_USE_NODE_FEATURE_API", "USE_NODE_FEATURE_API", NULL }, a->given.nfd,
+                     &a->node_feature_api) < 0)
+                return -EINVAL;
+        return 0;
+}
+
+/* Parses `gpunode labels [OPTIONS]` (argv[0] "labels"), GFD's environment and its config file. Returns 0,
+ * or -EINVAL after saying on stderr what is wrong. */
+static int parse_argv_labels(int argc, char **argv, struct labels_args *args) {
         static const struct option longopts[] = {
-                {"output", required_argument, NULL, 'o'},
-                {"output-file", required_argument, NULL, 'o'},
-                {"interval", required_argument, NULL, 'i'},
-                {"sleep-interval", required_argument, NULL, OPT_SLEEP_INTERVAL},
-                {"once", no_argument, NULL, '1'},
-                {"oneshot", optional_argument, NULL, OPT_ONESHOT},
-                {"mig-strategy", required_argument, NULL, 'm'},
-                {"no-timestamp", optional_argument, NULL, 'T'},
-                {"fail-on-init-error", optional_argument, NULL, OPT_FAIL_ON_INIT_ERROR},
-                {"use-node-feature-api", optional_argument, NULL, OPT_USE_NODE_FEATURE_API},
-                {"machine-type-file", required_argument, NULL, 'M'},
-                {"sharing", required_argument, NULL, 's'},
-                {"replicas", required_argument, NULL, 'n'},
-                {"config-file", required_argument, NULL, 'c'},
+                { "output", required_argument, NULL, 'o' },
+                { "output-file", required_argument, NULL, 'o' },
+                { "interval", required_argument, NULL, 'i' },
+                { "sleep-interval", required_argument, NULL, OPT_SLEEP_INTERVAL },
+                { "once", no_argument, NULL, '1' },
+                { "oneshot", optional_argument, NULL, OPT_ONESHOT },
+                { "mig-strategy", required_argument, NULL, 'm' },
+                { "no-timestamp", optional_argument, NULL, 'T' },
+                { "fail-on-init-error", optional_argument, NULL, OPT_FAIL_ON_INIT_ERROR },
+                { "use-node-feature-api", optional_argument, NULL, OPT_USE_NODE_FEATURE_API },
+                { "machine-type-file", required_argument, NULL, 'M' },
+                { "sharing", required_argument, NULL, 's' },
+                { "replicas", required_argument, NULL, 'n' },
+                { "config-file", required_argument, NULL, 'c' },
                 OPTION_ROOT,
                 OPTION_NVML_LIBRARY,
                 OPTION_NVML_TIMEOUT,
-                {0},
+                { 0 },
         };
-        const char *output = DEFAULT_OUTPUT, *machine_file = DEFAULT_MACHINE_TYPE_FILE, *config = NULL;
-        struct shared_options so;
-        shared_options_init(&so);
-        uint64_t interval_ms = 60000, n;
-        bool once = false, infinite = false, no_timestamp = false, fail_on_init_error = true, node_feature_api = false;
-        bool output_given = false, interval_given = false, once_given = false, mig_given = false, timestamp_given = false,
-             fail_given = false, nfd_given = false, machine_given = false;
-        struct label_options o = {.timestamp = true};
+        shared_options_init(&args->so);
+        args->output = DEFAULT_OUTPUT;
+        args->machine_file = DEFAULT_MACHINE_TYPE_FILE;
+        args->interval_ms = 60000;
+        args->fail_on_init_error = true;
+        args->o.timestamp = true;
         int c;
         optind = 1;
         while ((c = getopt_long(argc, argv, "o:", longopts, NULL)) != -1) {
-                switch (c) {
-                case 'o':
-                        output = *optarg ? optarg : "-"; /* GFD: an empty output file is standard output */
-                        output_given = true;
-                        break;
-                case 'i':
-                        if (parse_duration_ms(optarg, 1, 365ull * 86400000, &interval_ms) < 0) {
-                                fprintf_escaped(stderr, "gpunode labels: --interval must be a duration (60s, 500ms, 5m, 1m30s), not '%s'\n", optarg);
-                                return EXIT_USAGE;
-                        }
-                        infinite = false;
-                        interval_given = true;
-                        break;
-                case OPT_SLEEP_INTERVAL:
-                        if (parse_sleep_interval(optarg, &interval_ms, &infinite) < 0) {
-                                fprintf_escaped(stderr, "gpunode labels: --sleep-interval must be a Go duration (60s, 1m30s) or infinite, not '%s'\n",
-                                                optarg);
-                                return EXIT_USAGE;
-                        }
-                        interval_given = true;
-                        break;
-                case '1':
-                        once = true;
-                        once_given = true;
-                        break;
-                case OPT_ONESHOT:
-                        if (bool_flag("oneshot", optarg, &once) < 0) return EXIT_USAGE;
-                        once_given = true;
-                        break;
-                case 'm':
-                        if (parse_mig_strategy(optarg, &o.mig_strategy) < 0) {
-                                fprintf_escaped(stderr, "gpunode labels: --mig-strategy must be none, single or mixed, not '%s'\n", optarg);
-                                return EXIT_USAGE;
-                        }
-                        mig_given = true;
-                        break;
-                case 'T':
-                        if (bool_flag("no-timestamp", optarg, &no_timestamp) < 0) return EXIT_USAGE;
-                        timestamp_given = true;
-                        break;
-                case OPT_FAIL_ON_INIT_ERROR:
-                        if (bool_flag("fail-on-init-error", optarg, &fail_on_init_error) < 0) return EXIT_USAGE;
-                        fail_given = true;
-                        break;
-                case OPT_USE_NODE_FEATURE_API:
-                        if (bool_flag("use-node-feature-api", optarg, &node_feature_api) < 0) return EXIT_USAGE;
-                        nfd_given = true;
-                        break;
-                case 'M':
-                        machine_file = optarg;
-                        machine_given = true;
-                        break;
-                case 's':
-                        if (streq(optarg, "none")) o.sharing = SHARING_NONE;
-                        else if (streq(optarg, "time-slicing")) o.sharing = SHARING_TIME_SLICING;
-                        else if (streq(optarg, "mps")) o.sharing = SHARING_MPS;
-                        else {
-                                fprintf_escaped(stderr, "gpunode labels: --sharing must be none, time-slicing or mps, not '%s'\n", optarg);
-                                return EXIT_USAGE;
-                        }
-                        break;
-                case 'n':
-                        if (parse_u64(optarg, 10, &n) < 0 || n < 1 || n > 100000) {
-                                fprintf_escaped(stderr, "gpunode labels: --replicas must be 1..100000, not '%s'\n", optarg);
-                                return EXIT_USAGE;
-                        }
-                        o.replicas = (unsigned)n;
-                        break;
-                case 'c': config = optarg; break;
-                default: {
-                        _cleanup_free_ char *error = NULL;
-                        int k = shared_option(c, optarg, &so, &error);
-                        if (k < 0) fprintf_escaped(stderr, "gpunode labels: %s\n", error);
-                        if (k <= 0) return EXIT_USAGE;
-                        break;
-                }
-                }
+                int k = labels_option(c, optarg, args);
+                if (k < 0) return k;
+                if (k > 0) continue;
+                _cleanup_free_ char *error = NULL;
+                k = shared_option(c, optarg, &args->so, &error);
+                if (k < 0) fprintf_escaped(stderr, "gpunode labels: %s\n", error);
+                if (k <= 0) return -EINVAL;
         }
         if (optind < argc) {
                 fprintf_escaped(stderr, "gpunode labels: unexpected argument '%s'\n", argv[optind]);
-                return EXIT_USAGE;
+                return -EINVAL;
         }
-        /* GFD's environment (its names, then the older unprefixed ones it also reads), where no flag
-         * said otherwise. */
-        const char *v, *name;
-        if (!output_given && (v = env_first((const char *const[]){"GFD_OUTPUT_FILE", NULL}, NULL))) output = v;
-        if (!interval_given && (v = env_first((const char *const[]){"GFD_SLEEP_INTERVAL", NULL}, NULL)) &&
-            parse_sleep_interval(v, &interval_ms, &infinite) < 0) {
-                fprintf_escaped(stderr, "gpunode labels: GFD_SLEEP_INTERVAL must be a Go duration (60s, 1m30s) or infinite, not '%s'\n", v);
-                return EXIT_USAGE;
+        if (labels_environment(args) < 0) return -EINVAL;
+        if (args->node_feature_api) {
+                fprintf(stderr,
+                        "gpunode labels: the NFD NodeFeature API is not implemented: gpunode writes the feature file "
+                        "(--output-file); set --use-node-feature-api=false (GFD_USE_NODE_FEATURE_API=false)\n");
+                return -EINVAL;
         }
-        if (!mig_given && (v = env_first((const char *const[]){"GFD_MIG_STRATEGY", "MIG_STRATEGY", NULL}, &name)) &&
-            parse_mig_strategy(v, &o.mig_strategy) < 0) {
-                fprintf_escaped(stderr, "gpunode labels: %s must be none, single or mixed, not '%s'\n", name, v);
-                return EXIT_USAGE;
-        }
-        if (!machine_given && (v = env_first((const char *const[]){"GFD_MACHINE_TYPE_FILE", NULL}, NULL))) machine_file = v;
-        if (!config) config = env_first((const char *const[]){"GFD_CONFIG_FILE", "CONFIG_FILE", NULL}, NULL);
-        if (bool_env((const char *const[]){"GFD_ONESHOT", NULL}, once_given, &once) < 0 ||
-            bool_env((const char *const[]){"GFD_NO_TIMESTAMP", NULL}, timestamp_given, &no_timestamp) < 0 ||
-            bool_env((const char *const[]){"GFD_FAIL_ON_INIT_ERROR", "FAIL_ON_INIT_ERROR", NULL}, fail_given, &fail_on_init_error) < 0 ||
-            bool_env((const char *const[]){"GFD_USE_NODE_FEATURE_API", "USE_NODE_FEATURE_API", NULL}, nfd_given, &node_feature_api) < 0)
-                return EXIT_USAGE;
-        if (node_feature_api) {
-                fprintf(stderr, "gpunode labels: the NFD NodeFeature API is not implemented: gpunode writes the feature file "
-                                "(--output-file); set --use-node-feature-api=false (GFD_USE_NODE_FEATURE_API=false)\n");
-                return EXIT_USAGE;
-        }
-        o.timestamp = !no_timestamp;
+        struct label_options *o = &args->o;
+        o->timestamp = !args->no_timestamp;
+        const char *config = args->config;
         if (config) {
                 _cleanup_free_ char *err = NULL;
-                if (read_sharing_config(config, &o, &err) < 0) {
+                if (read_sharing_config(config, o, &err) < 0) {
                         fprintf_escaped(stderr, "gpunode labels: %s\n", err);
-                        return EXIT_USAGE;
+                        return -EINVAL;
                 }
         }
-        if (o.sharing != SHARING_NONE && o.replicas == 0) o.replicas = 1;
-        const char *root = so.root, *library = so.probe.nvml_library;
-        unsigned timeout_ms = so.probe.nvml_timeout_ms;
-        int r = hostfs_init(root);
-        if (r < 0) {
-                fprintf_escaped(stderr, "gpunode labels: cannot open root %s: %s\n", root, strerror(-r));
-                return EXIT_USAGE;
-        }
-        bool to_stdout = streq(output, "-");
-        if (!to_stdout) {
-                /* A run killed mid-write (kill -9, OOM) leaves its dot-file temporary behind. */
-                int k = remove_stale_temporaries(output);
-                if (k < 0)
-                        fprintf_escaped(stderr, "gpunode labels: cannot remove temporaries left beside %s: %s\n", output, strerror(-k));
-                else if (k > 0)
-                        fprintf_escaped(stderr, "gpunode labels: removed %d temporary file(s) left beside %s by an earlier run\n", k, output);
-        }
+        if (o->sharing != SHARING_NONE && o->replicas == 0) o->replicas = 1;
+        args->base.root = args->so.root;
+        return 0;
+}
 
+/* Says on stderr what remove_stale_temporaries() did beside output, when it did anything. */
+static void report_stale_temporaries(const char *output) {
+        /* A run killed mid-write (kill -9, OOM) leaves its dot-file temporary behind. */
+        int k = remove_stale_temporaries(output);
+        if (k < 0)
+                fprintf_escaped(stderr, "gpunode labels: cannot remove temporaries left beside %s: %s\n", output,
+                                strerror(-k));
+        else if (k > 0)
+                fprintf_escaped(stderr,
+                                "gpunode labels: removed %d temporary file(s) left beside %s by an earlier run\n", k,
+                                output);
+}
+
+/* Labels once and writes the labels to the output (standard output when to_stdout). Returns 0; 1 when
+ * NVML failed (nothing written; a loop removes its file, as GFD does); EXIT_INTERNAL when the labels
+ * cannot be written. */
+static int labels_round(struct labels_args *a, bool to_stdout) {
+        struct label_options *o = &a->o;
+        _cleanup_free_ char *text = NULL, *err = NULL;
+        int r = label_once(a->so.probe.nvml_library, a->so.probe.nvml_timeout_ms, a->machine_file, o, &text, &err);
+        if (r == -ENODEV && !a->fail_on_init_error) {
+                /* As GFD's fallback to its null resource manager: no GPU labels, only the timestamp. */
+                fprintf_escaped(stderr, "gpunode labels: %s; labelling without GPUs (--fail-on-init-error=false)\n",
+                                err ? err : strerror(-r));
+                if (!text)
+                        text = o->timestamp ? xasprintf("nvidia.com/gfd.timestamp=%lld\n", (long long)o->now)
+                                            : xstrdup("");
+                r = 0;
+        }
+        if (r < 0) {
+                /* As GFD: a failed round writes nothing; a loop then removes its labels (stale
+                 * labels would steer pods to GPUs that no longer answer) and exits non-zero. */
+                fprintf_escaped(stderr, "gpunode labels: %s\n", err ? err : strerror(-r));
+                if (!a->once && !to_stdout && unlink(a->output) < 0 && errno != ENOENT)
+                        fprintf_escaped(stderr, "gpunode labels: cannot remove %s: %m\n", a->output);
+                return 1;
+        }
+        if (to_stdout) return fputs(text, stdout) == EOF || fflush(stdout) != 0 ? EXIT_INTERNAL : 0;
+        if ((r = write_atomically(a->output, text)) < 0) {
+                fprintf_escaped(stderr, "gpunode labels: cannot write %s: %s\n", a->output, strerror(-r));
+                return EXIT_INTERNAL;
+        }
+        return 0;
+}
+
+/* Waits for the next round, termination (of term, blocked) ending the wait. Returns true when it is
+ * time for the next round; false when stopped: a loop with an interval then removes its file, GFD's
+ * "infinite" keeps it. */
+static bool wait_next_round(const struct labels_args *a, const sigset_t *term, bool to_stdout) {
+        if (a->infinite) {
+                /* GFD's "infinite": labelled once, the file stays when it ends */
+                while (sigwaitinfo(term, NULL) < 0 && errno == EINTR) {
+                }
+                return false;
+        }
+        struct timespec ts = { .tv_sec = (time_t)(a->interval_ms / 1000),
+                               .tv_nsec = (long)(a->interval_ms % 1000) * 1000000L };
+        int sig = sigtimedwait(term, NULL, &ts);
+        if (sig != SIGINT && sig != SIGTERM) return true;
+        if (!to_stdout && unlink(a->output) < 0 && errno != ENOENT)
+                fprintf_escaped(stderr, "gpunode labels: cannot remove %s: %m\n", a->output);
+        return false;
+}
+
+/* Runs `gpunode labels` (the root opened by main.c): labels once, or every interval until SIGTERM or
+ * SIGINT. Returns the exit code of the last round. */
+static int run_labels(struct labels_args *args) {
+        bool to_stdout = streq(args->output, "-");
+        if (!to_stdout) report_stale_temporaries(args->output);
         /* Termination is waited for with sigtimedwait between rounds; a loop removes its file then. */
         sigset_t term, saved;
         sigemptyset(&term);
         sigaddset(&term, SIGINT);
         sigaddset(&term, SIGTERM);
         sigprocmask(SIG_BLOCK, &term, &saved);
-        int code = 0;
-        for (;;) {
-                _cleanup_free_ char *text = NULL, *err = NULL;
-                r = label_once(library, timeout_ms, machine_file, &o, &text, &err);
-                if (r == -ENODEV && !fail_on_init_error) {
-                        /* As GFD's fallback to its null resource manager: no GPU labels, only the timestamp. */
-                        fprintf_escaped(stderr, "gpunode labels: %s; labelling without GPUs (--fail-on-init-error=false)\n",
-                                        err ? err : strerror(-r));
-                        if (!text) text = o.timestamp ? xasprintf("nvidia.com/gfd.timestamp=%lld\n", (long long)o.now) : xstrdup("");
-                        r = 0;
-                }
-                if (r < 0) {
-                        /* As GFD: a failed round writes nothing; a loop then removes its labels (stale
-                         * labels would steer pods to GPUs that no longer answer) and exits non-zero. */
-                        fprintf_escaped(stderr, "gpunode labels: %s\n", err ? err : strerror(-r));
-                        if (!once && !to_stdout && unlink(output) < 0 && errno != ENOENT)
-                                fprintf_escaped(stderr, "gpunode labels: cannot remove %s: %m\n", output);
-                        code = 1;
-                        break;
-                }
-                if (to_stdout) {
-                        if (fputs(text, stdout) == EOF || fflush(stdout) != 0) {
-                                code = EXIT_INTERNAL;
-                                break;
-                        }
-                } else if ((r = write_atomically(output, text)) < 0) {
-                        fprintf_escaped(stderr, "gpunode labels: cannot write %s: %s\n", output, strerror(-r));
-                        code = EXIT_INTERNAL;
-                        break;
-                }
-                if (once) break;
-                if (infinite) {
-                        /* GFD's "infinite": labelled once, the file stays when it ends */
-                        while (sigwaitinfo(&term, NULL) < 0 && errno == EINTR) {}
-                        break;
-                }
-                struct timespec ts = {.tv_sec = (time_t)(interval_ms / 1000), .tv_nsec = (long)(interval_ms % 1000) * 1000000L};
-                int sig = sigtimedwait(&term, NULL, &ts);
-                if (sig == SIGINT || sig == SIGTERM) {
-                        if (!to_stdout && unlink(output) < 0 && errno != ENOENT)
-                                fprintf_escaped(stderr, "gpunode labels: cannot remove %s: %m\n", output);
-                        break;
-                }
+        int code;
+        while ((code = labels_round(args, to_stdout)) == 0 && !args->once && wait_next_round(args, &term, to_stdout)) {
         }
         sigprocmask(SIG_SETMASK, &saved, NULL);
-        free(o.machine_type);
-        hostfs_done();
+        free(args->o.machine_type);
         return code;
 }
+
+DEFINE_COMMAND_STEPS(labels)
 
 /* `gpunode labels`: its entry in the command table, with the help text generated from it. */
 const struct command command_labels = {
         .name = "labels",
-        .run = cmd_labels,
+        COMMAND_STEPS(labels),
+        .needs_root = true,
         .summary = "GPU feature discovery (GFD) compatible node labels for NFD",
         .usage = "[OPTIONS]",
         .options =
                 "  -o, --output, --output-file FILE  NFD feature file, - (or empty) for standard output (env\n"
-                "                          GFD_OUTPUT_FILE; default /etc/kubernetes/node-feature-discovery/features.d/gfd)\n"
+                "                        GFD_OUTPUT_FILE; default "
+                "/etc/kubernetes/node-feature-discovery/features.d/gfd)\n"
                 "  --once, --oneshot[=BOOL]  label once and exit (env GFD_ONESHOT; default: every interval)\n"
-                "  --interval DURATION     time between rounds (default 60s; 500ms, 5m, 1m30s accepted)\n"
-                "  --sleep-interval D      the same as GFD takes it: a Go duration (60s, 1m30s) or infinite (label\n"
-                "                          once, keep the file until stopped) (env GFD_SLEEP_INTERVAL)\n"
-                "  --mig-strategy S        none, single or mixed (env GFD_MIG_STRATEGY, MIG_STRATEGY; default none)\n"
+                "  --interval DURATION   time between rounds (default 60s; 500ms, 5m, 1m30s accepted)\n"
+                "  --sleep-interval D    the same as GFD takes it: a Go duration (60s, 1m30s) or infinite (label\n"
+                "                        once, keep the file until stopped) (env GFD_SLEEP_INTERVAL)\n"
+                "  --mig-strategy S      none, single or mixed (env GFD_MIG_STRATEGY, MIG_STRATEGY; default none)\n"
                 "  --sharing S --replicas N  none, time-slicing or mps with N replicas of nvidia.com/gpu\n"
-                "  --config-file FILE      the device plugin / GFD config (sharing.timeSlicing or sharing.mps)\n"
-                "                          (env GFD_CONFIG_FILE, CONFIG_FILE)\n"
-                "  --no-timestamp[=BOOL]   leave out nvidia.com/gfd.timestamp (env GFD_NO_TIMESTAMP)\n"
+                "  --config-file FILE    the device plugin / GFD config (sharing.timeSlicing or sharing.mps)\n"
+                "                        (env GFD_CONFIG_FILE, CONFIG_FILE)\n"
+                "  --no-timestamp[=BOOL]  leave out nvidia.com/gfd.timestamp (env GFD_NO_TIMESTAMP)\n"
                 "  --fail-on-init-error[=BOOL]  exit 1 when NVML cannot initialise (default true); false: label\n"
-                "                          without GPUs, as GFD (env GFD_FAIL_ON_INIT_ERROR, FAIL_ON_INIT_ERROR)\n"
+                "                        without GPUs, as GFD (env GFD_FAIL_ON_INIT_ERROR, FAIL_ON_INIT_ERROR)\n"
                 "  --use-node-feature-api[=BOOL]  accepted; true is refused: the NodeFeature API is not implemented\n"
-                "                          (env GFD_USE_NODE_FEATURE_API, USE_NODE_FEATURE_API)\n"
-                "  --machine-type-file F   file under the root naming the machine (env GFD_MACHINE_TYPE_FILE;\n"
-                "                          default /sys/class/dmi/id/product_name)\n"
-                "  --root DIR              host root (env GPUNODE_ROOT, default /); the output path is not under it\n"
-                "  --nvml-library PATH     load this file instead of libnvidia-ml.so.1\n"
-                "  --nvml-timeout MS       bound on all NVML calls of a round (default 10000)\n"
-                "a flag wins over its environment variable; a variable set empty counts as unset\n"
-                "exit status: 0 written, 1 NVML failed (nothing written; a loop removes its file, as GFD does),\n"
-                "64 usage error, 70 the file could not be written\n",
+                "                        (env GFD_USE_NODE_FEATURE_API, USE_NODE_FEATURE_API)\n"
+                "  --machine-type-file F  file under the root naming the machine (env GFD_MACHINE_TYPE_FILE;\n"
+                "                        default /sys/class/dmi/id/product_name)\n",
+        .shared = SHARED_OPT_ROOT | SHARED_OPTS_NVML,
+        .notes = "the output and --config-file are paths as given, not under the root\n"
+                 "a flag wins over its environment variable; a variable set empty counts as unset\n"
+                 "exit status: 0 written, 1 NVML failed (nothing written; a loop removes its file, as GFD does),\n"
+                 "64 usage error, 70 the file could not be written\n",
 };

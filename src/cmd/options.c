@@ -108,6 +108,40 @@ const char *env_first(const char *const *names, const char **ret_name) {
         return NULL;
 }
 
+/* The shared options' help, in the order of their SHARED_OPT_* bits: written here once, beside their parser. */
+static const char *const shared_help[] = {
+        /* SHARED_OPT_ROOT */
+        "  --root DIR            host root to read, never written to (env GPUNODE_ROOT, default /)\n",
+        /* SHARED_OPT_KMSG */
+        "  --kmsg FILE           read a saved kernel log (dmesg, journal or kmsg format) instead of /dev/kmsg\n",
+        /* SHARED_OPT_NVML_LIBRARY */
+        "  --nvml-library PATH   load this file instead of libnvidia-ml.so.1\n",
+        /* SHARED_OPT_NVML_TIMEOUT */
+        "  --nvml-timeout MS     bound on all NVML calls together, per round when looping (default 10000)\n",
+        /* SHARED_OPT_NODE */
+        "  --node NAME           the node's name (default $NODE_NAME, else the host name under the root)\n",
+        /* SHARED_OPT_KUBECONFIG */
+        "  --kubeconfig FILE     Kubernetes credentials (default $KUBECONFIG, ~/.kube/config, else the pod's\n"
+        "                        service account)\n",
+        /* SHARED_OPT_TIMEOUT */
+        "  --timeout DURATION    bound on each API request and metrics fetch (default 5s; \"500ms\" works)\n",
+        /* SHARED_OPT_OPERATOR_NAMESPACE */
+        "  --operator-namespace NS  the GPU Operator's namespace (default: found from its pods on the node)\n",
+        /* SHARED_OPT_DCGM_URL */
+        "  --dcgm-url URL        DCGM exporter metrics (default: the exporter pod on this node, port 9400,\n"
+        "                        else http://localhost:9400/metrics)\n",
+        /* SHARED_OPT_NODE_EXPORTER_URL */
+        "  --node-exporter-url URL  node exporter metrics (default: its pod on this node, else localhost:9100)\n",
+};
+
+_Static_assert(1u << (ELEMENTSOF(shared_help) - 1) == SHARED_OPT_NODE_EXPORTER_URL, "one help text per SHARED_OPT_*");
+
+const char *shared_option_help(unsigned bit) {
+        for (size_t i = 0; i < ELEMENTSOF(shared_help); i++)
+                if (bit == 1u << i) return shared_help[i];
+        return NULL;
+}
+
 int shared_option(int c, const char *arg, struct shared_options *o, char **ret_error) {
         uint64_t ms;
         switch (c) {

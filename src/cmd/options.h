@@ -35,6 +35,31 @@ enum {
                 {"dcgm-url", required_argument, NULL, OPT_DCGM_URL},                                        \
                 {"node-exporter-url", required_argument, NULL, OPT_NODE_EXPORTER_URL}
 
+/* The shared options as `gpunode CMD --help` lists them: a command's entry names those it takes (struct
+ * command's .shared), main.c appends their lines, written once in options.c, in this order. */
+enum {
+        SHARED_OPT_ROOT = 1u << 0,
+        SHARED_OPT_KMSG = 1u << 1,
+        SHARED_OPT_NVML_LIBRARY = 1u << 2,
+        SHARED_OPT_NVML_TIMEOUT = 1u << 3,
+        SHARED_OPT_NODE = 1u << 4,
+        SHARED_OPT_KUBECONFIG = 1u << 5,
+        SHARED_OPT_TIMEOUT = 1u << 6,
+        SHARED_OPT_OPERATOR_NAMESPACE = 1u << 7,
+        SHARED_OPT_DCGM_URL = 1u << 8,
+        SHARED_OPT_NODE_EXPORTER_URL = 1u << 9,
+};
+/* --nvml-library, --nvml-timeout */
+#define SHARED_OPTS_NVML (SHARED_OPT_NVML_LIBRARY | SHARED_OPT_NVML_TIMEOUT)
+/* what OPTIONS_KUBE accepts */
+#define SHARED_OPTS_KUBE                                                                                               \
+        (SHARED_OPT_KUBECONFIG | SHARED_OPT_TIMEOUT | SHARED_OPT_OPERATOR_NAMESPACE | SHARED_OPT_DCGM_URL |           \
+         SHARED_OPT_NODE_EXPORTER_URL)
+
+/* Returns the help lines (each ending in a newline, the text at column 25) of the one shared option
+ * whose SHARED_OPT_* bit is given, or NULL when bit is not exactly one of them. Never fails. */
+const char *shared_option_help(unsigned bit);
+
 #define NVML_DEFAULT_TIMEOUT_MS 10000u
 
 /* What the shared options set. Zero-initialise, then shared_options_init(). */

@@ -123,6 +123,47 @@ static void test_shared_option_errors(void **state) {
         assert_null(err);
 }
 
+/* Every SHARED_OPT_* bit has its help, naming its option at the line's start, the text in the
+ * column the commands' own lines use, each line ending in a newline within 110 columns. */
+static void test_shared_option_help(void **state) {
+        static const struct {
+                unsigned bit;
+                const char *option;
+        } opts[] = {
+                { SHARED_OPT_ROOT, "--root DIR" },
+                { SHARED_OPT_KMSG, "--kmsg FILE" },
+                { SHARED_OPT_NVML_LIBRARY, "--nvml-library PATH" },
+                { SHARED_OPT_NVML_TIMEOUT, "--nvml-timeout MS" },
+                { SHARED_OPT_NODE, "--node NAME" },
+                { SHARED_OPT_KUBECONFIG, "--kubeconfig FILE" },
+                { SHARED_OPT_TIMEOUT, "--timeout DURATION" },
+                { SHARED_OPT_OPERATOR_NAMESPACE, "--operator-namespace NS" },
+                { SHARED_OPT_DCGM_URL, "--dcgm-url URL" },
+                { SHARED_OPT_NODE_EXPORTER_URL, "--node-exporter-url URL" },
+        };
+        for (size_t i = 0; i < ELEMENTSOF(opts); i++) {
+                const char *h = shared_option_help(opts[i].bit);
+                assert_non_null(h);
+                assert_true(startswith(h, "  "));
+                assert_true(startswith(h + 2, opts[i].option));
+                size_t n = strlen(opts[i].option);
+                /* the text at column 25, or two spaces after a longer name */
+                assert_true(n <= 20 ? strspn(h + 2 + n, " ") == 22 - n : strspn(h + 2 + n, " ") == 2);
+                assert_int_equal(h[strlen(h) - 1], '\n');
+                for (const char *line = h; *line; line = strchr(line, '\n') + 1) {
+                        assert_true(strchr(line, '\n') - line <= 110);
+                        if (line != h) assert_int_equal(strspn(line, " "), 24); /* continuation lines */
+                }
+        }
+        /* SHARED_OPTS_KUBE is what OPTIONS_KUBE accepts */
+        assert_int_equal(SHARED_OPTS_KUBE, SHARED_OPT_KUBECONFIG | SHARED_OPT_TIMEOUT | SHARED_OPT_OPERATOR_NAMESPACE |
+                                                   SHARED_OPT_DCGM_URL | SHARED_OPT_NODE_EXPORTER_URL);
+        /* not exactly one bit: no text */
+        assert_null(shared_option_help(0));
+        assert_null(shared_option_help(SHARED_OPT_ROOT | SHARED_OPT_KMSG));
+        assert_null(shared_option_help(SHARED_OPT_NODE_EXPORTER_URL << 1));
+}
+
 /* Writes text to dir/rel, creating the folders on the way. */
 static void write_file(const char *dir, const char *rel, const char *text) {
         _cleanup_free_ char *p = xasprintf("%s/%s", dir, rel);
@@ -178,6 +219,7 @@ int main(void) {
                 cmocka_unit_test(test_go_bools),
                 cmocka_unit_test(test_env_first),
                 cmocka_unit_test(test_shared_option_errors),
+                cmocka_unit_test(test_shared_option_help),
                 cmocka_unit_test(test_node_name_rule),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
