@@ -2,6 +2,7 @@
 #include "cmd/commands.h"
 #include "cmd/options.h"
 #include "diagnose/gpus.h"
+#include "diagnose/registry.h"
 #include "facts/node.h"
 #include "facts/layer3_kubernetes.h"
 #include "basic/hostfs.h"
@@ -224,7 +225,9 @@ static int cmd_check(int argc, char **argv) {
                                            r == -ENODATA ? "NVML was not loaded" : strerror(-r));
         }
         struct report rep;
-        report_build(&facts, name, display_root, &rep);
+        size_t n_checks;
+        const struct check_def *const *checks = check_registry(&n_checks);
+        report_build(&facts, checks, n_checks, name, display_root, &rep);
         report_add_gpus(&rep, &facts);
         switch (format) {
         case FORMAT_TEXT: r = output_text(stdout, &rep, &topts); break;
