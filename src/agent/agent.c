@@ -8,6 +8,7 @@
 #include <sys/wait.h>
 
 #include "agent/events.h"
+#include "output/report_read.h"
 #include "agent/status_page.h"
 #include "agent/taint.h"
 #include "basic/http_server.h"
@@ -127,9 +128,10 @@ static int run_check(struct agent *a, char **ret, size_t *ret_len) {
         return r;
 }
 
-/* Publishes a report (report may be NULL) and its status page for the HTTP routes. Takes report. */
-static void publish(struct agent *a, char *report, size_t len) {
-        char *page = status_page_html(report, a->node);
+/* Publishes a report's text (report may be NULL) and the status page of parsed (NULL: none yet) for the HTTP
+ * routes. Takes report. */
+static void publish(struct agent *a, char *report, size_t len, const struct report *parsed) {
+        char *page = status_page_html(parsed, a->node);
         pthread_mutex_lock(&a->lock);
         if (report) {
                 free(a->report);
@@ -469,20 +471,21 @@ static void diagnose_round(struct agent *a) {
                                         : strerror(-r));
                 return;
         }
-        json_error_t jerr;
-        json_t *report = json_loadb(text, len, 0, &jerr);
+        /* parsed once: the conditions and the status page read the same struct */
+        struct report report;
+        _cleanup_free_ char *err = NULL;
         struct agent_condition cur[AGENT_N_LAYERS];
-        if (!report || agent_conditions_from_report(report, cur) < 0) {
-                fprintf(stderr, "gpunode agent: the diagnosis's output is not a gpunode.report/v1 object (%s)\n",
-                        report ? "no checks" : jerr.text);
-                json_decref(report);
+        if (report_from_text(text, len, &report, &err) < 0 || agent_conditions_from_report(&report, cur) < 0) {
+                fprintf_escaped(stderr, "gpunode agent: the diagnosis's output is not a gpunode.report/v1 object (%s)\n",
+                                err ? err : "no checks");
+                report_read_free(&report);
                 free(text);
                 return;
         }
-        json_decref(report);
         memcpy(a->cur, cur, sizeof cur);
         a->have_cur = true;
-        publish(a, text, len);
+        publish(a, text, len, &report);
+        report_read_free(&report);
         if (getenv("GPUNODE_AGENT_DEBUG"))
                 fprintf(stderr, "gpunode agent: diagnosis in %lld ms\n", (long long)((int64_t)monotonic_ms() - t0));
 }
@@ -598,7 +601,7 @@ int agent_start(const struct agent_options *o, int xid_fd, struct agent **ret) {
                 agent_stop(a);
                 return r;
         }
-        publish(a, NULL, 0);
+        publish(a, NULL, 0, NULL);
         int r = -pthread_create(&a->diag_thread, NULL, diag_main, a);
         if (r < 0) {
                 agent_stop(a);
