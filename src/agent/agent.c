@@ -476,7 +476,8 @@ static void diagnose_round(struct agent *a) {
         _cleanup_free_ char *err = NULL;
         struct agent_condition cur[AGENT_N_LAYERS];
         if (report_from_text(text, len, &report, &err) < 0 || agent_conditions_from_report(&report, cur) < 0) {
-                fprintf_escaped(stderr, "gpunode agent: the diagnosis's output is not a gpunode.report/v1 object (%s)\n",
+                fprintf_escaped(stderr,
+                                "gpunode agent: the diagnosis's output is not a gpunode.report/v1 object (%s)\n",
                                 err ? err : "no checks");
                 report_read_free(&report);
                 free(text);

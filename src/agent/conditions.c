@@ -113,7 +113,8 @@ int agent_conditions_from_report(const struct report *report, struct agent_condi
                         set_condition(c, AGENT_UNKNOWN, "BlockedBy", *by ? by : "lower-layer", msg);
                         snprintf(c->check, sizeof c->check, "%s", first->def->id);
                 } else if (worst == CHECK_SKIP) {
-                        msg = xasprintf("not checked: %s", first ? or_empty(first->summary) : "no check of this layer ran");
+                        msg = xasprintf("not checked: %s",
+                                        first ? or_empty(first->summary) : "no check of this layer ran");
                         set_condition(c, AGENT_UNKNOWN, "", "", msg);
                         snprintf(c->reason, sizeof c->reason, "%sNotChecked", prefix);
                 } else if (worst == CHECK_WARN) {

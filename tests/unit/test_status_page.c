@@ -1,4 +1,5 @@
-/* test_status_page.c: the agent's status page: report strings land escaped, bad reports are refused, the page stays bounded. */
+/* test_status_page.c: the agent's status page: report strings land escaped, bad reports are refused, the page stays
+ * bounded. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -125,14 +126,16 @@ static void test_hostile_strings_escaped(void **state) {
 static void test_invalid_utf8(void **state) {
         /* jansson refuses invalid UTF-8: the page repairs the text first and shows the rest */
         const char *json = "{\"schema\":\"gpunode.report/v1\",\"node\":\"n\",\"verdict\":\"failed\","
-                           "\"root_cause\":null,\"layers\":[],\"checks\":[{\"id\":\"driver.x\",\"layer\":1,\"component\":\"driver\","
+                           "\"root_cause\":null,\"layers\":[],\"checks\":[{\"id\":\"driver.x\",\"layer\":1,"
+                           "\"component\":\"driver\","
                            "\"status\":\"fail\",\"summary\":\"bad \xff\xfe byte \xc3\",\"evidence\":[\"a\xc0\xafz\"]}]}";
         _cleanup_free_ char *html = page_of(json, NULL);
         assert_non_null(strstr(html, "bad ?? byte ?"));
         assert_non_null(strstr(html, "a??z"));
         assert_int_equal(utf8_valid_prefix(html, strlen(html)), strlen(html));
         /* control characters inside a valid string become visible escapes */
-        const char *ctl = "{\"schema\":\"gpunode.report/v1\",\"node\":\"n\",\"verdict\":\"healthy\",\"checks\":[{\"id\":"
+        const char *ctl = "{\"schema\":\"gpunode.report/v1\",\"node\":\"n\",\"verdict\":\"healthy\",\"checks\":"
+                          "[{\"id\":"
                           "\"a.b\",\"layer\":4,\"component\":\"a\",\"status\":\"pass\","
                           "\"summary\":\"bell\\u0007 bidi\\u202e x\"}]}";
         _cleanup_free_ char *html2 = page_of(ctl, NULL);
@@ -164,8 +167,8 @@ static void test_huge_report_bounded(void **state) {
                                                         "component", "x", "status", "fail", "summary",
                                                         i == 0 ? longs : longs + (1 << 20) - 4000, "evidence", e));
         }
-        json_t *r = json_pack("{s:s, s:s, s:s, s:o}", "schema", "gpunode.report/v1", "node", "huge", "verdict", "failed",
-                              "checks", checks);
+        json_t *r = json_pack("{s:s, s:s, s:s, s:o}", "schema", "gpunode.report/v1", "node", "huge", "verdict",
+                              "failed", "checks", checks);
         _cleanup_free_ char *big = json_dumps(r, JSON_COMPACT);
         json_decref(r);
         uint64_t start = monotonic_ms();
