@@ -66,9 +66,10 @@ static bool fd_fired(int fd) {
         return fd >= 0 && read(fd, &v, sizeof v) == (ssize_t)sizeof v;
 }
 
-/* Publishes a report (report may be NULL) and its status page for the HTTP routes. Takes report. */
-static void publish(struct agent *a, char *report, size_t len) {
-        char *page = status_page_html(report, a->node);
+/* Publishes a report's text (report may be NULL: none yet; takes it) and the status page of its
+ * parsed form for the HTTP routes. Returns nothing. */
+static void publish(struct agent *a, char *report, size_t len, const struct report *parsed) {
+        char *page = status_page_html(parsed, a->node);
         pthread_mutex_lock(&a->lock);
         if (report) {
                 free(a->report);
@@ -407,7 +408,7 @@ static void on_round(void *userdata, const struct diagnosis_round *round) {
         bool good = round->result == DIAGNOSIS_OK;
         if (!good) {
                 fprintf_escaped(stderr, "gpunode agent: the diagnosis failed: %s\n", round->error);
-        } else if (agent_conditions_from_report(round->doc, cur) < 0) {
+        } else if (agent_conditions_from_report(round->report, cur) < 0) {
                 fprintf(stderr, "gpunode agent: the diagnosis's output is not a gpunode.report/v1 object (no checks)\n");
                 good = false;
         }
@@ -423,7 +424,7 @@ static void on_round(void *userdata, const struct diagnosis_round *round) {
         memcpy(a->latest, cur, sizeof cur);
         a->have_latest = true;
         pthread_mutex_unlock(&a->lock);
-        publish(a, copy, round->json_len);
+        publish(a, copy, round->json_len, round->report);
         (void)!write(a->wake_fd, &one, sizeof one);
         if (getenv("GPUNODE_AGENT_DEBUG"))
                 fprintf(stderr, "gpunode agent: diagnosis in %.0f ms\n", round->duration_seconds * 1000);
@@ -466,7 +467,7 @@ int agent_start(const struct agent_options *o, struct agent **ret) {
                 agent_stop(a);
                 return r;
         }
-        publish(a, NULL, 0);
+        publish(a, NULL, 0, NULL);
         int r = -pthread_create(&a->api_thread, NULL, api_main, a);
         if (r < 0) {
                 agent_stop(a);

@@ -8,6 +8,7 @@
 #include <time.h>
 
 #include "basic/util.h"
+#include "engine/check.h"
 
 /* The four types and their words, layer 1..4. */
 static const struct {
@@ -74,58 +75,51 @@ static void set_condition(struct agent_condition *c, enum agent_status st, const
         agent_bound_utf8(message, c->message, sizeof c->message);
 }
 
-int agent_conditions_from_report(const json_t *report, struct agent_condition ret[AGENT_N_LAYERS]) {
-        const json_t *checks = json_object_get(report, "checks");
-        if (!json_is_object(report) || !json_is_array(checks)) return -EBADMSG;
-        const json_t *rc = json_object_get(report, "root_cause");
-        const char *rc_check = json_is_object(rc) ? str_member(rc, "check") : "";
-        json_int_t rc_layer = json_is_object(rc) ? json_integer_value(json_object_get(rc, "layer")) : 0;
+/* Returns s, or "" for NULL. */
+static const char *or_empty(const char *s) { return s ? s : ""; }
+
+int agent_conditions_from_report(const struct report *report, struct agent_condition ret[AGENT_N_LAYERS]) {
+        if (!report) return -EINVAL;
+        const struct finding *rc = report->root_cause;
         for (unsigned l = 1; l <= AGENT_N_LAYERS; l++) {
-                const json_t *fail = NULL, *blocked = NULL, *warn = NULL, *skip = NULL, *root = NULL;
-                unsigned n = 0, passed = 0, skipped = 0;
-                size_t i;
-                const json_t *ck;
-                json_array_foreach(checks, i, ck) {
-                        if (json_integer_value(json_object_get(ck, "layer")) != (json_int_t)l) continue;
-                        const char *st = str_member(ck, "status");
-                        n++;
-                        if (streq(st, "fail")) {
-                                if (!fail) fail = ck;
-                                if (rc_layer == (json_int_t)l && streq(str_member(ck, "id"), rc_check)) root = ck;
-                        } else if (streq(st, "blocked")) {
-                                if (!blocked) blocked = ck;
-                        } else if (streq(st, "warn")) {
-                                if (!warn) warn = ck;
-                        } else if (streq(st, "skip")) {
-                                if (!skip) skip = ck;
-                                skipped++;
-                        } else if (streq(st, "pass")) {
-                                passed++;
-                        }
+                /* the engine's status of the layer (the worst of its checks) picks the branch; the first
+                 * check of that status in the layer names it */
+                enum check_status worst = report_layer_status(report, (int)l);
+                const struct finding *first = NULL;
+                unsigned passed = 0, skipped = 0;
+                for (size_t i = 0; i < report->n_findings; i++) {
+                        const struct finding *f = &report->findings[i];
+                        if (f->def->layer != (int)l) continue;
+                        if (!first && f->status == worst) first = f;
+                        passed += f->status == CHECK_PASS;
+                        skipped += f->status == CHECK_SKIP;
                 }
                 struct agent_condition *c = &ret[l - 1];
                 memset(c, 0, sizeof *c);
                 const char *prefix = layer_names[l - 1].prefix;
                 _cleanup_free_ char *msg = NULL;
-                if (fail) {
-                        if (!root) root = fail;
-                        const char *remedy = str_member(root, "remedy");
-                        msg = *remedy ? xasprintf("%s; remedy: %s", str_member(root, "summary"), remedy)
-                                      : xasprintf("%s", str_member(root, "summary"));
-                        set_condition(c, AGENT_TRUE, "", str_member(root, "id"), msg);
-                } else if (blocked) {
-                        const char *by = str_member(blocked, "blocked_by");
-                        msg = xasprintf("not checked: %s rests on %s, which failed (%s)", str_member(blocked, "id"),
-                                        *by ? by : "a lower check", str_member(blocked, "summary"));
+                if (worst == CHECK_FAIL) {
+                        /* the report's root cause when it lies in this layer, else its first failure */
+                        const struct finding *root =
+                                rc && rc->status == CHECK_FAIL && rc->def->layer == (int)l ? rc : first;
+                        const char *remedy = or_empty(root->remedy);
+                        msg = *remedy ? xasprintf("%s; remedy: %s", or_empty(root->summary), remedy)
+                                      : xasprintf("%s", or_empty(root->summary));
+                        set_condition(c, AGENT_TRUE, "", root->def->id, msg);
+                } else if (worst == CHECK_BLOCKED) {
+                        const char *by = or_empty(first->blocked_by);
+                        msg = xasprintf("not checked: %s rests on %s, which failed (%s)", first->def->id,
+                                        *by ? by : "a lower check", or_empty(first->summary));
                         set_condition(c, AGENT_UNKNOWN, "BlockedBy", *by ? by : "lower-layer", msg);
-                        snprintf(c->check, sizeof c->check, "%s", str_member(blocked, "id"));
-                } else if (n == 0 || skipped == n) {
-                        msg = xasprintf("not checked: %s", skip ? str_member(skip, "summary") : "no check of this layer ran");
+                        snprintf(c->check, sizeof c->check, "%s", first->def->id);
+                } else if (worst == CHECK_SKIP) {
+                        msg = xasprintf("not checked: %s",
+                                        first ? or_empty(first->summary) : "no check of this layer ran");
                         set_condition(c, AGENT_UNKNOWN, "", "", msg);
                         snprintf(c->reason, sizeof c->reason, "%sNotChecked", prefix);
-                } else if (warn) {
-                        msg = xasprintf("warning: %s", str_member(warn, "summary"));
-                        set_condition(c, AGENT_FALSE, "", str_member(warn, "id"), msg);
+                } else if (worst == CHECK_WARN) {
+                        msg = xasprintf("warning: %s", or_empty(first->summary));
+                        set_condition(c, AGENT_FALSE, "", first->def->id, msg);
                 } else {
                         msg = xasprintf("%u check(s) pass, %u skipped", passed, skipped);
                         set_condition(c, AGENT_FALSE, "", "", msg);

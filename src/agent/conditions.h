@@ -5,6 +5,8 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+struct report;
+
 #define AGENT_N_LAYERS 4
 #define AGENT_MESSAGE_MAX 1024 /* bytes of a condition's or event's message, cut on a UTF-8 boundary */
 #define AGENT_REASON_MAX 128
@@ -43,14 +45,15 @@ char *agent_camel_case(const char *id, char *ret, size_t size);
 char *agent_bound_utf8(const char *s, char *ret, size_t size);
 
 /*
- * Computes the four conditions from a gpunode.report/v1 object: per layer, True when one of its checks
- * failed (reason: the layer's root cause, the report's root_cause when it lies in the layer, else its
- * first failing check; message: summary and remedy), Unknown when a check is blocked by a lower
- * failure ("BlockedBy<Check>") or every check was skipped ("<Type>NotChecked", e.g. no cluster
- * access), else False ("GPUHardwareHealthy", or a warning's check named as the reason). Returns 0 with
- * ret[0..3] for layers 1..4, or -EBADMSG when report is not such an object (no checks array).
+ * Computes the four conditions from a report (a diagnosis read back by report_from_json()): per layer,
+ * by the engine's status of the layer (report_layer_status: the worst of its checks), True when one of
+ * its checks failed (reason: the layer's root cause, the report's root_cause when it lies in the layer,
+ * else its first failing check; message: summary and remedy), Unknown when a check is blocked by a
+ * lower failure ("BlockedBy<Check>") or every check was skipped ("<Type>NotChecked", e.g. no cluster
+ * access), else False ("GPUHardwareHealthy", or a warning's check named as the reason). Returns 0
+ * with ret[0..3] for layers 1..4, or -EINVAL when report is NULL.
  */
-int agent_conditions_from_report(const json_t *report, struct agent_condition ret[AGENT_N_LAYERS]);
+int agent_conditions_from_report(const struct report *report, struct agent_condition ret[AGENT_N_LAYERS]);
 
 /* What agent_conditions_decide asks for. */
 enum agent_patch { AGENT_PATCH_NONE, AGENT_PATCH_HEARTBEAT, AGENT_PATCH_CHANGE };

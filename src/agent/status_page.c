@@ -1,9 +1,8 @@
 /* status_page.c: the agent's status page: a report rendered as plain HTML and CSS, every report string escaped, bounded. */
 #include "agent/status_page.h"
 
-#include <jansson.h>
-
 #include "basic/util.h"
+#include "engine/check.h"
 
 #ifndef GPUNODE_VERSION
 #define GPUNODE_VERSION "unknown"
@@ -93,18 +92,11 @@ static void put_text(struct buf *b, const char *s) {
         if (cut) buf_printf(b, "\xe2\x80\xa6 (%zu bytes more)", strlen(s) - n);
 }
 
-/* Appends the JSON value v as text: a string escaped by put_text, an integer or real in decimal,
- * true/false as words, anything else (missing, null, arrays, objects) as fallback, which is the
- * program's own text and written as is. Cannot fail. */
-static void put_value(struct buf *b, const json_t *v, const char *fallback) {
-        if (json_is_string(v))
-                put_text(b, json_string_value(v));
-        else if (json_is_integer(v))
-                buf_printf(b, "%" JSON_INTEGER_FORMAT, json_integer_value(v));
-        else if (json_is_real(v))
-                buf_printf(b, "%g", json_real_value(v));
-        else if (json_is_boolean(v))
-                buf_puts(b, json_is_true(v) ? "true" : "false");
+/* Appends s, a string from the report, escaped by put_text, or fallback (the program's own text, written as is)
+ * when it is NULL. Cannot fail. */
+static void put_opt(struct buf *b, const char *s, const char *fallback) {
+        if (s)
+                put_text(b, s);
         else
                 buf_puts(b, fallback);
 }
@@ -135,14 +127,10 @@ static const char *status_sign(const char *cls) {
         return "?";
 }
 
-/* Appends a badge for the status word in v (a JSON string, or anything else: "unknown"): colour,
- * sign and the word. Cannot fail. */
-static void put_badge(struct buf *b, const json_t *v) {
-        const char *status = json_string_value(v);
+/* Appends a badge for the status word (NULL: "unknown"): colour, sign and the word. Cannot fail. */
+static void put_badge(struct buf *b, const char *status) {
         const char *cls = status_class(status);
-        buf_printf(b, "<span class=\"b %s\">%s ", cls, status_sign(cls));
-        put_value(b, v, "unknown");
-        buf_puts(b, "</span>");
+        buf_printf(b, "<span class=\"b %s\">%s %s</span>", cls, status_sign(cls), status ? status : "unknown");
 }
 
 /* Appends the head of a page titled "gpunode: <node>" plus suffix (the program's own text), with the
@@ -180,17 +168,17 @@ static char *message_page(const char *node, const char *title, const char *messa
         return b.data;
 }
 
-/* Appends the evidence array ev as a list, at most STATUS_PAGE_MAX_EVIDENCE lines and none once the
- * page has reached STATUS_PAGE_BUDGET bytes, the rest counted ("and N more"). Nothing when ev is
- * empty or not an array. Cannot fail. */
-static void put_evidence(struct buf *b, const json_t *ev) {
-        size_t n = json_is_array(ev) ? json_array_size(ev) : 0;
+/* Appends the evidence of f as a list, at most STATUS_PAGE_MAX_EVIDENCE lines and none once the page has
+ * reached STATUS_PAGE_BUDGET bytes, the rest counted ("and N more", with the lines the reader left out).
+ * Nothing when f has none. Cannot fail. */
+static void put_evidence(struct buf *b, const struct finding *f) {
+        size_t n = f->n_evidence + f->n_evidence_more;
         if (n == 0) return;
         buf_puts(b, "<ul class=\"ev\">\n");
         size_t i;
-        for (i = 0; i < n && i < STATUS_PAGE_MAX_EVIDENCE && b->len < STATUS_PAGE_BUDGET; i++) {
+        for (i = 0; i < f->n_evidence && i < STATUS_PAGE_MAX_EVIDENCE && b->len < STATUS_PAGE_BUDGET; i++) {
                 buf_puts(b, "<li>");
-                put_value(b, json_array_get(ev, i), "(not text)");
+                put_text(b, f->evidence[i]);
                 buf_puts(b, "</li>\n");
         }
         if (i < n)
@@ -200,32 +188,22 @@ static void put_evidence(struct buf *b, const json_t *ev) {
         buf_puts(b, "</ul>\n");
 }
 
-/* Appends the remedy text of v (a JSON string; anything else: nothing) in a remedy box. Cannot fail. */
-static void put_remedy(struct buf *b, const json_t *v) {
-        if (!json_is_string(v) || !*json_string_value(v)) return;
+/* Appends the remedy text (NULL or empty: nothing) in a remedy box. Cannot fail. */
+static void put_remedy(struct buf *b, const char *remedy) {
+        if (!remedy || !*remedy) return;
         buf_puts(b, "<p class=\"remedy\"><strong>Remedy:</strong> ");
-        put_text(b, json_string_value(v));
+        put_text(b, remedy);
         buf_puts(b, "</p>\n");
-}
-
-/* Returns the check in checks whose "id" is id, or NULL (id NULL, none, checks not an array). */
-static json_t *find_check(const json_t *checks, const char *id) {
-        size_t i;
-        json_t *c;
-        if (!id) return NULL;
-        json_array_foreach(checks, i, c)
-                if (streq_ptr(json_string_value(json_object_get(c, "id")), id)) return c;
-        return NULL;
 }
 
 /* Appends the verdict banner: the verdict word large, in its colour with its sign, and the count of
  * checks by status. Cannot fail. */
-static void put_verdict(struct buf *b, const json_t *report) {
-        const json_t *verdict = json_object_get(report, "verdict");
-        const char *cls = status_class(json_string_value(verdict));
+static void put_verdict(struct buf *b, const struct report *report) {
+        const char *verdict = verdict_name(report->verdict);
+        const char *cls = status_class(verdict);
         buf_printf(b, "<section id=\"verdict\" class=\"verdict v-%s\">\n<p class=\"vword\">%s ", cls,
                    status_sign(cls));
-        put_value(b, verdict, "unknown");
+        put_text(b, verdict);
         buf_puts(b, "</p>\n<p>");
         if (streq(cls, "ok"))
                 buf_puts(b, "Every layer is healthy: hardware, container integration, Kubernetes, observability.");
@@ -237,208 +215,160 @@ static void put_verdict(struct buf *b, const json_t *report) {
                 buf_puts(b, "The report names no verdict this page knows.");
         buf_puts(b, "</p>\n");
 
-        static const char *const words[] = { "pass", "warn", "fail", "blocked", "skip" };
-        size_t counts[ELEMENTSOF(words) + 1] = {}, i;
-        const json_t *checks = json_object_get(report, "checks"), *c;
-        json_array_foreach(checks, i, c) {
-                const char *s = json_string_value(json_object_get(c, "status"));
-                size_t k = 0;
-                while (k < ELEMENTSOF(words) && !streq_ptr(s, words[k])) k++;
-                counts[k]++;
-        }
-        buf_printf(b, "<p class=\"muted\">%zu checks:", json_is_array(checks) ? json_array_size(checks) : 0);
-        for (size_t k = 0; k < ELEMENTSOF(words); k++)
-                if (counts[k]) buf_printf(b, " %zu %s,", counts[k], words[k]);
-        if (counts[ELEMENTSOF(words)]) buf_printf(b, " %zu other,", counts[ELEMENTSOF(words)]);
+        static const enum check_status order[] = { CHECK_PASS, CHECK_WARN, CHECK_FAIL, CHECK_BLOCKED, CHECK_SKIP };
+        size_t counts[ELEMENTSOF(order)] = {};
+        for (size_t i = 0; i < report->n_findings; i++)
+                for (size_t k = 0; k < ELEMENTSOF(order); k++)
+                        if (report->findings[i].status == order[k]) counts[k]++;
+        buf_printf(b, "<p class=\"muted\">%zu checks:", report->n_findings);
+        for (size_t k = 0; k < ELEMENTSOF(order); k++)
+                if (counts[k]) buf_printf(b, " %zu %s,", counts[k], check_status_name(order[k]));
         b->data[b->len - 1] = b->data[b->len - 1] == ',' ? '.' : b->data[b->len - 1];
         buf_puts(b, "</p>\n</section>\n");
 }
 
 /* Appends the root-cause section: the failing check's id, layer and component, its summary, its
  * evidence and its remedy; or a line saying there is none. Cannot fail. */
-static void put_root_cause(struct buf *b, const json_t *report) {
-        const json_t *rc = json_object_get(report, "root_cause");
-        if (!json_is_object(rc)) {
-                const char *v = json_string_value(json_object_get(report, "verdict"));
+static void put_root_cause(struct buf *b, const struct report *report) {
+        const struct finding *rc = report->root_cause;
+        if (!rc) {
                 buf_printf(b, "<section id=\"root-cause\" class=\"rc none\">\n<h2>Root cause</h2>\n<p>%s</p>\n"
                               "</section>\n",
-                           streq_ptr(v, "healthy") ? "None: nothing failed."
-                                                   : "No single root cause: see the checks marked warn or fail below.");
+                           report->verdict == VERDICT_HEALTHY
+                                   ? "None: nothing failed."
+                                   : "No single root cause: see the checks marked warn or fail below.");
                 return;
         }
-        const char *id = json_string_value(json_object_get(rc, "check"));
-        const json_t *check = find_check(json_object_get(report, "checks"), id);
         buf_puts(b, "<section id=\"root-cause\" class=\"rc\">\n<h2>Root cause</h2>\n<p>");
-        put_badge(b, check ? json_object_get(check, "status") : NULL);
+        put_badge(b, check_status_name(rc->status));
         buf_puts(b, " <code class=\"rc-check\">");
-        put_value(b, json_object_get(rc, "check"), "(no check named)");
-        buf_puts(b, "</code> <span class=\"muted\">layer ");
-        put_value(b, json_object_get(rc, "layer"), "?");
-        buf_puts(b, " \xc2\xb7 ");
-        put_value(b, json_object_get(rc, "component"), "?");
+        put_text(b, rc->def->id);
+        buf_printf(b, "</code> <span class=\"muted\">layer %d \xc2\xb7 ", rc->def->layer);
+        put_text(b, rc->def->component);
         buf_puts(b, "</span></p>\n<p class=\"rc-summary\">");
-        put_value(b, json_object_get(rc, "summary"), "");
+        put_opt(b, rc->summary, "");
         buf_puts(b, "</p>\n");
-        if (check && json_array_size(json_object_get(check, "evidence")) > 0) {
+        if (rc->n_evidence + rc->n_evidence_more > 0) {
                 buf_puts(b, "<h3>Evidence</h3>\n");
-                put_evidence(b, json_object_get(check, "evidence"));
+                put_evidence(b, rc);
         }
-        const json_t *remedy = json_object_get(rc, "remedy");
-        put_remedy(b, json_is_string(remedy) ? remedy : check ? json_object_get(check, "remedy") : NULL);
+        put_remedy(b, rc->remedy);
         buf_puts(b, "</section>\n");
 }
 
 /* Appends one check as a <details>: badge, id and summary always visible; blocked_by, evidence and
  * remedy inside; failed checks open, the root cause marked. Cannot fail. */
-static void put_check(struct buf *b, const json_t *c, const char *root_id) {
-        const char *id = json_string_value(json_object_get(c, "id"));
-        const char *cls = status_class(json_string_value(json_object_get(c, "status")));
-        bool root = id && streq_ptr(id, root_id);
+static void put_check(struct buf *b, const struct finding *f, const struct finding *root_cause) {
+        const char *cls = status_class(check_status_name(f->status));
+        bool root = root_cause && streq(f->def->id, root_cause->def->id);
         buf_printf(b, "<details class=\"chk%s\"%s><summary>", root ? " root" : "",
                    streq(cls, "bad") || streq(cls, "warn") ? " open" : "");
-        put_badge(b, json_object_get(c, "status"));
+        put_badge(b, check_status_name(f->status));
         buf_puts(b, " <code>");
-        put_value(b, json_object_get(c, "id"), "(no id)");
+        put_text(b, f->def->id);
         buf_puts(b, "</code> ");
         if (root) buf_puts(b, "<strong>(root cause)</strong> ");
-        put_value(b, json_object_get(c, "summary"), "");
+        put_opt(b, f->summary, "");
         buf_puts(b, "</summary>\n<div>\n");
-        const json_t *blocked = json_object_get(c, "blocked_by");
-        if (json_is_string(blocked)) {
+        if (f->blocked_by) {
                 buf_puts(b, "<p>Not run: it rests on <code>");
-                put_text(b, json_string_value(blocked));
+                put_text(b, f->blocked_by);
                 buf_puts(b, "</code>.</p>\n");
         }
-        const json_t *ev = json_object_get(c, "evidence");
-        if (json_array_size(ev) > 0)
-                put_evidence(b, ev);
-        else if (!json_is_string(blocked))
+        if (f->n_evidence + f->n_evidence_more > 0)
+                put_evidence(b, f);
+        else if (!f->blocked_by)
                 buf_puts(b, "<p class=\"muted\">No evidence recorded.</p>\n");
-        put_remedy(b, json_object_get(c, "remedy"));
+        put_remedy(b, f->remedy);
         buf_puts(b, "</div>\n</details>\n");
 }
 
-/* Returns true when check c belongs to the layer whose number is layer (a JSON integer). */
-static bool check_in_layer(const json_t *c, const json_t *layer) {
-        const json_t *l = json_object_get(c, "layer");
-        return json_is_integer(l) && json_is_integer(layer) && json_integer_value(l) == json_integer_value(layer);
-}
-
-/* Appends the checks of one layer (layer NULL: the checks that belong to no layer section, listed[]
- * marks those already shown), at most STATUS_PAGE_MAX_CHECKS in all (*shown counts them) and none
+/* Appends the checks of one layer, at most STATUS_PAGE_MAX_CHECKS in all (*shown counts them) and none
  * once the page has reached its budget. Cannot fail. */
-static void put_checks(struct buf *b, const json_t *checks, const json_t *layer, bool *listed, size_t n_listed,
-                       const char *root_id, size_t *shown) {
-        size_t i;
-        const json_t *c;
-        json_array_foreach(checks, i, c) {
-                if (i >= n_listed) break;
-                if (listed[i] || (layer && !check_in_layer(c, layer))) continue;
-                listed[i] = true;
+static void put_checks(struct buf *b, const struct report *report, int layer, size_t *shown) {
+        for (size_t i = 0; i < report->n_findings; i++) {
+                const struct finding *f = &report->findings[i];
+                if (f->def->layer != layer) continue;
                 if (*shown >= STATUS_PAGE_MAX_CHECKS || b->len >= STATUS_PAGE_BUDGET) continue;
-                put_check(b, c, root_id);
+                put_check(b, f, report->root_cause);
                 (*shown)++;
         }
 }
 
-/* Appends a section per layer (status, components, checks) and one for checks of no layer, bounded.
- * Cannot fail. */
-static void put_layers(struct buf *b, const json_t *report) {
-        const json_t *layers = json_object_get(report, "layers"), *checks = json_object_get(report, "checks");
-        const char *root_id = json_string_value(json_object_get(json_object_get(report, "root_cause"), "check"));
-        size_t n_checks = json_is_array(checks) ? json_array_size(checks) : 0, shown = 0, i;
-        size_t n_listed = n_checks < 4 * STATUS_PAGE_MAX_CHECKS ? n_checks : 4 * STATUS_PAGE_MAX_CHECKS;
-        _cleanup_free_ bool *listed = xcalloc(n_listed + 1, sizeof(bool));
-        const json_t *layer;
-
+/* Appends a section per layer (its status, its components' and its checks), bounded. Cannot fail. */
+static void put_layers(struct buf *b, const struct report *report) {
+        size_t shown = 0;
         buf_puts(b, "<h2>Layers, bottom-up</h2>\n");
-        json_array_foreach(layers, i, layer) {
-                if (i >= STATUS_PAGE_MAX_LAYERS) break;
-                const json_t *num = json_object_get(layer, "layer");
-                buf_puts(b, "<section class=\"layer\" id=\"layer-");
-                if (json_is_integer(num)) buf_printf(b, "%" JSON_INTEGER_FORMAT, json_integer_value(num));
-                else buf_printf(b, "x%zu", i);
-                buf_puts(b, "\">\n<h2>");
-                put_badge(b, json_object_get(layer, "status"));
-                buf_puts(b, " Layer ");
-                put_value(b, num, "?");
-                buf_puts(b, ": ");
-                put_value(b, json_object_get(layer, "name"), "");
-                buf_puts(b, "</h2>\n");
-                const json_t *comps = json_object_get(layer, "components"), *comp;
-                size_t k;
-                if (json_array_size(comps) > 0) {
-                        buf_puts(b, "<ul class=\"comps\">\n");
-                        json_array_foreach(comps, k, comp) {
-                                if (k >= STATUS_PAGE_MAX_COMPONENTS) {
-                                        buf_printf(b, "<li class=\"muted\">and %zu more</li>\n", json_array_size(comps) - k);
-                                        break;
-                                }
-                                buf_puts(b, "<li>");
-                                put_badge(b, json_object_get(comp, "status"));
-                                buf_puts(b, " ");
-                                put_value(b, json_object_get(comp, "id"), "?");
-                                buf_puts(b, "</li>\n");
-                        }
-                        buf_puts(b, "</ul>\n");
+        for (int layer = LAYER_MIN; layer <= LAYER_MAX; layer++) {
+                buf_printf(b, "<section class=\"layer\" id=\"layer-%d\">\n<h2>", layer);
+                put_badge(b, layer_status_name(report_layer_status(report, layer)));
+                buf_printf(b, " Layer %d: %s</h2>\n", layer, layer_name(layer));
+                /* the components in the order their first check comes, as the JSON report lists them (at most
+                 * STATUS_PAGE_MAX_COMPONENTS, as many as it lists) */
+                const char *seen[STATUS_PAGE_MAX_COMPONENTS];
+                size_t n_seen = 0;
+                for (size_t i = 0; i < report->n_findings && n_seen < ELEMENTSOF(seen); i++) {
+                        const struct check_def *d = report->findings[i].def;
+                        if (d->layer != layer) continue;
+                        bool dup = false;
+                        for (size_t k = 0; k < n_seen && !dup; k++) dup = streq(seen[k], d->component);
+                        if (dup) continue;
+                        if (n_seen == 0) buf_puts(b, "<ul class=\"comps\">\n");
+                        seen[n_seen++] = d->component;
+                        buf_puts(b, "<li>");
+                        put_badge(b, layer_status_name(report_component_status(report, layer, d->component)));
+                        buf_puts(b, " ");
+                        put_text(b, d->component);
+                        buf_puts(b, "</li>\n");
                 }
-                put_checks(b, checks, num, listed, n_listed, root_id, &shown);
+                if (n_seen) buf_puts(b, "</ul>\n");
+                put_checks(b, report, layer, &shown);
                 buf_puts(b, "</section>\n");
         }
-        bool others = false;
-        for (size_t j = 0; j < n_listed && !others; j++) others = !listed[j];
-        if (others) {
-                buf_puts(b, "<section class=\"layer\" id=\"layer-other\">\n<h2>Other checks</h2>\n");
-                put_checks(b, checks, NULL, listed, n_listed, root_id, &shown);
-                buf_puts(b, "</section>\n");
-        }
-        if (shown < n_checks)
+        if (shown < report->n_findings)
                 buf_printf(b, "<p class=\"muted\">%zu more checks are not shown here (page size limit): the full "
-                              "list is in <a href=\"/report\">/report</a>.</p>\n", n_checks - shown);
+                              "list is in <a href=\"/report\">/report</a>.</p>\n", report->n_findings - shown);
 }
 
-/* Appends the GPU table (index, UUID, PCI bus id, name, the pods holding it) from the report's "gpus"
- * array; nothing when the report has none. Bounded like the checks. Cannot fail. */
-static void put_gpus(struct buf *b, const json_t *report) {
-        const json_t *gpus = json_object_get(report, "gpus"), *gpu;
-        size_t i, n = json_is_array(gpus) ? json_array_size(gpus) : 0;
+/* Appends the GPU table (index, UUID, PCI bus id, name, the pods holding it) from the report's GPUs;
+ * nothing when the report has none. Bounded like the checks. Cannot fail. */
+static void put_gpus(struct buf *b, const struct report *report) {
+        size_t i, n = report->n_gpus;
         if (n == 0) return;
         buf_printf(b, "<section id=\"gpus\">\n<h2>GPUs (%zu)</h2>\n<table>\n<thead><tr><th>#</th><th>UUID</th>"
                       "<th>PCI bus id</th><th>Name</th><th>Held by</th></tr></thead>\n<tbody>\n", n);
-        json_array_foreach(gpus, i, gpu) {
+        for (i = 0; i < n; i++) {
                 if (i >= STATUS_PAGE_MAX_GPUS || b->len >= STATUS_PAGE_BUDGET) break;
-                buf_puts(b, "<tr><td data-label=\"GPU\">");
-                put_value(b, json_object_get(gpu, "index"), "?");
+                const struct report_gpu *gpu = &report->gpus[i];
+                buf_printf(b, "<tr><td data-label=\"GPU\">%u", gpu->index);
                 buf_puts(b, "</td><td data-label=\"UUID\"><code>");
-                put_value(b, json_object_get(gpu, "uuid"), "unknown (not answering)");
+                put_opt(b, gpu->uuid, "unknown (not answering)");
                 buf_puts(b, "</code></td><td data-label=\"PCI\"><code>");
-                put_value(b, json_object_get(gpu, "pci_bus_id"), "unknown");
+                put_opt(b, gpu->pci_bus_id, "unknown");
                 buf_puts(b, "</code></td><td data-label=\"Name\">");
-                put_value(b, json_object_get(gpu, "name"), "unknown");
+                put_opt(b, gpu->name, "unknown");
                 buf_puts(b, "</td><td data-label=\"Held by\">");
-                const json_t *pods = json_object_get(gpu, "pods"), *pod;
-                size_t k;
-                if (json_array_size(pods) == 0) buf_puts(b, "<span class=\"muted\">no pod</span>");
+                if (gpu->n_pods == 0) buf_puts(b, "<span class=\"muted\">no pod</span>");
                 else buf_puts(b, "<ul>");
-                json_array_foreach(pods, k, pod) {
+                for (size_t k = 0; k < gpu->n_pods; k++) {
                         if (k >= STATUS_PAGE_MAX_PODS) {
-                                buf_printf(b, "<li class=\"muted\">and %zu more</li>", json_array_size(pods) - k);
+                                buf_printf(b, "<li class=\"muted\">and %zu more</li>", gpu->n_pods - k);
                                 break;
                         }
+                        const struct report_pod *pod = &gpu->pods[k];
                         buf_puts(b, "<li><code>");
-                        put_value(b, json_object_get(pod, "namespace"), "?");
+                        put_opt(b, pod->namespace, "?");
                         buf_puts(b, "/");
-                        put_value(b, json_object_get(pod, "pod"), "?");
+                        put_opt(b, pod->pod, "?");
                         buf_puts(b, "</code>");
-                        const json_t *container = json_object_get(pod, "container");
-                        if (json_is_string(container)) {
+                        if (pod->container) {
                                 buf_puts(b, " <span class=\"muted\">(");
-                                put_text(b, json_string_value(container));
+                                put_text(b, pod->container);
                                 buf_puts(b, ")</span>");
                         }
                         buf_puts(b, "</li>");
                 }
-                if (json_array_size(pods) > 0) buf_puts(b, "</ul>");
+                if (gpu->n_pods > 0) buf_puts(b, "</ul>");
                 buf_puts(b, "</td></tr>\n");
         }
         buf_puts(b, "</tbody>\n</table>\n");
@@ -448,56 +378,22 @@ static void put_gpus(struct buf *b, const json_t *report) {
         buf_puts(b, "</section>\n");
 }
 
-/* Returns a malloc'd copy of s (len bytes) in which each byte that does not start a valid UTF-8
- * sequence is '?': jansson refuses the whole text otherwise, and one bad byte in a quoted file should
- * not hide the page. Never fails. */
-static char *utf8_repair(const char *s, size_t len) {
-        struct buf b = {};
-        buf_append(&b, "", 0);
-        while (len > 0) {
-                size_t ok = utf8_valid_prefix(s, len);
-                buf_append(&b, s, ok);
-                if (ok == len) break;
-                buf_append(&b, "?", 1);
-                s += ok + 1;
-                len -= ok + 1;
-        }
-        return b.data;
-}
-
-char *status_page_html(const char *report_json, const char *node) {
-        if (!report_json)
+char *status_page_html(const struct report *report, const char *node) {
+        if (!report)
                 return message_page(node, "diagnosis running",
                                     "The first diagnosis has not finished yet. This page reloads itself every "
                                     "10 seconds and shows the report once there is one.", 10);
 
-        size_t len = strlen(report_json);
-        _cleanup_free_ char *repaired = utf8_valid_prefix(report_json, len) < len ? utf8_repair(report_json, len) : NULL;
-        json_error_t error;
-        json_t *report = json_loads(repaired ? repaired : report_json, 0, &error);
-        if (!json_is_object(report)) {
-                json_decref(report);
-                return message_page(node, "report unreadable",
-                                    "The last report could not be read (it is not a JSON object). The raw text is "
-                                    "at <a href=\"/report\">/report</a>; the agent's log says more.", 0);
-        }
-
-        const char *report_node = json_string_value(json_object_get(report, "node"));
-        const char *shown_node = node ? node : report_node ? report_node : "this node";
-        const char *verdict = json_string_value(json_object_get(report, "verdict"));
-        const char *cls = status_class(verdict);
+        const char *shown_node = node ? node : report->node ? report->node : "this node";
+        const char *cls = status_class(verdict_name(report->verdict));
         struct buf b = {};
         put_head(&b, shown_node,
                  streq(cls, "ok") ? " - healthy" : streq(cls, "warn") ? " - degraded" :
                  streq(cls, "bad") ? " - FAILED" : "", 0);
-        if (!streq_ptr(json_string_value(json_object_get(report, "schema")), "gpunode.report/v1"))
-                buf_puts(&b, "<p class=\"muted\">This report does not say it is gpunode.report/v1; what is "
-                             "shown may be incomplete.</p>\n");
         put_verdict(&b, report);
         put_root_cause(&b, report);
         put_layers(&b, report);
         put_gpus(&b, report);
         put_tail(&b);
-        json_decref(report);
         return b.data;
 }

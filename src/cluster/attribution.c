@@ -142,43 +142,57 @@ const struct cl_finding *cluster_report_find(const struct cluster_report *r, con
         return NULL;
 }
 
-int cluster_report_build(const struct cluster_facts *facts, struct cluster_report *ret) {
+/* What the engine hands back to cl_run_one: the facts, the cluster's checks, and where each run says which check
+ * of another category explains it. */
+struct cl_run {
+        const struct cluster_facts *facts;
+        const struct cl_check_def *const *defs;
+        const char **rests_on;
+};
+
+/* Runs cluster check i into the engine's finding f (through a cl_finding around it). Returns nothing. */
+static void cl_run_one(void *userdata, size_t i, struct finding *f) {
+        struct cl_run *run = userdata;
+        struct cl_finding cf = { .def = run->defs[i], .f = *f };
+        run->defs[i]->run(run->facts, &cf);
+        *f = cf.f;
+        run->rests_on[i] = cf.rests_on;
+}
+
+int cluster_report_build_with(const struct cluster_facts *facts, const struct cl_check_def *const *defs, size_t n,
+                              struct cluster_report *ret) {
         memset(ret, 0, sizeof *ret);
         ret->facts = facts;
-        size_t n;
-        const struct cl_check_def *const *defs = cluster_checks(&n);
-        ret->findings = xcalloc(n, sizeof *ret->findings);
+        /* The engine runs them: blocking and root cause are the node report's rules (a check that gives no
+         * answer fails as an internal error). Each category is a "layer" 1..6 to it, its id the component. */
+        _cleanup_free_ struct check_def *engine_defs = xcalloc(n + 1, sizeof *engine_defs);
+        _cleanup_free_ const struct check_def **list = xcalloc(n + 1, sizeof *list);
+        _cleanup_free_ const char **rests_on = xcalloc(n + 1, sizeof *rests_on);
         for (size_t i = 0; i < n; i++) {
+                engine_defs[i] = (struct check_def){ .id = defs[i]->id,
+                                                     .layer = (int)defs[i]->category + 1,
+                                                     .component = cl_category_id(defs[i]->category),
+                                                     .title = defs[i]->title };
+                memcpy(engine_defs[i].depends, defs[i]->depends, sizeof engine_defs[i].depends);
+                list[i] = &engine_defs[i];
+        }
+        struct cl_run run = { .facts = facts, .defs = defs, .rests_on = rests_on };
+        const struct check_runner runner = { .run = cl_run_one, .userdata = &run, .blocked_suffix = "" };
+        struct report rep;
+        report_run(list, n, &runner, NULL, NULL, &rep);
+        ret->findings = xcalloc(n + 1, sizeof *ret->findings);
+        for (size_t i = 0; i < rep.n_findings; i++) {
                 struct cl_finding *f = &ret->findings[ret->n_findings++];
                 f->def = defs[i];
-                f->f.status = CHECK_SKIP;
-                /* a check resting on a failed (or blocked) one is blocked by it, not a failure of its own */
-                const struct cl_finding *by = NULL;
-                for (size_t d = 0; d < CHECK_MAX_DEPS && defs[i]->depends[d] && !by; d++) {
-                        const struct cl_finding *dep = cluster_report_find(ret, defs[i]->depends[d]);
-                        if (dep && (dep->f.status == CHECK_FAIL || dep->f.status == CHECK_BLOCKED)) by = dep;
-                }
-                if (by) {
-                        f->f.status = CHECK_BLOCKED;
-                        f->f.blocked_by = by->f.blocked_by ? by->f.blocked_by : by->def->id;
-                        finding_set(&f->f, CHECK_BLOCKED, "not checked: rests on %s", f->f.blocked_by);
-                        continue;
-                }
-                defs[i]->run(facts, f);
-                if (!f->f.summary) finding_set(&f->f, f->f.status, "%s", defs[i]->title);
+                f->f = rep.findings[i]; /* the strings move; blocked_by points at the static ids */
+                f->f.def = NULL;
+                f->rests_on = rests_on[i];
         }
-        ret->verdict = VERDICT_HEALTHY;
-        for (size_t i = 0; i < ret->n_findings; i++) {
-                const struct cl_finding *f = &ret->findings[i];
-                if (f->f.status == CHECK_FAIL) {
-                        ret->verdict = VERDICT_FAILED;
-                        if (!ret->root_cause || ret->root_cause->f.status != CHECK_FAIL) ret->root_cause = f;
-                } else if ((f->f.status == CHECK_WARN || f->f.status == CHECK_BLOCKED) &&
-                           ret->verdict == VERDICT_HEALTHY) {
-                        ret->verdict = VERDICT_DEGRADED;
-                        if (!ret->root_cause) ret->root_cause = f;
-                }
-        }
+        ret->verdict = rep.verdict;
+        ret->root_cause = rep.root_cause ? &ret->findings[rep.root_cause - rep.findings] : NULL;
+        free(rep.findings);
+        free(rep.node);
+        free(rep.root);
         ret->rows = xcalloc(facts->n_nodes ? facts->n_nodes : 1, sizeof *ret->rows);
         for (size_t i = 0; i < facts->n_nodes; i++) {
                 struct cl_row *row = &ret->rows[ret->n_rows++];
@@ -190,6 +204,12 @@ int cluster_report_build(const struct cluster_facts *facts, struct cluster_repor
                         ret->nodes_ready++;
         }
         return 0;
+}
+
+int cluster_report_build(const struct cluster_facts *facts, struct cluster_report *ret) {
+        size_t n;
+        const struct cl_check_def *const *defs = cluster_checks(&n);
+        return cluster_report_build_with(facts, defs, n, ret);
 }
 
 void cluster_report_free(struct cluster_report *r) {

@@ -215,8 +215,12 @@ struct cluster_report {
 
 /* registry.c: every cluster check, bottom-up (category order). */
 const struct cl_check_def *const *cluster_checks(size_t *ret_n);
-/* attribution.c: runs the checks, blocks those resting on failed ones, builds the rows. Returns 0. */
+/* attribution.c: runs the checks of cluster_checks() through the engine (report_run: blocking and root cause
+ * are the node report's rules), then builds the rows. Returns 0. */
 int cluster_report_build(const struct cluster_facts *facts, struct cluster_report *ret);
+/* The same over the cluster checks defs[0..n) (in their order; they must outlive the report). Returns 0. */
+int cluster_report_build_with(const struct cluster_facts *facts, const struct cl_check_def *const *defs, size_t n,
+                              struct cluster_report *ret);
 void cluster_report_free(struct cluster_report *r);
 const struct cl_finding *cluster_report_find(const struct cluster_report *r, const char *id);
 /* Fills the row of node n (used by attribution and the checks). */

@@ -2,6 +2,7 @@
 #include "cmd/commands.h"
 #include "cmd/options.h"
 #include "diagnose/gpus.h"
+#include "diagnose/registry.h"
 #include "facts/node.h"
 #include "facts/layer3_kubernetes.h"
 #include "basic/hostfs.h"
@@ -178,7 +179,9 @@ static int analyse(const struct check_args *args, struct analysis *an, FILE *rec
                                         args->nvml_file, r == -ENODATA ? "NVML was not loaded" : strerror(-r));
         }
         struct report rep;
-        report_build(&facts, name, an->display_root, &rep);
+        size_t n_checks;
+        const struct check_def *const *checks = check_registry(&n_checks);
+        report_build(&facts, checks, n_checks, name, an->display_root, &rep);
         report_add_gpus(&rep, &facts);
         int r = 0;
         switch (args->format) {

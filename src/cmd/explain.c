@@ -1,5 +1,6 @@
 /* explain.c: `gpunode explain`: the symptom table and every check, from the check registry. */
 #include "engine/check.h"
+#include "diagnose/registry.h"
 #include "cmd/commands.h"
 #include "diagnose/symptoms.h"
 

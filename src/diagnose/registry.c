@@ -3,7 +3,7 @@
  * A check `C.name` is the variable check_<C>_<name> (dots and dashes to underscores), defined in
  * src/layerN_.../check_<C>....c. Adding a check is its file plus one line here; tests/layout.sh holds every
  * entry to that rule. */
-#include "engine/check.h"
+#include "diagnose/registry.h"
 
 #define GPUNODE_CHECKS(X)                                                                         \
         /* Layer 1: hardware enablement */                                                        \
@@ -78,4 +78,10 @@ static const struct check_def *const registry[] = {
 const struct check_def *const *check_registry(size_t *ret_n) {
         *ret_n = ELEMENTSOF(registry);
         return registry;
+}
+
+const struct check_def *check_find(const char *id) {
+        for (size_t i = 0; i < ELEMENTSOF(registry); i++)
+                if (streq(registry[i]->id, id)) return registry[i];
+        return NULL;
 }

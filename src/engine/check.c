@@ -58,12 +58,15 @@ const char *layer_name(int layer) {
         return layer >= LAYER_MIN && layer <= LAYER_MAX ? names[layer] : NULL;
 }
 
-const struct check_def *check_find(const char *id) {
-        size_t n;
-        const struct check_def *const *all = check_registry(&n);
-        for (size_t i = 0; i < n; i++)
-                if (streq(all[i]->id, id)) return all[i];
-        return NULL;
+const char *layer_status_name(enum check_status s) {
+        switch (s) {
+        case CHECK_FAIL: return "failed";
+        case CHECK_BLOCKED: return "blocked";
+        case CHECK_WARN: return "degraded";
+        case CHECK_PASS: return "healthy";
+        case CHECK_SKIP: return "skipped";
+        }
+        return "unknown";
 }
 
 const struct finding *report_find(const struct report *r, const char *id) {
@@ -72,11 +75,12 @@ const struct finding *report_find(const struct report *r, const char *id) {
         return NULL;
 }
 
-/* Returns the id of the failed check that blocks f (following blocked dependencies down to the
+/* Returns the id of the failed check that check i rests on (following blocked dependencies down to the
  * failure itself), or NULL when every dependency it rests on here answered. */
-static const char *blocking_failure(const struct report *r, const struct node_facts *facts, const struct check_def *def) {
+static const char *blocking_failure(const struct report *r, const struct check_runner *runner, size_t i,
+                                    const struct check_def *def) {
         for (size_t d = 0; d < CHECK_MAX_DEPS && def->depends[d]; d++) {
-                if (def->rests_on && !def->rests_on(facts, def->depends[d])) continue;
+                if (runner->rests_on && !runner->rests_on(runner->userdata, i, def->depends[d])) continue;
                 const struct finding *dep = report_find(r, def->depends[d]);
                 if (!dep) continue;
                 if (dep->status == CHECK_FAIL) return dep->def->id;
@@ -85,31 +89,30 @@ static const char *blocking_failure(const struct report *r, const struct node_fa
         return NULL;
 }
 
-int report_build(const struct node_facts *facts, const char *node, const char *root, struct report *ret) {
-        size_t n;
-        const struct check_def *const *all = check_registry(&n);
+int report_run(const struct check_def *const *checks, size_t n_checks, const struct check_runner *runner,
+               const char *node, const char *root, struct report *ret) {
         struct report r = {
                 .node = xstrdup(node ? node : "unknown"),
                 .root = xstrdup(root ? root : "/"),
-                .findings = xcalloc(n, sizeof(struct finding)),
+                .findings = xcalloc(n_checks + 1, sizeof(struct finding)),
         };
-        for (size_t i = 0; i < n; i++) {
+        for (size_t i = 0; i < n_checks; i++) {
                 struct finding *f = &r.findings[i];
-                f->def = all[i];
+                f->def = checks[i];
                 r.n_findings = i + 1;
-                const char *blocker = blocking_failure(&r, facts, all[i]);
+                const char *blocker = blocking_failure(&r, runner, i, checks[i]);
                 if (blocker) {
-                        const struct check_def *b = check_find(blocker);
-                        f->blocked_by = b ? b->id : blocker;
-                        finding_set(f, CHECK_BLOCKED, "not checked: rests on %s, which failed", f->blocked_by);
+                        f->blocked_by = blocker;
+                        finding_set(f, CHECK_BLOCKED, "not checked: rests on %s%s", blocker,
+                                    runner->blocked_suffix ? runner->blocked_suffix : ", which failed");
                         continue;
                 }
-                all[i]->run(facts, f);
-                if (!f->summary) finding_set(f, CHECK_FAIL, "internal error: check %s gave no answer", all[i]->id);
+                runner->run(runner->userdata, i, f);
+                if (!f->summary) finding_set(f, CHECK_FAIL, "internal error: check %s gave no answer", checks[i]->id);
         }
 
-        /* Root cause: the lowest-layer failure, else the lowest-layer warning; the registry is
-         * ordered bottom-up and, within a layer, foundations first, so the first one wins. */
+        /* Root cause: the first failure, else the first warning (or a check blocked with no failure);
+         * the list runs bottom-up and, within a layer, foundations first, so the first one wins. */
         r.verdict = VERDICT_HEALTHY;
         for (size_t i = 0; i < r.n_findings; i++)
                 if (r.findings[i].status == CHECK_FAIL) {
@@ -119,13 +122,38 @@ int report_build(const struct node_facts *facts, const char *node, const char *r
                 }
         if (!r.root_cause)
                 for (size_t i = 0; i < r.n_findings; i++)
-                        if (r.findings[i].status == CHECK_WARN) {
+                        if (r.findings[i].status == CHECK_WARN || r.findings[i].status == CHECK_BLOCKED) {
                                 r.verdict = VERDICT_DEGRADED;
                                 r.root_cause = &r.findings[i];
                                 break;
                         }
         *ret = r;
         return 0;
+}
+
+/* What report_build's runner hands back: the facts and the list. */
+struct node_run {
+        const struct node_facts *facts;
+        const struct check_def *const *checks;
+};
+
+/* Runs node check i through its run(). Returns nothing. */
+static void node_run_one(void *userdata, size_t i, struct finding *f) {
+        const struct node_run *nr = userdata;
+        nr->checks[i]->run(nr->facts, f);
+}
+
+/* Returns whether node check i rests on dep here: its rests_on(), or always without one. */
+static bool node_rests_on(void *userdata, size_t i, const char *dep) {
+        const struct node_run *nr = userdata;
+        return !nr->checks[i]->rests_on || nr->checks[i]->rests_on(nr->facts, dep);
+}
+
+int report_build(const struct node_facts *facts, const struct check_def *const *checks, size_t n_checks,
+                 const char *node, const char *root, struct report *ret) {
+        struct node_run nr = { .facts = facts, .checks = checks };
+        const struct check_runner runner = { .run = node_run_one, .rests_on = node_rests_on, .userdata = &nr };
+        return report_run(checks, n_checks, &runner, node, root, ret);
 }
 
 void report_free(struct report *r) {

@@ -51,6 +51,7 @@ struct finding {
         size_t n_evidence;
         char *remedy;
         const char *blocked_by; /* id of the failed check this one rests on */
+        size_t n_evidence_more; /* evidence lines a reader of the JSON left out (report_read.c's bound) */
 };
 
 /* Setters a check's run() uses. The status setters replace the summary. */
@@ -62,16 +63,14 @@ void finding_remedy(struct finding *f, const char *fmt, ...) _printf_(2, 3);
 #define finding_fail(f, ...) finding_set(f, CHECK_FAIL, __VA_ARGS__)
 #define finding_skip(f, ...) finding_set(f, CHECK_SKIP, __VA_ARGS__)
 
-/* The registry: every check, bottom-up (layer order, then dependency order). */
-const struct check_def *const *check_registry(size_t *ret_n);
-/* Returns the definition with this id, or NULL. */
-const struct check_def *check_find(const char *id);
-
 /* Ranks a status for "worst of": fail 4 > blocked 3 > warn 2 > pass 1 > skip 0. */
 int check_status_rank(enum check_status s);
 /* Lowercase name of a status ("pass", "fail", ...). */
 const char *check_status_name(enum check_status s);
 const char *verdict_name(enum verdict v);
+/* Word of a layer's or component's worst status in the JSON report and on the status page ("failed",
+ * "blocked", "degraded", "healthy", "skipped"), "unknown" out of the enum. */
+const char *layer_status_name(enum check_status s);
 /* Human name of a layer ("hardware enablement"), NULL outside 1..4. */
 const char *layer_name(int layer);
 
@@ -100,9 +99,33 @@ struct report {
         size_t n_gpus;
 };
 
-/* Runs every check in registry order over the facts, marks checks resting on a failed one as
- * blocked, and attributes the root cause. Returns 0; the report owns its findings. */
-int report_build(const struct node_facts *facts, const char *node, const char *root, struct report *ret);
+/* The caller's side of a run over facts the engine does not know (a node's, a cluster's). */
+struct check_runner {
+        /* Fills f with what check i of the list found; a check that leaves no summary fails as an
+         * internal error. */
+        void (*run)(void *userdata, size_t i, struct finding *f);
+        /* Returns whether check i rests on its depends[] entry dep here; NULL: on every entry. */
+        bool (*rests_on)(void *userdata, size_t i, const char *dep);
+        void *userdata;
+        const char *blocked_suffix; /* after a blocked check's "not checked: rests on <id>"; NULL: ", which failed" */
+};
+
+/*
+ * Runs checks[0..n_checks) in their order (bottom-up, foundations first) through runner, marks each
+ * check resting on a failed or blocked one as blocked by that failure instead of running it, and
+ * attributes: the verdict is failed with a failure, degraded with a warning or a check blocked
+ * without a failure (one a check judged blocked itself), healthy otherwise; the root cause is the
+ * first failure, else the first warning or blocked check, else none. A check whose run leaves no
+ * summary fails ("internal error: check ID gave no answer"). Returns 0; the report owns its
+ * findings, whose defs are checks[] (which must outlive it).
+ */
+int report_run(const struct check_def *const *checks, size_t n_checks, const struct check_runner *runner,
+               const char *node, const char *root, struct report *ret);
+
+/* Runs the node checks checks[0..n_checks) (the registry, src/diagnose/registry.c, in its order)
+ * over the facts with report_run(), each through its run() and rests_on(). Returns 0. */
+int report_build(const struct node_facts *facts, const struct check_def *const *checks, size_t n_checks,
+                 const char *node, const char *root, struct report *ret);
 void report_free(struct report *r);
 
 /* Returns the status of a layer or of one component in it: the worst finding status,

@@ -3,8 +3,6 @@
 #include "output/report_read.h"
 #include "basic/util.h"
 
-#define REPORT_READ_MAX_CHECKS   4096
-#define REPORT_READ_MAX_EVIDENCE 1000
 
 /* Returns the status for a JSON word, or -1. */
 static int status_of(const char *s) {
@@ -45,16 +43,65 @@ void report_read_free(struct report *r) {
                         free((char *)d->component);
                         free(d);
                 }
-                free(f->summary);
-                for (size_t e = 0; e < f->n_evidence; e++) free(f->evidence[e]);
-                free(f->evidence);
-                free(f->remedy);
                 free((char *)f->blocked_by);
+                f->blocked_by = NULL;
         }
-        free(r->findings);
-        free(r->node);
-        free(r->root);
-        memset(r, 0, sizeof *r);
+        report_free(r); /* the rest is owned as report_build's is */
+}
+
+/* Returns a malloc'd copy of the member key when it is a string, NULL when absent or null; -EBADMSG in *ret_rc
+ * (left alone otherwise) when it is something else. */
+static char *dup_str_or_null(const json_t *o, const char *key, int *ret_rc) {
+        const json_t *v = json_object_get(o, key);
+        if (json_is_string(v)) return xstrdup(json_string_value(v));
+        if (v && !json_is_null(v)) *ret_rc = -EBADMSG;
+        return NULL;
+}
+
+/* Reads the report's "gpus" array (absent: none) into ret->gpus. Returns 0, or -EBADMSG with a malloc'd
+ * sentence in *ret_error when it is not an array of GPU objects with an index 0..65535, string or null names,
+ * and pods of string or null fields, or holds more than REPORT_READ_MAX_GPUS GPUs or REPORT_READ_MAX_PODS pods
+ * on one GPU; what was read stays in ret for the caller to free. */
+static int read_gpus(const json_t *doc, struct report *ret, char **ret_error) {
+        const json_t *gpus = json_object_get(doc, "gpus");
+        if (!gpus || json_is_null(gpus)) return 0;
+        if (!json_is_array(gpus)) return errorf(ret_error, -EBADMSG, "the report's gpus is not an array");
+        if (json_array_size(gpus) > REPORT_READ_MAX_GPUS)
+                return errorf(ret_error, -EBADMSG, "the report has %zu GPUs (at most %d)", json_array_size(gpus),
+                              REPORT_READ_MAX_GPUS);
+        ret->gpus = xcalloc(json_array_size(gpus) + 1, sizeof *ret->gpus);
+        size_t i;
+        const json_t *g;
+        json_array_foreach(gpus, i, g) {
+                const json_t *index = json_object_get(g, "index"), *pods = json_object_get(g, "pods");
+                if (!json_is_object(g) || !json_is_integer(index) || json_integer_value(index) < 0 ||
+                    json_integer_value(index) > REPORT_READ_MAX_GPU_INDEX || (pods && !json_is_array(pods)))
+                        return errorf(ret_error, -EBADMSG, "GPU %zu of the report lacks an index 0..%d or its pods "
+                                      "are not an array", i, REPORT_READ_MAX_GPU_INDEX);
+                if (json_array_size(pods) > REPORT_READ_MAX_PODS)
+                        return errorf(ret_error, -EBADMSG, "GPU %zu of the report is held by %zu pods (at most %d)",
+                                      i, json_array_size(pods), REPORT_READ_MAX_PODS);
+                struct report_gpu *rg = &ret->gpus[ret->n_gpus++];
+                int rc = 0;
+                rg->index = (unsigned)json_integer_value(index);
+                rg->uuid = dup_str_or_null(g, "uuid", &rc);
+                rg->pci_bus_id = dup_str_or_null(g, "pci_bus_id", &rc);
+                rg->name = dup_str_or_null(g, "name", &rc);
+                rg->pods = xcalloc(json_array_size(pods) + 1, sizeof *rg->pods);
+                size_t k;
+                const json_t *p;
+                json_array_foreach(pods, k, p) {
+                        if (!json_is_object(p)) rc = -EBADMSG;
+                        struct report_pod *rp = &rg->pods[rg->n_pods++];
+                        rp->namespace = dup_str_or_null(p, "namespace", &rc);
+                        rp->pod = dup_str_or_null(p, "pod", &rc);
+                        rp->container = dup_str_or_null(p, "container", &rc);
+                }
+                if (rc < 0)
+                        return errorf(ret_error, rc, "GPU %zu of the report has a name, UUID, PCI bus id or pod "
+                                      "that is neither a string nor null", i);
+        }
+        return 0;
 }
 
 int report_from_json(const json_t *doc, struct report *ret, char **ret_error) {
@@ -111,13 +158,50 @@ int report_from_json(const json_t *doc, struct report *ret, char **ret_error) {
                 size_t e;
                 const json_t *ev;
                 json_array_foreach(json_object_get(c, "evidence"), e, ev) {
-                        if (!json_is_string(ev) || f->n_evidence >= REPORT_READ_MAX_EVIDENCE) continue;
+                        if (!json_is_string(ev)) continue;
+                        if (f->n_evidence >= REPORT_READ_MAX_EVIDENCE) {
+                                f->n_evidence_more++;
+                                continue;
+                        }
                         f->evidence = xrealloc(f->evidence, (f->n_evidence + 1) * sizeof *f->evidence);
                         f->evidence[f->n_evidence++] = xstrdup(json_string_value(ev));
                 }
+        }
+        int r = read_gpus(doc, ret, ret_error);
+        if (r < 0) {
+                report_read_free(ret);
+                return r;
         }
         const char *rc = json_string_value(json_object_get(json_object_get(doc, "root_cause"), "check"));
         for (size_t k = 0; rc && k < ret->n_findings && !ret->root_cause; k++)
                 if (streq(ret->findings[k].def->id, rc)) ret->root_cause = &ret->findings[k];
         return 0;
+}
+
+/* Returns a malloc'd copy of s (len bytes) in which each byte that does not start a valid UTF-8 sequence is '?':
+ * jansson refuses the whole text otherwise, and one bad byte in a quoted file should not hide the report. Never
+ * fails. */
+static char *utf8_repair(const char *s, size_t len) {
+        struct buf b = {};
+        buf_append(&b, "", 0);
+        while (len > 0) {
+                size_t ok = utf8_valid_prefix(s, len);
+                buf_append(&b, s, ok);
+                if (ok == len) break;
+                buf_append(&b, "?", 1);
+                s += ok + 1;
+                len -= ok + 1;
+        }
+        return b.data;
+}
+
+int report_from_text(const char *text, size_t len, struct report *ret, char **ret_error) {
+        memset(ret, 0, sizeof *ret);
+        _cleanup_free_ char *repaired = utf8_valid_prefix(text, len) < len ? utf8_repair(text, len) : NULL;
+        json_error_t jerr;
+        json_t *doc = repaired ? json_loads(repaired, 0, &jerr) : json_loadb(text, len, 0, &jerr);
+        if (!doc) return errorf(ret_error, -EBADMSG, "the report is not JSON (%s)", jerr.text);
+        int r = report_from_json(doc, ret, ret_error);
+        json_decref(doc);
+        return r;
 }

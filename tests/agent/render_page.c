@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "agent/status_page.h"
+#include "output/report_read.h"
 #include "basic/util.h"
 
 /* Returns the malloc'd contents of path with a trailing "exit N" line (tests/scenarios' expected.json
@@ -31,7 +32,8 @@ static char *read_report(const char *path) {
 }
 
 /* usage: render_page [REPORT.json|-none] [NODE]: writes the page to stdout; "-none" renders the page
- * for "no report yet". Exits 0, or 1 when the file cannot be read or stdout not written. */
+ * for "no report yet". Exits 0, or 1 when the file cannot be read, is
+ * not a gpunode.report/v1 document, or stdout not written. */
 int main(int argc, char **argv) {
         if (argc < 2 || argc > 3) {
                 fprintf(stderr, "usage: %s REPORT.json|-none [NODE]\n", argv[0]);
@@ -43,7 +45,15 @@ int main(int argc, char **argv) {
                 return 1;
         }
         uint64_t start = monotonic_ms();
-        _cleanup_free_ char *html = status_page_html(report, argc > 2 ? argv[2] : NULL);
+        /* as the agent does: read once by the one reader, then rendered */
+        struct report parsed;
+        _cleanup_free_ char *err = NULL;
+        if (report && report_from_text(report, strlen(report), &parsed, &err) < 0) {
+                fprintf(stderr, "%s: %s: %s\n", argv[0], argv[1], err);
+                return 1;
+        }
+        _cleanup_free_ char *html = status_page_html(report ? &parsed : NULL, argc > 2 ? argv[2] : NULL);
+        if (report) report_read_free(&parsed);
         uint64_t took = monotonic_ms() - start;
         if (getenv("RENDER_PAGE_TIMING")) fprintf(stderr, "rendered %zu bytes in %llu ms\n", strlen(html),
                                                   (unsigned long long)took);

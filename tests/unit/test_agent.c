@@ -12,25 +12,21 @@
 #include "agent/conditions.h"
 #include "agent/events.h"
 #include "agent/taint.h"
+#include "output/report_read.h"
 #include "basic/util.h"
 
-/* Returns the report of scenario name (its expected.json without the final "exit N" line); fails the test otherwise. */
-static json_t *scenario_report(const char *name) {
+/* Reads the report of scenario name (its expected.json, the final "exit N" line after the document) into *ret with
+ * the one reader; fails the test otherwise. */
+static void scenario_report(const char *name, struct report *ret) {
         const char *src = getenv("GPUNODE_SOURCE_ROOT");
         assert_non_null(src);
         _cleanup_free_ char *path = xasprintf("%s/tests/scenarios/%s/expected.json", src, name);
-        FILE *f = fopen(path, "re");
-        assert_non_null(f);
-        static char text[1 << 22];
-        size_t n = fread(text, 1, sizeof text - 1, f);
-        fclose(f);
-        text[n] = 0;
-        char *exit_line = strstr(text, "\nexit ");
-        if (exit_line) exit_line[1] = 0;
         json_error_t err;
-        json_t *j = json_loads(text, 0, &err);
-        assert_non_null(j);
-        return j;
+        json_t *j = json_load_file(path, JSON_DISABLE_EOF_CHECK, &err);
+        if (!j) fail_msg("%s: %s", path, err.text);
+        _cleanup_free_ char *why = NULL;
+        if (report_from_json(j, ret, &why) < 0) fail_msg("%s: %s", path, why);
+        json_decref(j);
 }
 
 static void test_camel_and_bound(void **state) {
@@ -57,30 +53,30 @@ static void test_camel_and_bound(void **state) {
 
 static void test_conditions_healthy(void **state) {
         (void)state;
-        json_t *r = scenario_report("k8s-healthy");
+        struct report r;
+        scenario_report("k8s-healthy", &r);
         struct agent_condition c[AGENT_N_LAYERS];
-        assert_int_equal(agent_conditions_from_report(r, c), 0);
+        assert_int_equal(agent_conditions_from_report(&r, c), 0);
         for (unsigned i = 0; i < AGENT_N_LAYERS; i++) assert_int_equal(c[i].status, AGENT_FALSE);
         assert_string_equal(c[0].reason, "GPUHardwareHealthy");
         assert_string_equal(c[3].reason, "GPUObservabilityHealthy");
-        json_decref(r);
+        report_read_free(&r);
         /* no cluster access: layer 3 all skipped -> Unknown */
-        r = scenario_report("hgx-h100-healthy");
-        assert_int_equal(agent_conditions_from_report(r, c), 0);
+        scenario_report("hgx-h100-healthy", &r);
+        assert_int_equal(agent_conditions_from_report(&r, c), 0);
         assert_int_equal(c[0].status, AGENT_FALSE);
         assert_int_equal(c[2].status, AGENT_UNKNOWN);
         assert_string_equal(c[2].reason, "GPUResourceExposureNotChecked");
-        json_decref(r);
-        json_t *bad = json_string("x");
-        assert_int_equal(agent_conditions_from_report(bad, c), -EBADMSG);
-        json_decref(bad);
+        report_read_free(&r);
+        assert_int_equal(agent_conditions_from_report(NULL, c), -EINVAL);
 }
 
 static void test_conditions_failed(void **state) {
         (void)state;
-        json_t *r = scenario_report("k8s-driver-broken");
+        struct report r;
+        scenario_report("k8s-driver-broken", &r);
         struct agent_condition c[AGENT_N_LAYERS];
-        assert_int_equal(agent_conditions_from_report(r, c), 0);
+        assert_int_equal(agent_conditions_from_report(&r, c), 0);
         assert_int_equal(c[0].status, AGENT_TRUE);
         assert_string_equal(c[0].reason, "DriverModuleSignature"); /* the report's root cause, not the first fail */
         assert_non_null(strstr(c[0].message, "signature is not trusted; remedy: sign the module"));
@@ -88,21 +84,22 @@ static void test_conditions_failed(void **state) {
         assert_string_equal(c[1].reason, "BlockedByDriverModuleSignature");
         assert_int_equal(c[2].status, AGENT_UNKNOWN);
         assert_int_equal(c[3].status, AGENT_UNKNOWN);
-        json_decref(r);
-        r = scenario_report("xid-48-then-64");
-        assert_int_equal(agent_conditions_from_report(r, c), 0);
+        report_read_free(&r);
+        scenario_report("xid-48-then-64", &r);
+        assert_int_equal(agent_conditions_from_report(&r, c), 0);
         assert_int_equal(c[0].status, AGENT_TRUE);
         assert_string_equal(c[0].reason, "DriverXidErrors");
         assert_int_equal(c[1].status, AGENT_FALSE);
-        json_decref(r);
+        report_read_free(&r);
 }
 
 static void test_patch_decision(void **state) {
         (void)state;
-        json_t *r = scenario_report("k8s-healthy");
+        struct report r;
+        scenario_report("k8s-healthy", &r);
         struct agent_condition c[AGENT_N_LAYERS];
-        assert_int_equal(agent_conditions_from_report(r, c), 0);
-        json_decref(r);
+        assert_int_equal(agent_conditions_from_report(&r, c), 0);
+        report_read_free(&r);
         struct agent_cond_state prev[AGENT_N_LAYERS] = { 0 }, next[AGENT_N_LAYERS];
         bool tr[AGENT_N_LAYERS];
         assert_int_equal(agent_conditions_decide(prev, c, 1000, 300, next, tr), AGENT_PATCH_CHANGE);
@@ -117,10 +114,10 @@ static void test_patch_decision(void **state) {
         assert_int_equal(next[0].heartbeat_time, 1300);
         memcpy(prev, next, sizeof prev);
         /* a failure: a change at once, layer 1's transition time moves, the others' stay */
-        r = scenario_report("xid-48-then-64");
+        scenario_report("xid-48-then-64", &r);
         struct agent_condition f[AGENT_N_LAYERS];
-        assert_int_equal(agent_conditions_from_report(r, f), 0);
-        json_decref(r);
+        assert_int_equal(agent_conditions_from_report(&r, f), 0);
+        report_read_free(&r);
         assert_int_equal(agent_conditions_decide(prev, f, 1310, 300, next, tr), AGENT_PATCH_CHANGE);
         assert_true(tr[0]);
         assert_false(tr[1]);

@@ -289,12 +289,74 @@ static void test_agent_report(void **state) {
         }
 }
 
+/* A check that gives no answer (leaves the finding empty), one that passes, and one resting on the first: the node
+ * engine and the cluster (which runs its checks through it) must judge them alike. */
+static void silent_node(const struct node_facts *facts, struct finding *f) { (void)facts, (void)f; }
+static void pass_node(const struct node_facts *facts, struct finding *f) {
+        (void)facts;
+        finding_pass(f, "fine");
+}
+static void silent_cluster(const struct cluster_facts *facts, struct cl_finding *f) { (void)facts, (void)f; }
+static void pass_cluster(const struct cluster_facts *facts, struct cl_finding *f) {
+        (void)facts;
+        finding_pass(&f->f, "fine");
+}
+
+static void test_engine_and_cluster_agree(void **state) {
+        (void)state;
+        static const struct check_def n_pass = { .id = "a.pass", .layer = 1, .component = "a", .run = pass_node };
+        static const struct check_def n_silent = { .id = "a.silent", .layer = 1, .component = "a", .run = silent_node };
+        static const struct check_def n_dep = {
+                .id = "b.dep", .layer = 2, .component = "b", .depends = { "a.silent" }, .run = pass_node
+        };
+        static const struct cl_check_def c_pass = { .id = "a.pass", .category = CL_INFRA, .run = pass_cluster };
+        static const struct cl_check_def c_silent = { .id = "a.silent", .category = CL_INFRA, .title = "a title",
+                                                      .run = silent_cluster };
+        static const struct cl_check_def c_dep = {
+                .id = "b.dep", .category = CL_GPU_HEALTH, .depends = { "a.silent" }, .run = pass_cluster
+        };
+        const struct check_def *const nodes[] = { &n_pass, &n_silent, &n_dep };
+        const struct cl_check_def *const cls[] = { &c_pass, &c_silent, &c_dep };
+
+        struct report nr;
+        assert_int_equal(report_build(NULL, nodes, ELEMENTSOF(nodes), "n", "/", &nr), 0);
+        struct cluster_facts facts = { .now = 1 };
+        cluster_facts_finish(&facts);
+        struct cluster_report cr;
+        assert_int_equal(cluster_report_build_with(&facts, cls, ELEMENTSOF(cls), &cr), 0);
+
+        /* the engine's rule: no answer is a failure of its own (an internal error), not a skip */
+        assert_int_equal(report_find(&nr, "a.silent")->status, CHECK_FAIL);
+        assert_string_equal(report_find(&nr, "a.silent")->summary, "internal error: check a.silent gave no answer");
+        assert_int_equal(nr.verdict, VERDICT_FAILED);
+        assert_string_equal(nr.root_cause->def->id, "a.silent");
+        assert_int_equal(report_find(&nr, "b.dep")->status, CHECK_BLOCKED);
+        assert_string_equal(report_find(&nr, "b.dep")->blocked_by, "a.silent");
+
+        assert_int_equal(cr.n_findings, nr.n_findings);
+        for (size_t i = 0; i < nr.n_findings; i++) {
+                assert_string_equal(cr.findings[i].def->id, nr.findings[i].def->id);
+                assert_int_equal(cr.findings[i].f.status, nr.findings[i].status);
+                assert_string_equal(cr.findings[i].f.blocked_by ? cr.findings[i].f.blocked_by : "-",
+                                    nr.findings[i].blocked_by ? nr.findings[i].blocked_by : "-");
+        }
+        assert_string_equal(cluster_report_find(&cr, "a.silent")->f.summary,
+                            "internal error: check a.silent gave no answer");
+        assert_string_equal(cluster_report_find(&cr, "b.dep")->f.summary, "not checked: rests on a.silent");
+        assert_int_equal(cr.verdict, nr.verdict);
+        assert_string_equal(cr.root_cause->def->id, nr.root_cause->def->id);
+        report_free(&nr);
+        cluster_report_free(&cr);
+        cluster_facts_free(&facts);
+}
+
 int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_parse_time),          cmocka_unit_test(test_gpu_node_reason),
                 cmocka_unit_test(test_node_parse_recorded), cmocka_unit_test(test_node_parse_conditions),
                 cmocka_unit_test(test_facts_from_recorded), cmocka_unit_test(test_attribution),
                 cmocka_unit_test(test_agent_report),
+                cmocka_unit_test(test_engine_and_cluster_agree),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }

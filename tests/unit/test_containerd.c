@@ -13,6 +13,7 @@
 #include "basic/toml.h"
 #include "basic/util.h"
 #include "engine/check.h"
+#include "diagnose/registry.h"
 
 static char *root;
 

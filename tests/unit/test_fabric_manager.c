@@ -11,6 +11,7 @@
 #include "basic/hostfs.h"
 #include "basic/util.h"
 #include "engine/check.h"
+#include "diagnose/registry.h"
 #include "facts/node.h"
 #include "layer1_hardware/kmsg.h"
 

@@ -6,6 +6,7 @@
 
 #include "layer3_kubernetes/gfd_labels.h"
 #include "engine/check.h"
+#include "diagnose/registry.h"
 #include "facts/layer3_kubernetes.h"
 #include "nvml/nvml_facts_json.h"
 

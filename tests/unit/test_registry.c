@@ -7,6 +7,7 @@
 #include <ctype.h>
 
 #include "engine/check.h"
+#include "diagnose/registry.h"
 #include "diagnose/symptoms.h"
 #include "facts/node.h"
 #include "facts/layer3_kubernetes.h"

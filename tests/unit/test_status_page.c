@@ -1,4 +1,5 @@
-/* test_status_page.c: the agent's status page: report strings land escaped, bad reports give a page, the page stays bounded. */
+/* test_status_page.c: the agent's status page: report strings land escaped, bad reports are refused, the page stays
+ * bounded. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -7,6 +8,7 @@
 #include <jansson.h>
 
 #include "agent/status_page.h"
+#include "output/report_read.h"
 #include "basic/util.h"
 
 /* Returns the number of times needle occurs in haystack. */
@@ -47,6 +49,17 @@ static char *report_with(const char *node, json_t *ev) {
         return s;
 }
 
+/* Returns the page of a report's text as the agent renders it (read once by the one reader, which must accept
+ * it) for node. */
+static char *page_of(const char *json, const char *node) {
+        struct report r;
+        _cleanup_free_ char *err = NULL;
+        if (report_from_text(json, strlen(json), &r, &err) < 0) fail_msg("refused: %s", err);
+        char *html = status_page_html(&r, node);
+        report_read_free(&r);
+        return html;
+}
+
 static void test_null_report(void **state) {
         _cleanup_free_ char *html = status_page_html(NULL, "gpu-node-1");
         assert_non_null(strstr(html, "<!DOCTYPE html>"));
@@ -59,18 +72,21 @@ static void test_null_report(void **state) {
 }
 
 static void test_unreadable_report(void **state) {
+        /* the reader refuses them (the agent keeps its last page); the page it has meanwhile escapes the node */
         const char *bad[] = { "", "{", "[1,2]", "\"just a string\"", "{\"a\":", "null" };
         for (size_t i = 0; i < ELEMENTSOF(bad); i++) {
-                _cleanup_free_ char *html = status_page_html(bad[i], "n<1>");
-                assert_non_null(strstr(html, "could not be read"));
-                assert_non_null(strstr(html, "n&lt;1&gt;"));
-                assert_null(strstr(html, "n<1>"));
+                struct report r;
+                _cleanup_free_ char *err = NULL;
+                assert_int_equal(report_from_text(bad[i], strlen(bad[i]), &r, &err), -EBADMSG);
         }
+        _cleanup_free_ char *html = status_page_html(NULL, "n<1>");
+        assert_non_null(strstr(html, "n&lt;1&gt;"));
+        assert_null(strstr(html, "n<1>"));
 }
 
 static void test_root_cause_shown(void **state) {
         _cleanup_free_ char *json = report_with("node-a", json_pack("[s, s]", "NVML: GPU 3 lost", "kernel log: Xid 79"));
-        _cleanup_free_ char *html = status_page_html(json, NULL);
+        _cleanup_free_ char *html = page_of(json, NULL);
         assert_non_null(strstr(html, "id=\"root-cause\""));
         assert_non_null(strstr(html, "<code class=\"rc-check\">driver.gpu-fallen-off-bus</code>"));
         assert_non_null(strstr(html, "1 GPU(s) have fallen off the bus"));
@@ -93,7 +109,7 @@ static void test_root_cause_shown(void **state) {
 static void test_hostile_strings_escaped(void **state) {
         const char *hostile = "<script>alert(1)</script><img src=x onerror=alert(2)> \"dq\" 'sq' & \x1b[2J end";
         _cleanup_free_ char *json = report_with("<b>node</b>\"'", json_pack("[s]", hostile));
-        _cleanup_free_ char *html = status_page_html(json, NULL);
+        _cleanup_free_ char *html = page_of(json, NULL);
         assert_null(strstr(html, "<script"));
         assert_null(strstr(html, "<img"));
         assert_null(strstr(html, "\x1b"));
@@ -102,7 +118,7 @@ static void test_hostile_strings_escaped(void **state) {
                                      "&quot;dq&quot; &#39;sq&#39; &amp; \\x1b[2J end"));
         assert_non_null(strstr(html, "&lt;b&gt;node&lt;/b&gt;&quot;&#39;"));
         /* the node given by the caller is escaped as well */
-        _cleanup_free_ char *html2 = status_page_html(json, "x\"><script>");
+        _cleanup_free_ char *html2 = page_of(json, "x\"><script>");
         assert_null(strstr(html2, "<script"));
         assert_non_null(strstr(html2, "x&quot;&gt;&lt;script&gt;"));
 }
@@ -111,24 +127,27 @@ static void test_invalid_utf8(void **state) {
         /* jansson refuses invalid UTF-8: the page repairs the text first and shows the rest */
         const char *json = "{\"schema\":\"gpunode.report/v1\",\"node\":\"n\",\"verdict\":\"failed\","
                            "\"root_cause\":null,\"layers\":[],\"checks\":[{\"id\":\"driver.x\",\"layer\":1,"
+                           "\"component\":\"driver\","
                            "\"status\":\"fail\",\"summary\":\"bad \xff\xfe byte \xc3\",\"evidence\":[\"a\xc0\xafz\"]}]}";
-        _cleanup_free_ char *html = status_page_html(json, NULL);
+        _cleanup_free_ char *html = page_of(json, NULL);
         assert_non_null(strstr(html, "bad ?? byte ?"));
         assert_non_null(strstr(html, "a??z"));
         assert_int_equal(utf8_valid_prefix(html, strlen(html)), strlen(html));
         /* control characters inside a valid string become visible escapes */
-        const char *ctl = "{\"node\":\"n\",\"verdict\":\"healthy\",\"checks\":[{\"id\":\"a.b\",\"status\":\"pass\","
+        const char *ctl = "{\"schema\":\"gpunode.report/v1\",\"node\":\"n\",\"verdict\":\"healthy\",\"checks\":"
+                          "[{\"id\":"
+                          "\"a.b\",\"layer\":4,\"component\":\"a\",\"status\":\"pass\","
                           "\"summary\":\"bell\\u0007 bidi\\u202e x\"}]}";
-        _cleanup_free_ char *html2 = status_page_html(ctl, NULL);
+        _cleanup_free_ char *html2 = page_of(ctl, NULL);
         assert_non_null(strstr(html2, "bell\\x07 bidi\\xe2\\x80\\xae x"));
-        assert_non_null(strstr(html2, "Other checks"));        /* no layer section for it */
+        assert_non_null(strstr(html2, "<li><span class=\"b ok\">\xe2\x9c\x93 healthy</span> a</li>")); /* layer 4's */
 }
 
 static void test_huge_report_bounded(void **state) {
         json_t *ev = json_array();
         for (int i = 0; i < 100000; i++) json_array_append_new(ev, json_sprintf("evidence line %d <x>", i));
         _cleanup_free_ char *json = report_with("big", ev);
-        _cleanup_free_ char *html = status_page_html(json, NULL);
+        _cleanup_free_ char *html = page_of(json, NULL);
         /* the root cause and its check each show 50 lines, then say how many more */
         assert_int_equal(count(html, "evidence line "), 2 * STATUS_PAGE_MAX_EVIDENCE);
         assert_non_null(strstr(html, "evidence line 49 &lt;x&gt;"));
@@ -144,15 +163,16 @@ static void test_huge_report_bounded(void **state) {
         for (int i = 0; i < 1000; i++) {
                 json_t *e = json_array();
                 for (int k = 0; k < 10; k++) json_array_append_new(e, json_string(longs + (1 << 20) - 3000));
-                json_array_append_new(checks, json_pack("{s:s, s:i, s:s, s:s, s:o}", "id", "x.y", "layer", 1,
-                                                        "status", "fail", "summary",
+                json_array_append_new(checks, json_pack("{s:s, s:i, s:s, s:s, s:s, s:o}", "id", "x.y", "layer", 1,
+                                                        "component", "x", "status", "fail", "summary",
                                                         i == 0 ? longs : longs + (1 << 20) - 4000, "evidence", e));
         }
-        json_t *r = json_pack("{s:s, s:s, s:o}", "node", "huge", "verdict", "failed", "checks", checks);
+        json_t *r = json_pack("{s:s, s:s, s:s, s:o}", "schema", "gpunode.report/v1", "node", "huge", "verdict",
+                              "failed", "checks", checks);
         _cleanup_free_ char *big = json_dumps(r, JSON_COMPACT);
         json_decref(r);
         uint64_t start = monotonic_ms();
-        _cleanup_free_ char *page = status_page_html(big, NULL);
+        _cleanup_free_ char *page = page_of(big, NULL);
         uint64_t took = monotonic_ms() - start;
         print_message("hostile report of %zu MiB: page %zu KiB in %llu ms\n", strlen(big) >> 20, strlen(page) >> 10,
                       (unsigned long long)took);
