@@ -1,4 +1,5 @@
-/* agent.c: `gpunode agent`'s sink of the daemon's diagnosis: node conditions, Events, the taint, /report and the page. */
+/* agent.c: `gpunode agent`'s sink of the daemon's diagnosis: node conditions, Events, the taint, /report and the page.
+ */
 #include "agent/agent.h"
 #include "agent/api_child.h"
 #include "daemon/diagnosis.h"
@@ -12,36 +13,35 @@
 #include "agent/taint.h"
 #include "basic/http_server.h"
 
-
-#define EVENT_QUEUE_MAX 16            /* Events not yet written, kept for retry (the oldest dropped) */
-#define API_MAX_BODY ((size_t)8 << 20) /* an API answer larger than this is refused (-EFBIG) */
+#define EVENT_QUEUE_MAX 16                /* Events not yet written, kept for retry (the oldest dropped) */
+#define API_MAX_BODY    ((size_t)8 << 20) /* an API answer larger than this is refused (-EFBIG) */
 
 struct agent {
         struct agent_options o;
         char *kubeconfig, *node; /* owned copies */
-        int stop_fd; /* eventfd: written on stop, never drained */
-        int wake_fd; /* eventfd: a new diagnosis or a posted Event for the API thread */
+        int stop_fd;             /* eventfd: written on stop, never drained */
+        int wake_fd;             /* eventfd: a new diagnosis or a posted Event for the API thread */
         pthread_t api_thread;
         bool api_running;
         /* Under lock: what the HTTP routes serve, and the latest conditions for the API thread. */
         pthread_mutex_t lock;
-        char *report;  /* the latest report, NULL before the first */
+        char *report; /* the latest report, NULL before the first */
         size_t report_len;
-        char *page;    /* the status page */
+        char *page; /* the status page */
         size_t page_len;
         struct agent_condition latest[AGENT_N_LAYERS];
         bool have_latest;
         /* API thread only (each request by a `gpunode kube-call` child). */
         char *node_uid;
-        bool seeded;                                /* conditions read back from the Node once */
+        bool seeded;                                  /* conditions read back from the Node once */
         struct agent_cond_state cond[AGENT_N_LAYERS]; /* as last written */
         struct agent_event_layer events[AGENT_N_LAYERS];
         struct agent_condition cur[AGENT_N_LAYERS];
         bool have_cur;
-        bool dirty;            /* the last write failed: write again once the API answers */
-        unsigned backoff_s;    /* 0: the API answered last time */
-        int64_t next_api_try;  /* CLOCK_MONOTONIC seconds; 0: now */
-        char last_error[512];  /* logged once until it changes */
+        bool dirty;           /* the last write failed: write again once the API answers */
+        unsigned backoff_s;   /* 0: the API answered last time */
+        int64_t next_api_try; /* CLOCK_MONOTONIC seconds; 0: now */
+        char last_error[512]; /* logged once until it changes */
         /* Events decided but not yet written (the API failed): a ring, written oldest first. */
         struct agent_event pending[EVENT_QUEUE_MAX];
         unsigned pending_head, pending_n;
@@ -51,7 +51,9 @@ struct agent {
 };
 
 /* Returns the wall clock in Unix seconds. */
-static int64_t wall_s(void) { return (int64_t)time(NULL); }
+static int64_t wall_s(void) {
+        return (int64_t)time(NULL);
+}
 
 /* Logs one line to standard error unless it repeats the previous error line (key). Returns nothing. */
 static void log_error(struct agent *a, const char *line) {
@@ -87,8 +89,11 @@ static void publish(struct agent *a, char *report, size_t len, const struct repo
 static char *api_failure(int r, const char *what, const char *msg) {
         if (r == -EPERM)
                 return xasprintf("%s refused (403): the agent's service account lacks the permission to %s; "
-                                 "grant it in the ClusterRole (%s)", what, what, msg ? msg : "");
-        if (r == -EBADMSG) return xasprintf("%s: the API server answered with something that is not JSON (%s)", what, msg ? msg : "");
+                                 "grant it in the ClusterRole (%s)",
+                                 what, what, msg ? msg : "");
+        if (r == -EBADMSG)
+                return xasprintf("%s: the API server answered with something that is not JSON (%s)", what,
+                                 msg ? msg : "");
         if (r == -EFBIG) return xasprintf("%s: the API server's answer is too large (%s)", what, msg ? msg : "");
         return xasprintf("%s failed: %s", what, msg ? msg : strerror(-r));
 }
@@ -117,8 +122,8 @@ static int api_call(struct agent *a, const char *method, const char *path, const
                     const char *what, json_t **ret, char **ret_error) {
         char *err = NULL;
         bool setup = false;
-        int r = api_child_call_setup(method, path, patch_type, body, a->kubeconfig, a->o.api_timeout_ms, API_MAX_BODY, ret,
-                                     &err, &setup);
+        int r = api_child_call_setup(method, path, patch_type, body, a->kubeconfig, a->o.api_timeout_ms, API_MAX_BODY,
+                                     ret, &err, &setup);
         if (r < 0) {
                 *ret_error = setup ? err : api_failure(r, what, err);
                 if (!setup) free(err);
@@ -205,7 +210,8 @@ static int write_event(struct agent *a, const struct agent_event *ev, char **ret
         if (r < 0) {
                 *ret_error = err;
                 err = NULL;
-        } else fprintf_escaped(stderr, "gpunode agent: event %s %s: %s\n", ev->type, ev->reason, ev->message);
+        } else
+                fprintf_escaped(stderr, "gpunode agent: event %s %s: %s\n", ev->type, ev->reason, ev->message);
         free(err);
         return r;
 }
@@ -215,7 +221,8 @@ static int write_event(struct agent *a, const struct agent_event *ev, char **ret
 static void enqueue_event(struct agent *a, const struct agent_event *ev) {
         if (a->pending_n == EVENT_QUEUE_MAX) {
                 const struct agent_event *old = &a->pending[a->pending_head];
-                fprintf_escaped(stderr, "gpunode agent: %u Events wait for the API server: dropping the oldest (%s %s: %s)\n",
+                fprintf_escaped(stderr,
+                                "gpunode agent: %u Events wait for the API server: dropping the oldest (%s %s: %s)\n",
                                 EVENT_QUEUE_MAX, old->type, old->reason, old->message);
                 a->pending_head = (a->pending_head + 1) % EVENT_QUEUE_MAX;
                 a->pending_n--;
@@ -249,7 +256,8 @@ static void note_event(struct agent *a, const char *reason, const char *message)
         agent_bound_utf8(message, ev.message, sizeof ev.message);
         int64_t now = wall_s();
         ev.first_time = ev.last_time = now;
-        snprintf(ev.name, sizeof ev.name, "%.200s.gpunode-taint.%llx", a->node, (unsigned long long)(int64_t)monotonic_ms());
+        snprintf(ev.name, sizeof ev.name, "%.200s.gpunode-taint.%llx", a->node,
+                 (unsigned long long)(int64_t)monotonic_ms());
         enqueue_event(a, &ev);
 }
 
@@ -258,7 +266,8 @@ void agent_post_event(struct agent *a, bool warning, const char *reason, const c
         snprintf(ev.reason, sizeof ev.reason, "%s", reason);
         agent_bound_utf8(message, ev.message, sizeof ev.message);
         ev.first_time = ev.last_time = wall_s();
-        snprintf(ev.name, sizeof ev.name, "%.200s.gpunode-gpu.%llx", a->node, (unsigned long long)(int64_t)monotonic_ms());
+        snprintf(ev.name, sizeof ev.name, "%.200s.gpunode-gpu.%llx", a->node,
+                 (unsigned long long)(int64_t)monotonic_ms());
         pthread_mutex_lock(&a->lock);
         if (a->posted_n < EVENT_QUEUE_MAX) a->posted[a->posted_n++] = ev;
         pthread_mutex_unlock(&a->lock);
@@ -291,9 +300,10 @@ static int sync_taint(struct agent *a, char **ret_error) {
                         static const char *const selectors[] = AGENT_GPU_NODE_SELECTORS;
                         json_t *lists[2] = { NULL, NULL };
                         for (unsigned i = 0; i < 2; i++) {
-                                _cleanup_free_ char *ls = selectors[i] && *selectors[i] ? api_escape(selectors[i]) : NULL;
-                                _cleanup_free_ char *lpath = ls ? xasprintf("/api/v1/nodes?labelSelector=%s", ls)
-                                                                : xstrdup("/api/v1/nodes");
+                                _cleanup_free_ char *ls =
+                                        selectors[i] && *selectors[i] ? api_escape(selectors[i]) : NULL;
+                                _cleanup_free_ char *lpath =
+                                        ls ? xasprintf("/api/v1/nodes?labelSelector=%s", ls) : xstrdup("/api/v1/nodes");
                                 r = api_call(a, "GET", lpath, NULL, NULL, "list nodes", &lists[i], ret_error);
                                 if (r < 0) {
                                         json_decref(lists[0]);
@@ -340,8 +350,9 @@ static int sync_taint(struct agent *a, char **ret_error) {
                         *ret_error = err;
                         return r;
                 }
-                fprintf(stderr, "gpunode agent: taint %s%s%s\n", act == AGENT_TAINT_REMOVE ? "removed: " : "set: ",
-                        AGENT_TAINT_KEY, act == AGENT_TAINT_REMOVE ? "" : want);
+                fprintf(stderr, "gpunode agent: taint %s%s%s\n",
+                        act == AGENT_TAINT_REMOVE ? "removed: " : "set: ", AGENT_TAINT_KEY,
+                        act == AGENT_TAINT_REMOVE ? "" : want);
                 return 0;
         }
         return 0;
@@ -386,7 +397,9 @@ static void api_sync(struct agent *a) {
                 if (a->backoff_s) fprintf(stderr, "gpunode agent: the API server answers again\n");
                 a->backoff_s = 0;
                 a->next_api_try = 0;
-                if (!strncmp(a->last_error, "refused ", 8)) {} else a->last_error[0] = 0;
+                if (!strncmp(a->last_error, "refused ", 8)) {
+                } else
+                        a->last_error[0] = 0;
                 free(err);
                 return;
         }
@@ -409,7 +422,8 @@ static void on_round(void *userdata, const struct diagnosis_round *round) {
         if (!good) {
                 fprintf_escaped(stderr, "gpunode agent: the diagnosis failed: %s\n", round->error);
         } else if (agent_conditions_from_report(round->report, cur) < 0) {
-                fprintf(stderr, "gpunode agent: the diagnosis's output is not a gpunode.report/v1 object (no checks)\n");
+                fprintf(stderr,
+                        "gpunode agent: the diagnosis's output is not a gpunode.report/v1 object (no checks)\n");
                 good = false;
         }
         if (!good) {

@@ -6,14 +6,14 @@
 #include "basic/http_server.h"
 
 struct agent_options {
-        const char *kubeconfig;   /* NULL: in-cluster, $KUBECONFIG, ~/.kube/config */
-        const char *node;         /* the node's name (resolved) */
-        unsigned api_timeout_ms;  /* each API request */
+        const char *kubeconfig;  /* NULL: in-cluster, $KUBECONFIG, ~/.kube/config */
+        const char *node;        /* the node's name (resolved) */
+        unsigned api_timeout_ms; /* each API request */
         unsigned heartbeat_s;
         unsigned event_hold_down_s;
-        unsigned backoff_max_s;   /* the API retry cap */
-        bool conditions;          /* patch the Node's conditions, write Events */
-        bool taint;               /* --taint */
+        unsigned backoff_max_s; /* the API retry cap */
+        bool conditions;        /* patch the Node's conditions, write Events */
+        bool taint;             /* --taint */
         double taint_max_share;
         /* Asks the daemon for a diagnosis at once (a posted Event about a GPU); NULL: none. */
         void (*diagnose_now)(void *userdata);

@@ -1,4 +1,5 @@
-/* api_child.c: the agent's Kubernetes API requests, each run by a bounded `gpunode kube-call` child (posix_spawn of /proc/self/exe). */
+/* api_child.c: the agent's Kubernetes API requests, each run by a bounded `gpunode kube-call` child (posix_spawn of
+ * /proc/self/exe). */
 #include "agent/api_child.h"
 #include "basic/child.h"
 
@@ -6,7 +7,7 @@
 
 #include <sys/wait.h>
 
-#define API_CHILD_GRACE_MS 2000u              /* beyond the request's timeout: start-up, configuration, exit */
+#define API_CHILD_GRACE_MS     2000u              /* beyond the request's timeout: start-up, configuration, exit */
 #define API_CHILD_OUTPUT_SLACK ((size_t)64 << 10) /* the outcome's envelope and error sentence beyond the body */
 
 /* Parses the child's outcome (text, NUL-terminated). Returns its rc with *ret and *ret_error as
@@ -17,8 +18,8 @@ static int api_child_parse(const char *text, size_t len, const char *what, json_
         json_t *o = json_loadb(text, len, 0, &jerr);
         json_t *rc = json_object_get(o, "rc"), *error = json_object_get(o, "error"), *body = json_object_get(o, "body");
         const char *stage = json_string_value(json_object_get(o, "stage"));
-        if (!json_is_object(o) || !json_is_integer(rc) || json_integer_value(rc) > 0 || json_integer_value(rc) < -4095 ||
-            !(json_is_string(error) || json_is_null(error)) || !body) {
+        if (!json_is_object(o) || !json_is_integer(rc) || json_integer_value(rc) > 0 ||
+            json_integer_value(rc) < -4095 || !(json_is_string(error) || json_is_null(error)) || !body) {
                 json_decref(o);
                 *ret_error = xasprintf("%s: the kube-call child printed something that is not its outcome", what);
                 return -EIO;
@@ -65,15 +66,19 @@ int api_child_call_setup(const char *method, const char *path, const char *patch
         child_self_path(self, sizeof self);
         size_t out_max = max_body + API_CHILD_OUTPUT_SLACK;
         /* stderr inherited: the child's few lines (an exec plugin's too) go to the agent's log */
-        const struct child_run_options o = { .input = body, .input_len = body ? strlen(body) : 0, .max_output = out_max,
-                                             .timeout_ms = timeout_ms + API_CHILD_GRACE_MS, .cancel_fd = -1 };
+        const struct child_run_options o = { .input = body,
+                                             .input_len = body ? strlen(body) : 0,
+                                             .max_output = out_max,
+                                             .timeout_ms = timeout_ms + API_CHILD_GRACE_MS,
+                                             .cancel_fd = -1 };
         char *out = NULL;
         size_t out_len = 0;
         int status;
         int r = child_run(self, argv, &o, &out, &out_len, &status, NULL);
         if (r == 0 && !(WIFEXITED(status) && WEXITSTATUS(status) == 0)) {
                 if (WIFSIGNALED(status))
-                        *ret_error = xasprintf("%s: the kube-call child was killed by signal %d", what, WTERMSIG(status));
+                        *ret_error =
+                                xasprintf("%s: the kube-call child was killed by signal %d", what, WTERMSIG(status));
                 else
                         *ret_error = xasprintf("%s: the kube-call child failed (exit status %d)", what,
                                                WIFEXITED(status) ? WEXITSTATUS(status) : -1);
@@ -85,7 +90,8 @@ int api_child_call_setup(const char *method, const char *path, const char *patch
                         *ret_error = xasprintf("%s: no answer within %u ms (the kube-call child was killed)", what,
                                                timeout_ms + API_CHILD_GRACE_MS);
                 else if (r == -EFBIG)
-                        *ret_error = xasprintf("%s: the kube-call child wrote more than %zu bytes (killed)", what, out_max);
+                        *ret_error =
+                                xasprintf("%s: the kube-call child wrote more than %zu bytes (killed)", what, out_max);
                 else if (r == -EIO)
                         *ret_error = xasprintf("%s: the kube-call child could not be waited for", what);
                 else
@@ -97,7 +103,8 @@ int api_child_call_setup(const char *method, const char *path, const char *patch
         return r;
 }
 
-int api_child_call(const char *method, const char *path, const char *patch_type, const char *body, const char *kubeconfig,
-                   unsigned timeout_ms, size_t max_body, json_t **ret, char **ret_error) {
-        return api_child_call_setup(method, path, patch_type, body, kubeconfig, timeout_ms, max_body, ret, ret_error, NULL);
+int api_child_call(const char *method, const char *path, const char *patch_type, const char *body,
+                   const char *kubeconfig, unsigned timeout_ms, size_t max_body, json_t **ret, char **ret_error) {
+        return api_child_call_setup(method, path, patch_type, body, kubeconfig, timeout_ms, max_body, ret, ret_error,
+                                    NULL);
 }

@@ -1,4 +1,5 @@
-/* api_child.h: the agent's Kubernetes API requests, each made by a `gpunode kube-call` child so that libcurl and its chain stay out of the agent. */
+/* api_child.h: the agent's Kubernetes API requests, each made by a `gpunode kube-call` child so that libcurl and its
+ * chain stay out of the agent. */
 #pragma once
 
 #include <jansson.h>
@@ -15,8 +16,8 @@
  * -EINVAL, -EFBIG, -EBADMSG, -ETIMEDOUT, -ECONNREFUSED, ...) with a malloc'd sentence in *ret_error;
  * and -ETIMEDOUT when the child ran past its bound, -EIO when it crashed, exited other than 0 or
  * printed something that is not its outcome, -errno when it cannot be started (all with a sentence). */
-int api_child_call(const char *method, const char *path, const char *patch_type, const char *body, const char *kubeconfig,
-                   unsigned timeout_ms, size_t max_body, json_t **ret, char **ret_error);
+int api_child_call(const char *method, const char *path, const char *patch_type, const char *body,
+                   const char *kubeconfig, unsigned timeout_ms, size_t max_body, json_t **ret, char **ret_error);
 
 /* As api_child_call(); *ret_setup (when not NULL) is set true when the call failed before the request
  * (no configuration, or no client could be made from it: *ret_error is then the whole sentence, "no

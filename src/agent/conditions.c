@@ -76,7 +76,9 @@ static void set_condition(struct agent_condition *c, enum agent_status st, const
 }
 
 /* Returns s, or "" for NULL. */
-static const char *or_empty(const char *s) { return s ? s : ""; }
+static const char *or_empty(const char *s) {
+        return s ? s : "";
+}
 
 int agent_conditions_from_report(const struct report *report, struct agent_condition ret[AGENT_N_LAYERS]) {
         if (!report) return -EINVAL;
@@ -171,7 +173,8 @@ int agent_time_parse(const char *s, int64_t *ret) {
         const char *end = s ? strptime(s, "%Y-%m-%dT%H:%M:%S", &tm) : NULL;
         if (!end) return -EINVAL;
         if (*end == '.')
-                for (end++; isdigit((unsigned char)*end); end++) {}
+                for (end++; isdigit((unsigned char)*end); end++) {
+                }
         if (!streq(end, "Z")) return -EINVAL;
         *ret = (int64_t)timegm(&tm);
         return 0;
@@ -181,13 +184,12 @@ json_t *agent_conditions_patch(const struct agent_cond_state state[AGENT_N_LAYER
         json_t *list = json_array();
         for (unsigned i = 0; i < AGENT_N_LAYERS; i++) {
                 char tt[32], hb[32];
-                json_array_append_new(list, json_pack("{s:s, s:s, s:s, s:s, s:s, s:s}", "type", layer_names[i].type,
-                                                      "status", agent_status_name(state[i].c.status), "reason",
-                                                      state[i].c.reason, "message", state[i].c.message,
-                                                      "lastTransitionTime",
-                                                      agent_time_format(state[i].transition_time, tt, sizeof tt),
-                                                      "lastHeartbeatTime",
-                                                      agent_time_format(state[i].heartbeat_time, hb, sizeof hb)));
+                json_array_append_new(
+                        list, json_pack("{s:s, s:s, s:s, s:s, s:s, s:s}", "type", layer_names[i].type, "status",
+                                        agent_status_name(state[i].c.status), "reason", state[i].c.reason, "message",
+                                        state[i].c.message, "lastTransitionTime",
+                                        agent_time_format(state[i].transition_time, tt, sizeof tt), "lastHeartbeatTime",
+                                        agent_time_format(state[i].heartbeat_time, hb, sizeof hb)));
         }
         return json_pack("{s:{s:o}}", "status", "conditions", list);
 }

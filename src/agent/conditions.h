@@ -7,9 +7,9 @@
 
 struct report;
 
-#define AGENT_N_LAYERS 4
+#define AGENT_N_LAYERS    4
 #define AGENT_MESSAGE_MAX 1024 /* bytes of a condition's or event's message, cut on a UTF-8 boundary */
-#define AGENT_REASON_MAX 128
+#define AGENT_REASON_MAX  128
 
 /* node-problem-detector's convention: True = the problem is present. */
 enum agent_status { AGENT_FALSE, AGENT_TRUE, AGENT_UNKNOWN };
@@ -23,7 +23,7 @@ struct agent_condition {
 
 /* What was last written for one condition type (or read back from the Node). */
 struct agent_cond_state {
-        bool known;              /* written (or read) at least once */
+        bool known; /* written (or read) at least once */
         struct agent_condition c;
         int64_t transition_time; /* Unix seconds: lastTransitionTime */
         int64_t heartbeat_time;  /* Unix seconds: lastHeartbeatTime */

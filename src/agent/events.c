@@ -7,8 +7,8 @@
 
 #include "basic/util.h"
 
-bool agent_event_decide(struct agent_event_layer *st, unsigned layer, const struct agent_condition *cur,
-                        int64_t now, int64_t hold_down_s, const char *node, struct agent_event *ret) {
+bool agent_event_decide(struct agent_event_layer *st, unsigned layer, const struct agent_condition *cur, int64_t now,
+                        int64_t hold_down_s, const char *node, struct agent_event *ret) {
         if (!st->have) {
                 st->have = true;
                 st->status = cur->status;
@@ -16,8 +16,7 @@ bool agent_event_decide(struct agent_event_layer *st, unsigned layer, const stru
                 st->time = 0;
                 if (cur->status != AGENT_TRUE) return false;
         } else {
-                bool same = st->status == cur->status &&
-                            (cur->status != AGENT_TRUE || streq(st->reason, cur->reason));
+                bool same = st->status == cur->status && (cur->status != AGENT_TRUE || streq(st->reason, cur->reason));
                 if (same) return false;
                 if (st->time > 0 && now - st->time < hold_down_s) {
                         st->suppressed++;
@@ -29,10 +28,10 @@ bool agent_event_decide(struct agent_event_layer *st, unsigned layer, const stru
         snprintf(ret->reason, sizeof ret->reason, "%s", cur->reason);
         _cleanup_free_ char *msg =
                 st->suppressed ? xasprintf("%s is %s: %s (%u more transition(s) held back by the hold-down)",
-                                           agent_condition_type(layer), agent_status_name(cur->status),
-                                           cur->message, st->suppressed)
-                               : xasprintf("%s is %s: %s", agent_condition_type(layer),
-                                           agent_status_name(cur->status), cur->message);
+                                           agent_condition_type(layer), agent_status_name(cur->status), cur->message,
+                                           st->suppressed)
+                               : xasprintf("%s is %s: %s", agent_condition_type(layer), agent_status_name(cur->status),
+                                           cur->message);
         agent_bound_utf8(msg, ret->message, sizeof ret->message);
         /* The same reason and type written recently: aggregate into its count. */
         struct agent_event_record *rec = NULL, *slot = NULL;
@@ -58,7 +57,8 @@ bool agent_event_decide(struct agent_event_layer *st, unsigned layer, const stru
                  * never collide; lowercase, as object names must be. */
                 char low[AGENT_REASON_MAX];
                 size_t n = 0;
-                for (const char *p = ret->reason; *p && n + 1 < sizeof low; p++) low[n++] = (char)tolower((unsigned char)*p);
+                for (const char *p = ret->reason; *p && n + 1 < sizeof low; p++)
+                        low[n++] = (char)tolower((unsigned char)*p);
                 low[n] = 0;
                 snprintf(rec->name, sizeof rec->name, "%.180s.gpunode-l%u-%.40s.%llx", node, layer, low,
                          (unsigned long long)now);

@@ -7,8 +7,8 @@
 
 #include "agent/conditions.h"
 
-#define AGENT_EVENT_RECENT 4              /* Events remembered per layer for aggregation */
-#define AGENT_EVENT_AGGREGATE_S 3600      /* an Event of the same reason this recent is PATCHed (count) */
+#define AGENT_EVENT_RECENT      4    /* Events remembered per layer for aggregation */
+#define AGENT_EVENT_AGGREGATE_S 3600 /* an Event of the same reason this recent is PATCHed (count) */
 
 /* An Event the agent wrote, kept to aggregate repeats into its count. */
 struct agent_event_record {
@@ -22,11 +22,11 @@ struct agent_event_record {
 
 /* Per layer: what the last Event said, and the Events to aggregate into. */
 struct agent_event_layer {
-        bool have;               /* a state was seen (the first one is the baseline) */
+        bool have;                /* a state was seen (the first one is the baseline) */
         enum agent_status status; /* what the last Event (or the baseline) said */
         char reason[AGENT_REASON_MAX];
-        int64_t time;            /* when that Event was written (0: baseline, none written) */
-        unsigned suppressed;     /* transitions not written since, because of the hold-down */
+        int64_t time;        /* when that Event was written (0: baseline, none written) */
+        unsigned suppressed; /* transitions not written since, because of the hold-down */
         struct agent_event_record recent[AGENT_EVENT_RECENT];
 };
 
@@ -51,8 +51,8 @@ struct agent_event {
  * AGENT_EVENT_AGGREGATE_S is PATCHed (count + 1) instead of created. Updates st. Returns true with
  * *ret filled in when an Event is due; never fails.
  */
-bool agent_event_decide(struct agent_event_layer *st, unsigned layer, const struct agent_condition *cur,
-                        int64_t now, int64_t hold_down_s, const char *node, struct agent_event *ret);
+bool agent_event_decide(struct agent_event_layer *st, unsigned layer, const struct agent_condition *cur, int64_t now,
+                        int64_t hold_down_s, const char *node, struct agent_event *ret);
 
 /* Builds the Event object to POST to /api/v1/namespaces/default/events: involvedObject the Node
  * (kind Node, name node, uid, namespace ""), source gpunode-agent on node. Returns a new reference. */

@@ -1,4 +1,5 @@
-/* status_page.c: the agent's status page: a report rendered as plain HTML and CSS, every report string escaped, bounded. */
+/* status_page.c: the agent's status page: a report rendered as plain HTML and CSS, every report string escaped,
+ * bounded. */
 #include "agent/status_page.h"
 
 #include "basic/util.h"
@@ -107,9 +108,9 @@ static const char *status_class(const char *status) {
         static const struct {
                 const char *word, *cls;
         } map[] = {
-                { "pass", "ok" },     { "healthy", "ok" },  { "warn", "warn" },    { "degraded", "warn" },
-                { "fail", "bad" },    { "failed", "bad" },  { "blocked", "blk" },  { "skip", "skip" },
-                { "skipped", "skip" },
+                { "pass", "ok" },       { "healthy", "ok" }, { "warn", "warn" },
+                { "degraded", "warn" }, { "fail", "bad" },   { "failed", "bad" },
+                { "blocked", "blk" },   { "skip", "skip" },  { "skipped", "skip" },
         };
         for (size_t i = 0; status && i < ELEMENTSOF(map); i++)
                 if (streq(status, map[i].word)) return map[i].cls;
@@ -119,11 +120,11 @@ static const char *status_class(const char *status) {
 /* Returns the sign shown beside a status of CSS class cls (the word is always shown too: the colour
  * is never the only mark). Never fails. */
 static const char *status_sign(const char *cls) {
-        if (streq(cls, "ok")) return "\xe2\x9c\x93";       /* check mark */
+        if (streq(cls, "ok")) return "\xe2\x9c\x93"; /* check mark */
         if (streq(cls, "warn")) return "!";
-        if (streq(cls, "bad")) return "\xe2\x9c\x97";      /* ballot x */
-        if (streq(cls, "blk")) return "\xe2\x8a\x98";      /* circled division slash */
-        if (streq(cls, "skip")) return "\xe2\x80\x93";     /* en dash */
+        if (streq(cls, "bad")) return "\xe2\x9c\x97";  /* ballot x */
+        if (streq(cls, "blk")) return "\xe2\x8a\x98";  /* circled division slash */
+        if (streq(cls, "skip")) return "\xe2\x80\x93"; /* en dash */
         return "?";
 }
 
@@ -142,8 +143,10 @@ static void put_head(struct buf *b, const char *node, const char *suffix, int re
         if (refresh_s > 0) buf_printf(b, "<meta http-equiv=\"refresh\" content=\"%d\">\n", refresh_s);
         buf_puts(b, "<title>gpunode: ");
         put_text(b, node);
-        buf_printf(b, "%s</title>\n<style>%s</style>\n</head>\n<body>\n<main>\n<header>\n<h1>gpunode "
-                      "<span class=\"muted\">on</span> <code id=\"node\">", suffix, page_css);
+        buf_printf(b,
+                   "%s</title>\n<style>%s</style>\n</head>\n<body>\n<main>\n<header>\n<h1>gpunode "
+                   "<span class=\"muted\">on</span> <code id=\"node\">",
+                   suffix, page_css);
         put_text(b, node);
         buf_puts(b, "</code></h1>\n<nav><a href=\"/metrics\">/metrics</a> <a href=\"/report\">/report</a> "
                     "<span class=\"muted\">(JSON)</span></nav>\n</header>\n");
@@ -162,8 +165,10 @@ static char *message_page(const char *node, const char *title, const char *messa
         struct buf b = {};
         _cleanup_free_ char *suffix = xasprintf(" - %s", title);
         put_head(&b, node ? node : "this node", suffix, refresh_s);
-        buf_printf(&b, "<section id=\"verdict\" class=\"verdict\">\n<p class=\"vword\">%s</p>\n<p>%s</p>\n"
-                       "</section>\n", title, message);
+        buf_printf(&b,
+                   "<section id=\"verdict\" class=\"verdict\">\n<p class=\"vword\">%s</p>\n<p>%s</p>\n"
+                   "</section>\n",
+                   title, message);
         put_tail(&b);
         return b.data;
 }
@@ -182,8 +187,9 @@ static void put_evidence(struct buf *b, const struct finding *f) {
                 buf_puts(b, "</li>\n");
         }
         if (i < n)
-                buf_printf(b, "<li class=\"more\">and %zu more (%s): the full list is in "
-                              "<a href=\"/report\">/report</a></li>\n",
+                buf_printf(b,
+                           "<li class=\"more\">and %zu more (%s): the full list is in "
+                           "<a href=\"/report\">/report</a></li>\n",
                            n - i, i < STATUS_PAGE_MAX_EVIDENCE ? "page size limit" : "not shown here");
         buf_puts(b, "</ul>\n");
 }
@@ -201,8 +207,7 @@ static void put_remedy(struct buf *b, const char *remedy) {
 static void put_verdict(struct buf *b, const struct report *report) {
         const char *verdict = verdict_name(report->verdict);
         const char *cls = status_class(verdict);
-        buf_printf(b, "<section id=\"verdict\" class=\"verdict v-%s\">\n<p class=\"vword\">%s ", cls,
-                   status_sign(cls));
+        buf_printf(b, "<section id=\"verdict\" class=\"verdict v-%s\">\n<p class=\"vword\">%s ", cls, status_sign(cls));
         put_text(b, verdict);
         buf_puts(b, "</p>\n<p>");
         if (streq(cls, "ok"))
@@ -232,8 +237,9 @@ static void put_verdict(struct buf *b, const struct report *report) {
 static void put_root_cause(struct buf *b, const struct report *report) {
         const struct finding *rc = report->root_cause;
         if (!rc) {
-                buf_printf(b, "<section id=\"root-cause\" class=\"rc none\">\n<h2>Root cause</h2>\n<p>%s</p>\n"
-                              "</section>\n",
+                buf_printf(b,
+                           "<section id=\"root-cause\" class=\"rc none\">\n<h2>Root cause</h2>\n<p>%s</p>\n"
+                           "</section>\n",
                            report->verdict == VERDICT_HEALTHY
                                    ? "None: nothing failed."
                                    : "No single root cause: see the checks marked warn or fail below.");
@@ -326,8 +332,10 @@ static void put_layers(struct buf *b, const struct report *report) {
                 buf_puts(b, "</section>\n");
         }
         if (shown < report->n_findings)
-                buf_printf(b, "<p class=\"muted\">%zu more checks are not shown here (page size limit): the full "
-                              "list is in <a href=\"/report\">/report</a>.</p>\n", report->n_findings - shown);
+                buf_printf(b,
+                           "<p class=\"muted\">%zu more checks are not shown here (page size limit): the full "
+                           "list is in <a href=\"/report\">/report</a>.</p>\n",
+                           report->n_findings - shown);
 }
 
 /* Appends the GPU table (index, UUID, PCI bus id, name, the pods holding it) from the report's GPUs;
@@ -335,8 +343,10 @@ static void put_layers(struct buf *b, const struct report *report) {
 static void put_gpus(struct buf *b, const struct report *report) {
         size_t i, n = report->n_gpus;
         if (n == 0) return;
-        buf_printf(b, "<section id=\"gpus\">\n<h2>GPUs (%zu)</h2>\n<table>\n<thead><tr><th>#</th><th>UUID</th>"
-                      "<th>PCI bus id</th><th>Name</th><th>Held by</th></tr></thead>\n<tbody>\n", n);
+        buf_printf(b,
+                   "<section id=\"gpus\">\n<h2>GPUs (%zu)</h2>\n<table>\n<thead><tr><th>#</th><th>UUID</th>"
+                   "<th>PCI bus id</th><th>Name</th><th>Held by</th></tr></thead>\n<tbody>\n",
+                   n);
         for (i = 0; i < n; i++) {
                 if (i >= STATUS_PAGE_MAX_GPUS || b->len >= STATUS_PAGE_BUDGET) break;
                 const struct report_gpu *gpu = &report->gpus[i];
@@ -348,8 +358,10 @@ static void put_gpus(struct buf *b, const struct report *report) {
                 buf_puts(b, "</code></td><td data-label=\"Name\">");
                 put_opt(b, gpu->name, "unknown");
                 buf_puts(b, "</td><td data-label=\"Held by\">");
-                if (gpu->n_pods == 0) buf_puts(b, "<span class=\"muted\">no pod</span>");
-                else buf_puts(b, "<ul>");
+                if (gpu->n_pods == 0)
+                        buf_puts(b, "<span class=\"muted\">no pod</span>");
+                else
+                        buf_puts(b, "<ul>");
                 for (size_t k = 0; k < gpu->n_pods; k++) {
                         if (k >= STATUS_PAGE_MAX_PODS) {
                                 buf_printf(b, "<li class=\"muted\">and %zu more</li>", gpu->n_pods - k);
@@ -373,8 +385,10 @@ static void put_gpus(struct buf *b, const struct report *report) {
         }
         buf_puts(b, "</tbody>\n</table>\n");
         if (i < n)
-                buf_printf(b, "<p class=\"muted\">%zu more GPUs are not shown here: see "
-                              "<a href=\"/report\">/report</a>.</p>\n", n - i);
+                buf_printf(b,
+                           "<p class=\"muted\">%zu more GPUs are not shown here: see "
+                           "<a href=\"/report\">/report</a>.</p>\n",
+                           n - i);
         buf_puts(b, "</section>\n");
 }
 
@@ -382,14 +396,18 @@ char *status_page_html(const struct report *report, const char *node) {
         if (!report)
                 return message_page(node, "diagnosis running",
                                     "The first diagnosis has not finished yet. This page reloads itself every "
-                                    "10 seconds and shows the report once there is one.", 10);
+                                    "10 seconds and shows the report once there is one.",
+                                    10);
 
         const char *shown_node = node ? node : report->node ? report->node : "this node";
         const char *cls = status_class(verdict_name(report->verdict));
         struct buf b = {};
         put_head(&b, shown_node,
-                 streq(cls, "ok") ? " - healthy" : streq(cls, "warn") ? " - degraded" :
-                 streq(cls, "bad") ? " - FAILED" : "", 0);
+                 streq(cls, "ok")     ? " - healthy"
+                 : streq(cls, "warn") ? " - degraded"
+                 : streq(cls, "bad")  ? " - FAILED"
+                                      : "",
+                 0);
         put_verdict(&b, report);
         put_root_cause(&b, report);
         put_layers(&b, report);

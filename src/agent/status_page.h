@@ -7,13 +7,13 @@ struct report;
 
 /* Caps that keep the page bounded whatever the report holds (a hostile or runaway report of 100k
  * evidence lines gives a page of a few MiB at most, each cut said so on the page). */
-#define STATUS_PAGE_MAX_EVIDENCE 50     /* evidence lines shown per check, then "and N more" */
-#define STATUS_PAGE_MAX_CHECKS 1000     /* checks listed */
-#define STATUS_PAGE_MAX_GPUS 1024       /* GPUs listed */
-#define STATUS_PAGE_MAX_PODS 32         /* pods listed per GPU */
-#define STATUS_PAGE_MAX_COMPONENTS 64   /* components listed per layer */
-#define STATUS_PAGE_MAX_STRING 2048     /* bytes of one string from the report, then an ellipsis */
-#define STATUS_PAGE_BUDGET (4u << 20)   /* bytes of HTML after which evidence is no longer shown */
+#define STATUS_PAGE_MAX_EVIDENCE   50         /* evidence lines shown per check, then "and N more" */
+#define STATUS_PAGE_MAX_CHECKS     1000       /* checks listed */
+#define STATUS_PAGE_MAX_GPUS       1024       /* GPUs listed */
+#define STATUS_PAGE_MAX_PODS       32         /* pods listed per GPU */
+#define STATUS_PAGE_MAX_COMPONENTS 64         /* components listed per layer */
+#define STATUS_PAGE_MAX_STRING     2048       /* bytes of one string from the report, then an ellipsis */
+#define STATUS_PAGE_BUDGET         (4u << 20) /* bytes of HTML after which evidence is no longer shown */
 
 /* Returns the malloc'd HTML page (plain HTML and CSS, no JavaScript) showing report (a diagnosis
  * read back by report_from_json()) for node (NULL: the report's own node): the verdict, the root

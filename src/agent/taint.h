@@ -8,7 +8,8 @@
 
 #define AGENT_TAINT_KEY "gpunode.io/unhealthy"
 /* The nodes that count as GPU nodes for the circuit breaker. */
-#define AGENT_GPU_NODE_SELECTORS { "nvidia.com/gpu.present=true", "feature.node.kubernetes.io/pci-10de.present=true" }
+#define AGENT_GPU_NODE_SELECTORS                                                                                       \
+        { "nvidia.com/gpu.present=true", "feature.node.kubernetes.io/pci-10de.present=true" }
 
 /* Returns the taint value due for conditions c: "hardware" while layer 1 is True, else
  * "container-runtime" while layer 2 is True, else NULL (no taint). */

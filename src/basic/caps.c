@@ -15,17 +15,20 @@
 
 /* Reads the calling thread's sets into data[2] (version 3: 64 bits in two halves). Returns 0 or -errno. */
 static int caps_get(struct __user_cap_data_struct data[2]) {
-        struct __user_cap_header_struct h = {.version = _LINUX_CAPABILITY_VERSION_3, .pid = 0};
+        struct __user_cap_header_struct h = { .version = _LINUX_CAPABILITY_VERSION_3, .pid = 0 };
         return syscall(SYS_capget, &h, data) < 0 ? -errno : 0;
 }
 
 /* Sets the calling thread's effective, permitted and inheritable sets. Returns 0 or -errno. */
 static int caps_set(uint64_t effective, uint64_t permitted, uint64_t inheritable) {
-        struct __user_cap_header_struct h = {.version = _LINUX_CAPABILITY_VERSION_3, .pid = 0};
+        struct __user_cap_header_struct h = { .version = _LINUX_CAPABILITY_VERSION_3, .pid = 0 };
         struct __user_cap_data_struct d[2] = {
-                {.effective = (uint32_t)effective, .permitted = (uint32_t)permitted, .inheritable = (uint32_t)inheritable},
-                {.effective = (uint32_t)(effective >> 32), .permitted = (uint32_t)(permitted >> 32),
-                 .inheritable = (uint32_t)(inheritable >> 32)},
+                { .effective = (uint32_t)effective,
+                  .permitted = (uint32_t)permitted,
+                  .inheritable = (uint32_t)inheritable },
+                { .effective = (uint32_t)(effective >> 32),
+                  .permitted = (uint32_t)(permitted >> 32),
+                  .inheritable = (uint32_t)(inheritable >> 32) },
         };
         return syscall(SYS_capset, &h, d) < 0 ? -errno : 0;
 }
@@ -90,7 +93,7 @@ int caps_restrict_process(uint64_t keep, unsigned timeout_ms, unsigned *ret_pend
         if (sigaction(sig, NULL, &old) < 0) return -errno;
         if (old.sa_handler != SIG_DFL && old.sa_handler != restrict_handler) return -EBUSY;
         __atomic_store_n(&target_keep, keep, __ATOMIC_RELEASE);
-        struct sigaction sa = {.sa_handler = restrict_handler, .sa_flags = SA_RESTART};
+        struct sigaction sa = { .sa_handler = restrict_handler, .sa_flags = SA_RESTART };
         sigfillset(&sa.sa_mask);
         if (sigaction(sig, &sa, NULL) < 0) return -errno;
 
@@ -129,7 +132,7 @@ int caps_restrict_process(uint64_t keep, unsigned timeout_ms, unsigned *ret_pend
                         if (ret_pending) *ret_pending = pending;
                         return -ETIMEDOUT;
                 }
-                struct timespec pause = {0, 2 * 1000000L};
+                struct timespec pause = { 0, 2 * 1000000L };
                 nanosleep(&pause, NULL);
         }
         if (ret_pending) *ret_pending = 0;

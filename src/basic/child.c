@@ -25,8 +25,10 @@ static pid_t spawn(const char *path, const char *const *argv, int in_fd, int out
         posix_spawnattr_t attr;
         posix_spawn_file_actions_init(&fa);
         posix_spawnattr_init(&attr);
-        if (in_fd >= 0) posix_spawn_file_actions_adddup2(&fa, in_fd, STDIN_FILENO);
-        else posix_spawn_file_actions_addopen(&fa, STDIN_FILENO, "/dev/null", O_RDONLY, 0);
+        if (in_fd >= 0)
+                posix_spawn_file_actions_adddup2(&fa, in_fd, STDIN_FILENO);
+        else
+                posix_spawn_file_actions_addopen(&fa, STDIN_FILENO, "/dev/null", O_RDONLY, 0);
         if (out_fd >= 0) posix_spawn_file_actions_adddup2(&fa, out_fd, STDOUT_FILENO);
         if (err_fd >= 0)
                 posix_spawn_file_actions_adddup2(&fa, err_fd, STDERR_FILENO);
@@ -131,7 +133,8 @@ int child_run_capture(const char *path, const char *const *argv, const struct ch
                         break;
                 }
                 if (in_fd >= 0 && p[2].revents) {
-                        ssize_t w = (p[2].revents & POLLOUT) ? write(in_fd, o->input + written, o->input_len - written) : -1;
+                        ssize_t w = (p[2].revents & POLLOUT) ? write(in_fd, o->input + written, o->input_len - written)
+                                                             : -1;
                         if (w > 0) written += (size_t)w;
                         if (w < 0 && (errno == EINTR || errno == EAGAIN)) {
                         } else if (w <= 0 || written == o->input_len) {

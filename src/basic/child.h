@@ -23,14 +23,14 @@ bool child_kill(pid_t pid);
 
 /* How child_run() bounds one child. */
 struct child_run_options {
-        const char *input;      /* written to its stdin (without blocking); NULL: stdin is /dev/null */
+        const char *input; /* written to its stdin (without blocking); NULL: stdin is /dev/null */
         size_t input_len;
-        size_t max_output;      /* more on its stdout is -EFBIG */
-        unsigned timeout_ms;    /* for the whole run: output and exit */
-        int cancel_fd;          /* -1: none; readable: stop now (-ECANCELED) */
-        bool quiet;             /* its stderr to /dev/null, else inherited (unless child_run_capture() takes it) */
+        size_t max_output;       /* more on its stdout is -EFBIG */
+        unsigned timeout_ms;     /* for the whole run: output and exit */
+        int cancel_fd;           /* -1: none; readable: stop now (-ECANCELED) */
+        bool quiet;              /* its stderr to /dev/null, else inherited (unless child_run_capture() takes it) */
         const char *const *envp; /* its environment, NULL-terminated; NULL: this process's */
-        size_t max_stderr;      /* child_run_capture(): stderr bytes kept; the rest is read and dropped */
+        size_t max_stderr;       /* child_run_capture(): stderr bytes kept; the rest is read and dropped */
 };
 
 /*

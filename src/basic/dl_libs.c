@@ -31,7 +31,8 @@ int dl_fyaml_open(char **ret_error) {
         };
         static struct dlib_state state = DLIB_STATE_INIT;
         _Static_assert(sizeof(dl_fyaml) == sizeof(names) / sizeof(names[0]) * sizeof(void *), "table layout");
-        return dlib_open(&state, "libfyaml.so.0", names, sizeof(names) / sizeof(names[0]), (void **)&dl_fyaml, ret_error);
+        return dlib_open(&state, "libfyaml.so.0", names, sizeof(names) / sizeof(names[0]), (void **)&dl_fyaml,
+                         ret_error);
 }
 
 struct dl_archive_table dl_archive;
@@ -44,7 +45,8 @@ int dl_archive_open(char **ret_error) {
         };
         static struct dlib_state state = DLIB_STATE_INIT;
         _Static_assert(sizeof(dl_archive) == sizeof(names) / sizeof(names[0]) * sizeof(void *), "table layout");
-        return dlib_open(&state, "libarchive.so.13", names, sizeof(names) / sizeof(names[0]), (void **)&dl_archive, ret_error);
+        return dlib_open(&state, "libarchive.so.13", names, sizeof(names) / sizeof(names[0]), (void **)&dl_archive,
+                         ret_error);
 }
 
 struct dl_crypto_table dl_crypto;
@@ -57,7 +59,8 @@ int dl_crypto_open(char **ret_error) {
         };
         static struct dlib_state state = DLIB_STATE_INIT;
         _Static_assert(sizeof(dl_crypto) == sizeof(names) / sizeof(names[0]) * sizeof(void *), "table layout");
-        return dlib_open(&state, "libcrypto.so.3", names, sizeof(names) / sizeof(names[0]), (void **)&dl_crypto, ret_error);
+        return dlib_open(&state, "libcrypto.so.3", names, sizeof(names) / sizeof(names[0]), (void **)&dl_crypto,
+                         ret_error);
 }
 
 struct dl_nghttp2_table dl_nghttp2;
@@ -70,7 +73,8 @@ int dl_nghttp2_open(char **ret_error) {
         };
         static struct dlib_state state = DLIB_STATE_INIT;
         _Static_assert(sizeof(dl_nghttp2) == sizeof(names) / sizeof(names[0]) * sizeof(void *), "table layout");
-        return dlib_open(&state, "libnghttp2.so.14", names, sizeof(names) / sizeof(names[0]), (void **)&dl_nghttp2, ret_error);
+        return dlib_open(&state, "libnghttp2.so.14", names, sizeof(names) / sizeof(names[0]), (void **)&dl_nghttp2,
+                         ret_error);
 }
 
 struct dl_protobuf_c_table dl_protobuf_c;
@@ -83,5 +87,6 @@ int dl_protobuf_c_open(char **ret_error) {
         };
         static struct dlib_state state = DLIB_STATE_INIT;
         _Static_assert(sizeof(dl_protobuf_c) == sizeof(names) / sizeof(names[0]) * sizeof(void *), "table layout");
-        return dlib_open(&state, "libprotobuf-c.so.1", names, sizeof(names) / sizeof(names[0]), (void **)&dl_protobuf_c, ret_error);
+        return dlib_open(&state, "libprotobuf-c.so.1", names, sizeof(names) / sizeof(names[0]), (void **)&dl_protobuf_c,
+                         ret_error);
 }

@@ -12,7 +12,8 @@ int dlib_open(struct dlib_state *state, const char *soname, const char *const *n
                 if (!h) {
                         const char *e = dlerror();
                         state->rc = -ELIBACC;
-                        state->error = xasprintf("%s cannot be loaded (is its package installed?): %s", soname, e ? e : "unknown error");
+                        state->error = xasprintf("%s cannot be loaded (is its package installed?): %s", soname,
+                                                 e ? e : "unknown error");
                 } else {
                         state->rc = 0;
                         for (size_t i = 0; i < n; i++) {

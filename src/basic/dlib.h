@@ -6,10 +6,11 @@
 
 struct dlib_state {
         pthread_mutex_t lock;
-        int rc;          /* 1: not tried yet; then 0 or -errno, for good */
-        char *error;     /* the sentence for a failed load */
+        int rc;      /* 1: not tried yet; then 0 or -errno, for good */
+        char *error; /* the sentence for a failed load */
 };
-#define DLIB_STATE_INIT {PTHREAD_MUTEX_INITIALIZER, 1, NULL}
+#define DLIB_STATE_INIT                                                                                                \
+        { PTHREAD_MUTEX_INITIALIZER, 1, NULL }
 
 /* Loads soname once per state and fills slots[i] with dlsym(names[i]). Returns 0, or -ELIBACC
  * (library missing) / -ELIBBAD (a symbol missing) with a malloc'd copy of the sentence in

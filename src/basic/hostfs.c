@@ -30,7 +30,9 @@ void hostfs_done(void) {
         root_path = NULL;
 }
 
-const char *hostfs_root(void) { return root_path ? root_path : "/"; }
+const char *hostfs_root(void) {
+        return root_path ? root_path : "/";
+}
 
 void hostfs_set_recorder(hostfs_recorder_fn fn, void *userdata) {
         recorder = fn;

@@ -55,5 +55,7 @@ int hostfs_list(const char *dir, bool all, char ***ret);
 
 /* Frees a NULL-terminated string array. */
 void strv_free(char **v);
-static inline void strv_freep(char ***v) { strv_free(*v); }
+static inline void strv_freep(char ***v) {
+        strv_free(*v);
+}
 #define _cleanup_strv_free_ __attribute__((cleanup(strv_freep)))

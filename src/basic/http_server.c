@@ -1,4 +1,5 @@
-/* http_server.c: a small HTTP/1.1 server for GET and HEAD over plain HTTP (epoll, one thread), and its request parser. */
+/* http_server.c: a small HTTP/1.1 server for GET and HEAD over plain HTTP (epoll, one thread), and its request parser.
+ */
 /*
  * Why by hand: the exporter needs only GET and HEAD over plain HTTP, and Debian's libmicrohttpd
  * links GnuTLS, whose load alone (libgnutls, p11-kit, nettle, hogweed, gmp, tasn1, unistring, idn2:
@@ -99,9 +100,9 @@ static int parse_request_line(const char *s, size_t n, struct http_request *req)
         if (i == 0 || i > 32 || i >= n || s[i] != ' ') return -EBADMSG;
         req->method_str = s;
         req->method_len = i;
-        req->method = word_eq(s, i, "GET") && memcmp(s, "GET", 3) == 0    ? HTTP_GET
+        req->method = word_eq(s, i, "GET") && memcmp(s, "GET", 3) == 0     ? HTTP_GET
                       : word_eq(s, i, "HEAD") && memcmp(s, "HEAD", 4) == 0 ? HTTP_HEAD
-                                                                            : HTTP_OTHER;
+                                                                           : HTTP_OTHER;
         size_t t = ++i;
         while (i < n && (unsigned char)s[i] > 0x20 && (unsigned char)s[i] < 0x7f) i++;
         if (i == t || i >= n || s[i] != ' ') return -EBADMSG;
@@ -116,7 +117,8 @@ static int parse_request_line(const char *s, size_t n, struct http_request *req)
         req->version_minor = (unsigned)(s[i + 7] - '0');
 
         /* origin-form "/path?query", absolute-form "http://host/path", asterisk-form "*". */
-        if (tlen >= 7 && (strncasecmp(target, "http://", 7) == 0 || (tlen >= 8 && strncasecmp(target, "https://", 8) == 0))) {
+        if (tlen >= 7 &&
+            (strncasecmp(target, "http://", 7) == 0 || (tlen >= 8 && strncasecmp(target, "https://", 8) == 0))) {
                 size_t skip = target[4] == ':' ? 7 : 8;
                 const char *slash = memchr(target + skip, '/', tlen - skip);
                 if (!slash) {
@@ -237,13 +239,13 @@ struct conn {
         struct conn *prev, *next; /* the deadline list (oldest first), or the dead list */
         bool listed;              /* on the deadline list (every live connection once accepted) */
         uint64_t deadline_ms;
-        struct in6_addr peer;     /* the client's address, IPv4 as ::ffff:a.b.c.d */
-        char *in;                 /* bytes of a request not yet complete, or pipelined behind a response */
+        struct in6_addr peer; /* the client's address, IPv4 as ::ffff:a.b.c.d */
+        char *in;             /* bytes of a request not yet complete, or pipelined behind a response */
         size_t in_len;
-        struct out *out;          /* the response being sent, or NULL */
-        bool eof;                 /* the peer shut its sending side */
-        bool closing;             /* close once out is sent */
-        bool writing;             /* registered for EPOLLOUT instead of EPOLLIN */
+        struct out *out; /* the response being sent, or NULL */
+        bool eof;        /* the peer shut its sending side */
+        bool closing;    /* close once out is sent */
+        bool writing;    /* registered for EPOLLOUT instead of EPOLLIN */
 };
 
 struct http_server {
@@ -268,10 +270,14 @@ static char LISTEN_TAG, WAKE_TAG;
  * is, and the list too. Returns nothing. */
 static void list_unlink(struct http_server *s, struct conn *c) {
         if (!c->listed) return;
-        if (c->prev) c->prev->next = c->next;
-        else s->head = c->next;
-        if (c->next) c->next->prev = c->prev;
-        else s->tail = c->prev;
+        if (c->prev)
+                c->prev->next = c->next;
+        else
+                s->head = c->next;
+        if (c->next)
+                c->next->prev = c->prev;
+        else
+                s->tail = c->prev;
         c->prev = c->next = NULL;
         c->listed = false;
 }
@@ -282,8 +288,10 @@ static void conn_touch(struct http_server *s, struct conn *c) {
         list_unlink(s, c);
         c->deadline_ms = monotonic_ms() + HTTP_TIMEOUT_MS;
         c->prev = s->tail;
-        if (s->tail) s->tail->next = c;
-        else s->head = c;
+        if (s->tail)
+                s->tail->next = c;
+        else
+                s->head = c;
         s->tail = c;
         c->listed = true;
 }
@@ -471,7 +479,9 @@ static int respond(struct http_server *s, struct conn *c, const struct http_requ
                 return send_error(s, c, 500, head_only);
         }
         n += snprintf(head + n, sizeof head - (size_t)n, "%s\r\n",
-                      c->closing ? "Connection: close\r\n" : req->version_minor == 0 ? "Connection: keep-alive\r\n" : "");
+                      c->closing                ? "Connection: close\r\n"
+                      : req->version_minor == 0 ? "Connection: keep-alive\r\n"
+                                                : "");
         return conn_send(s, c, head, (size_t)n, resp, head_only);
 }
 
@@ -667,8 +677,10 @@ static void *server_main(void *arg) {
                         } else {
                                 struct conn *c = p;
                                 if (c->fd < 0) continue;
-                                if (c->writing) conn_write(s, c);
-                                else conn_read(s, c);
+                                if (c->writing)
+                                        conn_write(s, c);
+                                else
+                                        conn_read(s, c);
                         }
                 }
                 now = monotonic_ms();
@@ -680,8 +692,10 @@ static void *server_main(void *arg) {
                 }
                 if (s->accept_paused && now >= s->accept_resume_ms) {
                         struct epoll_event ev = { .events = EPOLLIN, .data.ptr = &LISTEN_TAG };
-                        if (epoll_ctl(s->epoll_fd, EPOLL_CTL_ADD, s->listen_fd, &ev) == 0) s->accept_paused = false;
-                        else s->accept_resume_ms = now + 100;
+                        if (epoll_ctl(s->epoll_fd, EPOLL_CTL_ADD, s->listen_fd, &ev) == 0)
+                                s->accept_paused = false;
+                        else
+                                s->accept_resume_ms = now + 100;
                 }
                 if (stop) break;
         }
@@ -781,7 +795,8 @@ int http_server_start(const char *listen_addr, http_handler_t handler, void *use
                 struct epoll_event lev = { .events = EPOLLIN, .data.ptr = &LISTEN_TAG };
                 struct epoll_event wev = { .events = EPOLLIN, .data.ptr = &WAKE_TAG };
                 r = 0;
-                if (epoll_ctl(s->epoll_fd, EPOLL_CTL_ADD, fd, &lev) < 0 || epoll_ctl(s->epoll_fd, EPOLL_CTL_ADD, s->wake_fd, &wev) < 0)
+                if (epoll_ctl(s->epoll_fd, EPOLL_CTL_ADD, fd, &lev) < 0 ||
+                    epoll_ctl(s->epoll_fd, EPOLL_CTL_ADD, s->wake_fd, &wev) < 0)
                         r = -errno;
                 if (r == 0) r = -pthread_create(&s->thread, NULL, server_main, s);
         }
@@ -796,7 +811,9 @@ int http_server_start(const char *listen_addr, http_handler_t handler, void *use
         return 0;
 }
 
-unsigned http_server_port(const struct http_server *s) { return s ? s->port : 0; }
+unsigned http_server_port(const struct http_server *s) {
+        return s ? s->port : 0;
+}
 
 struct http_server *http_server_stop(struct http_server *s) {
         if (!s) return NULL;

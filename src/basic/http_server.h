@@ -1,4 +1,5 @@
-/* http_server.h: a small HTTP/1.1 server for GET and HEAD over plain HTTP (epoll, one thread), and its request parser. */
+/* http_server.h: a small HTTP/1.1 server for GET and HEAD over plain HTTP (epoll, one thread), and its request parser.
+ */
 #pragma once
 
 #include <stdbool.h>
@@ -7,12 +8,12 @@
 #include <sys/uio.h>
 
 /* Limits that keep hostile clients from starving good ones (README "Exporter"). */
-#define HTTP_MAX_HEAD (16u * 1024u)   /* request line and headers; larger: 431 and close */
-#define HTTP_MAX_CONNECTIONS 512u     /* beyond: accepted, answered 503 and closed */
+#define HTTP_MAX_HEAD        (16u * 1024u)              /* request line and headers; larger: 431 and close */
+#define HTTP_MAX_CONNECTIONS 512u                       /* beyond: accepted, answered 503 and closed */
 #define HTTP_MAX_PER_ADDRESS (HTTP_MAX_CONNECTIONS / 2) /* from one client address; beyond: 503 and closed */
-#define HTTP_TIMEOUT_MS 10000u        /* a request must arrive, and a response progress, within this */
-#define HTTP_MAX_HEADERS 100u         /* header fields in one request; more: 431 */
-#define HTTP_SCRATCH_SIZE 1024u       /* bytes a handler may fill per response (struct http_response) */
+#define HTTP_TIMEOUT_MS      10000u /* a request must arrive, and a response progress, within this */
+#define HTTP_MAX_HEADERS     100u   /* header fields in one request; more: 431 */
+#define HTTP_SCRATCH_SIZE    1024u  /* bytes a handler may fill per response (struct http_response) */
 
 enum http_method { HTTP_GET, HTTP_HEAD, HTTP_OTHER };
 
@@ -21,7 +22,7 @@ struct http_request {
         enum http_method method;
         const char *method_str; /* the method token as sent */
         size_t method_len;
-        const char *path;       /* the target's path, query string removed ("/metrics") */
+        const char *path; /* the target's path, query string removed ("/metrics") */
         size_t path_len;
         unsigned version_minor; /* HTTP/1.<minor> (0 or 1) */
         bool keep_alive;        /* the client allows the connection to stay open after the response */
@@ -51,7 +52,7 @@ struct http_response {
         bool vary_accept_encoding;
         struct iovec body[2];
         unsigned n_body;
-        void (*release)(void *arg);   /* NULL: nothing to release */
+        void (*release)(void *arg); /* NULL: nothing to release */
         void *release_arg;
         char scratch[HTTP_SCRATCH_SIZE];
 };

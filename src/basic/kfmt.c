@@ -31,8 +31,10 @@ char *kfmt_driver_version(const char *line, bool *ret_open) {
                 const char *start = p;
                 bool digits = true, dot = false;
                 while (*p && !isspace((unsigned char)*p)) {
-                        if (*p == '.') dot = true;
-                        else if (!isdigit((unsigned char)*p)) digits = false;
+                        if (*p == '.')
+                                dot = true;
+                        else if (!isdigit((unsigned char)*p))
+                                digits = false;
                         p++;
                 }
                 size_t len = (size_t)(p - start);
@@ -44,7 +46,7 @@ char *kfmt_driver_version(const char *line, bool *ret_open) {
 
 char *kfmt_info_value(const char *text, const char *key) {
         size_t klen = strlen(key);
-        for (const char *line = text; line; ) {
+        for (const char *line = text; line;) {
                 const char *nl = strchr(line, '\n');
                 if (strncmp(line, key, klen) == 0 && line[klen] == ':') {
                         const char *v = line + klen + 1;
@@ -73,7 +75,7 @@ int kfmt_efivar_bool(const char *data, size_t len) {
 size_t kfmt_proc_modules(const char *text, char ***ret) {
         size_t n = 0, cap = 8;
         char **v = xmalloc(cap * sizeof *v);
-        for (const char *line = text; line && *line; ) {
+        for (const char *line = text; line && *line;) {
                 const char *nl = strchr(line, '\n');
                 size_t len = strcspn(line, " \t\n");
                 if (len > 0 && len <= 64) {

@@ -21,7 +21,7 @@ struct parser {
 };
 
 static const char *const type_names[] = {
-        [PROMTEXT_UNTYPED] = "untyped", [PROMTEXT_COUNTER] = "counter", [PROMTEXT_GAUGE] = "gauge",
+        [PROMTEXT_UNTYPED] = "untyped",     [PROMTEXT_COUNTER] = "counter", [PROMTEXT_GAUGE] = "gauge",
         [PROMTEXT_HISTOGRAM] = "histogram", [PROMTEXT_SUMMARY] = "summary",
 };
 
@@ -32,7 +32,9 @@ const char *promtext_type_to_string(enum promtext_type t) {
 }
 
 /* Returns true for the separators between tokens: blank and tab. */
-static bool is_blank(char c) { return c == ' ' || c == '\t'; }
+static bool is_blank(char c) {
+        return c == ' ' || c == '\t';
+}
 
 /* Returns true when c may start a metric name ([a-zA-Z_:]). */
 static bool is_name_start(char c) {
@@ -40,13 +42,19 @@ static bool is_name_start(char c) {
 }
 
 /* Returns true when c may continue a metric name ([a-zA-Z0-9_:]). */
-static bool is_name_char(char c) { return is_name_start(c) || (c >= '0' && c <= '9'); }
+static bool is_name_char(char c) {
+        return is_name_start(c) || (c >= '0' && c <= '9');
+}
 
 /* Returns true when c may start a label name ([a-zA-Z_]). */
-static bool is_label_start(char c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_'; }
+static bool is_label_start(char c) {
+        return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_';
+}
 
 /* Returns true when c may continue a label name ([a-zA-Z0-9_]). */
-static bool is_label_char(char c) { return is_label_start(c) || (c >= '0' && c <= '9'); }
+static bool is_label_char(char c) {
+        return is_label_start(c) || (c >= '0' && c <= '9');
+}
 
 /* Returns the index of the first non-blank at or after i (n when none). Never fails. */
 static size_t skip_blanks(const char *s, size_t n, size_t i) {
@@ -76,15 +84,19 @@ static const char *show(char out[static 48], const char *s, size_t n) {
 
 /* Returns a printable rendering of the single byte c (for messages) in out (size 8). */
 static const char *show_char(char out[static 8], char c) {
-        if (c >= 0x20 && c < 0x7f) snprintf(out, 8, "'%c'", c);
-        else snprintf(out, 8, "0x%02x", (unsigned char)c);
+        if (c >= 0x20 && c < 0x7f)
+                snprintf(out, 8, "'%c'", c);
+        else
+                snprintf(out, 8, "0x%02x", (unsigned char)c);
         return out;
 }
 
 /* Writes a printable rendering of the escape sequence backslash + c into out (size 16); returns out. */
 static const char *show_escape(char out[static 16], char c) {
-        if (c >= 0x20 && c < 0x7f) snprintf(out, 16, "\"\\%c\"", c);
-        else snprintf(out, 16, "\"\\\" + 0x%02x", (unsigned char)c);
+        if (c >= 0x20 && c < 0x7f)
+                snprintf(out, 16, "\"\\%c\"", c);
+        else
+                snprintf(out, 16, "\"\\\" + 0x%02x", (unsigned char)c);
         return out;
 }
 
@@ -187,7 +199,8 @@ static enum promtext_type sample_type(const struct parser *p, const char *name) 
         if (n < p->family_len || memcmp(name, p->family, p->family_len) != 0) return PROMTEXT_UNTYPED;
         const char *suffix = name + p->family_len;
         if (!*suffix) return p->family_type;
-        if (p->family_type == PROMTEXT_HISTOGRAM && (streq(suffix, "_bucket") || streq(suffix, "_sum") || streq(suffix, "_count")))
+        if (p->family_type == PROMTEXT_HISTOGRAM &&
+            (streq(suffix, "_bucket") || streq(suffix, "_sum") || streq(suffix, "_count")))
                 return p->family_type;
         if (p->family_type == PROMTEXT_SUMMARY && (streq(suffix, "_sum") || streq(suffix, "_count")))
                 return p->family_type;
@@ -203,15 +216,19 @@ static int parse_comment(struct parser *p, const char *s, size_t n, size_t i) {
 
         i = skip_blanks(s, n, i + 1);
         k = token_end(s, n, i);
-        if (k - i == 4 && memcmp(s + i, "HELP", 4) == 0) help = true;
-        else if (k - i == 4 && memcmp(s + i, "TYPE", 4) == 0) help = false;
-        else return 0; /* an ordinary comment */
+        if (k - i == 4 && memcmp(s + i, "HELP", 4) == 0)
+                help = true;
+        else if (k - i == 4 && memcmp(s + i, "TYPE", 4) == 0)
+                help = false;
+        else
+                return 0; /* an ordinary comment */
         const char *what = help ? "HELP" : "TYPE";
 
         i = skip_blanks(s, n, k);
         e = token_end(s, n, i);
         if (i == e) return fail(p, -EBADMSG, "%s line without a metric name", what);
-        if (!is_name_start(s[i])) return fail(p, -EBADMSG, "invalid metric name %s in %s line", show(q, s + i, e - i), what);
+        if (!is_name_start(s[i]))
+                return fail(p, -EBADMSG, "invalid metric name %s in %s line", show(q, s + i, e - i), what);
         for (k = i + 1; k < e; k++)
                 if (!is_name_char(s[k]))
                         return fail(p, -EBADMSG, "invalid metric name %s in %s line", show(q, s + i, e - i), what);
@@ -227,12 +244,17 @@ static int parse_comment(struct parser *p, const char *s, size_t n, size_t i) {
                                 out[o++] = s[i];
                                 continue;
                         }
-                        if (++i >= n) return fail(p, -EBADMSG, "HELP text for %s ends in a backslash", show(q, name, strlen(name)));
-                        if (s[i] == '\\') out[o++] = '\\';
-                        else if (s[i] == 'n') out[o++] = '\n';
+                        if (++i >= n)
+                                return fail(p, -EBADMSG, "HELP text for %s ends in a backslash",
+                                            show(q, name, strlen(name)));
+                        if (s[i] == '\\')
+                                out[o++] = '\\';
+                        else if (s[i] == 'n')
+                                out[o++] = '\n';
                         else {
                                 char c[16];
-                                return fail(p, -EBADMSG, "invalid escape sequence %s in HELP text", show_escape(c, s[i]));
+                                return fail(p, -EBADMSG, "invalid escape sequence %s in HELP text",
+                                            show_escape(c, s[i]));
                         }
                 }
                 out[o] = 0;
@@ -250,8 +272,7 @@ static int parse_comment(struct parser *p, const char *s, size_t n, size_t i) {
                 }
         if (i == e) return fail(p, -EBADMSG, "TYPE line for %s without a type", show(q, name, strlen(name)));
         if (!found) return fail(p, -EBADMSG, "unknown metric type %s in TYPE line", show(q, s + i, e - i));
-        if (skip_blanks(s, n, e) != n)
-                return fail(p, -EBADMSG, "unexpected text after the type in TYPE line");
+        if (skip_blanks(s, n, e) != n) return fail(p, -EBADMSG, "unexpected text after the type in TYPE line");
 
         size_t len = strlen(name);
         if (len + 1 > p->family_cap) {
@@ -276,7 +297,8 @@ static int parse_sample(struct parser *p, const char *s, size_t n, size_t i) {
         size_t k;
         int r;
 
-        if (!is_name_start(s[i])) return fail(p, -EBADMSG, "invalid character %s at the start of a metric name", show_char(c, s[i]));
+        if (!is_name_start(s[i]))
+                return fail(p, -EBADMSG, "invalid character %s at the start of a metric name", show_char(c, s[i]));
         for (k = i + 1; k < n && is_name_char(s[k]); k++)
                 ;
         if (k < n && !is_blank(s[k]) && s[k] != '{')
@@ -297,8 +319,11 @@ static int parse_sample(struct parser *p, const char *s, size_t n, size_t i) {
                                 break;
                         }
                         if (sample.n_labels >= PROMTEXT_MAX_LABELS)
-                                return fail(p, -E2BIG, "more than %u labels on %s", PROMTEXT_MAX_LABELS, show(q, sample.name, strlen(sample.name)));
-                        if (!is_label_start(s[i])) return fail(p, -EBADMSG, "invalid character %s at the start of a label name", show_char(c, s[i]));
+                                return fail(p, -E2BIG, "more than %u labels on %s", PROMTEXT_MAX_LABELS,
+                                            show(q, sample.name, strlen(sample.name)));
+                        if (!is_label_start(s[i]))
+                                return fail(p, -EBADMSG, "invalid character %s at the start of a label name",
+                                            show_char(c, s[i]));
                         for (k = i + 1; k < n && is_label_char(s[k]); k++)
                                 ;
                         struct promtext_label *l = &p->labels[sample.n_labels];
@@ -309,29 +334,43 @@ static int parse_sample(struct parser *p, const char *s, size_t n, size_t i) {
                         if (streq(l->name, "__name__")) return fail(p, -EBADMSG, "label name \"__name__\" is reserved");
                         i = skip_blanks(s, n, k);
                         if (i >= n || s[i] != '=') {
-                                if (i < n) return fail(p, -EBADMSG, "expected '=' after label name %s, got %s", show(q, l->name, strlen(l->name)), show_char(c, s[i]));
-                                return fail(p, -EBADMSG, "expected '=' after label name %s", show(q, l->name, strlen(l->name)));
+                                if (i < n)
+                                        return fail(p, -EBADMSG, "expected '=' after label name %s, got %s",
+                                                    show(q, l->name, strlen(l->name)), show_char(c, s[i]));
+                                return fail(p, -EBADMSG, "expected '=' after label name %s",
+                                            show(q, l->name, strlen(l->name)));
                         }
                         i = skip_blanks(s, n, i + 1);
-                        if (i >= n || s[i] != '"') return fail(p, -EBADMSG, "label value not quoted (label %s)", show(q, l->name, strlen(l->name)));
+                        if (i >= n || s[i] != '"')
+                                return fail(p, -EBADMSG, "label value not quoted (label %s)",
+                                            show(q, l->name, strlen(l->name)));
                         l->value = out;
                         for (i++;; i++) {
-                                if (i >= n) return fail(p, -EBADMSG, "label value not terminated (label %s)", show(q, l->name, strlen(l->name)));
+                                if (i >= n)
+                                        return fail(p, -EBADMSG, "label value not terminated (label %s)",
+                                                    show(q, l->name, strlen(l->name)));
                                 if (s[i] == '"') break;
                                 if (s[i] != '\\') {
                                         *out++ = s[i];
                                         continue;
                                 }
-                                if (++i >= n) return fail(p, -EBADMSG, "label value not terminated (label %s)", show(q, l->name, strlen(l->name)));
-                                if (s[i] == '\\' || s[i] == '"') *out++ = s[i];
-                                else if (s[i] == 'n') *out++ = '\n';
-                                else return fail(p, -EBADMSG, "invalid escape sequence %s in label value", show_escape(e, s[i]));
+                                if (++i >= n)
+                                        return fail(p, -EBADMSG, "label value not terminated (label %s)",
+                                                    show(q, l->name, strlen(l->name)));
+                                if (s[i] == '\\' || s[i] == '"')
+                                        *out++ = s[i];
+                                else if (s[i] == 'n')
+                                        *out++ = '\n';
+                                else
+                                        return fail(p, -EBADMSG, "invalid escape sequence %s in label value",
+                                                    show_escape(e, s[i]));
                         }
                         *out++ = 0;
                         i++;
                         for (size_t j = 0; j < sample.n_labels; j++)
                                 if (streq(p->labels[j].name, l->name))
-                                        return fail(p, -EBADMSG, "duplicate label %s", show(q, l->name, strlen(l->name)));
+                                        return fail(p, -EBADMSG, "duplicate label %s",
+                                                    show(q, l->name, strlen(l->name)));
                         sample.n_labels++;
                         i = skip_blanks(s, n, i);
                         if (i < n && s[i] == ',') {

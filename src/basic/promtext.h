@@ -7,7 +7,7 @@
 
 /* Limits; exceeding one is an error (-E2BIG), never a truncation. */
 #define PROMTEXT_MAX_LINE_LEN (64u * 1024u) /* bytes in one line, without its '\n' */
-#define PROMTEXT_MAX_LABELS 128u            /* labels on one sample */
+#define PROMTEXT_MAX_LABELS   128u          /* labels on one sample */
 
 enum promtext_type {
         PROMTEXT_UNTYPED = 0,
@@ -27,14 +27,14 @@ struct promtext_sample {
         const char *name;
         const struct promtext_label *labels; /* in input order */
         size_t n_labels;
-        double value;                        /* NaN, +Inf, -Inf possible */
+        double value; /* NaN, +Inf, -Inf possible */
         bool has_timestamp;
         int64_t timestamp_ms;
         /* Type from the most recent "# TYPE" line when this sample belongs to that family (name
          * equal, or name + _bucket/_sum/_count for histograms, + _sum/_count for summaries);
          * PROMTEXT_UNTYPED otherwise. */
         enum promtext_type type;
-        unsigned long line;                  /* 1-based */
+        unsigned long line; /* 1-based */
 };
 
 /* Each callback may be NULL. Return 0 to go on, a positive value to stop parsing early (the parse
@@ -75,12 +75,12 @@ struct promtext_gpu {
 struct promtext_gpu_summary {
         struct promtext_gpu *gpus; /* in order of first appearance */
         size_t n_gpus;
-        char **metrics;            /* distinct sample names (all, not only DCGM_FI_*), first-seen order */
+        char **metrics; /* distinct sample names (all, not only DCGM_FI_*), first-seen order */
         size_t n_metrics;
-        size_t n_samples;          /* all samples */
-        size_t n_dcgm_samples;     /* samples named DCGM_FI_* */
-        size_t n_dcgm_no_uuid;     /* DCGM_FI_* samples without a UUID label (not in gpus) */
-        void *index_;              /* private hash indexes */
+        size_t n_samples;      /* all samples */
+        size_t n_dcgm_samples; /* samples named DCGM_FI_* */
+        size_t n_dcgm_no_uuid; /* DCGM_FI_* samples without a UUID label (not in gpus) */
+        void *index_;          /* private hash indexes */
 };
 
 /* Parses the exposition text and fills ret (which promtext_gpu_summary_free must release, also on

@@ -106,11 +106,8 @@ void toml_free(struct toml_value *v) {
         case TOML_DATETIME:
         case TOML_DATETIME_LOCAL:
         case TOML_DATE_LOCAL:
-        case TOML_TIME_LOCAL:
-                free(v->u.str.s);
-                break;
-        default:
-                break;
+        case TOML_TIME_LOCAL: free(v->u.str.s); break;
+        default: break;
         }
         free(v);
 }
@@ -197,7 +194,7 @@ static void key_clear(struct key *k) {
         for (size_t i = 0; i < k->n; i++)
                 if (k->parts[i].owned) free(k->parts[i].s);
         free(k->parts);
-        *k = (struct key){0};
+        *k = (struct key){ 0 };
 }
 
 /* Returns true for the characters of a bare key: A-Z a-z 0-9 _ -. */
@@ -223,7 +220,7 @@ _printf_(3, 4) static int fail_at(struct parser *p, size_t pos, const char *fmt,
  * as they are, others quoted (control characters as '?'), joined by dots, cut short with "..."
  * when too long. Returns out. */
 static const char *key_name(const struct key *k, size_t n, char *out, size_t size) {
-        struct buf b = {0};
+        struct buf b = { 0 };
         for (size_t i = 0; i < n && b.len < size; i++) {
                 const struct key_part *kp = &k->parts[i];
                 bool bare = kp->len > 0;
@@ -289,7 +286,10 @@ static int check_bytes(struct parser *p, size_t start) {
                         if (c == '\r' && (i + 1 >= len || s[i + 1] != '\n'))
                                 return fail_at(p, i, "carriage return not followed by a line feed");
                         if ((c < 0x20 && c != '\t' && c != '\n' && c != '\r') || c == 0x7f)
-                                return fail_at(p, i, "control character U+%04X is not allowed (write it as an escape in a string)", c);
+                                return fail_at(
+                                        p, i,
+                                        "control character U+%04X is not allowed (write it as an escape in a string)",
+                                        c);
                         i++;
                         continue;
                 }
@@ -307,10 +307,8 @@ static int check_bytes(struct parser *p, size_t start) {
                         if (c == 0xf4) hi = 0x8f;
                 } else
                         return fail_at(p, i, "invalid UTF-8 byte 0x%02X", c);
-                if (len - i <= n)
-                        return fail_at(p, i, "truncated UTF-8 sequence at end of input");
-                if (s[i + 1] < lo || s[i + 1] > hi)
-                        return fail_at(p, i, "invalid UTF-8 sequence");
+                if (len - i <= n) return fail_at(p, i, "truncated UTF-8 sequence at end of input");
+                if (s[i + 1] < lo || s[i + 1] > hi) return fail_at(p, i, "invalid UTF-8 sequence");
                 for (size_t k = 2; k <= n; k++)
                         if ((s[i + k] & 0xc0) != 0x80) return fail_at(p, i, "invalid UTF-8 sequence");
                 i += n + 1;
@@ -381,7 +379,7 @@ static int expect_line_end(struct parser *p, const char *what) {
         skip_ws(p);
         skip_comment(p);
         if (p->pos >= p->len || eat_newline(p)) return 0;
-        return fail_at(p, p->pos, "expected a newline after %s, found %s", what, char_name(peek(p), (char[8]){0}));
+        return fail_at(p, p->pos, "expected a newline after %s, found %s", what, char_name(peek(p), (char[8]){ 0 }));
 }
 
 /* ---- strings ---- */
@@ -468,7 +466,8 @@ static int parse_escape(struct parser *p, struct buf *b, bool multiline) {
                         cp = cp << 4 | (uint32_t)h;
                 }
                 if (cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff))
-                        return fail_at(p, start, "escape \\%c%.*s is not a Unicode scalar value", c, digits, p->text + p->pos + 1);
+                        return fail_at(p, start, "escape \\%c%.*s is not a Unicode scalar value", c, digits,
+                                       p->text + p->pos + 1);
                 append_utf8(b, cp);
                 p->pos += (size_t)digits + 1;
                 return 0;
@@ -529,8 +528,7 @@ static int parse_multiline_string(struct parser *p, struct buf *b) {
                         p->pos++;
                 }
                 buf_append(b, p->text + run, p->pos - run);
-                if (p->pos >= p->len)
-                        return fail_at(p, start, "unterminated multi-line string");
+                if (p->pos >= p->len) return fail_at(p, start, "unterminated multi-line string");
                 char c = p->text[p->pos];
                 if (c == '\r') {
                         buf_append(b, "\n", 1);
@@ -566,8 +564,7 @@ static int parse_key(struct parser *p, struct key *k) {
                 char *s;
                 size_t len;
                 if (c == '"' || c == '\'') {
-                        if (at_triple(p, (char)c))
-                                return fail_at(p, start, "a multi-line string cannot be a key");
+                        if (at_triple(p, (char)c)) return fail_at(p, start, "a multi-line string cannot be a key");
                         int r = parse_line_string(p, scratch_reset(p));
                         if (r < 0) return r;
                         s = scratch_take(p, &len);
@@ -580,9 +577,11 @@ static int parse_key(struct parser *p, struct key *k) {
                 else if (at_newline(p))
                         return fail_at(p, start, "expected a key before the end of the line");
                 else if (c >= 0x80)
-                        return fail_at(p, start, "expected a key: bare keys are ASCII letters, digits, '_' and '-'; quote others");
+                        return fail_at(
+                                p, start,
+                                "expected a key: bare keys are ASCII letters, digits, '_' and '-'; quote others");
                 else
-                        return fail_at(p, start, "expected a key, found %s", char_name(c, (char[8]){0}));
+                        return fail_at(p, start, "expected a key, found %s", char_name(c, (char[8]){ 0 }));
                 if (k->n == TOML_MAX_DEPTH) {
                         free(s);
                         return fail_at(p, start, "key has more than %d parts", TOML_MAX_DEPTH);
@@ -607,8 +606,7 @@ static int parse_key(struct parser *p, struct key *k) {
  * Returns 0 with it in *ret, or -EINVAL when depth exceeds TOML_MAX_DEPTH. */
 static int container_new(struct parser *p, size_t pos, enum toml_type type, unsigned depth, uint8_t flags,
                          struct toml_value **ret) {
-        if (depth > TOML_MAX_DEPTH)
-                return fail_at(p, pos, "nesting deeper than %d tables and arrays", TOML_MAX_DEPTH);
+        if (depth > TOML_MAX_DEPTH) return fail_at(p, pos, "nesting deeper than %d tables and arrays", TOML_MAX_DEPTH);
         *ret = value_new(type, depth, flags);
         return 0;
 }
@@ -663,11 +661,17 @@ static int parse_number(struct parser *p, size_t pos, const char *s, const char 
                 int base = t[1] == 'x' ? 16 : t[1] == 'o' ? 8 : 2;
                 if (sign) return fail_at(p, pos, "a sign is not allowed on hexadecimal, octal or binary integers");
                 const char *e = scan_digits(t + 2, end, base);
-                if (!e || e != end) return fail_at(p, pos, "invalid %s integer '%.*s'", base == 16 ? "hexadecimal" : base == 8 ? "octal" : "binary", (int)(end - s), s);
+                if (!e || e != end)
+                        return fail_at(p, pos, "invalid %s integer '%.*s'",
+                                       base == 16  ? "hexadecimal"
+                                       : base == 8 ? "octal"
+                                                   : "binary",
+                                       (int)(end - s), s);
                 uint64_t u = 0;
                 for (const char *c = t + 2; c < end; c++) {
                         if (*c == '_') continue;
-                        if (u > (uint64_t)INT64_MAX / (uint64_t)base) return fail_at(p, pos, "integer out of range (64-bit signed)");
+                        if (u > (uint64_t)INT64_MAX / (uint64_t)base)
+                                return fail_at(p, pos, "integer out of range (64-bit signed)");
                         u = u * (uint64_t)base + (uint64_t)hex_value((unsigned char)*c);
                         if (u > (uint64_t)INT64_MAX) return fail_at(p, pos, "integer out of range (64-bit signed)");
                 }
@@ -678,12 +682,15 @@ static int parse_number(struct parser *p, size_t pos, const char *s, const char 
         }
         const char *e = scan_digits(t, end, 10);
         if (!e) return fail_at(p, pos, "invalid value '%.*s'", (int)(end - s), s);
-        if (t[0] == '0' && e - t > 1) return fail_at(p, pos, "leading zeros are not allowed in '%.*s'", (int)(end - s), s);
+        if (t[0] == '0' && e - t > 1)
+                return fail_at(p, pos, "leading zeros are not allowed in '%.*s'", (int)(end - s), s);
         bool is_float = false;
         if (e < end && *e == '.') {
                 is_float = true;
                 e = scan_digits(e + 1, end, 10);
-                if (!e) return fail_at(p, pos, "a decimal point needs digits on both sides in '%.*s'", (int)(end - s), s);
+                if (!e)
+                        return fail_at(p, pos, "a decimal point needs digits on both sides in '%.*s'", (int)(end - s),
+                                       s);
         }
         if (e < end && (*e == 'e' || *e == 'E')) {
                 is_float = true;
@@ -752,10 +759,14 @@ static const char *scan_date(const char *s, const char *end, const char **why) {
                 m = read_digits(s + 5, 2);
                 d = read_digits(s + 8, 2);
         }
-        if (y < 0 || m < 0 || d < 0) *why = "a date is YYYY-MM-DD";
-        else if (m < 1 || m > 12) *why = "month out of range 01-12";
-        else if (d < 1 || d > days_in_month(y, m)) *why = "no such day in that month";
-        else return s + 10;
+        if (y < 0 || m < 0 || d < 0)
+                *why = "a date is YYYY-MM-DD";
+        else if (m < 1 || m > 12)
+                *why = "month out of range 01-12";
+        else if (d < 1 || d > days_in_month(y, m))
+                *why = "no such day in that month";
+        else
+                return s + 10;
         return NULL;
 }
 
@@ -768,10 +779,14 @@ static const char *scan_time(const char *s, const char *end, const char **why) {
                 m = read_digits(s + 3, 2);
                 sec = read_digits(s + 6, 2);
         }
-        if (h < 0 || m < 0 || sec < 0) *why = "a time is HH:MM:SS, seconds included";
-        else if (h > 23) *why = "hour out of range 00-23";
-        else if (m > 59) *why = "minute out of range 00-59";
-        else if (sec > 60) *why = "second out of range 00-60";
+        if (h < 0 || m < 0 || sec < 0)
+                *why = "a time is HH:MM:SS, seconds included";
+        else if (h > 23)
+                *why = "hour out of range 00-23";
+        else if (m > 59)
+                *why = "minute out of range 00-59";
+        else if (sec > 60)
+                *why = "second out of range 00-60";
         else {
                 s += 8;
                 if (s < end && *s == '.') {
@@ -815,8 +830,10 @@ static int parse_datetime(struct parser *p, size_t pos, const char *s, const cha
                         } else if (e < end && (*e == '+' || *e == '-')) {
                                 int oh = end - e >= 6 ? read_digits(e + 1, 2) : -1;
                                 int om = end - e >= 6 && e[3] == ':' ? read_digits(e + 4, 2) : -1;
-                                if (oh < 0 || om < 0) why = "an offset is Z, +HH:MM or -HH:MM";
-                                else if (oh > 23 || om > 59) why = "offset out of range";
+                                if (oh < 0 || om < 0)
+                                        why = "an offset is Z, +HH:MM or -HH:MM";
+                                else if (oh > 23 || om > 59)
+                                        why = "offset out of range";
                                 if (why) goto bad;
                                 buf_append(b, e, 6);
                                 e += 6;
@@ -849,8 +866,9 @@ static int parse_bare_value(struct parser *p, struct toml_value **ret) {
         const char *s = p->text + start;
         while (p->pos < p->len && is_token_char((unsigned char)p->text[p->pos])) p->pos++;
         /* A local date followed by a space and a time is one date-time: 1979-05-27 07:32:00. */
-        if (p->pos - start == 10 && scan_date(s, s + 10, &(const char *){NULL}) && peek(p) == ' ' && peek_at(p, 1) >= '0' &&
-            peek_at(p, 1) <= '9' && peek_at(p, 2) >= '0' && peek_at(p, 2) <= '9' && peek_at(p, 3) == ':') {
+        if (p->pos - start == 10 && scan_date(s, s + 10, &(const char *){ NULL }) && peek(p) == ' ' &&
+            peek_at(p, 1) >= '0' && peek_at(p, 1) <= '9' && peek_at(p, 2) >= '0' && peek_at(p, 2) <= '9' &&
+            peek_at(p, 3) == ':') {
                 p->pos++;
                 while (p->pos < p->len && is_token_char((unsigned char)p->text[p->pos])) p->pos++;
         }
@@ -861,7 +879,7 @@ static int parse_bare_value(struct parser *p, struct toml_value **ret) {
                 if (at_newline(p)) return fail_at(p, start, "expected a value before the end of the line");
                 if (p->text[start] == '#') return fail_at(p, start, "expected a value before the comment");
                 if ((unsigned char)p->text[start] >= 0x80) return fail_at(p, start, "expected a value");
-                return fail_at(p, start, "expected a value, found %s", char_name(peek(p), (char[8]){0}));
+                return fail_at(p, start, "expected a value, found %s", char_name(peek(p), (char[8]){ 0 }));
         }
         if ((n == 4 && memcmp(s, "true", 4) == 0) || (n == 5 && memcmp(s, "false", 5) == 0)) {
                 struct toml_value *v = value_new(TOML_BOOL, 0, 0);
@@ -874,7 +892,8 @@ static int parse_bare_value(struct parser *p, struct toml_value **ret) {
         if ((s[0] >= '0' && s[0] <= '9') || s[0] == '+' || s[0] == '-' || memcmp(s, "inf", n < 3 ? n : 3) == 0 ||
             memcmp(s, "nan", n < 3 ? n : 3) == 0)
                 return parse_number(p, start, s, end, ret);
-        return fail_at(p, start, "invalid value '%.*s' (strings need quotes; booleans are true and false)", (int)(n > 40 ? 40 : n), s);
+        return fail_at(p, start, "invalid value '%.*s' (strings need quotes; booleans are true and false)",
+                       (int)(n > 40 ? 40 : n), s);
 }
 
 /* Parses an array at the current '[': values separated by commas, a trailing comma, newlines
@@ -905,7 +924,8 @@ static int parse_array(struct parser *p, unsigned depth, struct toml_value **ret
                 if (p->pos >= p->len)
                         r = fail_at(p, start, "unterminated array: missing ']'");
                 else
-                        r = fail_at(p, p->pos, "expected ',' or ']' in array, found %s", char_name(peek(p), (char[8]){0}));
+                        r = fail_at(p, p->pos, "expected ',' or ']' in array, found %s",
+                                    char_name(peek(p), (char[8]){ 0 }));
                 goto fail;
         }
         p->pos++;
@@ -938,7 +958,8 @@ static int parse_inline_table(struct parser *p, unsigned depth, struct toml_valu
                                 else if (at_newline(p))
                                         r = fail_at(p, p->pos, "an inline table must end on its line: missing '}'");
                                 else
-                                        r = fail_at(p, p->pos, "expected ',' or '}' in inline table, found %s", char_name(peek(p), (char[8]){0}));
+                                        r = fail_at(p, p->pos, "expected ',' or '}' in inline table, found %s",
+                                                    char_name(peek(p), (char[8]){ 0 }));
                                 goto fail;
                         }
                         p->pos++;
@@ -998,14 +1019,14 @@ static void table_adopt(struct toml_value *t, struct key_part *kp, struct toml_v
  * created by dotted keys (or implicitly by a header), not defined by a header or inline.
  * Returns 0, or -EINVAL on syntax errors and redefinitions. */
 static int parse_keyval(struct parser *p, struct toml_value *table) {
-        struct key k = {0};
+        struct key k = { 0 };
         char name[96];
         int r = parse_key(p, &k);
         if (r < 0) goto out;
         skip_ws(p);
         if (peek(p) != '=') {
                 r = fail_at(p, p->pos, "expected '=' after key '%s', found %s", key_name(&k, k.n, name, sizeof(name)),
-                            char_name(peek(p), (char[8]){0}));
+                            char_name(peek(p), (char[8]){ 0 }));
                 goto out;
         }
         p->pos++;
@@ -1048,7 +1069,7 @@ out:
 static int parse_header(struct parser *p) {
         bool aot = peek_at(p, 1) == '[';
         const char *open = aot ? "[[" : "[", *close = aot ? "]]" : "]";
-        struct key k = {0};
+        struct key k = { 0 };
         char name[96];
         int r;
         p->pos += aot ? 2 : 1;
@@ -1058,7 +1079,7 @@ static int parse_header(struct parser *p) {
         skip_ws(p);
         if (peek(p) != ']' || (aot && peek_at(p, 1) != ']')) {
                 r = fail_at(p, p->pos, "expected '%s' to close the header %s%s, found %s", close, open,
-                            key_name(&k, k.n, name, sizeof(name)), char_name(peek(p), (char[8]){0}));
+                            key_name(&k, k.n, name, sizeof(name)), char_name(peek(p), (char[8]){ 0 }));
                 goto out;
         }
         p->pos += aot ? 2 : 1;
@@ -1076,7 +1097,7 @@ static int parse_header(struct parser *p) {
                 else if (child->type != TOML_TABLE || (child->flags & F_INLINE)) {
                         r = fail_at(p, kp->pos, "cannot define %s%s%s: '%s' is already %s", open,
                                     key_name(&k, k.n, name, sizeof(name)), close,
-                                    key_name(&k, i + 1, (char[96]){0}, 96), describe(child));
+                                    key_name(&k, i + 1, (char[96]){ 0 }, 96), describe(child));
                         goto out;
                 }
                 t = child;
@@ -1103,7 +1124,8 @@ static int parse_header(struct parser *p) {
                         r = container_new(p, last->pos, TOML_TABLE, t->depth + 1u, F_EXPLICIT, &child);
                         if (r < 0) goto out;
                         table_adopt(t, last, child);
-                } else if (child->type == TOML_TABLE && (child->flags & (F_EXPLICIT | F_DOTTED | F_INLINE)) == F_EXPLICIT) {
+                } else if (child->type == TOML_TABLE &&
+                           (child->flags & (F_EXPLICIT | F_DOTTED | F_INLINE)) == F_EXPLICIT) {
                         r = fail_at(p, last->pos, "table [%s] is defined more than once", name);
                         goto out;
                 } else if (child->type != TOML_TABLE || child->flags != F_IMPLICIT) {
@@ -1125,7 +1147,7 @@ int toml_parse(const char *text, size_t len, struct toml_value **ret, struct tom
         struct parser p = { .text = text ? text : "", .len = text ? len : 0 };
         int r;
 
-        if (ret_error) *ret_error = (struct toml_error){0};
+        if (ret_error) *ret_error = (struct toml_error){ 0 };
         *ret = NULL;
         if (p.len >= 3 && memcmp(p.text, "\xef\xbb\xbf", 3) == 0) p.pos = 3;
         p.root = p.cur = value_new(TOML_TABLE, 0, F_EXPLICIT);
@@ -1278,10 +1300,8 @@ const char *toml_datetime(const struct toml_value *v) {
         case TOML_DATETIME:
         case TOML_DATETIME_LOCAL:
         case TOML_DATE_LOCAL:
-        case TOML_TIME_LOCAL:
-                return v->u.str.s;
-        default:
-                return NULL;
+        case TOML_TIME_LOCAL: return v->u.str.s;
+        default: return NULL;
         }
 }
 
@@ -1312,9 +1332,7 @@ static struct toml_value *value_copy(const struct toml_value *v) {
                 memcpy(c->u.str.s, v->u.str.s, v->u.str.len + 1);
                 c->u.str.len = v->u.str.len;
                 break;
-        default:
-                c->u = v->u;
-                break;
+        default: c->u = v->u; break;
         }
         return c;
 }

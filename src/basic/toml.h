@@ -9,17 +9,17 @@
 #define TOML_MAX_DEPTH 128
 
 enum toml_type {
-        TOML_NONE = -1,           /* only returned by toml_type_of(NULL) */
+        TOML_NONE = -1, /* only returned by toml_type_of(NULL) */
         TOML_TABLE = 0,
         TOML_ARRAY,
         TOML_STRING,
         TOML_INTEGER,
         TOML_FLOAT,
         TOML_BOOL,
-        TOML_DATETIME,            /* offset date-time: 1979-05-27T07:32:00Z, ...-07:00 */
-        TOML_DATETIME_LOCAL,      /* 1979-05-27T07:32:00 */
-        TOML_DATE_LOCAL,          /* 1979-05-27 */
-        TOML_TIME_LOCAL,          /* 07:32:00.999 */
+        TOML_DATETIME,       /* offset date-time: 1979-05-27T07:32:00Z, ...-07:00 */
+        TOML_DATETIME_LOCAL, /* 1979-05-27T07:32:00 */
+        TOML_DATE_LOCAL,     /* 1979-05-27 */
+        TOML_TIME_LOCAL,     /* 07:32:00.999 */
 };
 
 /* A parsed value; a document is a TOML_TABLE. Opaque: read it with the functions below. */

@@ -15,11 +15,21 @@ static void *oom_check(void *p) {
         return p;
 }
 
-void *xmalloc(size_t n) { return oom_check(malloc(n ? n : 1)); }
-void *xcalloc(size_t n, size_t size) { return oom_check(calloc(n ? n : 1, size ? size : 1)); }
-void *xrealloc(void *p, size_t n) { return oom_check(realloc(p, n ? n : 1)); }
-char *xstrdup(const char *s) { return oom_check(strdup(s)); }
-char *xstrndup(const char *s, size_t n) { return oom_check(strndup(s, n)); }
+void *xmalloc(size_t n) {
+        return oom_check(malloc(n ? n : 1));
+}
+void *xcalloc(size_t n, size_t size) {
+        return oom_check(calloc(n ? n : 1, size ? size : 1));
+}
+void *xrealloc(void *p, size_t n) {
+        return oom_check(realloc(p, n ? n : 1));
+}
+char *xstrdup(const char *s) {
+        return oom_check(strdup(s));
+}
+char *xstrndup(const char *s, size_t n) {
+        return oom_check(strndup(s, n));
+}
 
 char *xvasprintf(const char *fmt, va_list ap) {
         char *s;
@@ -85,7 +95,9 @@ void buf_append(struct buf *b, const char *s, size_t n) {
         b->data[b->len] = 0;
 }
 
-void buf_puts(struct buf *b, const char *s) { buf_append(b, s, strlen(s)); }
+void buf_puts(struct buf *b, const char *s) {
+        buf_append(b, s, strlen(s));
+}
 
 void buf_printf(struct buf *b, const char *fmt, ...) {
         va_list ap;
@@ -107,7 +119,7 @@ void buf_printf(struct buf *b, const char *fmt, ...) {
 
 void buf_free(struct buf *b) {
         free(b->data);
-        *b = (struct buf){0};
+        *b = (struct buf){ 0 };
 }
 
 /* Returns the length of the valid UTF-8 sequence at s (1..4), or 0 when it is not one. */
@@ -115,10 +127,14 @@ static size_t utf8_sequence_length(const unsigned char *s) {
         if (s[0] < 0x80) return 1;
         size_t n;
         uint32_t cp;
-        if ((s[0] & 0xE0) == 0xC0) n = 2, cp = s[0] & 0x1F;
-        else if ((s[0] & 0xF0) == 0xE0) n = 3, cp = s[0] & 0x0F;
-        else if ((s[0] & 0xF8) == 0xF0) n = 4, cp = s[0] & 0x07;
-        else return 0;
+        if ((s[0] & 0xE0) == 0xC0)
+                n = 2, cp = s[0] & 0x1F;
+        else if ((s[0] & 0xF0) == 0xE0)
+                n = 3, cp = s[0] & 0x0F;
+        else if ((s[0] & 0xF8) == 0xF0)
+                n = 4, cp = s[0] & 0x07;
+        else
+                return 0;
         for (size_t i = 1; i < n; i++) {
                 if ((s[i] & 0xC0) != 0x80) return 0;
                 cp = (cp << 6) | (s[i] & 0x3F);
@@ -153,14 +169,14 @@ char *utf8_sanitize(const char *s) {
 /* Returns true when the code point of the valid UTF-8 sequence p (n bytes) must not reach a
  * terminal raw: C1 controls and the bidirectional embeddings, overrides and isolates. */
 static bool unsafe_code_point(const unsigned char *p, size_t n) {
-        if (n == 2) return p[0] == 0xC2 && p[1] >= 0x80 && p[1] <= 0x9F;                    /* U+0080..U+009F */
-        if (n == 3 && p[0] == 0xE2 && p[1] == 0x80) return p[2] >= 0xAA && p[2] <= 0xAE;     /* U+202A..U+202E */
-        if (n == 3 && p[0] == 0xE2 && p[1] == 0x81) return p[2] >= 0xA6 && p[2] <= 0xA9;     /* U+2066..U+2069 */
+        if (n == 2) return p[0] == 0xC2 && p[1] >= 0x80 && p[1] <= 0x9F;                 /* U+0080..U+009F */
+        if (n == 3 && p[0] == 0xE2 && p[1] == 0x80) return p[2] >= 0xAA && p[2] <= 0xAE; /* U+202A..U+202E */
+        if (n == 3 && p[0] == 0xE2 && p[1] == 0x81) return p[2] >= 0xA6 && p[2] <= 0xA9; /* U+2066..U+2069 */
         return false;
 }
 
 char *escape_terminal(const char *s) {
-        struct buf b = {0};
+        struct buf b = { 0 };
         buf_append(&b, "", 0);
         size_t len = strlen(s);
         for (size_t i = 0; i < len;) {

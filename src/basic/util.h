@@ -13,15 +13,21 @@
 #include <time.h>
 #include <unistd.h>
 
-#define _cleanup_(f) __attribute__((cleanup(f)))
+#define _cleanup_(f)   __attribute__((cleanup(f)))
 #define _printf_(a, b) __attribute__((format(printf, a, b)))
-#define _unused_ __attribute__((unused))
-#define ELEMENTSOF(x) (sizeof(x) / sizeof((x)[0]))
+#define _unused_       __attribute__((unused))
+#define ELEMENTSOF(x)  (sizeof(x) / sizeof((x)[0]))
 
-static inline void freep(void *p) { free(*(void **)p); }
-static inline void fclosep(FILE **f) { if (*f) fclose(*f); }
-static inline void closep(int *fd) { if (*fd >= 0) close(*fd); }
-#define _cleanup_free_ _cleanup_(freep)
+static inline void freep(void *p) {
+        free(*(void **)p);
+}
+static inline void fclosep(FILE **f) {
+        if (*f) fclose(*f);
+}
+static inline void closep(int *fd) {
+        if (*fd >= 0) close(*fd);
+}
+#define _cleanup_free_   _cleanup_(freep)
 #define _cleanup_fclose_ _cleanup_(fclosep)
 
 /* Returns CLOCK_MONOTONIC in milliseconds (never fails on Linux). */
@@ -36,7 +42,12 @@ FILE *fopen_private(const char *path, mode_t mode);
 #define _cleanup_close_ _cleanup_(closep)
 
 /* Returns ptr and sets *p to NULL: hands ownership out of a _cleanup_ variable. */
-#define TAKE_PTR(p) ({ __typeof__(p) _t = (p); (p) = NULL; _t; })
+#define TAKE_PTR(p)                                                                                                    \
+        ({                                                                                                             \
+                __typeof__(p) _t = (p);                                                                                \
+                (p) = NULL;                                                                                            \
+                _t;                                                                                                    \
+        })
 
 /* Returns true when a and b are equal strings (both may be NULL). */
 static inline bool streq_ptr(const char *a, const char *b) {

@@ -11,8 +11,8 @@
 #include <sys/wait.h>
 #include <time.h>
 
-#define YAML_MAX_DEPTH 64
-#define YAML_JSON_MAX (64u << 20)
+#define YAML_MAX_DEPTH        64
+#define YAML_JSON_MAX         (64u << 20)
 #define YAML_CHILD_TIMEOUT_MS 10000
 /* What libfyaml may allocate for one document (a 40,000-device CDI spec takes about 175 MiB). */
 #define YAML_CHILD_MEMORY_MAX (256u << 20)
@@ -52,7 +52,7 @@ static int write_all(int fd, const char *data, size_t len) {
  * the memory bound) and a sentence, and exits with status 2. */
 struct child_out {
         int fd;
-        const char *text;               /* the input, to give a line number in errors */
+        const char *text; /* the input, to give a line number in errors */
         size_t text_len;
         size_t len;
         char buf[1 << 16];
@@ -100,8 +100,8 @@ _Noreturn _printf_(3, 4) static void child_fail(struct child_out *o, char cls, c
 
 /* Ends the answer with the memory bound's failure (struct child_out). Never returns. */
 _Noreturn static void child_oom(struct child_out *o) {
-        child_fail(o, 'M', "the YAML parser needs more than %u MiB for this document (%zu bytes)", YAML_CHILD_MEMORY_MAX >> 20,
-                   o->text_len);
+        child_fail(o, 'M', "the YAML parser needs more than %u MiB for this document (%zu bytes)",
+                   YAML_CHILD_MEMORY_MAX >> 20, o->text_len);
 }
 
 /* Returns the 1-based line of the input that s points into, or 0 when s is not inside the input
@@ -140,8 +140,10 @@ static void emit_node(struct child_out *o, struct fy_node *n, int depth) {
         case FYNT_SCALAR: {
                 size_t len;
                 const char *s = fy_node_get_scalar(n, &len);
-                if (!s || (fy_node_get_style(n) == FYNS_PLAIN && plain_is_null(s, len))) out_put(o, "null", 4);
-                else emit_string(o, s, len);
+                if (!s || (fy_node_get_style(n) == FYNS_PLAIN && plain_is_null(s, len)))
+                        out_put(o, "null", 4);
+                else
+                        emit_string(o, s, len);
                 return;
         }
         case FYNT_SEQUENCE: {
@@ -173,7 +175,9 @@ static void emit_node(struct child_out *o, struct fy_node *n, int depth) {
                         if (json_object_getn(seen, ks, klen)) {
                                 size_t line = line_of(o, ks);
                                 int shown = klen > 64 ? 64 : (int)klen;
-                                if (line) child_fail(o, 'E', "invalid YAML at line %zu: duplicate key '%.*s'", line, shown, ks);
+                                if (line)
+                                        child_fail(o, 'E', "invalid YAML at line %zu: duplicate key '%.*s'", line,
+                                                   shown, ks);
                                 child_fail(o, 'E', "invalid YAML: duplicate key '%.*s'", shown, ks);
                         }
                         if (json_object_setn_new_nocheck(seen, ks, klen, json_null()) < 0) child_oom(o);
@@ -234,7 +238,7 @@ static struct fy_diag *volatile child_diag;
  * Never returns. */
 _Noreturn static void child_parse(int fd, const char *text, size_t len) {
         static struct child_out o;
-        o = (struct child_out){.fd = fd, .text = text, .text_len = len};
+        o = (struct child_out){ .fd = fd, .text = text, .text_len = len };
         child_bound_memory();
         struct fy_diag_cfg dcfg;
         fy_diag_cfg_default(&dcfg);
@@ -247,8 +251,9 @@ _Noreturn static void child_parse(int fd, const char *text, size_t len) {
         child_diag = diag;
         fy_diag_set_collect_errors(diag, true);
         /* Duplicate keys are found by emit_node (linear); libfyaml's check is quadratic. */
-        struct fy_parse_cfg pcfg = {.flags = FYPCF_QUIET | FYPCF_COLLECT_DIAG | FYPCF_JSON_NONE | FYPCF_ALLOW_DUPLICATE_KEYS,
-                                    .diag = diag};
+        struct fy_parse_cfg pcfg = {
+                .flags = FYPCF_QUIET | FYPCF_COLLECT_DIAG | FYPCF_JSON_NONE | FYPCF_ALLOW_DUPLICATE_KEYS, .diag = diag
+        };
         errno = 0;
         struct fy_document *doc = fy_document_build_from_string(&pcfg, text, len);
         int saved_errno = errno;
@@ -256,7 +261,9 @@ _Noreturn static void child_parse(int fd, const char *text, size_t len) {
         if (!doc || fy_diag_got_error(diag)) {
                 void *it = NULL;
                 struct fy_diag_error *e = fy_diag_errors_iterate(diag, &it);
-                if (e && e->msg) child_fail(&o, 'E', "invalid YAML at line %d, column %d: %s", e->line + 1, e->column + 1, e->msg);
+                if (e && e->msg)
+                        child_fail(&o, 'E', "invalid YAML at line %d, column %d: %s", e->line + 1, e->column + 1,
+                                   e->msg);
                 if (saved_errno == ENOMEM) child_oom(&o);
                 child_fail(&o, 'E', "invalid YAML");
         }
@@ -273,7 +280,7 @@ static int read_answer(int fd, struct buf *b) {
         for (;;) {
                 int64_t left = deadline - (int64_t)monotonic_ms();
                 if (left <= 0) return -ETIMEDOUT;
-                struct pollfd p = {.fd = fd, .events = POLLIN};
+                struct pollfd p = { .fd = fd, .events = POLLIN };
                 int r = poll(&p, 1, (int)left);
                 if (r < 0 && errno == EINTR) continue;
                 if (r < 0) return -errno;
@@ -318,26 +325,33 @@ int yaml_to_json(const char *text, size_t len, json_t **ret, char **ret_error) {
                 child_parse(fds[1], text, len);
         }
         close(fds[1]);
-        struct buf answer = {0};
+        struct buf answer = { 0 };
         const char *fail;
         r = read_answer(fds[0], &answer);
         close(fds[0]);
         if (r < 0) kill(pid, SIGKILL);
         int status = 0;
-        while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {}
-        if (r == -ETIMEDOUT) *ret_error = xasprintf("the YAML parser did not finish within %d s", YAML_CHILD_TIMEOUT_MS / 1000);
-        else if (r == -EFBIG) *ret_error = xstrdup("the YAML document is too large");
-        else if (r < 0) *ret_error = xasprintf("cannot read the YAML parser's answer: %s", strerror(-r));
+        while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+        }
+        if (r == -ETIMEDOUT)
+                *ret_error = xasprintf("the YAML parser did not finish within %d s", YAML_CHILD_TIMEOUT_MS / 1000);
+        else if (r == -EFBIG)
+                *ret_error = xstrdup("the YAML document is too large");
+        else if (r < 0)
+                *ret_error = xasprintf("cannot read the YAML parser's answer: %s", strerror(-r));
         else if (WIFSIGNALED(status)) {
                 r = -EIO;
-                *ret_error = xasprintf("the YAML parser (libfyaml) crashed on this document (signal %d)", WTERMSIG(status));
-        } else if ((fail = answer.len ? memchr(answer.data, 0, answer.len) : NULL) && fail + 1 < answer.data + answer.len) {
+                *ret_error =
+                        xasprintf("the YAML parser (libfyaml) crashed on this document (signal %d)", WTERMSIG(status));
+        } else if ((fail = answer.len ? memchr(answer.data, 0, answer.len) : NULL) &&
+                   fail + 1 < answer.data + answer.len) {
                 /* a failure the child reported (struct child_out): "\0" class sentence */
                 r = fail[1] == 'M' ? -EFBIG : -EINVAL;
                 *ret_error = xstrdup(fail + 2);
         } else if (answer.len == 0 || answer.data[0] != 'J' || !WIFEXITED(status) || WEXITSTATUS(status) != 0) {
                 r = -EIO;
-                *ret_error = xasprintf("the YAML parser failed (exit status %d)", WIFEXITED(status) ? WEXITSTATUS(status) : -1);
+                *ret_error = xasprintf("the YAML parser failed (exit status %d)",
+                                       WIFEXITED(status) ? WEXITSTATUS(status) : -1);
         } else {
                 json_error_t je;
                 *ret = json_loadb(answer.data + 1, answer.len - 1, JSON_DECODE_ANY | JSON_ALLOW_NUL, &je);

@@ -125,7 +125,7 @@ void cl_row_fill(const struct cluster_facts *facts, const struct cl_node *n, str
                 for (int l = 0; l < CLUSTER_LAYERS && !ret->root_cause; l++)
                         if (ret->layer[l] == CHECK_WARN)
                                 ret->root_cause = xasprintf("layer %d warns: %s", l + 1,
-                                                             n->layers[l].reason ? n->layers[l].reason : "no reason");
+                                                            n->layers[l].reason ? n->layers[l].reason : "no reason");
         } else {
                 ret->status = CHECK_PASS;
         }

@@ -143,8 +143,10 @@ static void run_scrape_config(const struct cluster_facts *facts, struct cl_findi
         int monitors_rc = facts->lists[CL_LIST_SERVICEMONITORS].rc;
         if (monitors_rc && monitors_rc != -ENOENT) {
                 /* A ServiceMonitor gpunode may not read may well be the one that scrapes them. */
-                finding_warn(&f->f, "cannot tell whether Prometheus scrapes the GPU metrics pods: ServiceMonitors not "
-                                    "readable, and no scrape annotation (%zu Services select them)", services);
+                finding_warn(&f->f,
+                             "cannot tell whether Prometheus scrapes the GPU metrics pods: ServiceMonitors not "
+                             "readable, and no scrape annotation (%zu Services select them)",
+                             services);
                 finding_remedy(&f->f, "grant list on servicemonitors.monitoring.coreos.com (deploy/"
                                       "clusterrole-cluster-reader.yaml) and run gpunode cluster again");
                 return;

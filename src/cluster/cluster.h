@@ -260,4 +260,3 @@ struct cl_text_options {
 int cluster_render_text(FILE *out, const struct cluster_report *r, const struct cl_text_options *o);
 json_t *cluster_report_to_json(const struct cluster_report *r);
 int cluster_render_json(FILE *out, const struct cluster_report *r);
-

@@ -263,8 +263,10 @@ static struct cl_pending *pending_find(struct cluster_facts *f, const char *ns, 
                 for (size_t i = 0; i < f->n_pending; i++) {
                         /* keys live in a side buffer owned by the table's users: "ns/name" strings */
                         char *k = xasprintf("%s/%s", f->pending[i].namespace, f->pending[i].name);
-                        if (strindex_get(t, k) == (size_t)-1) strindex_put(t, k, i);
-                        else free(k); /* the same pod named twice: the first one stands */
+                        if (strindex_get(t, k) == (size_t)-1)
+                                strindex_put(t, k, i);
+                        else
+                                free(k); /* the same pod named twice: the first one stands */
                 }
                 f->pending_index = t;
         }

@@ -25,8 +25,9 @@ static int64_t quantity(const json_t *v) {
         int64_t n = 0;
         const char *q = json_string_value(v);
         if (json_is_integer(v))
-                return json_integer_value(v) <= 0 ? 0 : json_integer_value(v) > CL_QUANTITY_MAX ? CL_QUANTITY_MAX
-                                                                                               : json_integer_value(v);
+                return json_integer_value(v) <= 0                ? 0
+                       : json_integer_value(v) > CL_QUANTITY_MAX ? CL_QUANTITY_MAX
+                                                                 : json_integer_value(v);
         if (!q || kube_quantity_int(q, &n) < 0 || n < 0) return 0;
         return n > CL_QUANTITY_MAX ? CL_QUANTITY_MAX : n;
 }

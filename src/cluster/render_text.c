@@ -51,8 +51,8 @@ int cluster_render_text(FILE *out, const struct cluster_report *r, const struct 
                         if (len > w) w = len > 48 ? 48 : len;
                 }
                 bool all = (o && o->all_nodes) || r->n_rows <= CLUSTER_TABLE_ALL;
-                fprintf(out, "\n%s%-*s  READY  L1    L2    L3    L4    GPUS     ROOT CAUSE%s\n", COL(TEXT_BOLD), w, "NODE",
-                        COL(TEXT_RESET));
+                fprintf(out, "\n%s%-*s  READY  L1    L2    L3    L4    GPUS     ROOT CAUSE%s\n", COL(TEXT_BOLD), w,
+                        "NODE", COL(TEXT_RESET));
                 size_t hidden = 0;
                 for (size_t i = 0; i < r->n_rows; i++) {
                         const struct cl_row *row = &r->rows[i];
@@ -67,8 +67,9 @@ int cluster_render_text(FILE *out, const struct cluster_report *r, const struct 
                                                         : "?");
                         for (int l = 0; l < CLUSTER_LAYERS; l++)
                                 fprintf(out, " %s%-4s%s ",
-                                        COL(row->node->layers[l].status == CL_COND_ABSENT ? TEXT_DIM
-                                                                                          : text_status_color(row->layer[l])),
+                                        COL(row->node->layers[l].status == CL_COND_ABSENT
+                                                    ? TEXT_DIM
+                                                    : text_status_color(row->layer[l])),
                                         cell(row, l), COL(TEXT_RESET));
                         _cleanup_free_ char *gpus =
                                 xasprintf("%" PRId64 "/%" PRId64, row->node->gpu_allocatable, row->node->gpu_capacity);
@@ -80,13 +81,13 @@ int cluster_render_text(FILE *out, const struct cluster_report *r, const struct 
         }
         for (int cat = 0; cat < CL_CATEGORIES; cat++) {
                 enum check_status cs = category_status(r, (enum cl_category)cat);
-                fprintf(out, "\n%s%s%s  %s%s%s\n", COL(TEXT_BOLD), cl_category_name((enum cl_category)cat), COL(TEXT_RESET),
-                        COL(text_status_color(cs)), text_status_word(cs), COL(TEXT_RESET));
+                fprintf(out, "\n%s%s%s  %s%s%s\n", COL(TEXT_BOLD), cl_category_name((enum cl_category)cat),
+                        COL(TEXT_RESET), COL(text_status_color(cs)), text_status_word(cs), COL(TEXT_RESET));
                 for (size_t i = 0; i < r->n_findings; i++) {
                         const struct cl_finding *fd = &r->findings[i];
                         if ((int)fd->def->category != cat) continue;
-                        fprintf(out, "  %s[%s]%s %-32s ", COL(text_status_color(fd->f.status)), text_status_tag(fd->f.status), COL(TEXT_RESET),
-                                fd->def->id);
+                        fprintf(out, "  %s[%s]%s %-32s ", COL(text_status_color(fd->f.status)),
+                                text_status_tag(fd->f.status), COL(TEXT_RESET), fd->def->id);
                         put_clean(out, fd->f.summary);
                         fputc('\n', out);
                         bool detail = (o && o->verbose) || fd->f.status == CHECK_FAIL || fd->f.status == CHECK_WARN ||
@@ -105,7 +106,9 @@ int cluster_render_text(FILE *out, const struct cluster_report *r, const struct 
                         }
                 }
         }
-        const char *vc = r->verdict == VERDICT_FAILED ? TEXT_RED : r->verdict == VERDICT_DEGRADED ? TEXT_YELLOW : TEXT_GREEN;
+        const char *vc = r->verdict == VERDICT_FAILED     ? TEXT_RED
+                         : r->verdict == VERDICT_DEGRADED ? TEXT_YELLOW
+                                                          : TEXT_GREEN;
         fprintf(out, "\n%sVerdict: %s%s", COL(vc), verdict_name(r->verdict), COL(TEXT_RESET));
         if (r->root_cause) {
                 fprintf(out, "; root cause: %s (%s): ", r->root_cause->def->id,

@@ -59,7 +59,9 @@ static void *dp_main(void *arg) {
         struct agent_dp *d = arg;
         _cleanup_free_ char *error = NULL;
         d->r = dp_run(&d->o, &error);
-        if (d->r < 0) fprintf_escaped(stderr, "gpunode agent: the device plugin stopped: %s\n", error ? error : strerror(-d->r));
+        if (d->r < 0)
+                fprintf_escaped(stderr, "gpunode agent: the device plugin stopped: %s\n",
+                                error ? error : strerror(-d->r));
         return NULL;
 }
 
@@ -76,33 +78,36 @@ struct agent_args {
  * on stderr. */
 static int parse_argv_agent(int argc, char **argv, struct agent_args *ret) {
         static const struct option longopts[] = {
-                {"listen", required_argument, NULL, 'a'},
-                {"interval", required_argument, NULL, OPT_INTERVAL},
-                {"check-interval", required_argument, NULL, OPT_CHECK_INTERVAL},
-                {"check-timeout", required_argument, NULL, OPT_CHECK_TIMEOUT},
-                {"heartbeat", required_argument, NULL, OPT_HEARTBEAT},
-                {"event-hold-down", required_argument, NULL, OPT_EVENT_HOLD_DOWN},
-                {"api-backoff-max", required_argument, NULL, OPT_BACKOFF_MAX},
-                {"taint", no_argument, NULL, OPT_TAINT},
-                {"taint-max-share", required_argument, NULL, OPT_TAINT_MAX_SHARE},
-                {"no-labels", no_argument, NULL, OPT_NO_LABELS},
-                {"labels-output", required_argument, NULL, OPT_LABELS_OUTPUT},
-                {"no-conditions", no_argument, NULL, OPT_NO_CONDITIONS},
-                {"no-xid-events", no_argument, NULL, OPT_NO_XID_EVENTS},
-                {"no-kubernetes", no_argument, NULL, OPT_NO_KUBERNETES},
-                {"device-plugin", no_argument, NULL, OPT_DEVICE_PLUGIN},
-                {"device-plugin-config", required_argument, NULL, OPT_DEVICE_PLUGIN_CONFIG},
+                { "listen", required_argument, NULL, 'a' },
+                { "interval", required_argument, NULL, OPT_INTERVAL },
+                { "check-interval", required_argument, NULL, OPT_CHECK_INTERVAL },
+                { "check-timeout", required_argument, NULL, OPT_CHECK_TIMEOUT },
+                { "heartbeat", required_argument, NULL, OPT_HEARTBEAT },
+                { "event-hold-down", required_argument, NULL, OPT_EVENT_HOLD_DOWN },
+                { "api-backoff-max", required_argument, NULL, OPT_BACKOFF_MAX },
+                { "taint", no_argument, NULL, OPT_TAINT },
+                { "taint-max-share", required_argument, NULL, OPT_TAINT_MAX_SHARE },
+                { "no-labels", no_argument, NULL, OPT_NO_LABELS },
+                { "labels-output", required_argument, NULL, OPT_LABELS_OUTPUT },
+                { "no-conditions", no_argument, NULL, OPT_NO_CONDITIONS },
+                { "no-xid-events", no_argument, NULL, OPT_NO_XID_EVENTS },
+                { "no-kubernetes", no_argument, NULL, OPT_NO_KUBERNETES },
+                { "device-plugin", no_argument, NULL, OPT_DEVICE_PLUGIN },
+                { "device-plugin-config", required_argument, NULL, OPT_DEVICE_PLUGIN_CONFIG },
                 OPTION_ROOT,
                 OPTION_NVML_LIBRARY,
                 OPTION_NODE,
                 OPTIONS_KUBE,
-                {0},
+                { 0 },
         };
         const char *listen_addr = ":9400";
         struct shared_options so;
         shared_options_init(&so);
-        struct agent_options ao = { .heartbeat_s = 300, .event_hold_down_s = 300, .backoff_max_s = 300,
-                                    .conditions = true, .taint_max_share = 0.10 };
+        struct agent_options ao = { .heartbeat_s = 300,
+                                    .event_hold_down_s = 300,
+                                    .backoff_max_s = 300,
+                                    .conditions = true,
+                                    .taint_max_share = 0.10 };
         unsigned interval_ms = 10000, check_interval_ms = 60000, check_timeout_ms = 60000;
         bool xid_events = true, kubernetes = true, device_plugin = false, labels = true;
         const char *dp_config = NULL, *labels_output = NULL;
@@ -114,12 +119,34 @@ static int parse_argv_agent(int argc, char **argv, struct agent_args *ret) {
                 unsigned *dst_ms = NULL, *dst_s = NULL;
                 switch (c) {
                 case 'a': listen_addr = optarg; break;
-                case OPT_INTERVAL: name = "interval"; dst_ms = &interval_ms; break;
-                case OPT_CHECK_INTERVAL: name = "check-interval"; dst_ms = &check_interval_ms; min = 100; break;
-                case OPT_CHECK_TIMEOUT: name = "check-timeout"; dst_ms = &check_timeout_ms; break;
-                case OPT_HEARTBEAT: name = "heartbeat"; dst_s = &ao.heartbeat_s; min = 1000; break;
-                case OPT_EVENT_HOLD_DOWN: name = "event-hold-down"; dst_s = &ao.event_hold_down_s; min = 0; break;
-                case OPT_BACKOFF_MAX: name = "api-backoff-max"; dst_s = &ao.backoff_max_s; min = 1000; break;
+                case OPT_INTERVAL:
+                        name = "interval";
+                        dst_ms = &interval_ms;
+                        break;
+                case OPT_CHECK_INTERVAL:
+                        name = "check-interval";
+                        dst_ms = &check_interval_ms;
+                        min = 100;
+                        break;
+                case OPT_CHECK_TIMEOUT:
+                        name = "check-timeout";
+                        dst_ms = &check_timeout_ms;
+                        break;
+                case OPT_HEARTBEAT:
+                        name = "heartbeat";
+                        dst_s = &ao.heartbeat_s;
+                        min = 1000;
+                        break;
+                case OPT_EVENT_HOLD_DOWN:
+                        name = "event-hold-down";
+                        dst_s = &ao.event_hold_down_s;
+                        min = 0;
+                        break;
+                case OPT_BACKOFF_MAX:
+                        name = "api-backoff-max";
+                        dst_s = &ao.backoff_max_s;
+                        min = 1000;
+                        break;
                 case OPT_TAINT: ao.taint = true; break;
                 case OPT_TAINT_MAX_SHARE: {
                         char *end;
@@ -129,7 +156,9 @@ static int parse_argv_agent(int argc, char **argv, struct agent_args *ret) {
                                 end++;
                         }
                         if (end == optarg || *end || !(v >= 0 && v <= 1)) {
-                                fprintf_escaped(stderr, "gpunode agent: --taint-max-share: '%s' is not 0..1 or 0%%..100%%\n", optarg);
+                                fprintf_escaped(stderr,
+                                                "gpunode agent: --taint-max-share: '%s' is not 0..1 or 0%%..100%%\n",
+                                                optarg);
                                 return EXIT_USAGE;
                         }
                         ao.taint_max_share = v;
@@ -152,7 +181,8 @@ static int parse_argv_agent(int argc, char **argv, struct agent_args *ret) {
                 }
                 if (name) {
                         if (parse_duration_ms(optarg, min, max, &ms) < 0) {
-                                fprintf_escaped(stderr, "gpunode agent: --%s: '%s' is not a duration (10, 1.5s, 500ms, 5m)\n",
+                                fprintf_escaped(stderr,
+                                                "gpunode agent: --%s: '%s' is not a duration (10, 1.5s, 500ms, 5m)\n",
                                                 name, optarg);
                                 return EXIT_USAGE;
                         }
@@ -164,10 +194,17 @@ static int parse_argv_agent(int argc, char **argv, struct agent_args *ret) {
                 fprintf_escaped(stderr, "gpunode agent: unexpected argument '%s'\n", argv[optind]);
                 return EXIT_USAGE;
         }
-        *ret = (struct agent_args){ .ao = ao, .so = so, .listen_addr = listen_addr, .dp_config = dp_config,
-                                    .labels_output = labels_output, .interval_ms = interval_ms,
-                                    .check_interval_ms = check_interval_ms, .check_timeout_ms = check_timeout_ms,
-                                    .xid_events = xid_events, .kubernetes = kubernetes, .device_plugin = device_plugin,
+        *ret = (struct agent_args){ .ao = ao,
+                                    .so = so,
+                                    .listen_addr = listen_addr,
+                                    .dp_config = dp_config,
+                                    .labels_output = labels_output,
+                                    .interval_ms = interval_ms,
+                                    .check_interval_ms = check_interval_ms,
+                                    .check_timeout_ms = check_timeout_ms,
+                                    .xid_events = xid_events,
+                                    .kubernetes = kubernetes,
+                                    .device_plugin = device_plugin,
                                     .labels = labels };
         return 0;
 }
@@ -180,24 +217,32 @@ static bool agent_tick(void *userdata) {
 }
 
 /* Returns true once the sampler tried NVML: capabilities may go. */
-static bool sampler_tried(void *userdata) { return exporter_tried_nvml(userdata); }
+static bool sampler_tried(void *userdata) {
+        return exporter_tried_nvml(userdata);
+}
 
 /* The agent's and the device plugin's request for a diagnosis at once. Returns nothing. */
-static void diagnose_now(void *userdata) { daemon_diagnose_now(userdata); }
+static void diagnose_now(void *userdata) {
+        daemon_diagnose_now(userdata);
+}
 
 /* Starts the device plugin's thread (--device-plugin), its GPU health subscribed to the daemon's Xid
  * watch and its health changes posted as Events by the agent. Returns true when it runs. */
 static bool start_device_plugin(struct agent_dp *dp, const struct agent_args *a, struct agent *agent,
                                 struct daemon *d) {
         const char *v;
-        dp->o = (struct dp_options){ .config_file = a->dp_config ? a->dp_config : (v = getenv("CONFIG_FILE")) && *v ? v : NULL,
+        dp->o = (struct dp_options){ .config_file = a->dp_config                        ? a->dp_config
+                                                    : (v = getenv("CONFIG_FILE")) && *v ? v
+                                                                                        : NULL,
                                      .mig_strategy = (v = getenv("MIG_STRATEGY")) && *v ? v : NULL,
                                      .list_strategy = (v = getenv("DEVICE_LIST_STRATEGY")) && *v ? v : NULL,
                                      .id_strategy = (v = getenv("DEVICE_ID_STRATEGY")) && *v ? v : NULL,
                                      .pass_device_specs = (v = getenv("PASS_DEVICE_SPECS")) && *v ? v : NULL,
                                      .nvml_library = a->so.probe.nvml_library,
                                      .xid = daemon_xid_watch(d),
-                                     .log = dp_log, .health_event = dp_health_event, .userdata = dp };
+                                     .log = dp_log,
+                                     .health_event = dp_health_event,
+                                     .userdata = dp };
         dp->agent = agent;
         int k = pipe2(dp->stop, O_CLOEXEC | O_NONBLOCK) < 0 ? errno : 0;
         dp->o.stop_fd = dp->stop[0];
@@ -223,9 +268,14 @@ static int run_agent(struct agent_args *a) {
         daemon_block_signals(&sigs);
 
         struct daemon *d = daemon_new();
-        struct exp_options eo = { .interval_ms = a->interval_ms, .sample_timeout_ms = 10000, .root = a->so.root,
-                                  .nvml_library = nvml_library, .hostname = node, .hostname_label = "Hostname",
-                                  .xid_events = a->xid_events, .kubernetes = a->kubernetes };
+        struct exp_options eo = { .interval_ms = a->interval_ms,
+                                  .sample_timeout_ms = 10000,
+                                  .root = a->so.root,
+                                  .nvml_library = nvml_library,
+                                  .hostname = node,
+                                  .hostname_label = "Hostname",
+                                  .xid_events = a->xid_events,
+                                  .kubernetes = a->kubernetes };
         struct exporter *e = NULL;
         r = exporter_start(&eo, &e);
         if (r < 0) {
@@ -277,15 +327,25 @@ static int run_agent(struct agent_args *a) {
                 .nvml_library = nvml_library,
                 .xid_diagnoses = true,
                 .diagnose = true,
-                .diagnosis = { .self = self, .root = a->so.root, .nvml_library = nvml_library,
-                               .kubeconfig = a->so.kube.kubeconfig, .node = node, .api_timeout_ms = a->so.kube.timeout_ms,
-                               .dcgm_url = a->so.kube.dcgm_url, .node_exporter_url = a->so.kube.node_exporter_url,
+                .diagnosis = { .self = self,
+                               .root = a->so.root,
+                               .nvml_library = nvml_library,
+                               .kubeconfig = a->so.kube.kubeconfig,
+                               .node = node,
+                               .api_timeout_ms = a->so.kube.timeout_ms,
+                               .dcgm_url = a->so.kube.dcgm_url,
+                               .node_exporter_url = a->so.kube.node_exporter_url,
                                .operator_namespace = a->so.kube.operator_namespace,
-                               .interval_ms = a->check_interval_ms, .timeout_ms = a->check_timeout_ms },
+                               .interval_ms = a->check_interval_ms,
+                               .timeout_ms = a->check_timeout_ms },
                 .supervise_argv = a->labels ? labels_argv : NULL,
                 .self = self,
-                .loop = { .drop_capabilities = true, .keep_syslog = true, .drop_timeout_ms = eo.sample_timeout_ms,
-                          .ready_to_drop = sampler_tried, .tick = agent_tick, .userdata = e },
+                .loop = { .drop_capabilities = true,
+                          .keep_syslog = true,
+                          .drop_timeout_ms = eo.sample_timeout_ms,
+                          .ready_to_drop = sampler_tried,
+                          .tick = agent_tick,
+                          .userdata = e },
         };
         _cleanup_free_ char *error = NULL;
         r = daemon_start(d, &dopt, &error);
@@ -302,7 +362,8 @@ static int run_agent(struct agent_args *a) {
         bool device_plugin = a->device_plugin && start_device_plugin(&dp, a, agent, d);
         fprintf_escaped(stderr, "gpunode agent: node %s, listening on %s, diagnosing every %.3g s%s%s%s%s\n", node,
                         a->listen_addr, a->check_interval_ms / 1000.0, a->ao.conditions ? ", conditions" : "",
-                        a->ao.taint ? ", taint" : "", a->labels ? ", labels" : "", device_plugin ? ", device plugin" : "");
+                        a->ao.taint ? ", taint" : "", a->labels ? ", labels" : "",
+                        device_plugin ? ", device plugin" : "");
         int sig = daemon_run(d, &sigs);
         fprintf_escaped(stderr, "gpunode agent: %s, stopping\n", strsignal(sig));
         if (device_plugin) {
@@ -332,21 +393,24 @@ const struct command command_agent = {
         .summary = "the DaemonSet process: exporter, labels, periodic diagnosis, node conditions, events, taint",
         .usage = "[OPTIONS]",
         .options =
-                "  -a, --listen ADDR      HOST:PORT, [V6]:PORT or :PORT (default :9400): /metrics, /health, /report, /\n"
+                "  -a, --listen ADDR      HOST:PORT, [V6]:PORT or :PORT (default :9400): /metrics, /health, /report, "
+                "/\n"
                 "  --interval DURATION    how often NVML is sampled for /metrics (default 10s)\n"
                 "  --check-interval DUR   how often the diagnosis runs (default 60s); an Xid starts one at once\n"
                 "  --check-timeout DUR    a diagnosis running longer is killed (default 60s)\n"
                 "  --heartbeat DUR        refresh unchanged conditions this often (default 5m)\n"
                 "  --event-hold-down DUR  at most one Event per layer this often; later transitions wait (default 5m)\n"
                 "  --api-backoff-max DUR  the longest wait between API retries (default 5m)\n"
-                "  --taint                taint the node gpunode.io/unhealthy=<layer>:NoSchedule while layer 1 or 2 fails\n"
+                "  --taint                taint the node gpunode.io/unhealthy=<layer>:NoSchedule while layer 1 or 2 "
+                "fails\n"
                 "  --taint-max-share X    refuse the taint when that many GPU nodes would carry it (default 0.1, 10%)\n"
                 "  --no-conditions        do not write node conditions, Events or the taint\n"
                 "  --no-labels            do not run the GFD labels loop (`gpunode labels`)\n"
                 "  --labels-output FILE   the labels' NFD feature file (default: gpunode labels' own)\n"
                 "  --no-xid-events        do not listen for Xid events\n"
                 "  --no-kubernetes        no pod labels on the metrics\n"
-                "  --device-plugin        also serve the kubelet device plugin API (`gpunode device-plugin`; needs the\n"
+                "  --device-plugin        also serve the kubelet device plugin API (`gpunode device-plugin`; needs "
+                "the\n"
                 "                         kubelet's device-plugins folder writable under --root)\n"
                 "  --device-plugin-config FILE  NVIDIA's device plugin config file for it (env CONFIG_FILE)\n"
                 "  --root DIR             host root (env GPUNODE_ROOT, default /; /host in the DaemonSet)\n"

@@ -37,7 +37,6 @@ static int save_nvml(const char *file, const struct node_facts *facts) {
         return 0;
 }
 
-
 /* Waits for the analysis child pid with the signals of set blocked (termination signals and
  * SIGCHLD). Returns its exit code (128 + the signal when it was killed), or 128 + the signal when a
  * termination signal arrived first: the child is killed and reaped then. Never fails otherwise. */
@@ -56,7 +55,8 @@ static int wait_analysis(pid_t pid, const sigset_t *set) {
                         continue;
                 }
                 kill(pid, SIGKILL);
-                while (waitpid(pid, NULL, 0) < 0 && errno == EINTR) {}
+                while (waitpid(pid, NULL, 0) < 0 && errno == EINTR) {
+                }
                 return 128 + sig;
         }
 }

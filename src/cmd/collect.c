@@ -94,14 +94,14 @@ struct collect_args {
  * stderr what is wrong. */
 static int parse_argv_collect(int argc, char **argv, struct collect_args *args) {
         static const struct option longopts[] = {
-                {"output", required_argument, NULL, 'o'},
+                { "output", required_argument, NULL, 'o' },
                 OPTION_ROOT,
                 OPTION_KMSG,
                 OPTION_NVML_LIBRARY,
                 OPTION_NVML_TIMEOUT,
                 OPTION_NODE,
                 OPTIONS_KUBE,
-                {0},
+                { 0 },
         };
         /* Layers 3 and 4 as `gpunode check` asks them; every exchange is recorded (net_replay.h). */
         shared_options_init(&args->so);
@@ -137,7 +137,7 @@ static int add_members(struct snapshot_writer *w, const struct path_list *paths,
         for (size_t i = 0; i < paths->n && r >= 0; i++) r = snapshot_add_host_path(w, paths->v[i]);
 
         _cleanup_free_ char *kmsg_error = NULL, *nvml_json = NULL;
-        struct buf kmsg = {0};
+        struct buf kmsg = { 0 };
         int kr = read_kmsg(kmsg_file, &kmsg, &kmsg_error);
         const char *kmsg_source = kmsg_file ? kmsg_file : "/dev/kmsg";
         if (r >= 0)
@@ -186,7 +186,7 @@ static int write_archive(const char *output, const char *root, const char *name,
 /* Runs `gpunode collect` (the root opened by main.c): probes with the recorders on, then archives
  * everything read. Returns the exit code. */
 static int run_collect(struct collect_args *args) {
-        struct path_list paths = {0};
+        struct path_list paths = { 0 };
         struct node_facts facts;
         struct net_log *net = net_log_new();
         _cleanup_free_ char *name = node_name_resolve(args->so.node);

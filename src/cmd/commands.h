@@ -22,8 +22,8 @@ struct command {
          * what is wrong (main.c exits EXIT_USAGE). */
         int (*parse_argv)(int argc, char **argv, struct command_args *args);
         int (*run_args)(struct command_args *args); /* the work; returns the exit code */
-        bool needs_root; /* two steps: main.c runs hostfs_init(args->root) before .run_args, hostfs_done() after */
-        bool hidden;     /* left out of `gpunode --help` (kube-call: the agent's child); still runnable */
+        bool needs_root;     /* two steps: main.c runs hostfs_init(args->root) before .run_args, hostfs_done() after */
+        bool hidden;         /* left out of `gpunode --help` (kube-call: the agent's child); still runnable */
         const char *summary; /* one line for `gpunode --help` */
         const char *usage;   /* arguments after the command name */
         const char *options; /* option lines for `gpunode CMD --help` */
@@ -32,7 +32,7 @@ struct command {
 };
 
 /* The command's options struct (struct NAME_args) from its base. */
-#define COMMAND_ARGS(name, base_ptr) ((struct name##_args *)((char *)(base_ptr) - offsetof(struct name##_args, base)))
+#define COMMAND_ARGS(name, base_ptr) ((struct name##_args *)((char *)(base_ptr)-offsetof(struct name##_args, base)))
 
 /* Defines the two adapters that .parse_argv and .run_args point to, from the typed steps
  * `static int parse_argv_NAME(int argc, char **argv, struct NAME_args *args)` and
@@ -41,14 +41,16 @@ struct command {
         static int name##_parse_step(int argc, char **argv, struct command_args *a) {                                  \
                 return parse_argv_##name(argc, argv, COMMAND_ARGS(name, a));                                           \
         }                                                                                                              \
-        static int name##_run_step(struct command_args *a) { return run_##name(COMMAND_ARGS(name, a)); }
+        static int name##_run_step(struct command_args *a) {                                                           \
+                return run_##name(COMMAND_ARGS(name, a));                                                              \
+        }
 #define COMMAND_STEPS(name)                                                                                            \
         .args_size = sizeof(struct name##_args), .parse_argv = name##_parse_step, .run_args = name##_run_step
 
 /* Exit codes beyond a check's 0/1/2. */
-#define EXIT_USAGE 64
+#define EXIT_USAGE    64
 #define EXIT_INTERNAL 70
-#define EXIT_DATAERR 65      /* a snapshot that is refused (corrupt, hostile, too large) */
+#define EXIT_DATAERR  65 /* a snapshot that is refused (corrupt, hostile, too large) */
 
 /* The commands, one per file in cmd/; main.c lists them. */
 extern const struct command command_check, command_explain, command_exporter, command_collect, command_labels,

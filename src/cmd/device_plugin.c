@@ -149,10 +149,13 @@ static int cmd_device_plugin(int argc, char **argv) {
          * runs on this thread, stopped through the signal pipe. */
         _cleanup_free_ char *error = NULL;
         struct daemon *d = daemon_new();
-        const struct daemon_options dopt = { .who = "device-plugin", .xid_events = true, .nvml_library = o.nvml_library };
+        const struct daemon_options dopt = { .who = "device-plugin",
+                                             .xid_events = true,
+                                             .nvml_library = o.nvml_library };
         r = daemon_start(d, &dopt, &error);
         if (r < 0) {
-                fprintf_escaped(stderr, "gpunode device-plugin: %s; GPUs are not marked Unhealthy on Xid errors\n", error);
+                fprintf_escaped(stderr, "gpunode device-plugin: %s; GPUs are not marked Unhealthy on Xid errors\n",
+                                error);
                 free(error);
                 error = NULL;
         }

@@ -1,4 +1,5 @@
-/* exporter.c: `gpunode exporter`: its options, and the daemon configured with the sampler, /metrics and the diagnosis. */
+/* exporter.c: `gpunode exporter`: its options, and the daemon configured with the sampler, /metrics and the diagnosis.
+ */
 #include "cmd/commands.h"
 #include "cmd/options.h"
 #include "exporter/exporter.h"
@@ -32,9 +33,12 @@ static int parse_collect_interval(const char *s, unsigned *ret) {
 
 /* Parses --kubernetes-gpu-id-type: "uid" or "device-name", as dcgm-exporter. Returns 0 and *ret, or -EINVAL. */
 static int parse_gpu_id_type(const char *s, enum exp_gpu_id_type *ret) {
-        if (streq(s, "uid")) *ret = EXP_GPU_ID_UID;
-        else if (streq(s, "device-name")) *ret = EXP_GPU_ID_DEVICE_NAME;
-        else return -EINVAL;
+        if (streq(s, "uid"))
+                *ret = EXP_GPU_ID_UID;
+        else if (streq(s, "device-name"))
+                *ret = EXP_GPU_ID_DEVICE_NAME;
+        else
+                return -EINVAL;
         return 0;
 }
 
@@ -71,32 +75,35 @@ struct exporter_args {
  * or EXIT_USAGE having said why on stderr. */
 static int parse_argv_exporter(int argc, char **argv, struct exporter_args *ret) {
         static const struct option longopts[] = {
-                {"listen", required_argument, NULL, 'a'},
-                {"address", required_argument, NULL, 'a'},
-                {"interval", required_argument, NULL, OPT_INTERVAL},
-                {"collect-interval", required_argument, NULL, 'c'},
-                {"collectors", required_argument, NULL, 'f'},
-                {"kubernetes", optional_argument, NULL, 'k'},
-                {"no-kubernetes", no_argument, NULL, OPT_NO_KUBERNETES},
-                {"kubernetes-gpu-id-type", required_argument, NULL, OPT_KUBERNETES_GPU_ID_TYPE},
-                {"sample-timeout", required_argument, NULL, OPT_SAMPLE_TIMEOUT},
-                {"check-interval", required_argument, NULL, OPT_CHECK_INTERVAL},
+                { "listen", required_argument, NULL, 'a' },
+                { "address", required_argument, NULL, 'a' },
+                { "interval", required_argument, NULL, OPT_INTERVAL },
+                { "collect-interval", required_argument, NULL, 'c' },
+                { "collectors", required_argument, NULL, 'f' },
+                { "kubernetes", optional_argument, NULL, 'k' },
+                { "no-kubernetes", no_argument, NULL, OPT_NO_KUBERNETES },
+                { "kubernetes-gpu-id-type", required_argument, NULL, OPT_KUBERNETES_GPU_ID_TYPE },
+                { "sample-timeout", required_argument, NULL, OPT_SAMPLE_TIMEOUT },
+                { "check-interval", required_argument, NULL, OPT_CHECK_INTERVAL },
                 OPTION_ROOT,
                 OPTION_NVML_LIBRARY,
-                {"no-hostname", optional_argument, NULL, 'n'},
-                {"hostname-label", required_argument, NULL, OPT_HOSTNAME_LABEL},
-                {"no-xid-events", no_argument, NULL, OPT_NO_XID_EVENTS},
-                {"check-timeout", required_argument, NULL, OPT_CHECK_TIMEOUT},
+                { "no-hostname", optional_argument, NULL, 'n' },
+                { "hostname-label", required_argument, NULL, OPT_HOSTNAME_LABEL },
+                { "no-xid-events", no_argument, NULL, OPT_NO_XID_EVENTS },
+                { "check-timeout", required_argument, NULL, OPT_CHECK_TIMEOUT },
                 OPTION_KUBECONFIG,
-                {0},
+                { 0 },
         };
         /* Every address, as dcgm-exporter's default: Prometheus scrapes the node from other hosts. A
          * narrower --listen (the node's address, 127.0.0.1 behind a proxy) is the operator's choice. */
         const char *listen_addr = ":9400", *collectors = NULL;
         struct shared_options so;
         shared_options_init(&so);
-        struct exp_options o = { .interval_ms = 10000, .sample_timeout_ms = 10000, .hostname_label = "Hostname",
-                                 .xid_events = true, .kubernetes = true };
+        struct exp_options o = { .interval_ms = 10000,
+                                 .sample_timeout_ms = 10000,
+                                 .hostname_label = "Hostname",
+                                 .xid_events = true,
+                                 .kubernetes = true };
         unsigned check_interval_ms = 60000, check_timeout_ms = 60000;
         bool no_hostname = false;
         bool listen_given = false, interval_given = false, kubernetes_given = false, id_type_given = false,
@@ -118,8 +125,9 @@ static int parse_argv_exporter(int argc, char **argv, struct exporter_args *ret)
                         break;
                 case 'c':
                         if (parse_collect_interval(optarg, &o.interval_ms) < 0) {
-                                fprintf_escaped(stderr, "gpunode exporter: --collect-interval: '%s' is not 1..86400000 "
-                                                        "milliseconds (dcgm-exporter's unit; --interval takes 10s, 500ms)\n",
+                                fprintf_escaped(stderr,
+                                                "gpunode exporter: --collect-interval: '%s' is not 1..86400000 "
+                                                "milliseconds (dcgm-exporter's unit; --interval takes 10s, 500ms)\n",
                                                 optarg);
                                 return EXIT_USAGE;
                         }
@@ -128,7 +136,8 @@ static int parse_argv_exporter(int argc, char **argv, struct exporter_args *ret)
                 case 'f': collectors = optarg; break;
                 case 'k':
                         if (optarg && parse_go_bool(optarg, &o.kubernetes) < 0) {
-                                fprintf_escaped(stderr, "gpunode exporter: --kubernetes: '%s' is not true or false\n", optarg);
+                                fprintf_escaped(stderr, "gpunode exporter: --kubernetes: '%s' is not true or false\n",
+                                                optarg);
                                 return EXIT_USAGE;
                         }
                         if (!optarg) o.kubernetes = true;
@@ -140,17 +149,23 @@ static int parse_argv_exporter(int argc, char **argv, struct exporter_args *ret)
                         break;
                 case OPT_KUBERNETES_GPU_ID_TYPE:
                         if (parse_gpu_id_type(optarg, &o.kubernetes_gpu_id_type) < 0) {
-                                fprintf_escaped(stderr, "gpunode exporter: --kubernetes-gpu-id-type must be uid or device-name, not '%s'\n",
+                                fprintf_escaped(stderr,
+                                                "gpunode exporter: --kubernetes-gpu-id-type must be uid or "
+                                                "device-name, not '%s'\n",
                                                 optarg);
                                 return EXIT_USAGE;
                         }
                         id_type_given = true;
                         break;
                 case OPT_SAMPLE_TIMEOUT: dst = &o.sample_timeout_ms; break;
-                case OPT_CHECK_INTERVAL: dst = &check_interval_ms; zero = true; break;
+                case OPT_CHECK_INTERVAL:
+                        dst = &check_interval_ms;
+                        zero = true;
+                        break;
                 case 'n':
                         if (optarg && parse_go_bool(optarg, &no_hostname) < 0) {
-                                fprintf_escaped(stderr, "gpunode exporter: --no-hostname: '%s' is not true or false\n", optarg);
+                                fprintf_escaped(stderr, "gpunode exporter: --no-hostname: '%s' is not true or false\n",
+                                                optarg);
                                 return EXIT_USAGE;
                         }
                         if (!optarg) no_hostname = true;
@@ -174,7 +189,8 @@ static int parse_argv_exporter(int argc, char **argv, struct exporter_args *ret)
                 }
                 }
                 if (dst && parse_duration_ms(optarg, zero ? 0 : 1, 86400000, &ms) < 0) {
-                        fprintf_escaped(stderr, "gpunode exporter: --%s: '%s' is not a duration (10, 1.5s, 500ms, 1m30s)\n",
+                        fprintf_escaped(stderr,
+                                        "gpunode exporter: --%s: '%s' is not a duration (10, 1.5s, 500ms, 1m30s)\n",
                                         c == OPT_INTERVAL         ? "interval"
                                         : c == OPT_SAMPLE_TIMEOUT ? "sample-timeout"
                                         : c == OPT_CHECK_TIMEOUT  ? "check-timeout"
@@ -191,18 +207,24 @@ static int parse_argv_exporter(int argc, char **argv, struct exporter_args *ret)
         /* dcgm-exporter's environment, where no flag said otherwise (its other DCGM_EXPORTER_* are ignored). */
         const char *v;
         if (!listen_given && (v = getenv("DCGM_EXPORTER_LISTEN")) && *v) listen_addr = v;
-        if (!interval_given && (v = getenv("DCGM_EXPORTER_INTERVAL")) && *v && parse_collect_interval(v, &o.interval_ms) < 0) {
-                fprintf_escaped(stderr, "gpunode exporter: DCGM_EXPORTER_INTERVAL: '%s' is not 1..86400000 milliseconds\n", v);
+        if (!interval_given && (v = getenv("DCGM_EXPORTER_INTERVAL")) && *v &&
+            parse_collect_interval(v, &o.interval_ms) < 0) {
+                fprintf_escaped(stderr,
+                                "gpunode exporter: DCGM_EXPORTER_INTERVAL: '%s' is not 1..86400000 milliseconds\n", v);
                 return EXIT_USAGE;
         }
         if (!collectors && (v = getenv("DCGM_EXPORTER_COLLECTORS")) && *v) collectors = v;
-        if (!kubernetes_given && (v = getenv("DCGM_EXPORTER_KUBERNETES")) && *v && parse_go_bool(v, &o.kubernetes) < 0) {
+        if (!kubernetes_given && (v = getenv("DCGM_EXPORTER_KUBERNETES")) && *v &&
+            parse_go_bool(v, &o.kubernetes) < 0) {
                 fprintf_escaped(stderr, "gpunode exporter: DCGM_EXPORTER_KUBERNETES: '%s' is not true or false\n", v);
                 return EXIT_USAGE;
         }
         if (!id_type_given && (v = getenv("DCGM_EXPORTER_KUBERNETES_GPU_ID_TYPE")) && *v &&
             parse_gpu_id_type(v, &o.kubernetes_gpu_id_type) < 0) {
-                fprintf_escaped(stderr, "gpunode exporter: DCGM_EXPORTER_KUBERNETES_GPU_ID_TYPE must be uid or device-name, not '%s'\n", v);
+                fprintf_escaped(
+                        stderr,
+                        "gpunode exporter: DCGM_EXPORTER_KUBERNETES_GPU_ID_TYPE must be uid or device-name, not '%s'\n",
+                        v);
                 return EXIT_USAGE;
         }
         if (!hostname_given && (v = getenv("DCGM_EXPORTER_NO_HOSTNAME")) && *v && parse_go_bool(v, &no_hostname) < 0) {
@@ -216,8 +238,12 @@ static int parse_argv_exporter(int argc, char **argv, struct exporter_args *ret)
                         return EXIT_USAGE;
                 }
         }
-        *ret = (struct exporter_args){ .o = o, .so = so, .listen_addr = listen_addr, .collectors = collectors,
-                                       .check_interval_ms = check_interval_ms, .check_timeout_ms = check_timeout_ms,
+        *ret = (struct exporter_args){ .o = o,
+                                       .so = so,
+                                       .listen_addr = listen_addr,
+                                       .collectors = collectors,
+                                       .check_interval_ms = check_interval_ms,
+                                       .check_timeout_ms = check_timeout_ms,
                                        .no_hostname = no_hostname };
         return 0;
 }
@@ -229,7 +255,9 @@ static bool watchdog_tick(void *userdata) {
 }
 
 /* Returns true once the sampler tried NVML: capabilities may go. */
-static bool sampler_tried(void *userdata) { return exporter_tried_nvml(userdata); }
+static bool sampler_tried(void *userdata) {
+        return exporter_tried_nvml(userdata);
+}
 
 /* Runs the exporter: the sampler, its routes (/metrics, /health, /) on the daemon's HTTP server, the
  * daemon's Xid watch feeding DCGM_FI_DEV_XID_ERRORS, and its diagnosis loop feeding the gpunode_*
@@ -270,13 +298,18 @@ static int run_exporter(struct exporter_args *a) {
                 .xid_events = o->xid_events,
                 .nvml_library = o->nvml_library,
                 .diagnose = a->check_interval_ms > 0,
-                .diagnosis = { .self = self, .root = a->so.root, .nvml_library = o->nvml_library,
-                               .kubeconfig = a->so.kube.kubeconfig, .interval_ms = a->check_interval_ms,
+                .diagnosis = { .self = self,
+                               .root = a->so.root,
+                               .nvml_library = o->nvml_library,
+                               .kubeconfig = a->so.kube.kubeconfig,
+                               .interval_ms = a->check_interval_ms,
                                .timeout_ms = a->check_timeout_ms },
                 .self = self,
-                .loop = { .drop_capabilities = true, .keep_syslog = a->check_interval_ms > 0,
+                .loop = { .drop_capabilities = true,
+                          .keep_syslog = a->check_interval_ms > 0,
                           .drop_timeout_ms = o->sample_timeout_ms,
-                          .ready_to_drop = sampler_tried, .tick = watchdog_tick,
+                          .ready_to_drop = sampler_tried,
+                          .tick = watchdog_tick,
                           .userdata = e },
         };
         _cleanup_free_ char *error = NULL;
@@ -318,20 +351,26 @@ const struct command command_exporter = {
         .usage = "[OPTIONS]",
         .options =
                 "  -a, --listen, --address ADDR  HOST:PORT, [V6]:PORT or :PORT (env DCGM_EXPORTER_LISTEN; default\n"
-                "                         :9400, every address, as dcgm-exporter: Prometheus scrapes it from other hosts)\n"
+                "                         :9400, every address, as dcgm-exporter: Prometheus scrapes it from other "
+                "hosts)\n"
                 "  --interval DURATION    how often NVML is sampled (default 10s; 500ms, 1.5s, 30, 1m30s accepted)\n"
                 "  -c, --collect-interval MS  the same in milliseconds, as dcgm-exporter (env DCGM_EXPORTER_INTERVAL)\n"
                 "  -f, --collectors FILE  serve only the counters this dcgm-exporter CSV names, with its help texts\n"
-                "                         (env DCGM_EXPORTER_COLLECTORS; default: every counter; etc/default-counters.csv)\n"
+                "                         (env DCGM_EXPORTER_COLLECTORS; default: every counter; "
+                "etc/default-counters.csv)\n"
                 "  -k, --kubernetes[=BOOL], --no-kubernetes  label the series of every GPU and MIG instance a\n"
                 "                         container holds with container, namespace and pod, from the kubelet's\n"
-                "                         pod-resources List (ROOT/var/lib/kubelet/pod-resources/kubelet.sock, once per\n"
-                "                         sample; env DCGM_EXPORTER_KUBERNETES; default true); when it fails the series\n"
+                "                         pod-resources List (ROOT/var/lib/kubelet/pod-resources/kubelet.sock, once "
+                "per\n"
+                "                         sample; env DCGM_EXPORTER_KUBERNETES; default true); when it fails the "
+                "series\n"
                 "                         go unlabelled and /health says why\n"
-                "  --kubernetes-gpu-id-type T  uid or device-name (env DCGM_EXPORTER_KUBERNETES_GPU_ID_TYPE; default uid)\n"
+                "  --kubernetes-gpu-id-type T  uid or device-name (env DCGM_EXPORTER_KUBERNETES_GPU_ID_TYPE; default "
+                "uid)\n"
                 "  --sample-timeout DUR   an NVML call running longer is stuck: its GPU is skipped (default 10s)\n"
                 "  --check-interval DUR   how often the layer diagnosis runs; 0 disables it (default 60s)\n"
-                "  --check-timeout DUR    a diagnosis (a `gpunode check` child) running longer is killed (default 60s)\n"
+                "  --check-timeout DUR    a diagnosis (a `gpunode check` child) running longer is killed (default "
+                "60s)\n"
                 "  --kubeconfig FILE      passed to the diagnosis (default: in-cluster, $KUBECONFIG, ~/.kube/config)\n"
                 "  --root DIR             host root for the diagnosis (env GPUNODE_ROOT, default /)\n"
                 "  --nvml-library PATH    load this file instead of libnvidia-ml.so.1\n"

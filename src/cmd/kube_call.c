@@ -1,4 +1,5 @@
-/* kube_call.c: `gpunode kube-call`: one Kubernetes API request as the agent makes it, its outcome as one JSON object (so that libcurl stays out of the agent). */
+/* kube_call.c: `gpunode kube-call`: one Kubernetes API request as the agent makes it, its outcome as one JSON object
+ * (so that libcurl stays out of the agent). */
 #include "cmd/commands.h"
 #include "cmd/options.h"
 #include "basic/util.h"

@@ -1,4 +1,5 @@
-/* labels.c: `gpunode labels`: GFD-compatible labels written atomically to the NFD feature file, once or every interval. */
+/* labels.c: `gpunode labels`: GFD-compatible labels written atomically to the NFD feature file, once or every interval.
+ */
 #include "cmd/commands.h"
 #include "cmd/options.h"
 #include "facts/node.h"
@@ -16,7 +17,7 @@
 #include <sys/stat.h>
 #include <time.h>
 
-#define DEFAULT_OUTPUT "/etc/kubernetes/node-feature-discovery/features.d/gfd"
+#define DEFAULT_OUTPUT            "/etc/kubernetes/node-feature-discovery/features.d/gfd"
 #define DEFAULT_MACHINE_TYPE_FILE "/sys/class/dmi/id/product_name"
 
 /* Reads GFD's (the device plugin's) config file with the device plugin's parser (dpconfig/), which refuses
@@ -57,7 +58,7 @@ static int read_sharing_config(const char *file, struct label_options *o, char *
 /* The temporary a write starts from: a dot-file beside the output, which NFD skips (it reads every
  * other file in features.d, so a temporary left by a killed write would be read as labels). mkstemp
  * replaces the six X's with characters of [A-Za-z0-9]. */
-#define TEMP_INFIX ".tmp-"
+#define TEMP_INFIX  ".tmp-"
 #define TEMP_RANDOM 6
 
 /* Splits path into a malloc'd folder (".", "/" or the part before the last slash) in *ret_dir and a
@@ -155,7 +156,7 @@ static int write_atomically(const char *path, const char *text) {
 /* Probes NVML and PCI and computes the labels. Returns 0 and the text in *ret, or -errno with *ret_error. */
 static int label_once(const char *library, unsigned timeout_ms, const char *machine_file, struct label_options *o,
                       char **ret, char **ret_error) {
-        struct node_facts f = {0};
+        struct node_facts f = { 0 };
         probe_pci(&f.pci);
         /* Only what GFD asks: a GPU hanging in an unrelated call (power, say) does not stop the labels. */
         probe_nvml_scope(library, timeout_ms, NVML_PROBE_LABELS, &f.nvml);
@@ -173,11 +174,12 @@ static int label_once(const char *library, unsigned timeout_ms, const char *mach
                 label_set_free(&s);
         } else if (r == -ENODEV) {
                 /* GFD's null resource manager (--fail-on-init-error=false): the timestamp and the vgpu labels */
-                struct label_set none = {0};
+                struct label_set none = { 0 };
                 _cleanup_free_ char *verr = NULL;
                 if (o->timestamp) {
                         none.v = xcalloc(1, sizeof *none.v);
-                        none.v[0] = (struct label){xstrdup("nvidia.com/gfd.timestamp"), xasprintf("%lld", (long long)o->now)};
+                        none.v[0] = (struct label){ xstrdup("nvidia.com/gfd.timestamp"),
+                                                    xasprintf("%lld", (long long)o->now) };
                         none.n = 1;
                 }
                 if (gfd_vgpu_labels(o, &none, &verr) == 0) *ret = label_set_format(&none);
@@ -200,10 +202,14 @@ enum {
 
 /* Parses a MIG strategy: none, single or mixed. Returns 0 and *ret, or -EINVAL. */
 static int parse_mig_strategy(const char *s, enum mig_strategy *ret) {
-        if (streq(s, "none")) *ret = MIG_STRATEGY_NONE;
-        else if (streq(s, "single")) *ret = MIG_STRATEGY_SINGLE;
-        else if (streq(s, "mixed")) *ret = MIG_STRATEGY_MIXED;
-        else return -EINVAL;
+        if (streq(s, "none"))
+                *ret = MIG_STRATEGY_NONE;
+        else if (streq(s, "single"))
+                *ret = MIG_STRATEGY_SINGLE;
+        else if (streq(s, "mixed"))
+                *ret = MIG_STRATEGY_MIXED;
+        else
+                return -EINVAL;
         return 0;
 }
 

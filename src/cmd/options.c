@@ -6,7 +6,7 @@
 #include <math.h>
 
 void shared_options_init(struct shared_options *o) {
-        *o = (struct shared_options){0};
+        *o = (struct shared_options){ 0 };
         o->root = getenv("GPUNODE_ROOT");
         if (!o->root || !*o->root) o->root = "/";
         o->probe.nvml_timeout_ms = NVML_DEFAULT_TIMEOUT_MS;
@@ -39,7 +39,8 @@ int parse_go_duration_ms(const char *s, uint64_t min_ms, uint64_t max_ms, uint64
                 const char *unit;
                 double ns;
         } units[] = {
-                {"ns", 1}, {"us", 1e3}, {"\u00b5s", 1e3}, {"\u03bcs", 1e3}, {"ms", 1e6}, {"s", 1e9}, {"m", 60e9}, {"h", 3600e9},
+                { "ns", 1 },   { "us", 1e3 }, { "\u00b5s", 1e3 }, { "\u03bcs", 1e3 },
+                { "ms", 1e6 }, { "s", 1e9 },  { "m", 60e9 },      { "h", 3600e9 },
         };
         const char *p = s;
         if (*p == '+') p++;
@@ -68,7 +69,8 @@ int parse_go_duration_ms(const char *s, uint64_t min_ms, uint64_t max_ms, uint64
                 while (*p && *p != '.' && !(*p >= '0' && *p <= '9')) p++;
                 size_t k;
                 for (k = 0; k < ELEMENTSOF(units); k++)
-                        if (strlen(units[k].unit) == (size_t)(p - unit) && memcmp(units[k].unit, unit, (size_t)(p - unit)) == 0)
+                        if (strlen(units[k].unit) == (size_t)(p - unit) &&
+                            memcmp(units[k].unit, unit, (size_t)(p - unit)) == 0)
                                 break;
                 if (k == ELEMENTSOF(units)) return -EINVAL;
                 total_ns += v * units[k].ns;
@@ -82,8 +84,8 @@ int parse_go_duration_ms(const char *s, uint64_t min_ms, uint64_t max_ms, uint64
 }
 
 int parse_go_bool(const char *s, bool *ret) {
-        static const char *const yes[] = {"1", "t", "T", "TRUE", "true", "True"};
-        static const char *const no[] = {"0", "f", "F", "FALSE", "false", "False"};
+        static const char *const yes[] = { "1", "t", "T", "TRUE", "true", "True" };
+        static const char *const no[] = { "0", "f", "F", "FALSE", "false", "False" };
         for (size_t i = 0; i < ELEMENTSOF(yes); i++) {
                 if (streq(s, yes[i])) {
                         *ret = true;
@@ -162,7 +164,8 @@ int shared_option(int c, const char *arg, struct shared_options *o, char **ret_e
         case OPT_KUBECONFIG: o->kube.kubeconfig = arg; return 1;
         case OPT_TIMEOUT:
                 if (parse_duration_ms(arg, 1, 600000, &ms) < 0) {
-                        *ret_error = xasprintf("--timeout must be 1..600 s (\"5\", \"5s\" or \"500ms\"), not '%s'", arg);
+                        *ret_error =
+                                xasprintf("--timeout must be 1..600 s (\"5\", \"5s\" or \"500ms\"), not '%s'", arg);
                         return -EINVAL;
                 }
                 o->kube.timeout_ms = (unsigned)ms;

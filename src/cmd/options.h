@@ -22,18 +22,25 @@ enum {
         OPT_DCGM_URL,
         OPT_NODE_EXPORTER_URL,
 };
-#define OPTION_ROOT {"root", required_argument, NULL, OPT_ROOT}
-#define OPTION_KMSG {"kmsg", required_argument, NULL, OPT_KMSG}
-#define OPTION_NVML_LIBRARY {"nvml-library", required_argument, NULL, OPT_NVML_LIBRARY}
-#define OPTION_NVML_TIMEOUT {"nvml-timeout", required_argument, NULL, OPT_NVML_TIMEOUT}
-#define OPTION_NODE {"node", required_argument, NULL, OPT_NODE}
-#define OPTION_KUBECONFIG {"kubeconfig", required_argument, NULL, OPT_KUBECONFIG}
+#define OPTION_ROOT                                                                                                    \
+        { "root", required_argument, NULL, OPT_ROOT }
+#define OPTION_KMSG                                                                                                    \
+        { "kmsg", required_argument, NULL, OPT_KMSG }
+#define OPTION_NVML_LIBRARY                                                                                            \
+        { "nvml-library", required_argument, NULL, OPT_NVML_LIBRARY }
+#define OPTION_NVML_TIMEOUT                                                                                            \
+        { "nvml-timeout", required_argument, NULL, OPT_NVML_TIMEOUT }
+#define OPTION_NODE                                                                                                    \
+        { "node", required_argument, NULL, OPT_NODE }
+#define OPTION_KUBECONFIG                                                                                              \
+        { "kubeconfig", required_argument, NULL, OPT_KUBECONFIG }
 /* --kubeconfig, --timeout, --operator-namespace, --dcgm-url, --node-exporter-url */
-#define OPTIONS_KUBE                                                                                        \
-        OPTION_KUBECONFIG, {"timeout", required_argument, NULL, OPT_TIMEOUT},                               \
-                {"operator-namespace", required_argument, NULL, OPT_OPERATOR_NAMESPACE},                    \
-                {"dcgm-url", required_argument, NULL, OPT_DCGM_URL},                                        \
-                {"node-exporter-url", required_argument, NULL, OPT_NODE_EXPORTER_URL}
+#define OPTIONS_KUBE                                                                                                   \
+        OPTION_KUBECONFIG, { "timeout", required_argument, NULL, OPT_TIMEOUT },                                        \
+                { "operator-namespace", required_argument, NULL, OPT_OPERATOR_NAMESPACE },                             \
+                { "dcgm-url", required_argument, NULL, OPT_DCGM_URL }, {                                               \
+                "node-exporter-url", required_argument, NULL, OPT_NODE_EXPORTER_URL                                    \
+        }
 
 /* The shared options as `gpunode CMD --help` lists them: a command's entry names those it takes (struct
  * command's .shared), main.c appends their lines, written once in options.c, in this order. */
@@ -53,7 +60,7 @@ enum {
 #define SHARED_OPTS_NVML (SHARED_OPT_NVML_LIBRARY | SHARED_OPT_NVML_TIMEOUT)
 /* what OPTIONS_KUBE accepts */
 #define SHARED_OPTS_KUBE                                                                                               \
-        (SHARED_OPT_KUBECONFIG | SHARED_OPT_TIMEOUT | SHARED_OPT_OPERATOR_NAMESPACE | SHARED_OPT_DCGM_URL |           \
+        (SHARED_OPT_KUBECONFIG | SHARED_OPT_TIMEOUT | SHARED_OPT_OPERATOR_NAMESPACE | SHARED_OPT_DCGM_URL |            \
          SHARED_OPT_NODE_EXPORTER_URL)
 
 /* Returns the help lines (each ending in a newline, the text at column 25) of the one shared option
@@ -64,12 +71,12 @@ const char *shared_option_help(unsigned bit);
 
 /* What the shared options set. Zero-initialise, then shared_options_init(). */
 struct shared_options {
-        const char *root;              /* --root, else $GPUNODE_ROOT, else "/" */
-        bool root_given;               /* --root was on the command line */
-        const char *node;              /* --node; NULL: node_name_resolve()'s rule */
-        struct probe_options probe;    /* --kmsg, --nvml-library, --nvml-timeout */
+        const char *root;               /* --root, else $GPUNODE_ROOT, else "/" */
+        bool root_given;                /* --root was on the command line */
+        const char *node;               /* --node; NULL: node_name_resolve()'s rule */
+        struct probe_options probe;     /* --kmsg, --nvml-library, --nvml-timeout */
         struct kube_probe_options kube; /* OPTIONS_KUBE */
-        bool timeout_given;            /* --timeout was on the command line */
+        bool timeout_given;             /* --timeout was on the command line */
 };
 
 /* Sets the defaults: the root from $GPUNODE_ROOT, NVML and API timeouts. Returns nothing. */

@@ -18,7 +18,9 @@ struct daemon {
         struct supervisor *supervisor;
 };
 
-struct daemon *daemon_new(void) { return xcalloc(1, sizeof(struct daemon)); }
+struct daemon *daemon_new(void) {
+        return xcalloc(1, sizeof(struct daemon));
+}
 
 int daemon_add_route(struct daemon *d, const struct daemon_route *route) {
         if (d->n_routes >= DAEMON_MAX_ROUTES) return -E2BIG;
@@ -78,14 +80,18 @@ int daemon_start(struct daemon *d, const struct daemon_options *o, char **ret_er
         return 0;
 }
 
-struct xid_watch *daemon_xid_watch(struct daemon *d) { return d->xid; }
+struct xid_watch *daemon_xid_watch(struct daemon *d) {
+        return d->xid;
+}
 
 void daemon_diagnose_now(struct daemon *d) {
         struct diagnosis *diag = d ? __atomic_load_n(&d->diagnosis, __ATOMIC_ACQUIRE) : NULL;
         if (diag) diagnosis_trigger(diag);
 }
 
-int daemon_run(struct daemon *d, const sigset_t *sigs) { return daemon_main_loop(sigs, &d->o.loop); }
+int daemon_run(struct daemon *d, const sigset_t *sigs) {
+        return daemon_main_loop(sigs, &d->o.loop);
+}
 
 struct daemon *daemon_free(struct daemon *d) {
         if (!d) return NULL;

@@ -13,16 +13,17 @@
 /* What the daemon runs; the capabilities (exporter, agent, device plugin) add their routes, Xid
  * subscribers and diagnosis sinks before daemon_start(). */
 struct daemon_options {
-        const char *who;            /* "exporter", "agent", "device-plugin": log lines */
-        const char *listen_addr;    /* the HTTP server; NULL: none */
-        bool xid_events;            /* run the Xid watch */
-        const char *nvml_library;   /* for the Xid watch; NULL: libnvidia-ml.so.1 */
-        bool xid_diagnoses;         /* an Xid starts a diagnosis at once (at most one a second) */
-        bool diagnose;              /* run the diagnosis loop with diagnosis (its sinks: daemon_add_sink) */
+        const char *who;          /* "exporter", "agent", "device-plugin": log lines */
+        const char *listen_addr;  /* the HTTP server; NULL: none */
+        bool xid_events;          /* run the Xid watch */
+        const char *nvml_library; /* for the Xid watch; NULL: libnvidia-ml.so.1 */
+        bool xid_diagnoses;       /* an Xid starts a diagnosis at once (at most one a second) */
+        bool diagnose;            /* run the diagnosis loop with diagnosis (its sinks: daemon_add_sink) */
         struct diagnosis_options diagnosis;
-        const char *const *supervise_argv; /* a child kept alive ({"gpunode", "labels", ...}: argv[1] names it); NULL: none */
-        const char *self;                  /* this program, for the children */
-        struct daemon_loop_options loop;   /* loop.who is set from who */
+        const char *const
+                *supervise_argv; /* a child kept alive ({"gpunode", "labels", ...}: argv[1] names it); NULL: none */
+        const char *self;        /* this program, for the children */
+        struct daemon_loop_options loop; /* loop.who is set from who */
 };
 
 struct daemon;

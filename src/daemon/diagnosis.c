@@ -17,9 +17,9 @@
  * REPORT_MAX bytes within the timeout (then it is killed, with its process group); it is always
  * reaped, or, when it cannot be, no second one starts beside it.
  */
-#define REPORT_MAX ((size_t)16 << 20)
+#define REPORT_MAX         ((size_t)16 << 20)
 #define TRIGGER_MIN_GAP_MS 1000 /* Xid storms start at most one run a second */
-#define REAP_MS 2000
+#define REAP_MS            2000
 
 struct diagnosis {
         struct diagnosis_options o;
@@ -32,7 +32,9 @@ struct diagnosis {
 };
 
 /* Returns a malloc'd copy of s, or NULL for NULL. */
-static char *dup_or_null(const char *s) { return s ? xstrdup(s) : NULL; }
+static char *dup_or_null(const char *s) {
+        return s ? xstrdup(s) : NULL;
+}
 
 /* Fills argv (room for 32) with the child's command line. Returns nothing. */
 static void child_argv(const struct diagnosis *d, const char *timeout, const char **argv) {
@@ -77,8 +79,9 @@ static int run_child(struct diagnosis *d, char **ret_text, size_t *ret_len) {
         snprintf(timeout, sizeof timeout, "%ums", d->o.api_timeout_ms);
         const char *argv[32];
         child_argv(d, d->o.api_timeout_ms ? timeout : NULL, argv);
-        const struct child_run_options co = { .max_output = REPORT_MAX, .timeout_ms = d->o.timeout_ms,
-                                              .cancel_fd = d->stop_fd, .quiet = true };
+        const struct child_run_options co = {
+                .max_output = REPORT_MAX, .timeout_ms = d->o.timeout_ms, .cancel_fd = d->stop_fd, .quiet = true
+        };
         int status;
         int r = child_run(d->self, argv, &co, ret_text, ret_len, &status, &d->unreaped);
         if (r == 0 && !(WIFEXITED(status) && WEXITSTATUS(status) <= 2)) {
@@ -120,9 +123,9 @@ static bool run_round(struct diagnosis *d) {
                         r = -EBADMSG;
                 if (!doc) r = -EBADMSG;
         }
-        round.result = r == 0              ? DIAGNOSIS_OK
-                       : r == -ETIMEDOUT   ? DIAGNOSIS_TIMEOUT
-                       : r == -EBUSY       ? DIAGNOSIS_BUSY
+        round.result = r == 0                         ? DIAGNOSIS_OK
+                       : r == -ETIMEDOUT              ? DIAGNOSIS_TIMEOUT
+                       : r == -EBUSY                  ? DIAGNOSIS_BUSY
                        : r == -EBADMSG || r == -EFBIG ? DIAGNOSIS_INVALID
                                                       : DIAGNOSIS_FAILED;
         if (r == 0) {
@@ -163,7 +166,8 @@ static void *diagnosis_main(void *arg) {
                 }
                 now = monotonic_ms();
                 uint64_t wait = next > now ? next - now : 0;
-                struct pollfd p[2] = { { .fd = d->stop_fd, .events = POLLIN }, { .fd = d->trigger_fd, .events = POLLIN } };
+                struct pollfd p[2] = { { .fd = d->stop_fd, .events = POLLIN },
+                                       { .fd = d->trigger_fd, .events = POLLIN } };
                 int k = poll(p, 2, (int)(wait > 60000 ? 60000 : wait));
                 if (k > 0 && p[0].revents) break;
                 if (k > 0 && p[1].revents && fired(d->trigger_fd)) {

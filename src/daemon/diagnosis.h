@@ -22,7 +22,7 @@ enum diagnosis_result {
 struct diagnosis_round {
         enum diagnosis_result result;
         double duration_seconds;
-        const char *error;     /* when not OK: why, one sentence */
+        const char *error; /* when not OK: why, one sentence */
         /* When OK: the report, parsed once (doc by jansson, report by src/output/report_read.c), and its
          * text as the child wrote it. Valid during the callback only. */
         const json_t *doc;
@@ -49,8 +49,8 @@ struct diagnosis_options {
         const char *node;         /* --node */
         unsigned api_timeout_ms;  /* --timeout */
         const char *dcgm_url, *node_exporter_url, *operator_namespace;
-        unsigned interval_ms;     /* between runs (> 0) */
-        unsigned timeout_ms;      /* a run taking longer is killed (0: 60 s) */
+        unsigned interval_ms; /* between runs (> 0) */
+        unsigned timeout_ms;  /* a run taking longer is killed (0: 60 s) */
         struct diagnosis_sink sinks[DIAGNOSIS_MAX_SINKS];
         unsigned n_sinks;
 };

@@ -12,7 +12,9 @@
 static volatile sig_atomic_t stop_signal;
 
 /* Records the stop signal; the main loop sees it within its tick. Returns nothing. */
-static void on_stop_signal(int sig) { stop_signal = sig; }
+static void on_stop_signal(int sig) {
+        stop_signal = sig;
+}
 
 void daemon_block_signals(sigset_t *ret) {
         sigemptyset(ret);
@@ -37,8 +39,8 @@ static void drop_capabilities(const char *who, bool keep_syslog) {
         unsigned pending = 0;
         int r = caps_restrict_process(keep, 2000, &pending);
         if (r == -ETIMEDOUT)
-                fprintf(stderr, "gpunode %s: %u thread(s) busy in a call keep their capabilities until it returns\n", who,
-                        pending);
+                fprintf(stderr, "gpunode %s: %u thread(s) busy in a call keep their capabilities until it returns\n",
+                        who, pending);
         else if (r < 0)
                 fprintf(stderr, "gpunode %s: cannot drop capabilities: %s\n", who, strerror(-r));
         else
@@ -59,8 +61,9 @@ int daemon_main_loop(const sigset_t *sigs, const struct daemon_loop_options *o) 
                 nanosleep(&tick, NULL); /* a signal cuts it short */
                 if (stop_signal) break;
                 if (o->tick && o->tick(o->userdata)) return 0;
-                if (o->drop_capabilities && !dropped && (!o->ready_to_drop || o->ready_to_drop(o->userdata) ||
-                                 monotonic_ms() - started >= o->drop_timeout_ms)) {
+                if (o->drop_capabilities && !dropped &&
+                    (!o->ready_to_drop || o->ready_to_drop(o->userdata) ||
+                     monotonic_ms() - started >= o->drop_timeout_ms)) {
                         drop_capabilities(o->who, o->keep_syslog);
                         dropped = true;
                 }

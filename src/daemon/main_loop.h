@@ -25,9 +25,9 @@ struct daemon_loop_options {
 
 /*
  * Unblocks sigs (daemon_block_signals), then ticks every 250 ms until SIGTERM or SIGINT, or o->tick
- * returns true: calls o->tick, and, when o->drop_capabilities, once o->ready_to_drop says so (or o->drop_timeout_ms have passed: NVML's first call may hang,
- * and the process must not stay privileged that long) drops every capability but CAP_SYSLOG when
- * o->keep_syslog, in every thread, and sets no_new_privs, saying so on stderr. Returns the signal that
- * stopped it, 0 when o->tick did; a failure to drop is logged and the process serves on.
+ * returns true: calls o->tick, and, when o->drop_capabilities, once o->ready_to_drop says so (or o->drop_timeout_ms
+ * have passed: NVML's first call may hang, and the process must not stay privileged that long) drops every capability
+ * but CAP_SYSLOG when o->keep_syslog, in every thread, and sets no_new_privs, saying so on stderr. Returns the signal
+ * that stopped it, 0 when o->tick did; a failure to drop is logged and the process serves on.
  */
 int daemon_main_loop(const sigset_t *sigs, const struct daemon_loop_options *o);

@@ -10,8 +10,8 @@
 
 #define BACKOFF_MIN_MS 1000
 #define BACKOFF_MAX_MS 60000
-#define STEADY_MS 60000 /* a child that ran this long starts the backoff over */
-#define TERM_GRACE_MS 2000
+#define STEADY_MS      60000 /* a child that ran this long starts the backoff over */
+#define TERM_GRACE_MS  2000
 
 struct supervisor {
         char *who, *name, *path;
@@ -61,7 +61,8 @@ static void *supervisor_main(void *arg) {
                         fprintf(stderr, "gpunode %s: the %s child exited (status %d); restarting in %u ms\n", s->who,
                                 s->name, WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status), backoff_ms);
                 } else {
-                        fprintf(stderr, "gpunode %s: cannot start the %s child: %s\n", s->who, s->name, strerror((int)-pid));
+                        fprintf(stderr, "gpunode %s: cannot start the %s child: %s\n", s->who, s->name,
+                                strerror((int)-pid));
                 }
                 if (monotonic_ms() - started > STEADY_MS) backoff_ms = BACKOFF_MIN_MS;
                 if (wait_stop(s, (int)backoff_ms)) break;

@@ -7,8 +7,8 @@
 #include <time.h>
 
 #define EVENT_WAIT_MS 500  /* each nvmlEventSetWait: how soon a stop is seen */
-#define RETRY_MS 5000      /* after a failure: the next attempt */
-#define MAX_WATCHED 1024   /* GPUs registered at most */
+#define RETRY_MS      5000 /* after a failure: the next attempt */
+#define MAX_WATCHED   1024 /* GPUs registered at most */
 
 struct watched_gpu {
         nvmlDevice_t handle;

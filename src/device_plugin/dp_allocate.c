@@ -342,8 +342,9 @@ int dp_preferred(const struct dp_alloc_context *ctx, const uint8_t *req, size_t 
                         na++;
                 }
                 if (!r && size > ctx->resource->n_devices)
-                        r = errorf(ret_error, GRPC_INVALID_ARGUMENT, "allocation_size %zu is more than the %zu devices of %s",
-                                   size, ctx->resource->n_devices, ctx->resource->name);
+                        r = errorf(ret_error, GRPC_INVALID_ARGUMENT,
+                                   "allocation_size %zu is more than the %zu devices of %s", size,
+                                   ctx->resource->n_devices, ctx->resource->name);
                 for (size_t i = 0; i < q->n_must_include_deviceids && !r; i++) {
                         const struct dp_device *d = lookup(ctx, q->must_include_deviceids[i], ret_error);
                         if (!d)

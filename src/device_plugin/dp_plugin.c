@@ -52,7 +52,7 @@ struct plugin {
         struct nvml_lib *lib;
         struct dp_inventory *inv;
         struct dp_health *health;
-        int xid_subscription; /* in o->xid; -1: none */
+        int xid_subscription;     /* in o->xid; -1: none */
         struct dp_gpu_health *gh; /* the health last seen, per inventory GPU */
         struct grpc_server *srv;
         struct res_state *rs;
@@ -496,11 +496,12 @@ static int setup(struct plugin *p, struct dp_inventory *inv, char **ret_error) {
                 p->gh[i].healthy = !p->inv->from_checkpoint;
                 if (p->inv->from_checkpoint) snprintf(p->gh[i].reason, sizeof p->gh[i].reason, "NVML does not answer");
         }
-        r = dp_health_start(p->lib, p->inv->gpus, p->inv->n_gpus, p->o->health_interval_ms, &pol, p->inv->from_checkpoint,
-                            &p->health);
+        r = dp_health_start(p->lib, p->inv->gpus, p->inv->n_gpus, p->o->health_interval_ms, &pol,
+                            p->inv->from_checkpoint, &p->health);
         if (r < 0) return errorf(ret_error, r, "cannot start the health thread: %s", strerror(-r));
         if (p->o->xid)
-                p->xid_subscription = xid_watch_subscribe(p->o->xid, &(struct xid_subscriber){ .on_xid = on_xid, .userdata = p });
+                p->xid_subscription =
+                        xid_watch_subscribe(p->o->xid, &(struct xid_subscriber){ .on_xid = on_xid, .userdata = p });
         if (!p->inv->from_checkpoint) dp_health_get(p->health, p->gh);
         r = grpc_server_new(NULL, methods, ELEMENTSOF(methods), &p->srv, ret_error);
         if (r < 0) return r;

@@ -18,6 +18,7 @@ void report_add_gpus(struct report *r, const struct node_facts *facts) {
                 o->n_pods = pods ? pods->n_holders : 0;
                 if (o->n_pods) o->pods = xcalloc(o->n_pods, sizeof *o->pods);
                 for (size_t p = 0; p < o->n_pods; p++)
-                        o->pods[p] = (struct report_pod){xstrdup(h[p].namespace), xstrdup(h[p].pod), xstrdup(h[p].container)};
+                        o->pods[p] = (struct report_pod){ xstrdup(h[p].namespace), xstrdup(h[p].pod),
+                                                          xstrdup(h[p].container) };
         }
 }

@@ -68,7 +68,7 @@ static void gpu_pods_match(const struct podres_facts *p, int index, const char *
                 if (seen) continue;
                 ret->holders = xrealloc(ret->holders, (ret->n_holders + 1) * sizeof *ret->holders);
                 ret->holders[ret->n_holders++] =
-                        (struct gpu_holder){xstrdup(h->namespace), xstrdup(h->pod), xstrdup(h->container)};
+                        (struct gpu_holder){ xstrdup(h->namespace), xstrdup(h->pod), xstrdup(h->container) };
         }
 }
 
@@ -90,12 +90,12 @@ static void gpu_pod_join_free(struct gpu_pod_join *j) {
         free(j->nvml);
         free(j->logged);
         free(j->error);
-        *j = (struct gpu_pod_join){0};
+        *j = (struct gpu_pod_join){ 0 };
 }
 
 /* Joins the kubelet's pod-resources answer with NVML's GPUs and the kernel log's into ret. Never fails. */
 static void gpu_pod_join(const struct node_facts *f, struct gpu_pod_join *ret) {
-        *ret = (struct gpu_pod_join){.rc = -ENOENT};
+        *ret = (struct gpu_pod_join){ .rc = -ENOENT };
         if (!f->kube) return;
         const struct podres_facts *p = &f->kube->podres;
         ret->rc = p->rc;
@@ -117,7 +117,7 @@ static void gpu_pod_join(const struct node_facts *f, struct gpu_pod_join *ret) {
                 if (seen) continue;
                 ret->logged = xrealloc(ret->logged, (ret->n_logged + 1) * sizeof *ret->logged);
                 struct gpu_pods *e = &ret->logged[ret->n_logged++];
-                *e = (struct gpu_pods){.uuid = xstrdup(uuid)};
+                *e = (struct gpu_pods){ .uuid = xstrdup(uuid) };
                 gpu_pods_match(p, -1, uuid, NULL, e);
         }
 }
@@ -130,13 +130,13 @@ static void node_pods_free(struct node_pods *p) {
                 free(p->pods[i].runtime_class);
         }
         free(p->pods);
-        *p = (struct node_pods){0};
+        *p = (struct node_pods){ 0 };
 }
 
 /* Copies what the container runtime's checks need of the API's pods on this node into ret. Never fails. */
 static void node_pods_join(const struct node_facts *f, struct node_pods *ret) {
         const struct kube_facts *k = f->kube;
-        *ret = (struct node_pods){.api_rc = -ENOENT};
+        *ret = (struct node_pods){ .api_rc = -ENOENT };
         if (!k) return;
         const struct kube_api_facts *a = &k->api;
         ret->kubernetes = k->kubelet.dp_rc != -ENOENT || a->rc == 0;
@@ -167,7 +167,7 @@ void node_facts_join(struct node_facts *f) {
 }
 
 void probe_all(const struct probe_options *opts, struct node_facts *ret) {
-        *ret = (struct node_facts){0};
+        *ret = (struct node_facts){ 0 };
         ret->hostname = probe_hostname();
         dpkg_status_read(&ret->dpkg); /* read once: the fabric manager and containerd probes ask it */
         probe_pci(&ret->pci);
@@ -194,8 +194,9 @@ void probe_all(const struct probe_options *opts, struct node_facts *ret) {
         else if (module_loaded(&ret->modules, "nvidia"))
                 probe_nvml(opts->nvml_library, opts->nvml_timeout_ms, &ret->nvml);
         else
-                ret->nvml = (struct nvml_state){.load_rc = -ENODEV,
-                                                .load_error = xstrdup("not loaded: the nvidia kernel module is not loaded")};
+                ret->nvml = (struct nvml_state){
+                        .load_rc = -ENODEV, .load_error = xstrdup("not loaded: the nvidia kernel module is not loaded")
+                };
         probe_gpu_processes(&ret->nvml, &ret->gpu_processes);
         probe_rdma(&ret->rdma);
         probe_sriov(&ret->sriov);
@@ -224,5 +225,5 @@ void node_facts_free(struct node_facts *f) {
         kube_facts_free(f->kube);
         metrics_facts_free(f->metrics);
         node_facts_join_free(f);
-        *f = (struct node_facts){0};
+        *f = (struct node_facts){ 0 };
 }

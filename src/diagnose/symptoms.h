@@ -6,7 +6,7 @@
 #define SYMPTOM_MAX_CHECKS 6
 
 struct symptom {
-        int layer;                              /* where the symptom shows */
+        int layer; /* where the symptom shows */
         const char *symptom;
         const char *look_first;
         const char *checks[SYMPTOM_MAX_CHECKS]; /* ids in the check registry; NULL-terminated if shorter */

@@ -180,7 +180,7 @@ void report_free(struct report *r) {
         free(r->gpus);
         free(r->node);
         free(r->root);
-        *r = (struct report){0};
+        *r = (struct report){ 0 };
 }
 
 int check_status_rank(enum check_status s) {

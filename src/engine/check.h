@@ -19,22 +19,22 @@ enum verdict {
         VERDICT_FAILED,
 };
 
-#define LAYER_MIN 1
-#define LAYER_MAX 4
+#define LAYER_MIN      1
+#define LAYER_MAX      4
 #define CHECK_MAX_DEPS 6
 
 struct finding;
 
 /* One check, defined once: the engine, `gpunode explain` and the docs all read this table. */
 struct check_def {
-        const char *id;                       /* stable, e.g. "driver.module-loaded" */
-        int layer;                            /* 1..4 */
-        const char *component;                /* "driver", "fabric-manager", ... */
-        const char *title;                    /* what it verifies, one line */
-        const char *reads;                    /* what it reads, for explain */
-        const char *outcomes;                 /* what pass/warn/fail mean, for explain */
-        const char *remedy;                   /* what to do when it fails, in general, for explain */
-        const char *depends[CHECK_MAX_DEPS];  /* ids it rests on; NULL-terminated if shorter */
+        const char *id;                      /* stable, e.g. "driver.module-loaded" */
+        int layer;                           /* 1..4 */
+        const char *component;               /* "driver", "fabric-manager", ... */
+        const char *title;                   /* what it verifies, one line */
+        const char *reads;                   /* what it reads, for explain */
+        const char *outcomes;                /* what pass/warn/fail mean, for explain */
+        const char *remedy;                  /* what to do when it fails, in general, for explain */
+        const char *depends[CHECK_MAX_DEPS]; /* ids it rests on; NULL-terminated if shorter */
         /* NULL: it rests on every depends[] entry. Else returns whether it rests on the entry `dep` on
          * the node these facts describe (a check resting on another only in some setups, e.g. on the
          * MIG manager only where MIG is enabled); a pure function of the facts, never fails. */

@@ -4,8 +4,9 @@
 #include "output/output.h"
 
 _Static_assert((int)DIAGNOSIS_OK == (int)EXP_CHECK_OK && (int)DIAGNOSIS_TIMEOUT == (int)EXP_CHECK_TIMEOUT &&
-                       (int)DIAGNOSIS_FAILED == (int)EXP_CHECK_FAILED && (int)DIAGNOSIS_INVALID == (int)EXP_CHECK_INVALID &&
-                       (int)DIAGNOSIS_BUSY == (int)EXP_CHECK_BUSY && (int)DIAGNOSIS_N_RESULTS == (int)EXP_CHECK_N_RESULTS,
+                       (int)DIAGNOSIS_FAILED == (int)EXP_CHECK_FAILED &&
+                       (int)DIAGNOSIS_INVALID == (int)EXP_CHECK_INVALID && (int)DIAGNOSIS_BUSY == (int)EXP_CHECK_BUSY &&
+                       (int)DIAGNOSIS_N_RESULTS == (int)EXP_CHECK_N_RESULTS,
                "the diagnosis results and the exporter's check results are one list");
 
 /* Renders the report's series (as `gpunode check --output prometheus` writes them). Returns them
@@ -27,8 +28,8 @@ static char *report_series(const struct report *r) {
 static void on_round(void *userdata, const struct diagnosis_round *round) {
         struct exporter *e = userdata;
         char *series = round->result == DIAGNOSIS_OK ? report_series(round->report) : NULL;
-        enum exp_check_result result = round->result == DIAGNOSIS_OK && !series ? EXP_CHECK_FAILED
-                                                                                : (enum exp_check_result)round->result;
+        enum exp_check_result result =
+                round->result == DIAGNOSIS_OK && !series ? EXP_CHECK_FAILED : (enum exp_check_result)round->result;
         pthread_mutex_lock(&e->publish_lock);
         struct exp_check_status *cs = &e->check_status;
         cs->last = result;

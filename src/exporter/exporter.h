@@ -144,7 +144,7 @@ const char *exp_call_name(enum exp_call c);
 
 /* The profiling counters, EXP_PROF_FIRST .. EXP_N_METRICS - 1 (per GPU instance on MIG). */
 #define EXP_PROF_FIRST EXP_PROF_GR_ENGINE_ACTIVE
-#define EXP_N_PROF (EXP_N_METRICS - EXP_PROF_FIRST)
+#define EXP_N_PROF     (EXP_N_METRICS - EXP_PROF_FIRST)
 
 /* ---- one sample ---- */
 
@@ -190,7 +190,7 @@ struct exp_gpu_instance {
         /* The instance's own profiling counters (nvmlGpmMigSampleGet), EXP_PROF_* - EXP_PROF_FIRST. */
         bool has_prof[EXP_N_PROF];
         double prof[EXP_N_PROF];
-        struct exp_holders holders;            /* the containers holding one of its MIG devices */
+        struct exp_holders holders; /* the containers holding one of its MIG devices */
 };
 
 struct exp_gpu {
@@ -215,7 +215,7 @@ struct exp_gpu {
 };
 
 struct exp_sample {
-        bool nvml_up; /* the library loaded, nvmlInit and nvmlDeviceGetCount succeeded */
+        bool nvml_up;           /* the library loaded, nvmlInit and nvmlDeviceGetCount succeeded */
         char nvml_problem[192]; /* when !nvml_up: what failed */
         char driver_version[NVML_SYSTEM_DRIVER_VERSION_BUFFER_SIZE];
         unsigned n_gpus;
@@ -247,8 +247,8 @@ void exp_clear_holders(struct exp_sample *s);
 /* ---- rendering (pure: no NVML, no clock) ---- */
 
 struct exp_render_options {
-        const char *hostname;       /* NULL: no hostname label */
-        const char *hostname_label; /* "Hostname" (dcgm-exporter <= 4.8) or "hostname" */
+        const char *hostname;                /* NULL: no hostname label */
+        const char *hostname_label;          /* "Hostname" (dcgm-exporter <= 4.8) or "hostname" */
         const struct exp_counters *counters; /* NULL or not filtered: every counter, the table's help */
 };
 
@@ -360,11 +360,11 @@ struct exp_options {
         const char *hostname; /* NULL: no label */
         const char *hostname_label;
         bool xid_events;
-        const char *podres_socket;  /* host path below root; NULL: PODRES_SOCKET */
+        const char *podres_socket;    /* host path below root; NULL: PODRES_SOCKET */
         struct exp_counters counters; /* -f/--collectors; zero: every counter */
         /* -k/--kubernetes (dcgm-exporter's DCGM_EXPORTER_KUBERNETES), --no-kubernetes: attribute GPUs to
-         * the pods using them (pod, namespace, container labels); true by default (dcgm-exporter's is false): the series of a GPU
-         * no container holds stay as they are, and a node without the socket says so on /health. */
+         * the pods using them (pod, namespace, container labels); true by default (dcgm-exporter's is false): the
+         * series of a GPU no container holds stay as they are, and a node without the socket says so on /health. */
         bool kubernetes;
         /* --kubernetes-gpu-id-type: how the kubelet's pod resources name a GPU (dcgm-exporter's "uid":
          * its UUID; "device-name": nvidia<index>). */

@@ -1,4 +1,5 @@
-/* exporter_internal.h: what the exporter's files share (private to src/exporter/): struct exporter, its references, the page. */
+/* exporter_internal.h: what the exporter's files share (private to src/exporter/): struct exporter, its references, the
+ * page. */
 #pragma once
 
 #include "exporter/exporter.h"
@@ -19,7 +20,7 @@
  */
 
 #define MAX_STUCK 1
-#define MAX_GPUS 1024
+#define MAX_GPUS  1024
 
 /* A GPU instance's profile name, resolved once per MIG device (its UUID changes when MIG is reconfigured). */
 struct known_profile {
@@ -41,10 +42,10 @@ struct known_gpu {
 /* GPM state of one GPU or GPU instance kept between samples (gpm.c): two sample buffers, the one read
  * last (prev) and the next one to read (cur); the rates come from the pair. */
 struct gpm_slot {
-        bool used;        /* an instance slot: gi_id is a GPU instance of the GPU */
-        bool seen;        /* gpm.c: the instance was found in this sample */
+        bool used; /* an instance slot: gi_id is a GPU instance of the GPU */
+        bool seen; /* gpm.c: the instance was found in this sample */
         unsigned gi_id;
-        bool have_prev;   /* prev holds a sample */
+        bool have_prev; /* prev holds a sample */
         nvmlGpmSample_t prev, cur;
 };
 
@@ -153,11 +154,11 @@ bool exp_call_end(struct worker_arg *w, enum exp_call call, int rc);
 
 /* One NVML call, noted for the watchdog; the enclosing function returns -ECANCELED when the worker
  * was abandoned. */
-#define NVCALL(w, callid, gpu, rcvar, expr)                                         \
-        do {                                                                        \
-                if (!exp_call_begin((w), (callid), (gpu))) return -ECANCELED;       \
-                (rcvar) = (expr);                                                   \
-                if (!exp_call_end((w), (callid), (rcvar))) return -ECANCELED;       \
+#define NVCALL(w, callid, gpu, rcvar, expr)                                                                            \
+        do {                                                                                                           \
+                if (!exp_call_begin((w), (callid), (gpu))) return -ECANCELED;                                          \
+                (rcvar) = (expr);                                                                                      \
+                if (!exp_call_end((w), (callid), (rcvar))) return -ECANCELED;                                          \
         } while (0)
 
 /* How long one List call may take: half the interval, within [100 ms, 2 s], so that a kubelet that
@@ -184,4 +185,3 @@ int exp_gpm_sample(struct worker_arg *w, struct nvml_lib *lib, struct exp_gpu *g
 /* Frees the GPM sample buffers of every GPU (with nvmlGpmSampleFree when lib is not NULL: only while no
  * thread is inside NVML and before nvmlShutdown) and the state. Returns nothing; never fails. */
 void exp_gpm_release(struct exporter *e, struct nvml_lib *lib);
-

@@ -1,4 +1,5 @@
-/* gpm.c: the exporter's profiling counters (DCGM_FI_PROF_*): NVML GPM sample pairs per GPU or GPU instance, PCIe throughput otherwise. */
+/* gpm.c: the exporter's profiling counters (DCGM_FI_PROF_*): NVML GPM sample pairs per GPU or GPU instance, PCIe
+ * throughput otherwise. */
 #include "exporter/exporter_internal.h"
 
 #include <math.h>
@@ -57,7 +58,8 @@ static int slot_sample(struct worker_arg *w, struct nvml_lib *lib, unsigned i, n
         nvmlReturn_t rc = NVML_SUCCESS;
         if (!slot->prev) NVCALL(w, CALL_GPM_SAMPLE_ALLOC, (int)i, rc, lib->nvmlGpmSampleAlloc(&slot->prev));
         if (rc != NVML_SUCCESS) slot->prev = NULL;
-        if (rc == NVML_SUCCESS && !slot->cur) NVCALL(w, CALL_GPM_SAMPLE_ALLOC, (int)i, rc, lib->nvmlGpmSampleAlloc(&slot->cur));
+        if (rc == NVML_SUCCESS && !slot->cur)
+                NVCALL(w, CALL_GPM_SAMPLE_ALLOC, (int)i, rc, lib->nvmlGpmSampleAlloc(&slot->cur));
         if (rc != NVML_SUCCESS) {
                 slot->cur = NULL;
                 return 0;
@@ -128,12 +130,14 @@ static int pcie_throughput(struct worker_arg *w, struct nvml_lib *lib, struct ex
         static const struct {
                 enum exp_metric m;
                 nvmlPcieUtilCounter_t counter;
-        } pcie[] = { { EXP_PROF_PCIE_TX_BYTES, NVML_PCIE_UTIL_TX_BYTES }, { EXP_PROF_PCIE_RX_BYTES, NVML_PCIE_UTIL_RX_BYTES } };
+        } pcie[] = { { EXP_PROF_PCIE_TX_BYTES, NVML_PCIE_UTIL_TX_BYTES },
+                     { EXP_PROF_PCIE_RX_BYTES, NVML_PCIE_UTIL_RX_BYTES } };
         for (size_t k = 0; k < ELEMENTSOF(pcie); k++) {
                 if (g->has[pcie[k].m] || !lib->nvmlDeviceGetPcieThroughput) continue;
                 unsigned kbps = 0;
                 nvmlReturn_t rc;
-                NVCALL(w, CALL_PCIE_THROUGHPUT, (int)g->index, rc, lib->nvmlDeviceGetPcieThroughput(dev, pcie[k].counter, &kbps));
+                NVCALL(w, CALL_PCIE_THROUGHPUT, (int)g->index, rc,
+                       lib->nvmlDeviceGetPcieThroughput(dev, pcie[k].counter, &kbps));
                 if (rc == NVML_SUCCESS) {
                         g->has[pcie[k].m] = true;
                         g->value[pcie[k].m] = (double)kbps * 1024.0;

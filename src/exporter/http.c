@@ -4,10 +4,12 @@
 #include "basic/http_server.h"
 
 #define CONTENT_TYPE_METRICS "text/plain; version=0.0.4; charset=utf-8"
-#define CONTENT_TYPE_TEXT "text/plain; charset=utf-8"
+#define CONTENT_TYPE_TEXT    "text/plain; charset=utf-8"
 
 /* Drops the page reference a /metrics response held while it was sent. Returns nothing. */
-static void release_page(void *arg) { exp_page_unref(arg); }
+static void release_page(void *arg) {
+        exp_page_unref(arg);
+}
 
 /* Fills r with a text body copied into its scratch. Returns nothing. */
 static void reply_text(struct http_response *r, unsigned status, const char *type, const char *body) {

@@ -1,8 +1,8 @@
-/* lifecycle.c: the exporter object: start, the stuck-sampler watchdog, health, stop; its references and the published page. */
+/* lifecycle.c: the exporter object: start, the stuck-sampler watchdog, health, stop; its references and the published
+ * page. */
 #include "exporter/exporter_internal.h"
 
 #include "kube/podresources.h"
-
 
 /* Returns e with one more reference. */
 struct exporter *exporter_ref(struct exporter *e) {
@@ -175,20 +175,22 @@ bool exporter_health(struct exporter *e, char *reason, size_t reason_size) {
         } else if (age > stale_after) {
                 ok = false;
                 int n = snprintf(reason, reason_size, "stale: %s %.1f s ago (limit %.1f s)",
-                                 e->have_sample ? "last complete sample" : "no complete sample since the start",
-                                 age, stale_after);
+                                 e->have_sample ? "last complete sample" : "no complete sample since the start", age,
+                                 stale_after);
                 if (e->in_call && n > 0 && (size_t)n < reason_size) {
                         double d = exp_seconds_between(&e->call_since, &now);
                         if (e->call_gpu >= 0)
-                                snprintf(reason + n, reason_size - (size_t)n, "; %s on GPU %d has not returned for %.1f s",
-                                         exp_call_name(e->call), e->call_gpu, d);
+                                snprintf(reason + n, reason_size - (size_t)n,
+                                         "; %s on GPU %d has not returned for %.1f s", exp_call_name(e->call),
+                                         e->call_gpu, d);
                         else
                                 snprintf(reason + n, reason_size - (size_t)n, "; %s has not returned for %.1f s",
                                          exp_call_name(e->call), d);
                 }
                 size_t l = strlen(reason);
                 if (e->stats.stuck_workers > 0 && l + 40 < reason_size)
-                        snprintf(reason + l, reason_size - l, "; %u sampler thread(s) stuck in NVML", e->stats.stuck_workers);
+                        snprintf(reason + l, reason_size - l, "; %u sampler thread(s) stuck in NVML",
+                                 e->stats.stuck_workers);
         }
         if (ok && !e->nvml_up) {
                 ok = false;

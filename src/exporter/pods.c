@@ -30,7 +30,8 @@ void exp_sample_clear(struct exp_sample *s) {
 /* Returns true for the device plugin's resources: nvidia.com/gpu, its time-slicing rename
  * nvidia.com/gpu.shared, and the MIG strategies' nvidia.com/mig-<profile>. */
 static bool nvidia_resource(const char *name) {
-        return streq(name, "nvidia.com/gpu") || streq(name, "nvidia.com/gpu.shared") || startswith(name, "nvidia.com/mig-");
+        return streq(name, "nvidia.com/gpu") || streq(name, "nvidia.com/gpu.shared") ||
+               startswith(name, "nvidia.com/mig-");
 }
 
 /* Adds the container (labels text, split at split) to h unless it is there or h is full. Returns
@@ -113,7 +114,8 @@ unsigned exp_attribute_pods(struct exp_sample *s, const struct podres_list *l) {
                                 for (size_t i = 0; i < dev->n_device_ids; i++) {
                                         const char *id = dev->device_ids[i];
                                         const char *replica = strstr(id, "::");
-                                        struct exp_holders *h = holders_for(s, id, replica ? (size_t)(replica - id) : strlen(id));
+                                        struct exp_holders *h =
+                                                holders_for(s, id, replica ? (size_t)(replica - id) : strlen(id));
                                         if (!h) continue;
                                         if (labels.len == 0) {
                                                 /* dcgm-exporter's attribute order: keys sorted */

@@ -35,8 +35,8 @@ static const struct exp_metric_def metric_defs[EXP_N_METRICS] = {
                                     false },
         /* Opt-in: DCGM fields dcgm-exporter serves only from a CSV naming them (etc/dcp-metrics-included.csv).
          * The violation times are DCGM's microseconds (NVML's nanoseconds / 1000). */
-        [EXP_CLOCK_THROTTLE_REASONS] = { "DCGM_FI_DEV_CLOCK_THROTTLE_REASONS", "gauge", "Current clock throttle reasons.",
-                                         false, true },
+        [EXP_CLOCK_THROTTLE_REASONS] = { "DCGM_FI_DEV_CLOCK_THROTTLE_REASONS", "gauge",
+                                         "Current clock throttle reasons.", false, true },
         [EXP_POWER_VIOLATION] = { "DCGM_FI_DEV_POWER_VIOLATION", "counter",
                                   "Throttling duration due to power constraints (in us).", false, true },
         [EXP_THERMAL_VIOLATION] = { "DCGM_FI_DEV_THERMAL_VIOLATION", "counter",
@@ -113,7 +113,9 @@ static const char *const call_names[EXP_N_CALLS] = {
         [CALL_PCIE_LINK_WIDTH] = "nvmlDeviceGetCurrPcieLinkWidth",
 };
 
-const struct exp_metric_def *exp_metric_def(enum exp_metric m) { return &metric_defs[m]; }
+const struct exp_metric_def *exp_metric_def(enum exp_metric m) {
+        return &metric_defs[m];
+}
 
 int exp_metric_by_name(const char *name) {
         for (unsigned m = 0; m < EXP_N_METRICS; m++)
@@ -150,9 +152,12 @@ static int csv_split(char *line, char **fields, int max) {
                         char *w = start;
                         for (p++;; p++) {
                                 if (!*p) return -EINVAL;
-                                if (*p == '"' && p[1] == '"') *w++ = *p++;
-                                else if (*p == '"') break;
-                                else *w++ = *p;
+                                if (*p == '"' && p[1] == '"')
+                                        *w++ = *p++;
+                                else if (*p == '"')
+                                        break;
+                                else
+                                        *w++ = *p;
                         }
                         end = w;
                         p++;
@@ -193,29 +198,34 @@ int exp_counters_parse(const char *text, size_t len, const char *file, struct ex
                 char *f[3];
                 int k = csv_split(line, f, 3);
                 if (k < 0) {
-                        *ret_error = xasprintf("%s line %u: a quoted field is not closed, or text follows its quote", file, lineno);
+                        *ret_error = xasprintf("%s line %u: a quoted field is not closed, or text follows its quote",
+                                               file, lineno);
                         return -EINVAL;
                 }
                 if (k != 3) {
-                        *ret_error = xasprintf("%s line %u: %d field(s), not the 3 of dcgm-exporter's format (FIELD, TYPE, HELP)",
-                                               file, lineno, k);
+                        *ret_error = xasprintf(
+                                "%s line %u: %d field(s), not the 3 of dcgm-exporter's format (FIELD, TYPE, HELP)",
+                                file, lineno, k);
                         return -EINVAL;
                 }
                 const char *name = f[0], *type = f[1], *help = f[2];
-                if (!streq(type, "gauge") && !streq(type, "counter") && !streq(type, "label") && !streq(type, "histogram") &&
-                    !streq(type, "summary")) {
+                if (!streq(type, "gauge") && !streq(type, "counter") && !streq(type, "label") &&
+                    !streq(type, "histogram") && !streq(type, "summary")) {
                         *ret_error = xasprintf("%s line %u: type '%.40s' of %.80s is not gauge, counter or label", file,
                                                lineno, type, name);
                         return -EINVAL;
                 }
                 if (streq(name, DRIVER_VERSION_FIELD)) {
                         if (!streq(type, "label")) {
-                                *ret_error = xasprintf("counter %s in %s line %u has type %s; gpunode serves it as a label "
-                                                       "on every series (type label)", name, file, lineno, type);
+                                *ret_error =
+                                        xasprintf("counter %s in %s line %u has type %s; gpunode serves it as a label "
+                                                  "on every series (type label)",
+                                                  name, file, lineno, type);
                                 return -EINVAL;
                         }
                         if (driver_line) {
-                                *ret_error = xasprintf("%s in %s line %u was named on line %u already", name, file, lineno, driver_line);
+                                *ret_error = xasprintf("%s in %s line %u was named on line %u already", name, file,
+                                                       lineno, driver_line);
                                 return -EINVAL;
                         }
                         driver_line = lineno;
@@ -225,18 +235,18 @@ int exp_counters_parse(const char *text, size_t len, const char *file, struct ex
                 int m = exp_metric_by_name(name);
                 if (m < 0) {
                         _cleanup_free_ char *list = served_list();
-                        *ret_error = xasprintf("counter %.80s in %s line %u is not one gpunode serves; it serves: %s", name,
-                                               file, lineno, list);
+                        *ret_error = xasprintf("counter %.80s in %s line %u is not one gpunode serves; it serves: %s",
+                                               name, file, lineno, list);
                         return -EINVAL;
                 }
                 if (!streq(type, metric_defs[m].type)) {
-                        *ret_error = xasprintf("counter %s in %s line %u has type %s; it is a %s", name, file, lineno, type,
-                                               metric_defs[m].type);
+                        *ret_error = xasprintf("counter %s in %s line %u has type %s; it is a %s", name, file, lineno,
+                                               type, metric_defs[m].type);
                         return -EINVAL;
                 }
                 if (first_line[m]) {
-                        *ret_error = xasprintf("counter %s in %s line %u was named on line %u already", name, file, lineno,
-                                               first_line[m]);
+                        *ret_error = xasprintf("counter %s in %s line %u was named on line %u already", name, file,
+                                               lineno, first_line[m]);
                         return -EINVAL;
                 }
                 first_line[m] = lineno;
@@ -245,13 +255,14 @@ int exp_counters_parse(const char *text, size_t len, const char *file, struct ex
                 size_t w = 0;
                 for (const char *h = help; *h; h++) {
                         if ((unsigned char)*h < 0x20 && *h != '\t') {
-                                *ret_error = xasprintf("%s line %u: the help text of %s holds a control character", file, lineno, name);
+                                *ret_error = xasprintf("%s line %u: the help text of %s holds a control character",
+                                                       file, lineno, name);
                                 return -EINVAL;
                         }
                         size_t need = *h == '\\' ? 2 : 1;
                         if (w + need >= EXP_HELP_MAX) {
-                                *ret_error = xasprintf("%s line %u: the help text of %s is longer than %d bytes", file, lineno,
-                                                       name, EXP_HELP_MAX - 1);
+                                *ret_error = xasprintf("%s line %u: the help text of %s is longer than %d bytes", file,
+                                                       lineno, name, EXP_HELP_MAX - 1);
                                 return -EINVAL;
                         }
                         if (*h == '\\') c.help[m][w++] = '\\';
@@ -263,7 +274,9 @@ int exp_counters_parse(const char *text, size_t len, const char *file, struct ex
         return 0;
 }
 
-const char *exp_call_name(enum exp_call c) { return (unsigned)c < EXP_N_CALLS ? call_names[c] : "unknown"; }
+const char *exp_call_name(enum exp_call c) {
+        return (unsigned)c < EXP_N_CALLS ? call_names[c] : "unknown";
+}
 
 void exp_escape_label(struct buf *b, const char *s) {
         const char *run = s;
@@ -327,30 +340,19 @@ bool exp_gpu_value(const struct exp_gpu *g, int inst, enum exp_metric m, double 
         }
         const struct exp_gpu_instance *gi = &g->instances[inst];
         switch (m) {
-        case EXP_FB_FREE:
-                *ret = gi->fb_free;
-                return gi->has_fb;
-        case EXP_FB_USED:
-                *ret = gi->fb_used;
-                return gi->has_fb;
-        case EXP_FB_RESERVED:
-                *ret = gi->fb_reserved;
-                return gi->has_fb_reserved;
+        case EXP_FB_FREE: *ret = gi->fb_free; return gi->has_fb;
+        case EXP_FB_USED: *ret = gi->fb_used; return gi->has_fb;
+        case EXP_FB_RESERVED: *ret = gi->fb_reserved; return gi->has_fb_reserved;
         case EXP_GPU_UTIL:
         case EXP_MEM_COPY_UTIL:
         case EXP_ENC_UTIL:
-        case EXP_DEC_UTIL:
-                return false; /* "not supported for MIG configurations" (dcgm-exporter #430, #105) */
+        case EXP_DEC_UTIL: return false; /* "not supported for MIG configurations" (dcgm-exporter #430, #105) */
         case EXP_PROF_GR_ENGINE_ACTIVE:
         case EXP_PROF_PIPE_TENSOR_ACTIVE:
         case EXP_PROF_DRAM_ACTIVE:
         case EXP_PROF_PCIE_TX_BYTES:
-        case EXP_PROF_PCIE_RX_BYTES:
-                *ret = gi->prof[m - EXP_PROF_FIRST];
-                return gi->has_prof[m - EXP_PROF_FIRST];
-        default:
-                *ret = g->value[m];
-                return g->has[m];
+        case EXP_PROF_PCIE_RX_BYTES: *ret = gi->prof[m - EXP_PROF_FIRST]; return gi->has_prof[m - EXP_PROF_FIRST];
+        default: *ret = g->value[m]; return g->has[m];
         }
 }
 
@@ -424,7 +426,8 @@ void exp_render_gpus(struct buf *b, const struct exp_sample *s, const struct exp
                         const struct exp_gpu *g = &s->gpus[i];
                         if (exp_gpu_value(g, -1, m, &v)) series_lines(b, d, m, g, -1, &head[i], &tail, v);
                         for (unsigned k = 0; k < g->n_instances; k++)
-                                if (exp_gpu_value(g, (int)k, m, &v)) series_lines(b, d, m, g, (int)k, &head[i], &tail, v);
+                                if (exp_gpu_value(g, (int)k, m, &v))
+                                        series_lines(b, d, m, g, (int)k, &head[i], &tail, v);
                 }
         }
         for (unsigned i = 0; i < s->n_gpus; i++) buf_free(&head[i]);
@@ -434,14 +437,16 @@ void exp_render_gpus(struct buf *b, const struct exp_sample *s, const struct exp
 
 void exp_render_self(struct buf *b, const struct exp_sample *s, const struct exp_stats *st,
                      const struct exp_render_options *o) {
-        buf_puts(b, "# HELP gpunode_exporter_nvml_up 1 when NVML loaded, initialised and listed the GPUs in the last sample.\n"
+        buf_puts(b, "# HELP gpunode_exporter_nvml_up 1 when NVML loaded, initialised and listed the GPUs in the last "
+                    "sample.\n"
                     "# TYPE gpunode_exporter_nvml_up gauge\n");
         buf_printf(b, "gpunode_exporter_nvml_up %d\n", s->nvml_up);
         buf_puts(b, "# HELP gpunode_exporter_gpus GPUs NVML listed in the last sample.\n"
                     "# TYPE gpunode_exporter_gpus gauge\n");
         buf_printf(b, "gpunode_exporter_gpus %u\n", s->n_gpus);
         if (s->n_gpus > 0) {
-                buf_puts(b, "# HELP gpunode_exporter_gpu_up 1 when every series of the GPU was read in the last sample; 0 with the reason when it was not.\n"
+                buf_puts(b, "# HELP gpunode_exporter_gpu_up 1 when every series of the GPU was read in the last "
+                            "sample; 0 with the reason when it was not.\n"
                             "# TYPE gpunode_exporter_gpu_up gauge\n");
                 for (unsigned i = 0; i < s->n_gpus; i++) {
                         const struct exp_gpu *g = &s->gpus[i];
@@ -460,33 +465,40 @@ void exp_render_self(struct buf *b, const struct exp_sample *s, const struct exp
         buf_puts(b, "# HELP gpunode_exporter_samples_total Samples taken since start.\n"
                     "# TYPE gpunode_exporter_samples_total counter\n");
         buf_printf(b, "gpunode_exporter_samples_total %" PRIu64 "\n", st->samples_total);
-        buf_puts(b, "# HELP gpunode_exporter_nvml_errors_total NVML calls that failed (not counting \"not supported\"), by call.\n"
+        buf_puts(b, "# HELP gpunode_exporter_nvml_errors_total NVML calls that failed (not counting \"not "
+                    "supported\"), by call.\n"
                     "# TYPE gpunode_exporter_nvml_errors_total counter\n");
         for (unsigned c = 0; c < EXP_N_CALLS; c++)
                 buf_printf(b, "gpunode_exporter_nvml_errors_total{call=\"%s\"} %" PRIu64 "\n", call_names[c],
                            st->nvml_errors[c]);
-        buf_puts(b, "# HELP gpunode_exporter_stuck_workers Sampler threads abandoned inside an NVML call that has not returned.\n"
+        buf_puts(b, "# HELP gpunode_exporter_stuck_workers Sampler threads abandoned inside an NVML call that has not "
+                    "returned.\n"
                     "# TYPE gpunode_exporter_stuck_workers gauge\n");
         buf_printf(b, "gpunode_exporter_stuck_workers %u\n", st->stuck_workers);
-        buf_puts(b, "# HELP gpunode_exporter_stuck_samples_total Samples abandoned because an NVML call did not return in time.\n"
+        buf_puts(b, "# HELP gpunode_exporter_stuck_samples_total Samples abandoned because an NVML call did not return "
+                    "in time.\n"
                     "# TYPE gpunode_exporter_stuck_samples_total counter\n");
         buf_printf(b, "gpunode_exporter_stuck_samples_total %" PRIu64 "\n", st->stuck_total);
         buf_puts(b, "# HELP gpunode_exporter_xid_events_total Xid events NVML delivered since start.\n"
                     "# TYPE gpunode_exporter_xid_events_total counter\n");
         buf_printf(b, "gpunode_exporter_xid_events_total %" PRIu64 "\n", st->xid_events_total);
         if (st->pod_attribution) {
-                buf_puts(b, "# HELP gpunode_exporter_pod_attribution_up 1 when the last call of the kubelet's pod-resources List succeeded (the pod, namespace and container labels are current).\n"
+                buf_puts(b, "# HELP gpunode_exporter_pod_attribution_up 1 when the last call of the kubelet's "
+                            "pod-resources List succeeded (the pod, namespace and container labels are current).\n"
                             "# TYPE gpunode_exporter_pod_attribution_up gauge\n");
                 buf_printf(b, "gpunode_exporter_pod_attribution_up %d\n", st->pod_attribution_up);
-                buf_puts(b, "# HELP gpunode_exporter_pod_attribution_errors_total Calls of the kubelet's pod-resources List that failed.\n"
+                buf_puts(b, "# HELP gpunode_exporter_pod_attribution_errors_total Calls of the kubelet's pod-resources "
+                            "List that failed.\n"
                             "# TYPE gpunode_exporter_pod_attribution_errors_total counter\n");
-                buf_printf(b, "gpunode_exporter_pod_attribution_errors_total %" PRIu64 "\n", st->pod_attribution_errors);
+                buf_printf(b, "gpunode_exporter_pod_attribution_errors_total %" PRIu64 "\n",
+                           st->pod_attribution_errors);
         }
         (void)o;
 }
 
 void exp_render_ages(struct buf *b, double sample_age, double check_age) {
-        buf_puts(b, "# HELP gpunode_exporter_sample_age_seconds Seconds since the last complete sample of every GPU (-1: none yet).\n"
+        buf_puts(b, "# HELP gpunode_exporter_sample_age_seconds Seconds since the last complete sample of every GPU "
+                    "(-1: none yet).\n"
                     "# TYPE gpunode_exporter_sample_age_seconds gauge\n");
         buf_printf(b, "gpunode_exporter_sample_age_seconds %.3f\n", sample_age);
         buf_puts(b, "# HELP gpunode_exporter_check_age_seconds Seconds since the last layer diagnosis (-1: none yet).\n"
@@ -496,19 +508,22 @@ void exp_render_ages(struct buf *b, double sample_age, double check_age) {
 
 void exp_render_check_status(struct buf *b, const struct exp_check_status *cs) {
         static const char *const names[EXP_CHECK_N_RESULTS] = { "ok", "timeout", "failed", "invalid", "busy" };
-        buf_puts(b, "# HELP gpunode_exporter_check_timed_out 1 when the last layer diagnosis ran past the check timeout and was killed.\n"
+        buf_puts(b, "# HELP gpunode_exporter_check_timed_out 1 when the last layer diagnosis ran past the check "
+                    "timeout and was killed.\n"
                     "# TYPE gpunode_exporter_check_timed_out gauge\n");
         buf_printf(b, "gpunode_exporter_check_timed_out %d\n", cs->last == EXP_CHECK_TIMEOUT);
         buf_puts(b, "# HELP gpunode_exporter_check_up 1 when the last layer diagnosis finished with valid output.\n"
                     "# TYPE gpunode_exporter_check_up gauge\n");
         buf_printf(b, "gpunode_exporter_check_up %d\n", cs->last == EXP_CHECK_OK);
-        buf_puts(b, "# HELP gpunode_exporter_check_duration_seconds How long the last layer diagnosis (a gpunode check child) took.\n"
+        buf_puts(b, "# HELP gpunode_exporter_check_duration_seconds How long the last layer diagnosis (a gpunode check "
+                    "child) took.\n"
                     "# TYPE gpunode_exporter_check_duration_seconds gauge\n");
         buf_printf(b, "gpunode_exporter_check_duration_seconds %.6f\n", cs->duration_seconds);
         buf_puts(b, "# HELP gpunode_exporter_check_runs_total Layer diagnosis runs since start, by result.\n"
                     "# TYPE gpunode_exporter_check_runs_total counter\n");
         for (unsigned i = 0; i < EXP_CHECK_N_RESULTS; i++)
-                buf_printf(b, "gpunode_exporter_check_runs_total{result=\"%s\"} %" PRIu64 "\n", names[i], cs->runs_total[i]);
+                buf_printf(b, "gpunode_exporter_check_runs_total{result=\"%s\"} %" PRIu64 "\n", names[i],
+                           cs->runs_total[i]);
 }
 
 struct exp_page *exp_page_ref(struct exp_page *p) {

@@ -1,4 +1,5 @@
-/* sampler.c: the exporter's NVML sampler worker: reads every GPU, renders and publishes the page, noting each call for the watchdog. */
+/* sampler.c: the exporter's NVML sampler worker: reads every GPU, renders and publishes the page, noting each call for
+ * the watchdog. */
 #include "exporter/exporter_internal.h"
 
 #include "kube/podresources.h"
@@ -38,7 +39,8 @@ static bool rc_needs_reinit(int rc) {
 static void gpu_problem(struct exp_gpu *g, enum exp_call call, int rc) {
         g->sampled = false;
         if (rc == NVML_ERROR_GPU_IS_LOST)
-                snprintf(g->problem, sizeof g->problem, "GPU is lost (NVML_ERROR_GPU_IS_LOST from %s)", exp_call_name(call));
+                snprintf(g->problem, sizeof g->problem, "GPU is lost (NVML_ERROR_GPU_IS_LOST from %s)",
+                         exp_call_name(call));
         else
                 snprintf(g->problem, sizeof g->problem, "%s: %s", exp_call_name(call), nvml_return_name(rc));
 }
@@ -84,7 +86,8 @@ static int gpu_instance_profile(struct worker_arg *w, struct nvml_lib *lib, unsi
         buf[0] = 0;
         nvmlDeviceAttributes_t a;
         memset(&a, 0, sizeof a);
-        NVCALL(w, CALL_ATTRIBUTES, (int)i, rc, lib->nvmlDeviceGetAttributes ? lib->nvmlDeviceGetAttributes(mdev, &a) : NS);
+        NVCALL(w, CALL_ATTRIBUTES, (int)i, rc,
+               lib->nvmlDeviceGetAttributes ? lib->nvmlDeviceGetAttributes(mdev, &a) : NS);
         bool have_attributes = rc == NVML_SUCCESS;
         if (have_attributes && a.memorySizeMB) mig_memory_mb = a.memorySizeMB;
 
@@ -94,20 +97,24 @@ static int gpu_instance_profile(struct worker_arg *w, struct nvml_lib *lib, unsi
         nvmlGpuInstanceInfo_t gii;
         memset(&gii, 0, sizeof gii);
         if (rc == NVML_SUCCESS)
-                NVCALL(w, CALL_GPU_INSTANCE_INFO, (int)i, rc, lib->nvmlGpuInstanceGetInfo ? lib->nvmlGpuInstanceGetInfo(gi, &gii) : NS);
+                NVCALL(w, CALL_GPU_INSTANCE_INFO, (int)i, rc,
+                       lib->nvmlGpuInstanceGetInfo ? lib->nvmlGpuInstanceGetInfo(gi, &gii) : NS);
         for (unsigned p = 0; rc == NVML_SUCCESS && p < NVML_GPU_INSTANCE_PROFILE_COUNT; p++) {
                 nvmlGpuInstanceProfileInfo_t pi;
                 memset(&pi, 0, sizeof pi);
                 nvmlReturn_t prc;
                 NVCALL(w, CALL_GPU_INSTANCE_PROFILE_INFO, (int)i, prc,
-                       lib->nvmlDeviceGetGpuInstanceProfileInfo ? lib->nvmlDeviceGetGpuInstanceProfileInfo(dev, p, &pi) : NS);
+                       lib->nvmlDeviceGetGpuInstanceProfileInfo ? lib->nvmlDeviceGetGpuInstanceProfileInfo(dev, p, &pi)
+                                                                : NS);
                 if (prc != NVML_SUCCESS || pi.id != gii.profileId) continue;
                 int ci = ci_profile_for_slices(gi_profile_slices[p]);
-                if (ci >= 0 && nvml_mig_profile_name(p, (unsigned)ci, mig_memory_mb, gpu_memory, buf, size) == 0) return 0;
+                if (ci >= 0 && nvml_mig_profile_name(p, (unsigned)ci, mig_memory_mb, gpu_memory, buf, size) == 0)
+                        return 0;
                 break;
         }
         if (have_attributes) {
-                struct nvml_mig_attributes ma = { .gi_slices = a.gpuInstanceSliceCount, .ci_slices = a.gpuInstanceSliceCount,
+                struct nvml_mig_attributes ma = { .gi_slices = a.gpuInstanceSliceCount,
+                                                  .ci_slices = a.gpuInstanceSliceCount,
                                                   .memory_mb = mig_memory_mb };
                 if (nvml_mig_name_from_attributes(&ma, gpu_memory, buf, size) < 0) buf[0] = 0;
         }
@@ -138,7 +145,8 @@ static int sample_gpu_instances(struct worker_arg *w, struct nvml_lib *lib, stru
         nvmlReturn_t rc;
         unsigned cur = 0, pend = 0, max = 0;
         bool attribution = e->o.kubernetes; /* set at the start, never changed */
-        NVCALL(w, CALL_MIG_MODE, (int)i, rc, lib->nvmlDeviceGetMigMode ? lib->nvmlDeviceGetMigMode(dev, &cur, &pend) : NS);
+        NVCALL(w, CALL_MIG_MODE, (int)i, rc,
+               lib->nvmlDeviceGetMigMode ? lib->nvmlDeviceGetMigMode(dev, &cur, &pend) : NS);
         if (rc != NVML_SUCCESS || cur != NVML_DEVICE_MIG_ENABLE) return 0;
         NVCALL(w, CALL_MIG_MAX_COUNT, (int)i, rc,
                lib->nvmlDeviceGetMaxMigDeviceCount ? lib->nvmlDeviceGetMaxMigDeviceCount(dev, &max) : NS);
@@ -147,7 +155,9 @@ static int sample_gpu_instances(struct worker_arg *w, struct nvml_lib *lib, stru
         for (unsigned k = 0; k < max && k < 64; k++) {
                 nvmlDevice_t mdev = NULL;
                 NVCALL(w, CALL_MIG_HANDLE, (int)i, rc,
-                       lib->nvmlDeviceGetMigDeviceHandleByIndex ? lib->nvmlDeviceGetMigDeviceHandleByIndex(dev, k, &mdev) : NS);
+                       lib->nvmlDeviceGetMigDeviceHandleByIndex
+                               ? lib->nvmlDeviceGetMigDeviceHandleByIndex(dev, k, &mdev)
+                               : NS);
                 if (rc == NVML_ERROR_NOT_FOUND) continue;
                 if (rc != NVML_SUCCESS) {
                         n = 0; /* a partial list would hide instances: report the GPU whole */
@@ -164,7 +174,8 @@ static int sample_gpu_instances(struct worker_arg *w, struct nvml_lib *lib, stru
                 if (seen >= 0 && attribution) {
                         /* another compute instance of the same GPU instance: a container may hold it */
                         char other[NVML_DEVICE_UUID_V2_BUFFER_SIZE] = "";
-                        NVCALL(w, CALL_UUID, (int)i, rc, lib->nvmlDeviceGetUUID ? lib->nvmlDeviceGetUUID(mdev, other, sizeof other) : NS);
+                        NVCALL(w, CALL_UUID, (int)i, rc,
+                               lib->nvmlDeviceGetUUID ? lib->nvmlDeviceGetUUID(mdev, other, sizeof other) : NS);
                         if (rc == NVML_SUCCESS) add_mig_device(g, other, (unsigned)seen);
                 }
                 if (seen >= 0 || n == EXP_MAX_GPU_INSTANCES) continue;
@@ -185,7 +196,8 @@ static int sample_gpu_instances(struct worker_arg *w, struct nvml_lib *lib, stru
                                 gi->fb_reserved = (double)(m.reserved >> 20);
                         }
                 }
-                if ((rc == NVML_ERROR_FUNCTION_NOT_FOUND || rc == NVML_ERROR_ARGUMENT_VERSION_MISMATCH) && lib->nvmlDeviceGetMemoryInfo) {
+                if ((rc == NVML_ERROR_FUNCTION_NOT_FOUND || rc == NVML_ERROR_ARGUMENT_VERSION_MISMATCH) &&
+                    lib->nvmlDeviceGetMemoryInfo) {
                         nvmlMemory_t m = { 0 };
                         NVCALL(w, CALL_MEMORY_INFO, (int)i, rc, lib->nvmlDeviceGetMemoryInfo(mdev, &m));
                         if (rc == NVML_SUCCESS) {
@@ -198,7 +210,8 @@ static int sample_gpu_instances(struct worker_arg *w, struct nvml_lib *lib, stru
 
                 /* The profile name: known from an earlier sample by the MIG device's UUID, else looked up. */
                 char mig_uuid[NVML_DEVICE_UUID_V2_BUFFER_SIZE] = "";
-                NVCALL(w, CALL_UUID, (int)i, rc, lib->nvmlDeviceGetUUID ? lib->nvmlDeviceGetUUID(mdev, mig_uuid, sizeof mig_uuid) : NS);
+                NVCALL(w, CALL_UUID, (int)i, rc,
+                       lib->nvmlDeviceGetUUID ? lib->nvmlDeviceGetUUID(mdev, mig_uuid, sizeof mig_uuid) : NS);
                 if (rc != NVML_SUCCESS) mig_uuid[0] = 0;
                 if (mig_uuid[0] && attribution) add_mig_device(g, mig_uuid, n - 1);
                 bool known = false;
@@ -246,23 +259,28 @@ static int sample_opt_in(struct worker_arg *w, struct nvml_lib *lib, struct exp_
 
         if (wanted(e, EXP_CLOCK_THROTTLE_REASONS)) {
                 NVCALL(w, CALL_CLOCK_REASONS, (int)i, rc,
-                       lib->nvmlDeviceGetCurrentClocksEventReasons ? lib->nvmlDeviceGetCurrentClocksEventReasons(dev, &ull) : NS);
+                       lib->nvmlDeviceGetCurrentClocksEventReasons
+                               ? lib->nvmlDeviceGetCurrentClocksEventReasons(dev, &ull)
+                               : NS);
                 if (rc == NVML_SUCCESS) set_value(g, EXP_CLOCK_THROTTLE_REASONS, (double)ull);
         }
         static const struct {
                 enum exp_metric m;
                 nvmlPerfPolicyType_t policy;
-        } viol[] = { { EXP_POWER_VIOLATION, NVML_PERF_POLICY_POWER }, { EXP_THERMAL_VIOLATION, NVML_PERF_POLICY_THERMAL } };
+        } viol[] = { { EXP_POWER_VIOLATION, NVML_PERF_POLICY_POWER },
+                     { EXP_THERMAL_VIOLATION, NVML_PERF_POLICY_THERMAL } };
         for (size_t k = 0; k < ELEMENTSOF(viol); k++) {
                 if (!wanted(e, viol[k].m)) continue;
                 nvmlViolationTime_t t = { 0 };
                 NVCALL(w, CALL_VIOLATION_STATUS, (int)i, rc,
-                       lib->nvmlDeviceGetViolationStatus ? lib->nvmlDeviceGetViolationStatus(dev, viol[k].policy, &t) : NS);
+                       lib->nvmlDeviceGetViolationStatus ? lib->nvmlDeviceGetViolationStatus(dev, viol[k].policy, &t)
+                                                         : NS);
                 if (rc == NVML_SUCCESS) set_value(g, viol[k].m, (double)(t.violationTime / 1000)); /* ns -> DCGM's us */
         }
         if (wanted(e, EXP_PCIE_LINK_GEN)) {
                 NVCALL(w, CALL_PCIE_LINK_GEN, (int)i, rc,
-                       lib->nvmlDeviceGetCurrPcieLinkGeneration ? lib->nvmlDeviceGetCurrPcieLinkGeneration(dev, &u) : NS);
+                       lib->nvmlDeviceGetCurrPcieLinkGeneration ? lib->nvmlDeviceGetCurrPcieLinkGeneration(dev, &u)
+                                                                : NS);
                 if (rc == NVML_SUCCESS) set_value(g, EXP_PCIE_LINK_GEN, u);
         }
         if (wanted(e, EXP_PCIE_LINK_WIDTH)) {
@@ -290,11 +308,13 @@ static int sample_opt_in(struct worker_arg *w, struct nvml_lib *lib, struct exp_
                         fv[n++].fieldId = links[k].field;
                 }
         if (n > 0) {
-                NVCALL(w, CALL_FIELD_VALUES, (int)i, rc, lib->nvmlDeviceGetFieldValues ? lib->nvmlDeviceGetFieldValues(dev, n, fv) : NS);
+                NVCALL(w, CALL_FIELD_VALUES, (int)i, rc,
+                       lib->nvmlDeviceGetFieldValues ? lib->nvmlDeviceGetFieldValues(dev, n, fv) : NS);
                 for (int k = 0; rc == NVML_SUCCESS && k < n; k++)
                         if (fv[k].nvmlReturn == NVML_SUCCESS)
-                                set_value(g, fm[k], fv[k].valueType == NVML_VALUE_TYPE_UNSIGNED_INT ? (double)fv[k].value.uiVal
-                                                                                                  : (double)fv[k].value.ullVal);
+                                set_value(g, fm[k],
+                                          fv[k].valueType == NVML_VALUE_TYPE_UNSIGNED_INT ? (double)fv[k].value.uiVal
+                                                                                          : (double)fv[k].value.ullVal);
         }
         return 0;
 }
@@ -329,7 +349,8 @@ static int sample_gpu(struct worker_arg *w, struct nvml_lib *lib, struct exp_gpu
         NVCALL(w, CALL_PCI_INFO, (int)i, rc, lib->nvmlDeviceGetPciInfo ? lib->nvmlDeviceGetPciInfo(dev, &pci) : NS);
         snprintf(g->uuid, sizeof g->uuid, "%s", uuid);
         snprintf(g->name, sizeof g->name, "%s", name);
-        if (rc == NVML_SUCCESS) snprintf(g->pci_bus_id, sizeof g->pci_bus_id, "%.*s", (int)sizeof pci.busId - 1, pci.busId);
+        if (rc == NVML_SUCCESS)
+                snprintf(g->pci_bus_id, sizeof g->pci_bus_id, "%.*s", (int)sizeof pci.busId - 1, pci.busId);
         g->identified = true;
         pthread_mutex_lock(&e->lock);
         struct known_gpu *k = &e->known[i];
@@ -345,20 +366,24 @@ static int sample_gpu(struct worker_arg *w, struct nvml_lib *lib, struct exp_gpu
         unsigned u = 0, u2 = 0;
         unsigned long long ull = 0;
 
-        NVCALL(w, CALL_CLOCK_INFO, (int)i, rc, lib->nvmlDeviceGetClockInfo ? lib->nvmlDeviceGetClockInfo(dev, NVML_CLOCK_SM, &u) : NS);
+        NVCALL(w, CALL_CLOCK_INFO, (int)i, rc,
+               lib->nvmlDeviceGetClockInfo ? lib->nvmlDeviceGetClockInfo(dev, NVML_CLOCK_SM, &u) : NS);
         if (rc == NVML_SUCCESS) set_value(g, EXP_SM_CLOCK, u);
         if (rc == NVML_ERROR_GPU_IS_LOST) goto lost;
-        NVCALL(w, CALL_CLOCK_INFO, (int)i, rc, lib->nvmlDeviceGetClockInfo ? lib->nvmlDeviceGetClockInfo(dev, NVML_CLOCK_MEM, &u) : NS);
+        NVCALL(w, CALL_CLOCK_INFO, (int)i, rc,
+               lib->nvmlDeviceGetClockInfo ? lib->nvmlDeviceGetClockInfo(dev, NVML_CLOCK_MEM, &u) : NS);
         if (rc == NVML_SUCCESS) set_value(g, EXP_MEM_CLOCK, u);
 
         nvmlFieldValue_t fv[2];
         memset(fv, 0, sizeof fv);
         fv[0].fieldId = NVML_FI_DEV_MEMORY_TEMP;
         fv[1].fieldId = NVML_FI_DEV_NVLINK_BANDWIDTH_C0_TOTAL;
-        NVCALL(w, CALL_FIELD_VALUES, (int)i, rc, lib->nvmlDeviceGetFieldValues ? lib->nvmlDeviceGetFieldValues(dev, 2, fv) : NS);
+        NVCALL(w, CALL_FIELD_VALUES, (int)i, rc,
+               lib->nvmlDeviceGetFieldValues ? lib->nvmlDeviceGetFieldValues(dev, 2, fv) : NS);
         if (rc == NVML_SUCCESS) {
                 if (fv[0].nvmlReturn == NVML_SUCCESS) set_value(g, EXP_MEMORY_TEMP, (double)fv[0].value.uiVal);
-                if (fv[1].nvmlReturn == NVML_SUCCESS) set_value(g, EXP_NVLINK_BANDWIDTH_TOTAL, (double)fv[1].value.ullVal);
+                if (fv[1].nvmlReturn == NVML_SUCCESS)
+                        set_value(g, EXP_NVLINK_BANDWIDTH_TOTAL, (double)fv[1].value.ullVal);
         }
         if (rc == NVML_ERROR_GPU_IS_LOST) goto lost;
 
@@ -368,28 +393,35 @@ static int sample_gpu(struct worker_arg *w, struct nvml_lib *lib, struct exp_gpu
                 NVCALL(w, CALL_TEMPERATURE, (int)i, rc, lib->nvmlDeviceGetTemperatureV(dev, &t));
                 if (rc == NVML_SUCCESS) set_value(g, EXP_GPU_TEMP, t.temperature);
         }
-        if ((rc == NVML_ERROR_FUNCTION_NOT_FOUND || rc == NVML_ERROR_ARGUMENT_VERSION_MISMATCH) && lib->nvmlDeviceGetTemperature) {
+        if ((rc == NVML_ERROR_FUNCTION_NOT_FOUND || rc == NVML_ERROR_ARGUMENT_VERSION_MISMATCH) &&
+            lib->nvmlDeviceGetTemperature) {
                 NVCALL(w, CALL_TEMPERATURE, (int)i, rc, lib->nvmlDeviceGetTemperature(dev, NVML_TEMPERATURE_GPU, &u));
                 if (rc == NVML_SUCCESS) set_value(g, EXP_GPU_TEMP, u);
         }
 
-        NVCALL(w, CALL_POWER_USAGE, (int)i, rc, lib->nvmlDeviceGetPowerUsage ? lib->nvmlDeviceGetPowerUsage(dev, &u) : NS);
+        NVCALL(w, CALL_POWER_USAGE, (int)i, rc,
+               lib->nvmlDeviceGetPowerUsage ? lib->nvmlDeviceGetPowerUsage(dev, &u) : NS);
         if (rc == NVML_SUCCESS) set_value(g, EXP_POWER_USAGE, u / 1000.0); /* mW -> W */
         if (rc == NVML_ERROR_GPU_IS_LOST) goto lost;
-        NVCALL(w, CALL_ENERGY, (int)i, rc, lib->nvmlDeviceGetTotalEnergyConsumption ? lib->nvmlDeviceGetTotalEnergyConsumption(dev, &ull) : NS);
+        NVCALL(w, CALL_ENERGY, (int)i, rc,
+               lib->nvmlDeviceGetTotalEnergyConsumption ? lib->nvmlDeviceGetTotalEnergyConsumption(dev, &ull) : NS);
         if (rc == NVML_SUCCESS) set_value(g, EXP_TOTAL_ENERGY, (double)ull);
-        NVCALL(w, CALL_PCIE_REPLAY, (int)i, rc, lib->nvmlDeviceGetPcieReplayCounter ? lib->nvmlDeviceGetPcieReplayCounter(dev, &u) : NS);
+        NVCALL(w, CALL_PCIE_REPLAY, (int)i, rc,
+               lib->nvmlDeviceGetPcieReplayCounter ? lib->nvmlDeviceGetPcieReplayCounter(dev, &u) : NS);
         if (rc == NVML_SUCCESS) set_value(g, EXP_PCIE_REPLAY, u);
 
         nvmlUtilization_t util = { 0 };
-        NVCALL(w, CALL_UTILIZATION, (int)i, rc, lib->nvmlDeviceGetUtilizationRates ? lib->nvmlDeviceGetUtilizationRates(dev, &util) : NS);
+        NVCALL(w, CALL_UTILIZATION, (int)i, rc,
+               lib->nvmlDeviceGetUtilizationRates ? lib->nvmlDeviceGetUtilizationRates(dev, &util) : NS);
         if (rc == NVML_SUCCESS) {
                 set_value(g, EXP_GPU_UTIL, util.gpu);
                 set_value(g, EXP_MEM_COPY_UTIL, util.memory);
         }
-        NVCALL(w, CALL_ENCODER_UTIL, (int)i, rc, lib->nvmlDeviceGetEncoderUtilization ? lib->nvmlDeviceGetEncoderUtilization(dev, &u, &u2) : NS);
+        NVCALL(w, CALL_ENCODER_UTIL, (int)i, rc,
+               lib->nvmlDeviceGetEncoderUtilization ? lib->nvmlDeviceGetEncoderUtilization(dev, &u, &u2) : NS);
         if (rc == NVML_SUCCESS) set_value(g, EXP_ENC_UTIL, u);
-        NVCALL(w, CALL_DECODER_UTIL, (int)i, rc, lib->nvmlDeviceGetDecoderUtilization ? lib->nvmlDeviceGetDecoderUtilization(dev, &u, &u2) : NS);
+        NVCALL(w, CALL_DECODER_UTIL, (int)i, rc,
+               lib->nvmlDeviceGetDecoderUtilization ? lib->nvmlDeviceGetDecoderUtilization(dev, &u, &u2) : NS);
         if (rc == NVML_SUCCESS) set_value(g, EXP_DEC_UTIL, u);
 
         /* Framebuffer in MiB as DCGM reports it; reserved only from the v2 struct. */
@@ -405,7 +437,8 @@ static int sample_gpu(struct worker_arg *w, struct nvml_lib *lib, struct exp_gpu
                         set_value(g, EXP_FB_RESERVED, (double)(m.reserved >> 20));
                 }
         }
-        if ((rc == NVML_ERROR_FUNCTION_NOT_FOUND || rc == NVML_ERROR_ARGUMENT_VERSION_MISMATCH) && lib->nvmlDeviceGetMemoryInfo) {
+        if ((rc == NVML_ERROR_FUNCTION_NOT_FOUND || rc == NVML_ERROR_ARGUMENT_VERSION_MISMATCH) &&
+            lib->nvmlDeviceGetMemoryInfo) {
                 nvmlMemory_t m = { 0 };
                 NVCALL(w, CALL_MEMORY_INFO, (int)i, rc, lib->nvmlDeviceGetMemoryInfo(dev, &m));
                 if (rc == NVML_SUCCESS) {
@@ -416,7 +449,9 @@ static int sample_gpu(struct worker_arg *w, struct nvml_lib *lib, struct exp_gpu
         }
 
         unsigned corr = 0, unc = 0, pending = 0, failure = 0;
-        NVCALL(w, CALL_REMAPPED_ROWS, (int)i, rc, lib->nvmlDeviceGetRemappedRows ? lib->nvmlDeviceGetRemappedRows(dev, &corr, &unc, &pending, &failure) : NS);
+        NVCALL(w, CALL_REMAPPED_ROWS, (int)i, rc,
+               lib->nvmlDeviceGetRemappedRows ? lib->nvmlDeviceGetRemappedRows(dev, &corr, &unc, &pending, &failure)
+                                              : NS);
         if (rc == NVML_SUCCESS) {
                 set_value(g, EXP_UNCORRECTABLE_REMAPPED_ROWS, unc);
                 set_value(g, EXP_CORRECTABLE_REMAPPED_ROWS, corr);
@@ -477,7 +512,8 @@ static int sample_once(struct worker_arg *w, struct exp_sample *s) {
                 }
                 char ver[NVML_SYSTEM_DRIVER_VERSION_BUFFER_SIZE] = "";
                 NVCALL(w, CALL_DRIVER_VERSION, -1, rc,
-                       lib->nvmlSystemGetDriverVersion ? lib->nvmlSystemGetDriverVersion(ver, sizeof ver) : NVML_ERROR_NOT_SUPPORTED);
+                       lib->nvmlSystemGetDriverVersion ? lib->nvmlSystemGetDriverVersion(ver, sizeof ver)
+                                                       : NVML_ERROR_NOT_SUPPORTED);
                 if (rc != NVML_SUCCESS) ver[0] = 0;
                 pthread_mutex_lock(&e->lock);
                 e->nvml_initialized = true;
@@ -541,7 +577,8 @@ reinit:
 
 /* Renders sample s (and the stats) as the GPU part of the page and publishes. Returns nothing. */
 static void render_and_publish(struct exporter *e, const struct exp_sample *s, bool complete) {
-        struct exp_render_options ro = { .hostname = e->hostname, .hostname_label = e->hostname_label,
+        struct exp_render_options ro = { .hostname = e->hostname,
+                                         .hostname_label = e->hostname_label,
                                          .counters = &e->o.counters };
         pthread_mutex_lock(&e->lock);
         e->stats.samples_total++;
@@ -611,7 +648,8 @@ static void *worker_main(void *arg) {
                 if (current) render_and_publish(e, &s, !s.partial);
                 exp_sample_clear(&s);
                 pthread_mutex_lock(&e->lock);
-                bool stop = !current || w->gen != e->gen || exporter_wait_locked(e, e->o.interval_ms) || w->gen != e->gen;
+                bool stop =
+                        !current || w->gen != e->gen || exporter_wait_locked(e, e->o.interval_ms) || w->gen != e->gen;
                 pthread_mutex_unlock(&e->lock);
                 if (stop) break;
         }

@@ -12,10 +12,10 @@ struct kmsg_scan;
  * negative errno in `rc`; checks then say they cannot answer instead of guessing. */
 
 struct pci_function {
-        char address[32];      /* "0000:18:00.0" */
+        char address[32]; /* "0000:18:00.0" */
         uint32_t vendor, device, class_code, subsystem_vendor, subsystem_device;
-        char *driver;          /* bound driver name, NULL when none */
-        int numa_node;         /* -1 when unknown */
+        char *driver;  /* bound driver name, NULL when none */
+        int numa_node; /* -1 when unknown */
 };
 
 enum pci_kind { PCI_GPU, PCI_NVSWITCH, PCI_OTHER_NVIDIA };
@@ -23,26 +23,26 @@ enum pci_kind { PCI_GPU, PCI_NVSWITCH, PCI_OTHER_NVIDIA };
 struct pci_facts {
         int rc;
         char *error;
-        struct pci_function *gpus;     /* NVIDIA display/3D controllers */
+        struct pci_function *gpus; /* NVIDIA display/3D controllers */
         size_t n_gpus;
         struct pci_function *nvswitches;
         size_t n_nvswitches;
-        size_t n_unreadable;           /* functions whose files could not be read */
-        char **unreadable;             /* "0000:18:00.0: vendor: Permission denied" */
+        size_t n_unreadable; /* functions whose files could not be read */
+        char **unreadable;   /* "0000:18:00.0: vendor: Permission denied" */
 };
 
 struct module_facts {
         int rc;
         char *error;
-        char **loaded;                 /* names from /proc/modules */
+        char **loaded; /* names from /proc/modules */
         size_t n_loaded;
 };
 
 struct driver_gpu_info {
-        char address[32];              /* from /proc/driver/nvidia/gpus/<addr> */
-        int minor;                     /* Device Minor, -1 unknown */
+        char address[32]; /* from /proc/driver/nvidia/gpus/<addr> */
+        int minor;        /* Device Minor, -1 unknown */
         char *model, *uuid;
-        bool dev_node;                 /* /dev/nvidia<minor> exists (false when the minor is unknown) */
+        bool dev_node; /* /dev/nvidia<minor> exists (false when the minor is unknown) */
 };
 
 /* The driver's device nodes that every GPU container needs. */
@@ -52,32 +52,32 @@ extern const char *const driver_common_nodes[_DRIVER_NODE_MAX]; /* "/dev/nvidiac
 struct driver_facts {
         int version_rc;
         char *version_error;
-        char *version_line;            /* first line of /proc/driver/nvidia/version */
-        char *version;                 /* "550.54.15" */
-        bool open_module;              /* "Open Kernel Module" */
+        char *version_line; /* first line of /proc/driver/nvidia/version */
+        char *version;      /* "550.54.15" */
+        bool open_module;   /* "Open Kernel Module" */
         struct driver_gpu_info *gpus;
         size_t n_gpus;
-        char *taint;                   /* /sys/module/nvidia/taint */
+        char *taint;                        /* /sys/module/nvidia/taint */
         bool common_node[_DRIVER_NODE_MAX]; /* driver_common_nodes[i] exists */
 };
 
 struct secureboot_facts {
-        int efi_rc;                    /* -ENOENT: not an EFI system / efivars not mounted */
-        int secure_boot;               /* 1 on, 0 off, -1 unknown */
-        char *lockdown;                /* "none", "integrity", "confidentiality", NULL unknown */
-        char *kernel_release;          /* from /proc/sys/kernel/osrelease */
-        int headers_rc;                /* 0 when /lib/modules/<release>/build exists */
+        int efi_rc;           /* -ENOENT: not an EFI system / efivars not mounted */
+        int secure_boot;      /* 1 on, 0 off, -1 unknown */
+        char *lockdown;       /* "none", "integrity", "confidentiality", NULL unknown */
+        char *kernel_release; /* from /proc/sys/kernel/osrelease */
+        int headers_rc;       /* 0 when /lib/modules/<release>/build exists */
 };
 
 struct ib_port {
-        char *device;                  /* "mlx5_0" */
+        char *device; /* "mlx5_0" */
         unsigned port;
-        int state;                     /* 4 ACTIVE; -1 unreadable */
+        int state; /* 4 ACTIVE; -1 unreadable */
         char *state_text;
-        int phys_state;                /* 5 LinkUp */
+        int phys_state; /* 5 LinkUp */
         char *phys_state_text;
         char *rate, *link_layer;
-        uint64_t link_downed;          /* counters/link_downed, UINT64_MAX unknown */
+        uint64_t link_downed; /* counters/link_downed, UINT64_MAX unknown */
 };
 
 struct ib_device {
@@ -85,7 +85,7 @@ struct ib_device {
 };
 
 struct rdma_facts {
-        int rc;                        /* -ENOENT: no /sys/class/infiniband */
+        int rc; /* -ENOENT: no /sys/class/infiniband */
         char *error;
         struct ib_device *devices;
         size_t n_devices;
@@ -95,7 +95,7 @@ struct rdma_facts {
 };
 
 struct sriov_nic {
-        char *interface;               /* "ens1f0" */
+        char *interface; /* "ens1f0" */
         char *pci_address;
         uint64_t total_vfs, num_vfs;
         size_t vfs_without_driver;
@@ -104,7 +104,7 @@ struct sriov_nic {
 struct sriov_facts {
         int rc;
         char *error;
-        struct sriov_nic *nics;        /* only NICs that offer SR-IOV (total_vfs > 0) */
+        struct sriov_nic *nics; /* only NICs that offer SR-IOV (total_vfs > 0) */
         size_t n_nics;
 };
 
@@ -113,76 +113,76 @@ enum kmsg_source_kind { KMSG_NONE, KMSG_DEVICE, KMSG_FILE };
 struct kmsg_facts {
         int rc;
         char *error;
-        char *source;                  /* path read */
-        struct kmsg_scan *scan;        /* NULL when unreadable */
+        char *source;           /* path read */
+        struct kmsg_scan *scan; /* NULL when unreadable */
 };
 
 struct nvml_state {
-        int load_rc;                   /* 0 loaded, -errno when dlopen failed */
+        int load_rc; /* 0 loaded, -errno when dlopen failed */
         char *load_error;
-        char *library;                 /* path or soname asked for */
-        struct nvml_facts *facts;      /* NULL when not loaded */
+        char *library;            /* path or soname asked for */
+        struct nvml_facts *facts; /* NULL when not loaded */
 };
 
 struct process_facts {
-        bool fabricmanager_running;    /* nv-fabricmanager in /proc */
-        bool persistenced_running;     /* nvidia-persistenced in /proc */
+        bool fabricmanager_running; /* nv-fabricmanager in /proc */
+        bool persistenced_running;  /* nvidia-persistenced in /proc */
 };
 
 /* ---- Fabric manager and NVSwitch (probe_fabric_manager.c) ---- */
 
-#define FM_LOG_PATH "/var/log/fabricmanager.log"      /* LOG_FILE_NAME's default in fabricmanager.cfg */
-#define FM_CONFIG_PATH "/usr/share/nvidia/nvswitch/fabricmanager.cfg"
-#define FM_DPKG_STATUS DPKG_STATUS_PATH               /* the fabric manager package: basic/dpkg.h */
-#define FM_LOG_TAIL_BYTES (1u << 20)   /* the log's last bytes read: it grows without bound when not rotated */
-#define FM_LOG_KEPT 16                 /* error lines kept as evidence, the last ones */
-#define FM_TEXT_MAX 300                /* bytes of a kept line */
+#define FM_LOG_PATH       "/var/log/fabricmanager.log" /* LOG_FILE_NAME's default in fabricmanager.cfg */
+#define FM_CONFIG_PATH    "/usr/share/nvidia/nvswitch/fabricmanager.cfg"
+#define FM_DPKG_STATUS    DPKG_STATUS_PATH /* the fabric manager package: basic/dpkg.h */
+#define FM_LOG_TAIL_BYTES (1u << 20)       /* the log's last bytes read: it grows without bound when not rotated */
+#define FM_LOG_KEPT       16               /* error lines kept as evidence, the last ones */
+#define FM_TEXT_MAX       300              /* bytes of a kept line */
 
 /* What a fabric manager log line says, when it says something gpunode looks for. */
 enum fm_log_kind {
-        FM_LOG_ERROR,                  /* any other "[ERROR]" line */
-        FM_LOG_VERSION_MISMATCH,       /* "... driver interface version X don't match with driver version Y" */
-        FM_LOG_TOPOLOGY_MISMATCH,      /* "detected number of NVSwitches don't match with any supported system topology" */
-        FM_LOG_NVSWITCH_QUERY_FAILED,  /* "request to query NVSwitch device information from NVSwitch driver failed" */
-        FM_LOG_NVSWITCH_FATAL,         /* "detected NVSwitch fatal error N on ..." */
-        FM_LOG_NVSWITCH_NON_FATAL,     /* "detected NVSwitch non-fatal error N on ..." */
-        FM_LOG_TRAINING_FAILED,        /* NVLink/NVSwitch link training failed */
-        FM_LOG_NOT_ABLE,               /* "fabric manager is not able to ..." / "failed to ..." at ERROR or not */
-        FM_LOG_MULTICAST,              /* "failed to find the GPU handle ... in the multicast team" */
+        FM_LOG_ERROR,             /* any other "[ERROR]" line */
+        FM_LOG_VERSION_MISMATCH,  /* "... driver interface version X don't match with driver version Y" */
+        FM_LOG_TOPOLOGY_MISMATCH, /* "detected number of NVSwitches don't match with any supported system topology" */
+        FM_LOG_NVSWITCH_QUERY_FAILED, /* "request to query NVSwitch device information from NVSwitch driver failed" */
+        FM_LOG_NVSWITCH_FATAL,        /* "detected NVSwitch fatal error N on ..." */
+        FM_LOG_NVSWITCH_NON_FATAL,    /* "detected NVSwitch non-fatal error N on ..." */
+        FM_LOG_TRAINING_FAILED,       /* NVLink/NVSwitch link training failed */
+        FM_LOG_NOT_ABLE,              /* "fabric manager is not able to ..." / "failed to ..." at ERROR or not */
+        FM_LOG_MULTICAST,             /* "failed to find the GPU handle ... in the multicast team" */
         _FM_LOG_KIND_MAX,
 };
 
 struct fm_log_line {
-        uint64_t lineno;               /* 1-based within the part read */
+        uint64_t lineno; /* 1-based within the part read */
         enum fm_log_kind kind;
-        char text[FM_TEXT_MAX + 1];    /* valid UTF-8, control bytes as '?' */
+        char text[FM_TEXT_MAX + 1]; /* valid UTF-8, control bytes as '?' */
 };
 
 /* The fabric manager log's tail, split at the last start ("Fabric Manager version X is running"). */
 struct fm_log_facts {
-        int rc;                        /* 0 read; -ENOENT absent; other -errno unreadable */
+        int rc; /* 0 read; -ENOENT absent; other -errno unreadable */
         char *error;
-        char *path;                    /* the log read (LOG_FILE_NAME from the config, else FM_LOG_PATH) */
-        uint64_t size;                 /* the file's size */
-        bool tail_only;                /* size > FM_LOG_TAIL_BYTES: only its end was read */
-        uint64_t lines;                /* lines looked at */
-        char *running_version;         /* from the last start line, NULL when the part read has none */
-        uint64_t start_lineno;         /* that line, 0 when none */
-        uint64_t starts;               /* start lines seen */
-        uint64_t errors_before_start;  /* error lines before the last start (history) */
-        uint64_t errors;               /* error lines after the last start (all, when no start) */
+        char *path;                            /* the log read (LOG_FILE_NAME from the config, else FM_LOG_PATH) */
+        uint64_t size;                         /* the file's size */
+        bool tail_only;                        /* size > FM_LOG_TAIL_BYTES: only its end was read */
+        uint64_t lines;                        /* lines looked at */
+        char *running_version;                 /* from the last start line, NULL when the part read has none */
+        uint64_t start_lineno;                 /* that line, 0 when none */
+        uint64_t starts;                       /* start lines seen */
+        uint64_t errors_before_start;          /* error lines before the last start (history) */
+        uint64_t errors;                       /* error lines after the last start (all, when no start) */
         uint64_t kind_count[_FM_LOG_KIND_MAX]; /* of those, by kind */
         char *mismatch_fm, *mismatch_driver;   /* versions a mismatch line names (after the start), or NULL */
-        size_t n_kept;                 /* the last FM_LOG_KEPT error lines after the start, oldest first */
+        size_t n_kept;                         /* the last FM_LOG_KEPT error lines after the start, oldest first */
         struct fm_log_line kept[FM_LOG_KEPT];
 };
 
 struct fm_package_facts {
-        int rc;                        /* 0 read; -ENOENT no dpkg status; other -errno unreadable */
+        int rc; /* 0 read; -ENOENT no dpkg status; other -errno unreadable */
         char *error;
-        char *name;                    /* "nvidia-fabricmanager-550" or "nvidia-fabricmanager", NULL when not installed */
-        char *version;                 /* the upstream version: "550.54.15" from "550.54.15-1" */
-        char *raw_version;             /* as dpkg has it */
+        char *name;        /* "nvidia-fabricmanager-550" or "nvidia-fabricmanager", NULL when not installed */
+        char *version;     /* the upstream version: "550.54.15" from "550.54.15-1" */
+        char *raw_version; /* as dpkg has it */
 };
 
 struct fabric_manager_facts {
@@ -205,10 +205,10 @@ void fabric_manager_facts_free(struct fabric_manager_facts *f);
 /* A process NVML lists on a GPU (compute processes), as the host's /proc shows it. */
 struct gpu_process_host {
         unsigned pid;
-        bool alive;                    /* /proc/<pid> exists on the host */
-        char *comm;                    /* /proc/<pid>/comm; NULL unreadable */
-        char *pod_uid;                 /* the kubelet pod cgroup's UID (/proc/<pid>/cgroup); NULL: not in a pod */
-        char *container_id;            /* the container's id in that cgroup; NULL unknown */
+        bool alive;         /* /proc/<pid> exists on the host */
+        char *comm;         /* /proc/<pid>/comm; NULL unreadable */
+        char *pod_uid;      /* the kubelet pod cgroup's UID (/proc/<pid>/cgroup); NULL: not in a pod */
+        char *container_id; /* the container's id in that cgroup; NULL unknown */
 };
 
 struct gpu_process_facts {

@@ -1,4 +1,5 @@
-/* layer2_container.h: layer 2 facts: containerd, CRI-O, Docker, the NVIDIA Container Toolkit, CDI specs, RDMA device nodes. */
+/* layer2_container.h: layer 2 facts: containerd, CRI-O, Docker, the NVIDIA Container Toolkit, CDI specs, RDMA device
+ * nodes. */
 #pragma once
 
 #include <stdbool.h>
@@ -12,62 +13,62 @@ struct dpkg_status;
 
 /* A daemon found in /proc by its comm. */
 struct runtime_process {
-        int pid;                /* 0: not seen (or /proc not visible) */
-        int64_t started;        /* unix seconds, -1 unknown */
-        char *started_from;     /* how the start time was found, for evidence */
-        char *config_arg;       /* --config / -c from its cmdline, NULL when none */
+        int pid;            /* 0: not seen (or /proc not visible) */
+        int64_t started;    /* unix seconds, -1 unknown */
+        char *started_from; /* how the start time was found, for evidence */
+        char *config_arg;   /* --config / -c from its cmdline, NULL when none */
 };
 
 /* One configuration file as read: a containerd import, a CRI-O drop-in, daemon.json. */
 struct runtime_config_file {
         char *path;
-        int rc;                 /* 0 read and parsed, else -errno (-EINVAL: a syntax error) */
-        char *error;            /* a sentence naming the file, and line and column for syntax errors */
-        int64_t mtime;          /* unix seconds, -1 unknown */
-        int version;            /* containerd: its `version` key, 0 when absent */
-        bool mentions_nvidia;   /* defines a runtime whose name starts with "nvidia" */
-        char *imported_by;      /* containerd: the file whose imports named it; NULL for the main file */
+        int rc;               /* 0 read and parsed, else -errno (-EINVAL: a syntax error) */
+        char *error;          /* a sentence naming the file, and line and column for syntax errors */
+        int64_t mtime;        /* unix seconds, -1 unknown */
+        int version;          /* containerd: its `version` key, 0 when absent */
+        bool mentions_nvidia; /* defines a runtime whose name starts with "nvidia" */
+        char *imported_by;    /* containerd: the file whose imports named it; NULL for the main file */
 };
 
 /* A runtime under the CRI plugin's containerd.runtimes, after imports are merged. */
 struct ctd_runtime {
         char *name;
-        char *runtime_type, *runtime_type_file;   /* value and the file that set it */
-        char *binary_name, *binary_file;          /* the binary it runs: options.BinaryName, or options.Runtime */
+        char *runtime_type, *runtime_type_file; /* value and the file that set it */
+        char *binary_name, *binary_file;        /* the binary it runs: options.BinaryName, or options.Runtime */
         const char *binary_key; /* "BinaryName"; "Runtime" for runtime_type io.containerd.runtime.v1.linux, whose
                                  * shim runs options.Runtime (containerd 1.x runtime/linux/runctypes RuncOptions) */
         int binary_rc;          /* 0 executable; -ENOENT; -EACCES not executable; BINARY_UNSET */
 };
 
 struct containerd_facts {
-        bool present;                   /* a config, a binary or a process */
-        char *binary;                   /* /usr/bin/containerd, ...; NULL when none found */
+        bool present; /* a config, a binary or a process */
+        char *binary; /* /usr/bin/containerd, ...; NULL when none found */
         struct runtime_process process;
-        char *config_path;              /* the main config read */
-        char *config_path_from;         /* "default", or "--config of pid 812" */
-        int rc;                         /* 0, or the first error that stops containerd loading its config */
+        char *config_path;      /* the main config read */
+        char *config_path_from; /* "default", or "--config of pid 812" */
+        int rc;                 /* 0, or the first error that stops containerd loading its config */
         char *error;
-        struct runtime_config_file *files;  /* in the order containerd loads them */
+        struct runtime_config_file *files; /* in the order containerd loads them */
         size_t n_files;
-        struct runtime_config_file *stray;  /* drop-ins in conf.d directories that containerd does not load */
+        struct runtime_config_file *stray; /* drop-ins in conf.d directories that containerd does not load */
         size_t n_stray;
-        char *misplaced_imports;        /* a table holding an `imports` key that is not at the top level */
-        char *imports_cut;              /* an import glob gpunode expanded only in part (bounds, symlink loops); NULL */
-        int version;                    /* of the main file: 1, 2 or 3 (1 when absent) */
-        const char *cri_plugin;         /* CRI runtime plugin id for that version */
-        int major, minor;               /* containerd's own version (1.7: 1, 7); 0, 0 when gpunode cannot tell */
-        char *version_text;             /* as its source writes it ("1.7.24~ds1-1"); NULL when unknown */
-        char *version_from;             /* where it was read, or why it could not be (a sentence) */
-        bool deep_merge;                /* imports merged key by key (containerd 2.x), else plugin by plugin (1.x) */
-        bool merge_assumed;             /* containerd's version unknown: the merge rule follows the config version */
-        char *merge_other;              /* merge_assumed, and the other major's rule gives another nvidia runtime or
-                                         * default runtime: what it would give (a sentence); NULL otherwise */
-        char *cri_owner;                /* plugin-by-plugin merge: the file whose CRI table wins; NULL none */
-        bool cri_disabled;              /* disabled_plugins names the CRI plugin (e.g. Docker's containerd) */
+        char *misplaced_imports; /* a table holding an `imports` key that is not at the top level */
+        char *imports_cut;       /* an import glob gpunode expanded only in part (bounds, symlink loops); NULL */
+        int version;             /* of the main file: 1, 2 or 3 (1 when absent) */
+        const char *cri_plugin;  /* CRI runtime plugin id for that version */
+        int major, minor;        /* containerd's own version (1.7: 1, 7); 0, 0 when gpunode cannot tell */
+        char *version_text;      /* as its source writes it ("1.7.24~ds1-1"); NULL when unknown */
+        char *version_from;      /* where it was read, or why it could not be (a sentence) */
+        bool deep_merge;         /* imports merged key by key (containerd 2.x), else plugin by plugin (1.x) */
+        bool merge_assumed;      /* containerd's version unknown: the merge rule follows the config version */
+        char *merge_other;       /* merge_assumed, and the other major's rule gives another nvidia runtime or
+                                  * default runtime: what it would give (a sentence); NULL otherwise */
+        char *cri_owner;         /* plugin-by-plugin merge: the file whose CRI table wins; NULL none */
+        bool cri_disabled;       /* disabled_plugins names the CRI plugin (e.g. Docker's containerd) */
         struct ctd_runtime *runtimes;
         size_t n_runtimes;
         char *default_runtime, *default_runtime_file;
-        int enable_cdi;                 /* -1 not set, 0 false, 1 true */
+        int enable_cdi; /* -1 not set, 0 false, 1 true */
         char *enable_cdi_file;
 };
 
@@ -81,11 +82,11 @@ struct crio_facts {
         bool present;
         char *binary;
         struct runtime_process process;
-        int rc;                         /* first read or TOML error */
+        int rc; /* first read or TOML error */
         char *error;
-        struct runtime_config_file *files;  /* crio.conf, then crio.conf.d/ in name order */
+        struct runtime_config_file *files; /* crio.conf, then crio.conf.d/ in name order */
         size_t n_files;
-        char *nvidia_path, *nvidia_file;    /* [crio.runtime.runtimes.nvidia] runtime_path */
+        char *nvidia_path, *nvidia_file; /* [crio.runtime.runtimes.nvidia] runtime_path */
         bool has_nvidia;
         int nvidia_path_rc;
         char *default_runtime, *default_runtime_file;
@@ -95,24 +96,24 @@ struct docker_facts {
         bool present;
         char *binary;
         struct runtime_process process;
-        struct runtime_config_file file;    /* /etc/docker/daemon.json; rc -ENOENT when absent */
+        struct runtime_config_file file; /* /etc/docker/daemon.json; rc -ENOENT when absent */
         bool has_nvidia;
-        char *nvidia_path;              /* runtimes.nvidia.path as written */
-        char *nvidia_resolved;          /* found on the daemon's PATH, NULL when not */
+        char *nvidia_path;     /* runtimes.nvidia.path as written */
+        char *nvidia_resolved; /* found on the daemon's PATH, NULL when not */
         int nvidia_path_rc;
         char *default_runtime;
-        bool cdi_feature;               /* features.cdi */
+        bool cdi_feature; /* features.cdi */
 };
 
 enum { TOOLKIT_RUNTIME, TOOLKIT_CLI, TOOLKIT_CTK, TOOLKIT_CDI_HOOK, TOOLKIT_N_BINARIES };
 
 struct toolkit_facts {
         const char *names[TOOLKIT_N_BINARIES];
-        char *paths[TOOLKIT_N_BINARIES];    /* where found (executable), NULL when not */
-        bool operator_dir;              /* /usr/local/nvidia/toolkit exists */
-        struct runtime_config_file config;  /* nvidia-container-runtime config.toml; rc -ENOENT when absent */
-        char *mode;                     /* nvidia-container-runtime.mode */
-        char **validations;             /* /run/nvidia/validations/ entries */
+        char *paths[TOOLKIT_N_BINARIES];   /* where found (executable), NULL when not */
+        bool operator_dir;                 /* /usr/local/nvidia/toolkit exists */
+        struct runtime_config_file config; /* nvidia-container-runtime config.toml; rc -ENOENT when absent */
+        char *mode;                        /* nvidia-container-runtime.mode */
+        char **validations;                /* /run/nvidia/validations/ entries */
         size_t n_validations;
 };
 
@@ -121,20 +122,20 @@ struct cdi_spec {
         int rc;
         char *error;
         char *cdi_version, *kind;
-        char **devices;                 /* device names: "0", "GPU-...", "all" */
+        char **devices; /* device names: "0", "GPU-...", "all" */
         size_t n_devices;
-        char **device_nodes;            /* host paths (hostPath, else path) */
+        char **device_nodes; /* host paths (hostPath, else path) */
         size_t n_device_nodes;
-        char **mounts;                  /* hostPath of every mount */
+        char **mounts; /* hostPath of every mount */
         size_t n_mounts;
-        char **hooks;                   /* hook paths */
+        char **hooks; /* hook paths */
         size_t n_hooks;
-        char **missing;                 /* device nodes, mounts and hooks absent below the root */
+        char **missing; /* device nodes, mounts and hooks absent below the root */
         size_t n_missing;
 };
 
 struct cdi_facts {
-        struct cdi_spec *specs;         /* every *.yaml, *.yml, *.json in /etc/cdi and /var/run/cdi */
+        struct cdi_spec *specs; /* every *.yaml, *.yml, *.json in /etc/cdi and /var/run/cdi */
         size_t n_specs;
 };
 
@@ -144,8 +145,8 @@ struct runtime_facts {
         struct docker_facts docker;
         struct toolkit_facts toolkit;
         struct cdi_facts cdi;
-        bool proc_visible;              /* /proc below the root lists processes */
-        int infiniband_rc;              /* listing /dev/infiniband */
+        bool proc_visible; /* /proc below the root lists processes */
+        int infiniband_rc; /* listing /dev/infiniband */
         size_t n_uverbs;
         bool have_rdma_cm;
 };

@@ -13,13 +13,13 @@ struct kube_pod_info;
 
 /* One metrics endpoint as fetched. */
 struct metrics_endpoint {
-        char *url;                     /* NULL: not attempted (see skip_reason) */
-        char *found_by;                /* "--dcgm-url", "pod gpu-operator/nvidia-dcgm-exporter-x", "default port" */
+        char *url;      /* NULL: not attempted (see skip_reason) */
+        char *found_by; /* "--dcgm-url", "pod gpu-operator/nvidia-dcgm-exporter-x", "default port" */
         char *skip_reason;
-        int rc;                        /* http_fetch's result */
+        int rc; /* http_fetch's result */
         char *error;
         long http_code;
-        int parse_rc;                  /* promtext result when rc == 0 */
+        int parse_rc; /* promtext result when rc == 0 */
         struct promtext_error parse_error;
         struct promtext_gpu_summary summary;
 };

@@ -21,9 +21,9 @@ struct gpu_holder {
 
 /* The distinct containers holding one GPU, in the kubelet's order. */
 struct gpu_pods {
-        char *uuid;                    /* the kernel log's UUID for a GPU NVML does not list; NULL for NVML's GPUs */
-        bool named;                    /* matched by a UUID: without one only index naming could match, so no
-                                        * holder then does not mean no pod */
+        char *uuid; /* the kernel log's UUID for a GPU NVML does not list; NULL for NVML's GPUs */
+        bool named; /* matched by a UUID: without one only index naming could match, so no
+                     * holder then does not mean no pod */
         struct gpu_holder *holders;
         size_t n_holders;
 };
@@ -31,29 +31,29 @@ struct gpu_pods {
 /* Which pod holds which GPU: the kubelet's pod-resources List (layer 3) joined with the GPUs NVML and
  * the kernel log know (layer 1). */
 struct gpu_pod_join {
-        int rc;                        /* 0 the kubelet answered; -ENOENT no socket, or Kubernetes not probed;
-                                        * -ENOMEDIUM not recorded in the snapshot; other -errno */
-        char *error;                   /* the sentence for rc < 0, naming the socket; may be NULL */
-        struct gpu_pods *nvml;         /* parallel to nvml.facts->gpus; NULL when rc < 0 */
+        int rc;                /* 0 the kubelet answered; -ENOENT no socket, or Kubernetes not probed;
+                                * -ENOMEDIUM not recorded in the snapshot; other -errno */
+        char *error;           /* the sentence for rc < 0, naming the socket; may be NULL */
+        struct gpu_pods *nvml; /* parallel to nvml.facts->gpus; NULL when rc < 0 */
         size_t n_nvml;
-        struct gpu_pods *logged;       /* one per distinct UUID the kernel log gives a GPU; NULL when rc < 0 */
+        struct gpu_pods *logged; /* one per distinct UUID the kernel log gives a GPU; NULL when rc < 0 */
         size_t n_logged;
 };
 
 /* A pod on this node as the container runtime's configuration needs it: which runtime it selects. */
 struct node_pod {
         char *namespace, *name;
-        char *runtime_class;           /* spec.runtimeClassName; NULL unset */
-        bool requests_gpu;             /* a container requests an nvidia.com/ resource */
+        char *runtime_class; /* spec.runtimeClassName; NULL unset */
+        bool requests_gpu;   /* a container requests an nvidia.com/ resource */
 };
 
 /* The pods on this node from the Kubernetes API (layer 3), for the container runtime's checks (layer 2). */
 struct node_pods {
-        bool kubernetes;               /* a Kubernetes node: the kubelet's device-plugins folder exists, or the
-                                        * API answered */
-        int api_rc;                    /* the API: 0 answered; -ENOENT no configuration, or not probed; -errno */
-        int list_rc;                   /* GET of the node and of its pods: 0 both answered; else the first error */
-        struct node_pod *pods;         /* valid when api_rc == 0 and list_rc == 0 */
+        bool kubernetes;       /* a Kubernetes node: the kubelet's device-plugins folder exists, or the
+                                * API answered */
+        int api_rc;            /* the API: 0 answered; -ENOENT no configuration, or not probed; -errno */
+        int list_rc;           /* GET of the node and of its pods: 0 both answered; else the first error */
+        struct node_pod *pods; /* valid when api_rc == 0 and list_rc == 0 */
         size_t n_pods;
 };
 
@@ -69,7 +69,7 @@ struct node_facts {
         struct rdma_facts rdma;
         struct sriov_facts sriov;
         struct process_facts processes;
-        struct dpkg_status dpkg;       /* /var/lib/dpkg/status, read once (basic/dpkg.h) */
+        struct dpkg_status dpkg; /* /var/lib/dpkg/status, read once (basic/dpkg.h) */
         struct fabric_manager_facts fabric_manager;
         struct runtime_facts *runtime; /* layer 2 (layer2_container.h) */
         struct kube_facts *kube;       /* layer 3 (layer3_kubernetes.h); NULL when not probed */
@@ -80,8 +80,8 @@ struct node_facts {
 
 /* Options that steer probing. */
 struct probe_options {
-        const char *kmsg_file;         /* --kmsg: a saved log outside the root */
-        const char *nvml_library;      /* --nvml-library */
+        const char *kmsg_file;    /* --kmsg: a saved log outside the root */
+        const char *nvml_library; /* --nvml-library */
         unsigned nvml_timeout_ms;
         /* check --snapshot: NVML's answers as recorded on the node instead of loading NVML. When
          * nvml_replay is set, probe_all copies nvml_facts (NULL: NVML did not load there, then
@@ -90,7 +90,7 @@ struct probe_options {
         const struct nvml_facts *nvml_facts;
         int nvml_load_rc;
         const char *nvml_load_error;
-        const char *kmsg_label;        /* shown as the kernel log's source instead of kmsg_file */
+        const char *kmsg_label;                /* shown as the kernel log's source instead of kmsg_file */
         const struct kube_probe_options *kube; /* layers 3 and 4 (layer3_kubernetes.h); NULL: not probed */
 };
 
@@ -108,4 +108,3 @@ void node_facts_free(struct node_facts *f);
  * index ("3", or "3:1" for a MIG device under index naming; index < 0: unknown), one of g's MIG
  * devices' UUIDs, or an old-style "MIG-<gpu uuid>/<gi>/<ci>". g may be NULL. Case-insensitive. */
 bool gpu_device_id_matches(const char *device_id, int index, const char *uuid, const struct nvml_gpu_facts *g);
-

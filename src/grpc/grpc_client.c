@@ -10,10 +10,10 @@
 #include <sys/un.h>
 
 struct grpc_channel {
-        char *path;             /* the host path */
-        char *label;            /* "<label> <path>" or the path: how sentences name the socket */
+        char *path;  /* the host path */
+        char *label; /* "<label> <path>" or the path: how sentences name the socket */
         size_t max_message;
-        struct grpc_h2 *conn;   /* NULL until a call connects, and after a failure */
+        struct grpc_h2 *conn; /* NULL until a call connects, and after a failure */
 };
 
 struct grpc_channel *grpc_channel_new(const char *host_path, const char *label, size_t max_message) {
@@ -47,7 +47,7 @@ static int connect_until(int s, const struct sockaddr_un *addr, uint64_t deadlin
                         /* Not seen for AF_UNIX on Linux, but the portable way costs little. */
                         uint64_t now = grpc_now_us();
                         if (now >= deadline_us) return -ETIMEDOUT;
-                        struct pollfd p = {.fd = s, .events = POLLOUT};
+                        struct pollfd p = { .fd = s, .events = POLLOUT };
                         int k = poll(&p, 1, (int)((deadline_us - now + 999) / 1000));
                         if (k < 0 && errno != EINTR) return -errno;
                         if (k <= 0) continue;
@@ -76,7 +76,7 @@ int grpc_unix_connect(const char *host_path, uint64_t deadline_us, char **ret_er
 
         _cleanup_close_ int s = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
         if (s < 0) return errorf(ret_error, -errno, "cannot create a socket: %m");
-        struct sockaddr_un addr = {.sun_family = AF_UNIX};
+        struct sockaddr_un addr = { .sun_family = AF_UNIX };
         snprintf(addr.sun_path, sizeof addr.sun_path, "/proc/self/fd/%d", pfd);
         int r = connect_until(s, &addr, deadline_us);
         if (r == -ENOENT && access("/proc/self/fd", F_OK) < 0) {
@@ -84,11 +84,13 @@ int grpc_unix_connect(const char *host_path, uint64_t deadline_us, char **ret_er
                 const char *root = hostfs_root();
                 int n = snprintf(addr.sun_path, sizeof addr.sun_path, "%s%s", streq(root, "/") ? "" : root, host_path);
                 if (n < 0 || (size_t)n >= sizeof addr.sun_path)
-                        return errorf(ret_error, -ENAMETOOLONG, "without /proc, its path is too long for a unix socket address");
+                        return errorf(ret_error, -ENAMETOOLONG,
+                                      "without /proc, its path is too long for a unix socket address");
                 r = connect_until(s, &addr, deadline_us);
         }
         if (r == -ECONNREFUSED) return errorf(ret_error, r, "nothing listens on it (connection refused)");
-        if (r == -EACCES || r == -EPERM) return errorf(ret_error, -EACCES, "permission denied (it takes root, or the socket's group)");
+        if (r == -EACCES || r == -EPERM)
+                return errorf(ret_error, -EACCES, "permission denied (it takes root, or the socket's group)");
         if (r == -ETIMEDOUT) return errorf(ret_error, r, "the listener accepted no connection in time");
         if (r < 0) return errorf(ret_error, r, "cannot connect: %s", strerror(-r));
         int fd = s;
@@ -100,7 +102,7 @@ int grpc_unix_connect(const char *host_path, uint64_t deadline_us, char **ret_er
 struct unary {
         uint8_t *msg;
         size_t len;
-        unsigned count;         /* messages seen */
+        unsigned count; /* messages seen */
 };
 
 static void unary_done(struct unary *u) {
@@ -131,8 +133,8 @@ static int judge(const struct grpc_h2_stream *s, const struct unary *u, char **r
         }
         if (s->http_status != 200 && !s->have_status) {
                 int code = grpc_code_from_http(s->http_status);
-                return errorf(ret_text, grpc_code_to_errno(code), "answered HTTP status %d, not gRPC (%s)", s->http_status,
-                              grpc_code_name(code));
+                return errorf(ret_text, grpc_code_to_errno(code), "answered HTTP status %d, not gRPC (%s)",
+                              s->http_status, grpc_code_name(code));
         }
         if (!s->have_status) return errorf(ret_text, -EPROTO, "ended the call without a grpc-status");
         if (s->status != GRPC_OK)
@@ -141,7 +143,8 @@ static int judge(const struct grpc_h2_stream *s, const struct unary *u, char **r
         if (!s->grpc_content)
                 return errorf(ret_text, -EPROTO, "answered content-type %s, not application/grpc",
                               s->content_type ? s->content_type : "(none)");
-        if (grpc_reader_partial(&s->reader)) return errorf(ret_text, -EPROTO, "ended the call in the middle of a message");
+        if (grpc_reader_partial(&s->reader))
+                return errorf(ret_text, -EPROTO, "ended the call in the middle of a message");
         if (u->count == 0) return errorf(ret_text, -EPROTO, "answered no message to a unary call");
         return 0;
 }
@@ -149,7 +152,7 @@ static int judge(const struct grpc_h2_stream *s, const struct unary *u, char **r
 int grpc_call_unary(struct grpc_h2 *c, const char *method, const void *req, size_t req_len, unsigned timeout_ms,
                     uint64_t deadline_us, uint8_t **ret_msg, size_t *ret_len, int *ret_status, char **ret_error) {
         _cleanup_free_ char *text = NULL;
-        _cleanup_(unary_done) struct unary u = {0};
+        _cleanup_(unary_done) struct unary u = { 0 };
         _cleanup_grpc_h2_stream_ struct grpc_h2_stream *s = NULL;
         if (ret_status) *ret_status = -1;
         int r = grpc_h2_call_start(c, method, "localhost", timeout_ms, unary_message, &u, &s, ret_error);

@@ -22,7 +22,9 @@ const char *grpc_channel_label(const struct grpc_channel *ch);
 
 /* Closes the connection, if any, and frees the channel. */
 void grpc_channel_free(struct grpc_channel *ch);
-static inline void grpc_channel_freep(struct grpc_channel **ch) { grpc_channel_free(*ch); }
+static inline void grpc_channel_freep(struct grpc_channel **ch) {
+        grpc_channel_free(*ch);
+}
 #define _cleanup_grpc_channel_ _cleanup_(grpc_channel_freep)
 
 /* Calls method ("/package.Service/Method") with one request message (req_len bytes, protobuf)

@@ -57,12 +57,12 @@ struct grpc_h2 {
         /* bytes nghttp2 handed out and the socket did not take yet */
         const uint8_t *pending;
         size_t pending_len;
-        bool eof;                       /* the peer closed its end */
-        bool goaway;                    /* the peer sent GOAWAY: no new calls */
+        bool eof;    /* the peer closed its end */
+        bool goaway; /* the peer sent GOAWAY: no new calls */
         uint32_t goaway_code;
-        int error;                      /* the connection is broken: negative errno, with error_text */
+        int error; /* the connection is broken: negative errno, with error_text */
         char *error_text;
-        char *lib_error;                /* nghttp2's own sentence for the last protocol error */
+        char *lib_error; /* nghttp2's own sentence for the last protocol error */
 };
 
 const char *grpc_h2_error_name(uint32_t code) {
@@ -133,7 +133,8 @@ static int on_header(nghttp2_session *session, const nghttp2_frame *frame, const
         } else if (IS("grpc-status")) {
                 int code;
                 if (grpc_parse_status((const char *)value, valuelen, &code) < 0) {
-                        _cleanup_free_ char *v = grpc_message_decode((const char *)value, valuelen > 40 ? 40 : valuelen);
+                        _cleanup_free_ char *v =
+                                grpc_message_decode((const char *)value, valuelen > 40 ? 40 : valuelen);
                         stream_fail(s, -EPROTO, xasprintf("sent grpc-status \"%s\", not a number", v));
                 } else {
                         s->have_status = true;
@@ -141,8 +142,8 @@ static int on_header(nghttp2_session *session, const nghttp2_frame *frame, const
                 }
         } else if (IS("grpc-message")) {
                 free(s->status_text);
-                s->status_text = grpc_message_decode((const char *)value,
-                                                     valuelen > GRPC_H2_MAX_STATUS_TEXT ? GRPC_H2_MAX_STATUS_TEXT : valuelen);
+                s->status_text = grpc_message_decode(
+                        (const char *)value, valuelen > GRPC_H2_MAX_STATUS_TEXT ? GRPC_H2_MAX_STATUS_TEXT : valuelen);
         }
 #undef IS
         return 0;
@@ -235,9 +236,9 @@ int grpc_h2_client_new(int fd, size_t max_message, struct grpc_h2 **ret, char **
                 return errorf(ret_error, -ENOMEM, "cannot start an HTTP/2 session: %s", nghttp2_strerror(r));
         }
         const nghttp2_settings_entry settings[] = {
-                {NGHTTP2_SETTINGS_ENABLE_PUSH, 0},
-                {NGHTTP2_SETTINGS_INITIAL_WINDOW_SIZE, 1u << 20},
-                {NGHTTP2_SETTINGS_MAX_HEADER_LIST_SIZE, GRPC_H2_MAX_HEADER_BYTES},
+                { NGHTTP2_SETTINGS_ENABLE_PUSH, 0 },
+                { NGHTTP2_SETTINGS_INITIAL_WINDOW_SIZE, 1u << 20 },
+                { NGHTTP2_SETTINGS_MAX_HEADER_LIST_SIZE, GRPC_H2_MAX_HEADER_BYTES },
         };
         r = nghttp2_submit_settings(c->session, NGHTTP2_FLAG_NONE, settings, ELEMENTSOF(settings));
         if (r == 0) r = nghttp2_session_set_local_window_size(c->session, NGHTTP2_FLAG_NONE, 0, 1 << 20);
@@ -265,8 +266,8 @@ bool grpc_h2_usable(const struct grpc_h2 *c) {
 
 /* nghttp2's data source for a stream's messages: copies out what is queued. Returns the byte
  * count, with EOF set once the last message is out; NGHTTP2_ERR_DEFERRED while more is to come. */
-static ssize_t read_out(nghttp2_session *session, int32_t stream_id, uint8_t *buf, size_t length,
-                        uint32_t *data_flags, nghttp2_data_source *source, void *userdata) {
+static ssize_t read_out(nghttp2_session *session, int32_t stream_id, uint8_t *buf, size_t length, uint32_t *data_flags,
+                        nghttp2_data_source *source, void *userdata) {
         struct grpc_h2_stream *s = source->ptr;
         size_t left = s->out.len - s->out_off;
         size_t k = left < length ? left : length;
@@ -291,7 +292,7 @@ int grpc_h2_call_start(struct grpc_h2 *c, const char *method, const char *author
         char tbuf[16];
         nghttp2_nv nv[8];
         size_t n = 0;
-#define NV(k, v) nv[n++] = (nghttp2_nv){(uint8_t *)(k), (uint8_t *)(v), strlen(k), strlen(v), NGHTTP2_NV_FLAG_NONE}
+#define NV(k, v) nv[n++] = (nghttp2_nv){ (uint8_t *)(k), (uint8_t *)(v), strlen(k), strlen(v), NGHTTP2_NV_FLAG_NONE }
         NV(":method", "POST");
         NV(":scheme", "http");
         NV(":path", method);
@@ -306,7 +307,7 @@ int grpc_h2_call_start(struct grpc_h2 *c, const char *method, const char *author
         s->on_message = fn;
         s->userdata = userdata;
         grpc_reader_init(&s->reader, c->max_message);
-        nghttp2_data_provider dp = {.source.ptr = s, .read_callback = read_out};
+        nghttp2_data_provider dp = { .source.ptr = s, .read_callback = read_out };
         int32_t id = nghttp2_submit_request(c->session, NULL, nv, n, &dp, s);
         if (id < 0) {
                 free(s);
@@ -368,7 +369,8 @@ static int flush(struct grpc_h2 *c) {
                         const uint8_t *data;
                         ssize_t n = nghttp2_session_mem_send(c->session, &data);
                         if (n < 0)
-                                return conn_fail(c, -EIO, xasprintf("cannot frame HTTP/2: %s", nghttp2_strerror((int)n)));
+                                return conn_fail(c, -EIO,
+                                                 xasprintf("cannot frame HTTP/2: %s", nghttp2_strerror((int)n)));
                         if (n == 0) return 0;
                         c->pending = data;
                         c->pending_len = (size_t)n;
@@ -378,7 +380,8 @@ static int flush(struct grpc_h2 *c) {
                         if (errno == EINTR) continue;
                         if (errno == EAGAIN || errno == EWOULDBLOCK) return 0;
                         int e = errno;
-                        if (e == EPIPE || e == ECONNRESET) return conn_fail(c, -ECONNRESET, xasprintf("closed the connection"));
+                        if (e == EPIPE || e == ECONNRESET)
+                                return conn_fail(c, -ECONNRESET, xasprintf("closed the connection"));
                         return conn_fail(c, -e, xasprintf("cannot send: %s", strerror(e)));
                 }
                 c->pending += w;
@@ -414,7 +417,7 @@ static int receive(struct grpc_h2 *c) {
 
 bool grpc_h2_alive(struct grpc_h2 *c) {
         if (!grpc_h2_usable(c)) return false;
-        struct pollfd p = {.fd = c->fd, .events = POLLIN};
+        struct pollfd p = { .fd = c->fd, .events = POLLIN };
         if (poll(&p, 1, 0) > 0 && (p.revents & (POLLIN | POLLHUP | POLLERR))) receive(c);
         return grpc_h2_usable(c);
 }
@@ -427,9 +430,10 @@ int grpc_h2_run(struct grpc_h2 *c, struct grpc_h2_stream *s, uint64_t deadline_u
                 if (grpc_h2_stream_finished(s)) return 0;
                 if (c->eof) {
                         conn_fail(c, -ECONNRESET,
-                                  c->lib_error            ? protocol_sentence(c, 0)
-                                  : s->header_blocks == 0 ? xasprintf("closed the connection without answering")
-                                                          : xasprintf("closed the connection in the middle of its answer"));
+                                  c->lib_error ? protocol_sentence(c, 0)
+                                  : s->header_blocks == 0
+                                          ? xasprintf("closed the connection without answering")
+                                          : xasprintf("closed the connection in the middle of its answer"));
                         break;
                 }
                 if (!nghttp2_session_want_read(c->session) && !nghttp2_session_want_write(c->session) &&
@@ -437,7 +441,8 @@ int grpc_h2_run(struct grpc_h2 *c, struct grpc_h2_stream *s, uint64_t deadline_u
                         /* nghttp2 ended the session: a protocol error it answered with GOAWAY. */
                         conn_fail(c, c->goaway ? -ECONNRESET : -EPROTO,
                                   c->lib_error ? protocol_sentence(c, 0)
-                                  : c->goaway  ? xasprintf("ended the connection (GOAWAY %s)", nghttp2_http2_strerror(c->goaway_code))
+                                  : c->goaway  ? xasprintf("ended the connection (GOAWAY %s)",
+                                                           nghttp2_http2_strerror(c->goaway_code))
                                                : xasprintf("ended the HTTP/2 session"));
                         break;
                 }
@@ -446,7 +451,7 @@ int grpc_h2_run(struct grpc_h2 *c, struct grpc_h2_stream *s, uint64_t deadline_u
                         return errorf(ret_error, -ETIMEDOUT, "%s",
                                       s->header_blocks == 0 ? "sent no answer" : "did not finish its answer");
                 uint64_t wait_ms = (deadline_us - now + 999) / 1000;
-                struct pollfd p = {.fd = c->fd, .events = POLLIN | (c->pending_len ? POLLOUT : 0)};
+                struct pollfd p = { .fd = c->fd, .events = POLLIN | (c->pending_len ? POLLOUT : 0) };
                 int k = poll(&p, 1, wait_ms > 60000 ? 60000 : (int)wait_ms);
                 if (k < 0) {
                         if (errno == EINTR) continue;

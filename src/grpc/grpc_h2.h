@@ -22,27 +22,27 @@ struct grpc_h2_stream {
         struct grpc_h2 *conn;
         int32_t id;
         /* what arrived */
-        int http_status;                /* :status of a response, 0 until seen */
-        bool grpc_content;              /* content-type application/grpc (or +proto, ;...) */
-        char *content_type;             /* what it was (for a sentence), NULL when absent */
-        bool have_status;               /* grpc-status seen (in trailers, or trailers-only headers) */
-        int status;                     /* grpc-status */
-        char *status_text;              /* grpc-message, decoded; NULL when absent */
-        unsigned header_blocks;         /* HEADERS blocks: 1 headers (or trailers-only), 2 with trailers */
+        int http_status;        /* :status of a response, 0 until seen */
+        bool grpc_content;      /* content-type application/grpc (or +proto, ;...) */
+        char *content_type;     /* what it was (for a sentence), NULL when absent */
+        bool have_status;       /* grpc-status seen (in trailers, or trailers-only headers) */
+        int status;             /* grpc-status */
+        char *status_text;      /* grpc-message, decoded; NULL when absent */
+        unsigned header_blocks; /* HEADERS blocks: 1 headers (or trailers-only), 2 with trailers */
         size_t header_bytes;
         struct grpc_reader reader;
         grpc_message_fn on_message;
         void *userdata;
-        bool remote_end;                /* the peer ended its side (END_STREAM) */
-        bool closed;                    /* the stream is closed both ways */
-        uint32_t close_code;            /* HTTP/2 error code it closed with (RST_STREAM, GOAWAY); 0 NO_ERROR */
-        int error;                      /* the first failure seen on it (negative errno), with error_text */
+        bool remote_end;     /* the peer ended its side (END_STREAM) */
+        bool closed;         /* the stream is closed both ways */
+        uint32_t close_code; /* HTTP/2 error code it closed with (RST_STREAM, GOAWAY); 0 NO_ERROR */
+        int error;           /* the first failure seen on it (negative errno), with error_text */
         char *error_text;
         /* what is to be sent: framed messages not yet handed to nghttp2 */
         struct buf out;
         size_t out_off;
-        bool out_last;                  /* no more messages after out */
-        bool out_deferred;              /* nghttp2 waits for grpc_h2_stream_send */
+        bool out_last;     /* no more messages after out */
+        bool out_deferred; /* nghttp2 waits for grpc_h2_stream_send */
 };
 
 /* Takes a connected, non-blocking stream socket (fd is owned from here on, closed by
@@ -56,7 +56,9 @@ int grpc_h2_client_new(int fd, size_t max_message, struct grpc_h2 **ret, char **
 
 /* Closes the connection and frees it; streams still open are detached (their callbacks stop). */
 void grpc_h2_free(struct grpc_h2 *c);
-static inline void grpc_h2_freep(struct grpc_h2 **c) { grpc_h2_free(*c); }
+static inline void grpc_h2_freep(struct grpc_h2 **c) {
+        grpc_h2_free(*c);
+}
 #define _cleanup_grpc_h2_ _cleanup_(grpc_h2_freep)
 
 /* Returns true while the connection can carry a new call: no failure, no end from the peer,
@@ -80,7 +82,9 @@ int grpc_h2_stream_send(struct grpc_h2_stream *s, const void *msg, size_t len, b
 
 /* Detaches the stream from the connection (an open one is reset with CANCEL) and frees it. */
 void grpc_h2_stream_free(struct grpc_h2_stream *s);
-static inline void grpc_h2_stream_freep(struct grpc_h2_stream **s) { grpc_h2_stream_free(*s); }
+static inline void grpc_h2_stream_freep(struct grpc_h2_stream **s) {
+        grpc_h2_stream_free(*s);
+}
 #define _cleanup_grpc_h2_stream_ _cleanup_(grpc_h2_stream_freep)
 
 /* Returns true when the peer has ended the stream or it was closed: nothing more will arrive. */
@@ -88,8 +92,8 @@ bool grpc_h2_stream_finished(const struct grpc_h2_stream *s);
 
 /* Moves bytes both ways (send what nghttp2 has queued, poll, receive) until s is finished or
  * the monotonic clock (CLOCK_MONOTONIC, in microseconds) passes deadline_us. Returns 0 when s
- * is finished; -ETIMEDOUT at the deadline ("sent no answer", "did not finish its answer"); -ECONNRESET when the peer closed the connection
- * first; -EPROTO when it broke HTTP/2 (the connection is then unusable); another -errno from
+ * is finished; -ETIMEDOUT at the deadline ("sent no answer", "did not finish its answer"); -ECONNRESET when the peer
+ * closed the connection first; -EPROTO when it broke HTTP/2 (the connection is then unusable); another -errno from
  * poll, send or recv. A failure comes with a sentence in *ret_error, saying what the peer did
  * without naming it (the caller knows the socket). */
 int grpc_h2_run(struct grpc_h2 *c, struct grpc_h2_stream *s, uint64_t deadline_us, char **ret_error);

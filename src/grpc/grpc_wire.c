@@ -94,7 +94,7 @@ char *grpc_message_decode(const char *value, size_t len) {
 }
 
 char *grpc_message_encode(const char *text) {
-        struct buf b = {0};
+        struct buf b = { 0 };
         buf_puts(&b, "");
         for (const unsigned char *p = (const unsigned char *)text; *p; p++) {
                 if (*p >= 0x20 && *p <= 0x7e && *p != '%')
@@ -148,12 +148,12 @@ int grpc_prefix_write(size_t len, uint8_t prefix[static GRPC_PREFIX_LEN]) {
 }
 
 void grpc_reader_init(struct grpc_reader *r, size_t max) {
-        *r = (struct grpc_reader){.max = max};
+        *r = (struct grpc_reader){ .max = max };
 }
 
 void grpc_reader_done(struct grpc_reader *r) {
         free(r->msg);
-        *r = (struct grpc_reader){.max = r->max};
+        *r = (struct grpc_reader){ .max = r->max };
 }
 
 bool grpc_reader_partial(const struct grpc_reader *r) {
@@ -176,14 +176,17 @@ int grpc_reader_feed(struct grpc_reader *r, const uint8_t *data, size_t len, grp
                         len -= k;
                         if (r->prefix_len < GRPC_PREFIX_LEN) break;
                         if (r->prefix[0] == 1)
-                                return errorf(ret_error, -EPROTO, "sent a compressed message, though no compression was offered");
+                                return errorf(ret_error, -EPROTO,
+                                              "sent a compressed message, though no compression was offered");
                         if (r->prefix[0] != 0)
-                                return errorf(ret_error, -EPROTO, "sent a message flag 0x%02x (not gRPC framing)", r->prefix[0]);
+                                return errorf(ret_error, -EPROTO, "sent a message flag 0x%02x (not gRPC framing)",
+                                              r->prefix[0]);
                         r->want = (size_t)r->prefix[1] << 24 | (size_t)r->prefix[2] << 16 | (size_t)r->prefix[3] << 8 |
                                   (size_t)r->prefix[4];
                         if (r->want > r->max)
-                                return errorf(ret_error, -EMSGSIZE, "announced a message of %zu bytes, past the limit of %zu",
-                                              r->want, r->max);
+                                return errorf(ret_error, -EMSGSIZE,
+                                              "announced a message of %zu bytes, past the limit of %zu", r->want,
+                                              r->max);
                         r->len = 0;
                 }
                 size_t k = r->want - r->len;

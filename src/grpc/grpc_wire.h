@@ -79,13 +79,13 @@ typedef int (*grpc_message_fn)(uint8_t *msg, size_t len, void *userdata);
 
 /* Reassembles messages from the bytes of a stream's DATA frames, in whatever pieces they come. */
 struct grpc_reader {
-        size_t max;                     /* the largest message accepted */
+        size_t max; /* the largest message accepted */
         uint8_t prefix[GRPC_PREFIX_LEN];
-        size_t prefix_len;              /* bytes of the prefix seen */
-        size_t want;                    /* the message's announced length, once the prefix is whole */
-        uint8_t *msg;                   /* the message so far: grows with what arrives, never past want */
+        size_t prefix_len; /* bytes of the prefix seen */
+        size_t want;       /* the message's announced length, once the prefix is whole */
+        uint8_t *msg;      /* the message so far: grows with what arrives, never past want */
         size_t len, cap;
-        uint64_t messages;              /* whole messages handed out */
+        uint64_t messages; /* whole messages handed out */
 };
 
 /* Sets up a reader that accepts messages up to max bytes. */

@@ -1,4 +1,5 @@
-/* http_fetch.c: GETs a metrics page with libcurl, bounded in time and size (no TLS setup: see kube_client.c for that). */
+/* http_fetch.c: GETs a metrics page with libcurl, bounded in time and size (no TLS setup: see kube_client.c for that).
+ */
 #include "kube/http_fetch.h"
 #include "kube/net_replay.h"
 #include "basic/util.h"
@@ -72,10 +73,13 @@ int http_fetch(const char *url, unsigned timeout_ms, size_t max_body, char **ret
                 return -ENOMEM;
         }
         char errbuf[CURL_ERROR_SIZE] = "";
-        struct sink s = {.max = max_body};
+        struct sink s = { .max = max_body };
         if (timeout_ms == 0) timeout_ms = 1;
         CURLcode e = CURLE_OK;
-#define SET(opt, val) do { if (e == CURLE_OK) e = curl_easy_setopt(h, opt, val); } while (0)
+#define SET(opt, val)                                                                                                  \
+        do {                                                                                                           \
+                if (e == CURLE_OK) e = curl_easy_setopt(h, opt, val);                                                  \
+        } while (0)
         SET(CURLOPT_NOSIGNAL, 1L);
         SET(CURLOPT_ERRORBUFFER, errbuf);
 #if LIBCURL_VERSION_NUM >= 0x075500

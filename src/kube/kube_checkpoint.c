@@ -65,8 +65,8 @@ static int parse_entry(const json_t *o, struct kube_checkpoint *c, struct kube_c
                 c->numa_keyed = true;
                 const char *k;
                 const json_t *v;
-                json_object_foreach((json_t *)ids, k, v)
-                        if (add_strings(v, &e->devices, &e->n_devices, &c->n_skipped) < 0) c->n_skipped++;
+                json_object_foreach((json_t *)ids, k, v) if (add_strings(v, &e->devices, &e->n_devices, &c->n_skipped) <
+                                                             0) c->n_skipped++;
                 return 0;
         }
         if (ids == NULL || json_is_null(ids)) return 0; /* Go writes null for an empty slice */
@@ -80,7 +80,7 @@ static void entry_clear(struct kube_checkpoint_entry *e) {
         free(e->resource);
         for (size_t d = 0; d < e->n_devices; d++) free(e->devices[d]);
         free(e->devices);
-        *e = (struct kube_checkpoint_entry){0};
+        *e = (struct kube_checkpoint_entry){ 0 };
 }
 
 int kube_checkpoint_parse(const char *data, size_t len, struct kube_checkpoint **ret, char **ret_error) {
@@ -102,7 +102,8 @@ int kube_checkpoint_parse(const char *data, size_t len, struct kube_checkpoint *
         }
         const json_t *reg = json_object_get(d, "RegisteredDevices");
         const json_t *entries = json_object_get(d, "PodDeviceEntries");
-        if ((reg && !json_is_object(reg) && !json_is_null(reg)) || (entries && !json_is_array(entries) && !json_is_null(entries))) {
+        if ((reg && !json_is_object(reg) && !json_is_null(reg)) ||
+            (entries && !json_is_array(entries) && !json_is_null(entries))) {
                 json_decref(root);
                 *ret_error = xstrdup("RegisteredDevices is not an object or PodDeviceEntries not an array");
                 return -EBADMSG;
@@ -112,8 +113,9 @@ int kube_checkpoint_parse(const char *data, size_t len, struct kube_checkpoint *
                 const char *k;
                 const json_t *v;
                 json_object_foreach((json_t *)reg, k, v) {
-                        struct kube_checkpoint_resource r = {.name = xstrdup(k)};
-                        if (!json_is_null(v) && add_strings(v, &r.devices, &r.n_devices, &c->n_skipped) < 0) c->n_skipped++;
+                        struct kube_checkpoint_resource r = { .name = xstrdup(k) };
+                        if (!json_is_null(v) && add_strings(v, &r.devices, &r.n_devices, &c->n_skipped) < 0)
+                                c->n_skipped++;
                         c->resources = xrealloc(c->resources, (c->n_resources + 1) * sizeof *c->resources);
                         c->resources[c->n_resources++] = r;
                 }
@@ -122,7 +124,7 @@ int kube_checkpoint_parse(const char *data, size_t len, struct kube_checkpoint *
                 size_t i;
                 const json_t *o;
                 json_array_foreach(entries, i, o) {
-                        struct kube_checkpoint_entry e = {0};
+                        struct kube_checkpoint_entry e = { 0 };
                         if (parse_entry(o, c, &e) < 0) {
                                 entry_clear(&e);
                                 c->n_skipped++;

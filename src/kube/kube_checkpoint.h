@@ -1,4 +1,5 @@
-/* kube_checkpoint.h: parser for the kubelet device manager checkpoint (kubelet_internal_checkpoint, both DeviceIDs formats). */
+/* kube_checkpoint.h: parser for the kubelet device manager checkpoint (kubelet_internal_checkpoint, both DeviceIDs
+ * formats). */
 #pragma once
 
 #include <stdbool.h>
@@ -6,20 +7,20 @@
 
 /* Where the kubelet keeps it, below the host root. */
 #define KUBELET_DEVICE_PLUGINS_DIR "/var/lib/kubelet/device-plugins"
-#define KUBELET_CHECKPOINT_FILE KUBELET_DEVICE_PLUGINS_DIR "/kubelet_internal_checkpoint"
-#define KUBE_CHECKPOINT_MAX_SIZE ((size_t)16 << 20)
+#define KUBELET_CHECKPOINT_FILE    KUBELET_DEVICE_PLUGINS_DIR "/kubelet_internal_checkpoint"
+#define KUBE_CHECKPOINT_MAX_SIZE   ((size_t)16 << 20)
 
 /* Data.RegisteredDevices: the devices a plugin advertised for one resource. */
 struct kube_checkpoint_resource {
-        char *name;            /* "nvidia.com/gpu" */
-        char **devices;        /* device IDs as the plugin named them ("GPU-...", "GPU-...::3") */
+        char *name;     /* "nvidia.com/gpu" */
+        char **devices; /* device IDs as the plugin named them ("GPU-...", "GPU-...::3") */
         size_t n_devices;
 };
 
 /* Data.PodDeviceEntries: devices allocated to one container. */
 struct kube_checkpoint_entry {
         char *pod_uid, *container, *resource;
-        char **devices;        /* union over NUMA nodes for the keyed format */
+        char **devices; /* union over NUMA nodes for the keyed format */
         size_t n_devices;
 };
 
@@ -28,9 +29,9 @@ struct kube_checkpoint {
         size_t n_resources;
         struct kube_checkpoint_entry *entries;
         size_t n_entries;
-        bool numa_keyed;       /* some entry had DeviceIDs keyed by NUMA node (kubelet >= 1.20) */
-        bool flat;             /* some entry had a flat DeviceIDs array (kubelet < 1.20) */
-        size_t n_skipped;      /* malformed entries or device IDs that were ignored */
+        bool numa_keyed;  /* some entry had DeviceIDs keyed by NUMA node (kubelet >= 1.20) */
+        bool flat;        /* some entry had a flat DeviceIDs array (kubelet < 1.20) */
+        size_t n_skipped; /* malformed entries or device IDs that were ignored */
 };
 
 /* Parses len bytes of checkpoint JSON. Returns 0 with *ret (free with kube_checkpoint_free), or

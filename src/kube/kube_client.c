@@ -1,4 +1,5 @@
-/* kube_client.c: GETs, PATCHes and POSTs Kubernetes API paths over TLS with libcurl and parses the answers with jansson. */
+/* kube_client.c: GETs, PATCHes and POSTs Kubernetes API paths over TLS with libcurl and parses the answers with
+ * jansson. */
 #include "kube/kube_client.h"
 #include "kube/net_replay.h"
 #include "basic/util.h"
@@ -10,14 +11,14 @@
 
 struct kube_client {
         CURL *curl;
-        char *server;                   /* base URL as configured, no trailing '/' */
-        char *url_base;                 /* base URL requests go to (tls-server-name as host when set) */
-        struct curl_slist *headers;     /* Accept, Authorization (a secret), Host */
-        struct curl_slist *connect_to;  /* tls-server-name: connect to the real host */
+        char *server;                  /* base URL as configured, no trailing '/' */
+        char *url_base;                /* base URL requests go to (tls-server-name as host when set) */
+        struct curl_slist *headers;    /* Accept, Authorization (a secret), Host */
+        struct curl_slist *connect_to; /* tls-server-name: connect to the real host */
         char *username, *password;
         unsigned timeout_ms;
         size_t max_body;
-        bool curl_user;                 /* counted in curl_users (an offline client is not) */
+        bool curl_user; /* counted in curl_users (an offline client is not) */
         char errbuf[CURL_ERROR_SIZE];
 };
 
@@ -125,7 +126,7 @@ int kube_client_new(const struct kube_config *cfg, unsigned timeout_ms, struct k
                 if ((unsigned char)*p < ' ' || *p == 0x7f) {
                         /* it would end the header line: refuse rather than send something else */
                         r = errorf(ret_error, -EINVAL, "the bearer token from %s contains a control character",
-                                 cfg->source ? cfg->source : "the configuration");
+                                   cfg->source ? cfg->source : "the configuration");
                         goto fail;
                 }
         if (cfg->token) {
@@ -137,7 +138,10 @@ int kube_client_new(const struct kube_config *cfg, unsigned timeout_ms, struct k
 
         CURL *h = c->curl;
         CURLcode e = CURLE_OK;
-#define SET(opt, val) do { if (e == CURLE_OK) e = curl_easy_setopt(h, opt, val); } while (0)
+#define SET(opt, val)                                                                                                  \
+        do {                                                                                                           \
+                if (e == CURLE_OK) e = curl_easy_setopt(h, opt, val);                                                  \
+        } while (0)
         SET(CURLOPT_NOSIGNAL, 1L);
         SET(CURLOPT_ERRORBUFFER, c->errbuf);
 #if LIBCURL_VERSION_NUM >= 0x075500
@@ -166,25 +170,27 @@ int kube_client_new(const struct kube_config *cfg, unsigned timeout_ms, struct k
                 SET(CURLOPT_SSL_VERIFYPEER, 1L);
                 SET(CURLOPT_SSL_VERIFYHOST, 2L);
                 if (cfg->ca_pem) {
-                        struct curl_blob blob = {.data = cfg->ca_pem, .len = cfg->ca_pem_len, .flags = CURL_BLOB_COPY};
+                        struct curl_blob blob = { .data = cfg->ca_pem,
+                                                  .len = cfg->ca_pem_len,
+                                                  .flags = CURL_BLOB_COPY };
                         SET(CURLOPT_CAINFO_BLOB, &blob);
                 }
         }
         if (e != CURLE_OK) {
                 r = errorf(ret_error, -ENOTSUP, "libcurl cannot take the cluster's certificate authority: %s",
-                         curl_easy_strerror(e));
+                           curl_easy_strerror(e));
                 goto fail;
         }
         if (cfg->cert_pem && cfg->key_pem) {
-                struct curl_blob cert = {.data = cfg->cert_pem, .len = cfg->cert_pem_len, .flags = CURL_BLOB_COPY};
-                struct curl_blob key = {.data = cfg->key_pem, .len = cfg->key_pem_len, .flags = CURL_BLOB_COPY};
+                struct curl_blob cert = { .data = cfg->cert_pem, .len = cfg->cert_pem_len, .flags = CURL_BLOB_COPY };
+                struct curl_blob key = { .data = cfg->key_pem, .len = cfg->key_pem_len, .flags = CURL_BLOB_COPY };
                 SET(CURLOPT_SSLCERTTYPE, "PEM");
                 SET(CURLOPT_SSLCERT_BLOB, &cert);
                 SET(CURLOPT_SSLKEYTYPE, "PEM");
                 SET(CURLOPT_SSLKEY_BLOB, &key);
                 if (e != CURLE_OK) {
                         r = errorf(ret_error, -ENOTSUP, "libcurl cannot take the client certificate: %s",
-                                 curl_easy_strerror(e));
+                                   curl_easy_strerror(e));
                         goto fail;
                 }
         }
@@ -219,9 +225,13 @@ int kube_client_new_offline(const char *server, unsigned timeout_ms, struct kube
         return 0;
 }
 
-void kube_client_set_max_body(struct kube_client *c, size_t max_body) { c->max_body = max_body; }
+void kube_client_set_max_body(struct kube_client *c, size_t max_body) {
+        c->max_body = max_body;
+}
 
-const char *kube_client_server(const struct kube_client *c) { return c->server; }
+const char *kube_client_server(const struct kube_client *c) {
+        return c->server;
+}
 
 /* curl write callback: appends to the body; returns 0 (abort) once the limit is passed. */
 static size_t write_body(char *ptr, size_t size, size_t nmemb, void *userdata) {
@@ -295,14 +305,17 @@ static int parse_answer(const char *method, const char *data, size_t len, const 
                 json_decref(j);
                 return errorf(ret_error, -EBADMSG, "%s %s: the answer is not a JSON object", method, shown);
         }
-        if (ret) *ret = j;
-        else json_decref(j);
+        if (ret)
+                *ret = j;
+        else
+                json_decref(j);
         return 0;
 }
 
 /* Returns 0 if path is an API path kube_get() and the writes accept, else -EINVAL with *ret_error. */
 static int check_path(const char *path, char **ret_error) {
-        if (!path || path[0] != '/') return errorf(ret_error, -EINVAL, "API path \"%s\" does not start with /", path ? path : "");
+        if (!path || path[0] != '/')
+                return errorf(ret_error, -EINVAL, "API path \"%s\" does not start with /", path ? path : "");
         for (const char *p = path; *p; p++)
                 if ((unsigned char)*p <= ' ' || *p == 0x7f)
                         return errorf(ret_error, -EINVAL, "API path contains a space or control character");
@@ -316,7 +329,7 @@ static int perform(struct kube_client *c, const char *method, const char *path, 
                    const char *content_type, const char *body_text, json_t **ret, long *ret_code, char **ret_err) {
         bool write = body_text != NULL;
         _cleanup_free_ char *url = xasprintf("%s%s", c->url_base, path);
-        struct body body = {.max = c->max_body};
+        struct body body = { .max = c->max_body };
         struct curl_slist *wh = NULL; /* the write's headers: the client's plus Content-Type (holds the token) */
         CURL *h = c->curl;
         c->errbuf[0] = 0;
@@ -353,7 +366,8 @@ static int perform(struct kube_client *c, const char *method, const char *path, 
         char *err = NULL;
         if (e != CURLE_OK) {
                 if (body.too_big || e == CURLE_FILESIZE_EXCEEDED)
-                        r = errorf(&err, -EFBIG, "%s %s: the response is larger than %zu bytes", method, shown, c->max_body);
+                        r = errorf(&err, -EFBIG, "%s %s: the response is larger than %zu bytes", method, shown,
+                                   c->max_body);
                 else if (e == CURLE_OPERATION_TIMEDOUT)
                         r = errorf(&err, -ETIMEDOUT, "%s %s: no answer within %u ms", method, shown, c->timeout_ms);
                 else
@@ -368,7 +382,8 @@ static int perform(struct kube_client *c, const char *method, const char *path, 
                 const char *sep = msg ? ": " : "";
                 const char *m = msg ? msg : "";
                 if (code == 401)
-                        r = errorf(&err, -EACCES, "%s %s: 401 Unauthorized (the credentials were rejected)%s%s", method, shown, sep, m);
+                        r = errorf(&err, -EACCES, "%s %s: 401 Unauthorized (the credentials were rejected)%s%s", method,
+                                   shown, sep, m);
                 else if (code == 403)
                         r = errorf(&err, -EPERM, "%s %s: 403 Forbidden%s%s", method, shown, sep, m);
                 else if (code == 404)
@@ -408,8 +423,10 @@ int kube_get(struct kube_client *c, const char *path, json_t **ret, char **ret_e
                 char *err = NULL;
                 r = net_replay(NET_API, path, shown, &data, &len, &status, &err);
                 if (r < 0) {
-                        if (ret_error) *ret_error = err;
-                        else free(err);
+                        if (ret_error)
+                                *ret_error = err;
+                        else
+                                free(err);
                         return r;
                 }
                 return parse_answer("GET", data, len, shown, ret, ret_error);
@@ -417,8 +434,10 @@ int kube_get(struct kube_client *c, const char *path, json_t **ret, char **ret_e
         long code;
         char *err = NULL; /* the sentence, recorded before it goes to the caller */
         r = perform(c, "GET", path, shown, NULL, NULL, ret, &code, &err);
-        if (ret_error) *ret_error = err;
-        else free(err);
+        if (ret_error)
+                *ret_error = err;
+        else
+                free(err);
         return r;
 }
 
@@ -430,12 +449,15 @@ static int kube_write(struct kube_client *c, const char *method, const char *pat
         if (!body) return errorf(ret_error, -EINVAL, "%s %s%s: no request body", method, c->server, path);
         _cleanup_free_ char *shown = xasprintf("%s%s", c->server, path);
         if (net_replaying() || !c->curl)
-                return errorf(ret_error, -EROFS, "%s %s: a snapshot is replayed, nothing is written to the API", method, shown);
+                return errorf(ret_error, -EROFS, "%s %s: a snapshot is replayed, nothing is written to the API", method,
+                              shown);
         long code;
         char *err = NULL;
         r = perform(c, method, path, shown, content_type, body, ret, &code, &err);
-        if (ret_error) *ret_error = err;
-        else free(err);
+        if (ret_error)
+                *ret_error = err;
+        else
+                free(err);
         return r;
 }
 
@@ -461,12 +483,12 @@ int kube_post(struct kube_client *c, const char *path, const char *body, json_t 
 static char *escape(struct kube_client *c, const char *s) {
         (void)c;
         static const char hex[] = "0123456789ABCDEF";
-        struct buf b = {0};
+        struct buf b = { 0 };
         for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
                 if (isalnum(*p) || *p == '-' || *p == '.' || *p == '_' || *p == '~') {
                         buf_append(&b, (const char *)p, 1);
                 } else {
-                        char e[3] = {'%', hex[*p >> 4], hex[*p & 15]};
+                        char e[3] = { '%', hex[*p >> 4], hex[*p & 15] };
                         buf_append(&b, e, 3);
                 }
         }
@@ -485,7 +507,7 @@ int kube_list_pods(struct kube_client *c, const char *node, const char *namespac
         if (!node || !*node) return errorf(ret_error, -EINVAL, "no node name");
         _cleanup_free_ char *sel = xasprintf("spec.nodeName=%s", node);
         _cleanup_free_ char *fs = escape(c, sel);
-        struct buf p = {0};
+        struct buf p = { 0 };
         if (namespace && *namespace) {
                 _cleanup_free_ char *ns = escape(c, namespace);
                 buf_printf(&p, "/api/v1/namespaces/%s/pods", ns);
@@ -511,4 +533,3 @@ int kube_list_nodes(struct kube_client *c, const char *label_selector, json_t **
         _cleanup_free_ char *path = xasprintf("/api/v1/nodes?labelSelector=%s", ls);
         return kube_get(c, path, ret, ret_error);
 }
-

@@ -1,4 +1,5 @@
-/* kube_client.h: a small Kubernetes API client (libcurl + jansson): GET a path, get the node, list its pods and nodes, PATCH and POST (an agent's writes). */
+/* kube_client.h: a small Kubernetes API client (libcurl + jansson): GET a path, get the node, list its pods and nodes,
+ * PATCH and POST (an agent's writes). */
 #pragma once
 
 #include <jansson.h>
@@ -6,7 +7,7 @@
 
 #include "kube/kubeconfig.h"
 
-#define KUBE_MAX_BODY_DEFAULT ((size_t)64 << 20) /* 64 MiB: a response larger than this is refused */
+#define KUBE_MAX_BODY_DEFAULT       ((size_t)64 << 20) /* 64 MiB: a response larger than this is refused */
 #define KUBE_CONNECT_TIMEOUT_MAX_MS 10000u
 
 /* One connection to one API server; not thread-safe (use one client per thread). */
@@ -27,7 +28,9 @@ int kube_client_new_offline(const char *server, unsigned timeout_ms, struct kube
 
 /* Frees c (NULL is fine), wiping the credentials it held. */
 void kube_client_free(struct kube_client *c);
-static inline void kube_client_freep(struct kube_client **c) { kube_client_free(*c); }
+static inline void kube_client_freep(struct kube_client **c) {
+        kube_client_free(*c);
+}
 #define _cleanup_kube_client_ __attribute__((cleanup(kube_client_freep)))
 
 /* Sets the largest response body accepted (default KUBE_MAX_BODY_DEFAULT). */
@@ -39,14 +42,13 @@ const char *kube_client_server(const struct kube_client *c);
 /* GETs path (starting with "/", query included, already escaped) and parses the body as JSON.
  * Returns 0 with *ret (a JSON object or array, owned by the caller), or a negative errno with
  * *ret_error naming the URL (never the credentials): -ENOENT for 404, -EACCES for 401, -EPERM
- * for 403 (both with the API's Status message), -ESTALE for 410 (an expired continue token), -EIO for other HTTP errors and transport
- * failures, -ETIMEDOUT when the server does not answer within the timeout, -ECONNREFUSED when
- * it cannot be reached, -EKEYREJECTED when the server's certificate does not verify (untrusted CA,
- * mismatched name), -EPROTO for other TLS failures (handshake, client certificate), -EFBIG
- * when the body exceeds the limit, -EBADMSG when it is not JSON. With a recorder installed
- * (net_replay.h) every exchange is recorded; with a replayer, or on an offline client, the recorded
- * answer is given instead (NET_NOT_RECORDED for a path the snapshot does not hold). ret may be NULL
- * when only the outcome matters. */
+ * for 403 (both with the API's Status message), -ESTALE for 410 (an expired continue token), -EIO for other HTTP errors
+ * and transport failures, -ETIMEDOUT when the server does not answer within the timeout, -ECONNREFUSED when it cannot
+ * be reached, -EKEYREJECTED when the server's certificate does not verify (untrusted CA, mismatched name), -EPROTO for
+ * other TLS failures (handshake, client certificate), -EFBIG when the body exceeds the limit, -EBADMSG when it is not
+ * JSON. With a recorder installed (net_replay.h) every exchange is recorded; with a replayer, or on an offline client,
+ * the recorded answer is given instead (NET_NOT_RECORDED for a path the snapshot does not hold). ret may be NULL when
+ * only the outcome matters. */
 int kube_get(struct kube_client *c, const char *path, json_t **ret, char **ret_error);
 
 /* GETs /api/v1/nodes/<name>. Returns as kube_get(); -ENOENT when the node does not exist. */
@@ -60,7 +62,6 @@ int kube_list_pods(struct kube_client *c, const char *node, const char *namespac
 
 /* Lists the namespaces (GET /api/v1/namespaces). Returns as kube_get() with the NamespaceList. */
 int kube_list_namespaces(struct kube_client *c, json_t **ret, char **ret_error);
-
 
 /* Lists the nodes (GET /api/v1/nodes), those matching label_selector when not NULL or empty (e.g.
  * "nvidia.com/gpu.present=true,node-role.kubernetes.io/worker"; URL-encoded here). Returns as

@@ -1,4 +1,5 @@
-/* kube_exec_plugin.c: runs a kubeconfig user's exec credential plugin (client-go's protocol) and reads the ExecCredential it prints. */
+/* kube_exec_plugin.c: runs a kubeconfig user's exec credential plugin (client-go's protocol) and reads the
+ * ExecCredential it prints. */
 #include "kube/kube_exec_plugin.h"
 
 #include <fcntl.h>
@@ -11,8 +12,8 @@
 
 extern char **environ;
 
-#define EXEC_STDOUT_MAX (1u << 20)        /* an ExecCredential */
-#define EXEC_STDERR_KEEP 512              /* stderr kept for the error message */
+#define EXEC_STDOUT_MAX  (1u << 20) /* an ExecCredential */
+#define EXEC_STDERR_KEEP 512        /* stderr kept for the error message */
 
 /* Returns the executable for command: as is when it has a '/' (relative to dir when relative,
  * as client-go resolves it), else the first match in $PATH; NULL when not found. */
@@ -70,8 +71,8 @@ static char **exec_environment(const struct kube_exec_spec *e, const char *exec_
  * collects stdout (at most EXEC_STDOUT_MAX) and the start of stderr; kills the group after
  * timeout_ms. Returns 0 with the exit status in *ret_status, -ETIMEDOUT, -EFBIG for too much
  * output, or -errno from pipe/fork. */
-static int spawn_collect(const char *exe, char **argv, char **envp, unsigned timeout_ms,
-                         struct buf *out, struct buf *err, int *ret_status) {
+static int spawn_collect(const char *exe, char **argv, char **envp, unsigned timeout_ms, struct buf *out,
+                         struct buf *err, int *ret_status) {
         int po[2], pe[2];
         _cleanup_close_ int devnull = open("/dev/null", O_RDONLY | O_CLOEXEC);
         if (devnull < 0) return -errno;
@@ -85,7 +86,10 @@ static int spawn_collect(const char *exe, char **argv, char **envp, unsigned tim
         pid_t pid = fork();
         if (pid < 0) {
                 int r = -errno;
-                close(po[0]); close(po[1]); close(pe[0]); close(pe[1]);
+                close(po[0]);
+                close(po[1]);
+                close(pe[0]);
+                close(pe[1]);
                 return r;
         }
         if (pid == 0) {
@@ -105,7 +109,7 @@ static int spawn_collect(const char *exe, char **argv, char **envp, unsigned tim
 
         int64_t deadline = (int64_t)(monotonic_ms() + timeout_ms);
         int r = 0;
-        struct pollfd fds[2] = {{.fd = po[0], .events = POLLIN}, {.fd = pe[0], .events = POLLIN}};
+        struct pollfd fds[2] = { { .fd = po[0], .events = POLLIN }, { .fd = pe[0], .events = POLLIN } };
         while (fds[0].fd >= 0 || fds[1].fd >= 0) {
                 int64_t left = deadline - (int64_t)monotonic_ms();
                 if (left <= 0) {
@@ -162,7 +166,7 @@ static int spawn_collect(const char *exe, char **argv, char **envp, unsigned tim
                         r = -ETIMEDOUT;
                         break;
                 }
-                struct timespec ts = {0, 5 * 1000 * 1000};
+                struct timespec ts = { 0, 5 * 1000 * 1000 };
                 nanosleep(&ts, NULL);
         }
         kill(-pid, SIGKILL);
@@ -176,12 +180,11 @@ static int spawn_collect(const char *exe, char **argv, char **envp, unsigned tim
  * certificate it prints in c. Returns 0, or a negative errno with *ret_error (-ENOENT of a
  * missing executable becomes -EINVAL). */
 int kube_exec_plugin_run(const struct kube_exec_spec *e, const char *source, const char *dir, const char *user,
-                    unsigned timeout_ms, struct kube_config *c, char **ret_error) {
+                         unsigned timeout_ms, struct kube_config *c, char **ret_error) {
         _cleanup_free_ char *exe = find_executable(e->command, dir);
         if (!exe)
-                return errorf(ret_error, -EINVAL, "%s: user \"%s\": exec plugin: executable %s not found%s%s",
-                            source, user, e->command, e->install_hint ? "\n\n" : "",
-                            e->install_hint ? e->install_hint : "");
+                return errorf(ret_error, -EINVAL, "%s: user \"%s\": exec plugin: executable %s not found%s%s", source,
+                              user, e->command, e->install_hint ? "\n\n" : "", e->install_hint ? e->install_hint : "");
 
         /* KUBERNETES_EXEC_INFO: the ExecCredential spec, as client-go sets it */
         json_t *spec = json_pack("{s:b}", "interactive", 0);
@@ -207,7 +210,8 @@ int kube_exec_plugin_run(const struct kube_exec_spec *e, const char *source, con
                         free(b64);
                 }
                 if (c->insecure) json_object_set_new(cluster, "insecure-skip-tls-verify", json_true());
-                if (c->tls_server_name) json_object_set_new(cluster, "tls-server-name", json_string(c->tls_server_name));
+                if (c->tls_server_name)
+                        json_object_set_new(cluster, "tls-server-name", json_string(c->tls_server_name));
                 if (c->proxy_url) json_object_set_new(cluster, "proxy-url", json_string(c->proxy_url));
                 json_object_set_new(spec, "cluster", cluster);
         }
@@ -225,7 +229,7 @@ int kube_exec_plugin_run(const struct kube_exec_spec *e, const char *source, con
         _cleanup_free_ char **envp = exec_environment(e, info_text, &info_env);
         free(info_text);
 
-        struct buf out = {0}, err = {0};
+        struct buf out = { 0 }, err = { 0 };
         buf_puts(&out, "");
         buf_puts(&err, "");
         int status = 0;
@@ -239,23 +243,23 @@ int kube_exec_plugin_run(const struct kube_exec_spec *e, const char *source, con
         buf_free(&err);
 
         if (r == -ETIMEDOUT)
-                r = errorf(ret_error, r, "%s: user \"%s\": exec plugin %s did not finish within %u ms",
-                         source, user, e->command, timeout_ms);
+                r = errorf(ret_error, r, "%s: user \"%s\": exec plugin %s did not finish within %u ms", source, user,
+                           e->command, timeout_ms);
         else if (r == -EFBIG)
-                r = errorf(ret_error, r, "%s: user \"%s\": exec plugin %s printed more than %u bytes",
-                         source, user, e->command, EXEC_STDOUT_MAX);
+                r = errorf(ret_error, r, "%s: user \"%s\": exec plugin %s printed more than %u bytes", source, user,
+                           e->command, EXEC_STDOUT_MAX);
         else if (r < 0)
-                r = errorf(ret_error, r, "%s: user \"%s\": cannot run exec plugin %s: %s",
-                         source, user, e->command, strerror(-r));
+                r = errorf(ret_error, r, "%s: user \"%s\": cannot run exec plugin %s: %s", source, user, e->command,
+                           strerror(-r));
         else if (WIFEXITED(status) && WEXITSTATUS(status) == 127 && out.len == 0)
-                r = errorf(ret_error, -EINVAL, "%s: user \"%s\": cannot execute exec plugin %s%s",
-                         source, user, exe, errline);
+                r = errorf(ret_error, -EINVAL, "%s: user \"%s\": cannot execute exec plugin %s%s", source, user, exe,
+                           errline);
         else if (WIFEXITED(status) && WEXITSTATUS(status) != 0)
-                r = errorf(ret_error, -EIO, "%s: user \"%s\": exec plugin %s failed with exit code %d%s",
-                         source, user, e->command, WEXITSTATUS(status), errline);
+                r = errorf(ret_error, -EIO, "%s: user \"%s\": exec plugin %s failed with exit code %d%s", source, user,
+                           e->command, WEXITSTATUS(status), errline);
         else if (WIFSIGNALED(status))
-                r = errorf(ret_error, -EIO, "%s: user \"%s\": exec plugin %s was killed by signal %d%s",
-                         source, user, e->command, WTERMSIG(status), errline);
+                r = errorf(ret_error, -EIO, "%s: user \"%s\": exec plugin %s was killed by signal %d%s", source, user,
+                           e->command, WTERMSIG(status), errline);
         if (r < 0) {
                 free_secret(out.data, out.len);
                 return r;
@@ -267,7 +271,7 @@ int kube_exec_plugin_run(const struct kube_exec_spec *e, const char *source, con
         if (!cred || !json_is_object(cred)) {
                 json_decref(cred);
                 return errorf(ret_error, -EBADMSG, "%s: user \"%s\": exec plugin %s printed no ExecCredential JSON",
-                            source, user, e->command);
+                              source, user, e->command);
         }
         const char *kind = json_string_value(json_object_get(cred, "kind"));
         const char *api = json_string_value(json_object_get(cred, "apiVersion"));
@@ -276,25 +280,30 @@ int kube_exec_plugin_run(const struct kube_exec_spec *e, const char *source, con
         const char *cert = json_string_value(json_object_get(st, "clientCertificateData"));
         const char *key = json_string_value(json_object_get(st, "clientKeyData"));
         if (!kind || !streq(kind, "ExecCredential"))
-                r = errorf(ret_error, -EBADMSG, "%s: user \"%s\": exec plugin %s printed kind \"%s\", not ExecCredential",
-                         source, user, e->command, kind ? kind : "");
-        else if (!api || !streq(api, e->api_version))
-                r = errorf(ret_error, -EBADMSG, "%s: user \"%s\": exec plugin %s answered apiVersion \"%s\", not \"%s\"",
-                         source, user, e->command, api ? api : "", e->api_version);
-        else if (!json_is_object(st))
-                r = errorf(ret_error, -EBADMSG, "%s: user \"%s\": exec plugin %s printed no status",
-                         source, user, e->command);
-        else if ((cert && *cert) != (key && *key))
                 r = errorf(ret_error, -EBADMSG,
-                         "%s: user \"%s\": exec plugin %s printed only one of clientCertificateData and clientKeyData",
-                         source, user, e->command);
+                           "%s: user \"%s\": exec plugin %s printed kind \"%s\", not ExecCredential", source, user,
+                           e->command, kind ? kind : "");
+        else if (!api || !streq(api, e->api_version))
+                r = errorf(ret_error, -EBADMSG,
+                           "%s: user \"%s\": exec plugin %s answered apiVersion \"%s\", not \"%s\"", source, user,
+                           e->command, api ? api : "", e->api_version);
+        else if (!json_is_object(st))
+                r = errorf(ret_error, -EBADMSG, "%s: user \"%s\": exec plugin %s printed no status", source, user,
+                           e->command);
+        else if ((cert && *cert) != (key && *key))
+                r = errorf(
+                        ret_error, -EBADMSG,
+                        "%s: user \"%s\": exec plugin %s printed only one of clientCertificateData and clientKeyData",
+                        source, user, e->command);
         else if (!(token && *token) && !(cert && *cert))
-                r = errorf(ret_error, -EBADMSG, "%s: user \"%s\": exec plugin %s printed neither a token nor a client certificate",
-                         source, user, e->command);
+                r = errorf(ret_error, -EBADMSG,
+                           "%s: user \"%s\": exec plugin %s printed neither a token nor a client certificate", source,
+                           user, e->command);
         for (const char *q = token; r == 0 && q && *q; q++)
                 if ((unsigned char)*q < ' ' || *q == 0x7f)
-                        r = errorf(ret_error, -EBADMSG, "%s: user \"%s\": exec plugin %s printed a token with a control character",
-                                 source, user, e->command);
+                        r = errorf(ret_error, -EBADMSG,
+                                   "%s: user \"%s\": exec plugin %s printed a token with a control character", source,
+                                   user, e->command);
         if (r == 0) {
                 if (token && *token) {
                         free_secret(c->token, 0);
@@ -311,7 +320,8 @@ int kube_exec_plugin_run(const struct kube_exec_spec *e, const char *source, con
         }
         /* wipe the credential inside jansson's copy before freeing it */
         if (json_is_string(json_object_get(st, "token"))) json_string_set(json_object_get(st, "token"), "");
-        if (json_is_string(json_object_get(st, "clientKeyData"))) json_string_set(json_object_get(st, "clientKeyData"), "");
+        if (json_is_string(json_object_get(st, "clientKeyData")))
+                json_string_set(json_object_get(st, "clientKeyData"), "");
         json_decref(cred);
         return r;
 }

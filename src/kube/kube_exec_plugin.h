@@ -1,4 +1,5 @@
-/* kube_exec_plugin.h: what kubeconfig.c and kube_exec_plugin.c share (private to src/kube/): the exec credential plugin spec and its runner. */
+/* kube_exec_plugin.h: what kubeconfig.c and kube_exec_plugin.c share (private to src/kube/): the exec credential plugin
+ * spec and its runner. */
 #pragma once
 
 #include <stdbool.h>
@@ -10,8 +11,8 @@
 /* A kubeconfig user's exec mapping, as kubeconfig.c reads it. */
 struct kube_exec_spec {
         char *api_version, *command, *install_hint, *interactive_mode;
-        char **args;            /* NULL-terminated */
-        char **env;             /* NULL-terminated "NAME=value" */
+        char **args; /* NULL-terminated */
+        char **env;  /* NULL-terminated "NAME=value" */
         bool provide_cluster_info;
 };
 
@@ -34,4 +35,4 @@ static inline char *resolve_path(const char *dir, const char *path) {
  * executable (not -ENOENT), -ETIMEDOUT, -EFBIG for too much output, -EIO when it failed, -EBADMSG for
  * a bad ExecCredential, -errno when it cannot be started. */
 int kube_exec_plugin_run(const struct kube_exec_spec *e, const char *source, const char *dir, const char *user,
-                    unsigned timeout_ms, struct kube_config *c, char **ret_error);
+                         unsigned timeout_ms, struct kube_config *c, char **ret_error);

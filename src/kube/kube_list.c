@@ -87,9 +87,12 @@ int kube_list_all(struct kube_client *c, const struct kube_list_request *req, ku
                 cont = next && *next ? xstrdup(next) : NULL;
                 json_decref(page);
                 if (r >= 0 && stuck) {
-                        /* A server answering the token it was sent would be followed for ever, the items counted twice. */
-                        r = errorf(ret_error, -EBADMSG, "list %s: the server answered the continue token it was sent: the "
-                                   "list does not advance", req->path);
+                        /* A server answering the token it was sent would be followed for ever, the items counted twice.
+                         */
+                        r = errorf(ret_error, -EBADMSG,
+                                   "list %s: the server answered the continue token it was sent: the "
+                                   "list does not advance",
+                                   req->path);
                         break;
                 }
                 if (r < 0) {

@@ -19,7 +19,7 @@ static void kv_copy(const json_t *o, struct kube_kv **ret, size_t *ret_n) {
                 const char *s = json_string_value(v);
                 if (!s) continue;
                 *ret = xrealloc(*ret, (*ret_n + 1) * sizeof **ret);
-                (*ret)[(*ret_n)++] = (struct kube_kv){xstrdup(k), xstrdup(s)};
+                (*ret)[(*ret_n)++] = (struct kube_kv){ xstrdup(k), xstrdup(s) };
         }
 }
 
@@ -40,8 +40,11 @@ const char *kube_kv_get(const struct kube_kv *kv, size_t n, const char *key) {
 
 int kube_quantity_int(const char *q, int64_t *ret) {
         if (!q || !*q) return -EINVAL;
-        static const struct { const char *suffix; int64_t mult; } units[] = {
-                {"", 1}, {"k", 1000}, {"M", 1000000}, {"Ki", 1024}, {"Mi", 1024 * 1024},
+        static const struct {
+                const char *suffix;
+                int64_t mult;
+        } units[] = {
+                { "", 1 }, { "k", 1000 }, { "M", 1000000 }, { "Ki", 1024 }, { "Mi", 1024 * 1024 },
         };
         char *end;
         errno = 0;
@@ -72,7 +75,7 @@ static int condition(const json_t *conds, const char *type, const json_t **ret_c
 }
 
 int kube_node_info_parse(const json_t *node, struct kube_node_info *ret) {
-        *ret = (struct kube_node_info){.ready = -1};
+        *ret = (struct kube_node_info){ .ready = -1 };
         const json_t *meta = json_object_get(node, "metadata");
         const char *name = json_string_value(json_object_get(meta, "name"));
         if (!json_is_object(node) || !name) return -EBADMSG;
@@ -100,7 +103,7 @@ void kube_node_info_free(struct kube_node_info *n) {
         kv_free(n->labels, n->n_labels);
         kv_free(n->capacity, n->n_capacity);
         kv_free(n->allocatable, n->n_allocatable);
-        *n = (struct kube_node_info){.ready = -1};
+        *n = (struct kube_node_info){ .ready = -1 };
 }
 
 /* Appends the container statuses of one array to p. */
@@ -110,13 +113,16 @@ static void add_containers(struct kube_pod_info *p, const json_t *arr, bool init
         json_array_foreach(arr, i, cs) {
                 const char *name = json_string_value(json_object_get(cs, "name"));
                 if (!name) continue;
-                struct kube_container c = {.name = xstrdup(name), .init = init};
+                struct kube_container c = { .name = xstrdup(name), .init = init };
                 c.ready = json_is_true(json_object_get(cs, "ready"));
                 c.restarts = json_integer_value(json_object_get(cs, "restartCount"));
                 const json_t *state = json_object_get(cs, "state"), *s;
-                if ((s = json_object_get(state, "waiting"))) c.state = KUBE_STATE_WAITING;
-                else if ((s = json_object_get(state, "terminated"))) c.state = KUBE_STATE_TERMINATED;
-                else if ((s = json_object_get(state, "running"))) c.state = KUBE_STATE_RUNNING;
+                if ((s = json_object_get(state, "waiting")))
+                        c.state = KUBE_STATE_WAITING;
+                else if ((s = json_object_get(state, "terminated")))
+                        c.state = KUBE_STATE_TERMINATED;
+                else if ((s = json_object_get(state, "running")))
+                        c.state = KUBE_STATE_RUNNING;
                 if (s && c.state != KUBE_STATE_RUNNING) {
                         c.reason = str_member(s, "reason");
                         c.message = str_member(s, "message");
@@ -140,12 +146,12 @@ static bool requests_nvidia(const json_t *containers) {
         const json_t *c;
         json_array_foreach(containers, i, c) {
                 const json_t *res = json_object_get(c, "resources");
-                const char *const parts[] = {"limits", "requests"};
+                const char *const parts[] = { "limits", "requests" };
                 for (size_t k = 0; k < 2; k++) {
                         const char *key;
                         const json_t *v;
-                        json_object_foreach((json_t *)json_object_get(res, parts[k]), key, v)
-                                if (startswith(key, "nvidia.com/")) return true;
+                        json_object_foreach((json_t *)json_object_get(res, parts[k]), key,
+                                            v) if (startswith(key, "nvidia.com/")) return true;
                 }
         }
         return false;
@@ -163,7 +169,7 @@ int kube_pod_list_parse(const json_t *list, struct kube_pod_info **ret, size_t *
                 const json_t *meta = json_object_get(it, "metadata");
                 const char *name = json_string_value(json_object_get(meta, "name"));
                 if (!name) continue;
-                struct kube_pod_info p = {.name = xstrdup(name), .ready = -1};
+                struct kube_pod_info p = { .name = xstrdup(name), .ready = -1 };
                 p.namespace = str_member(meta, "namespace");
                 if (!p.namespace) p.namespace = xstrdup("default");
                 kv_copy(json_object_get(meta, "labels"), &p.labels, &p.n_labels);
@@ -233,7 +239,7 @@ static void short_message(struct buf *b, const char *m) {
 }
 
 enum kube_pod_health kube_pod_judge(const struct kube_pod_info *p, char **ret_text) {
-        struct buf b = {0};
+        struct buf b = { 0 };
         enum kube_pod_health h = KUBE_POD_OK;
         int64_t restarts = 0;
         for (size_t i = 0; i < p->n_containers; i++) restarts += p->containers[i].restarts;
@@ -254,12 +260,14 @@ enum kube_pod_health kube_pod_judge(const struct kube_pod_info *p, char **ret_te
                 }
                 h = KUBE_POD_FAIL;
                 if (c->state == KUBE_STATE_WAITING && c->reason && !streq(c->reason, "PodInitializing"))
-                        buf_printf(&b, "Init:%s: init container %s: %" PRId64 " restarts", c->reason, c->name, c->restarts);
+                        buf_printf(&b, "Init:%s: init container %s: %" PRId64 " restarts", c->reason, c->name,
+                                   c->restarts);
                 else if (c->state == KUBE_STATE_TERMINATED)
                         buf_printf(&b, "Init:Error: init container %s exited %d (%s)", c->name, c->exit_code,
                                    c->reason ? c->reason : "?");
                 else
-                        buf_printf(&b, "Init:%zu/%zu: init container %s has not finished", init_done, n_init > p->n_init_spec ? n_init : p->n_init_spec, c->name);
+                        buf_printf(&b, "Init:%zu/%zu: init container %s has not finished", init_done,
+                                   n_init > p->n_init_spec ? n_init : p->n_init_spec, c->name);
                 last_exit(&b, c);
                 short_message(&b, c->message);
                 goto out;
@@ -269,8 +277,8 @@ enum kube_pod_health kube_pod_judge(const struct kube_pod_info *p, char **ret_te
                 if (c->init) continue;
                 if (c->state == KUBE_STATE_WAITING) {
                         h = KUBE_POD_FAIL;
-                        buf_printf(&b, "%s: container %s: %" PRId64 " restarts", c->reason ? c->reason : "Waiting", c->name,
-                                   c->restarts);
+                        buf_printf(&b, "%s: container %s: %" PRId64 " restarts", c->reason ? c->reason : "Waiting",
+                                   c->name, c->restarts);
                         last_exit(&b, c);
                         /* CrashLoopBackOff's own message is only the back-off; the last run's says why */
                         short_message(&b, streq_ptr(c->reason, "CrashLoopBackOff") ? c->last_message : c->message);
@@ -278,7 +286,8 @@ enum kube_pod_health kube_pod_judge(const struct kube_pod_info *p, char **ret_te
                 }
                 if (c->state == KUBE_STATE_TERMINATED) {
                         h = KUBE_POD_FAIL;
-                        buf_printf(&b, "%s: container %s exited %d", c->reason ? c->reason : "Terminated", c->name, c->exit_code);
+                        buf_printf(&b, "%s: container %s exited %d", c->reason ? c->reason : "Terminated", c->name,
+                                   c->exit_code);
                         short_message(&b, c->message);
                         goto out;
                 }

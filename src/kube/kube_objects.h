@@ -12,11 +12,11 @@ struct kube_kv {
 
 struct kube_node_info {
         char *name;
-        int ready;                    /* Ready condition: 1 True, 0 False, -1 Unknown or absent */
+        int ready; /* Ready condition: 1 True, 0 False, -1 Unknown or absent */
         char *ready_reason, *ready_message;
         bool unschedulable;
-        char *kubelet_version;        /* status.nodeInfo.kubeletVersion */
-        struct kube_kv *labels;       /* input order */
+        char *kubelet_version;  /* status.nodeInfo.kubeletVersion */
+        struct kube_kv *labels; /* input order */
         size_t n_labels;
         struct kube_kv *capacity, *allocatable;
         size_t n_capacity, n_allocatable;
@@ -26,28 +26,28 @@ enum kube_container_state { KUBE_STATE_UNKNOWN, KUBE_STATE_WAITING, KUBE_STATE_R
 
 struct kube_container {
         char *name;
-        bool init;                    /* from initContainerStatuses */
+        bool init; /* from initContainerStatuses */
         bool ready;
         int64_t restarts;
         enum kube_container_state state;
-        char *reason, *message;       /* of the current state (waiting or terminated) */
-        int exit_code;                /* terminated */
-        bool has_last;                /* lastState.terminated present */
+        char *reason, *message; /* of the current state (waiting or terminated) */
+        int exit_code;          /* terminated */
+        bool has_last;          /* lastState.terminated present */
         char *last_reason, *last_message;
         int last_exit_code;
 };
 
 struct kube_pod_info {
         char *namespace, *name, *phase, *pod_ip;
-        char *reason, *message;       /* status.reason/message (Evicted, ...) */
+        char *reason, *message; /* status.reason/message (Evicted, ...) */
         struct kube_kv *labels;
         size_t n_labels;
-        int ready;                    /* Ready condition: 1 True, 0 False, -1 absent */
+        int ready;                         /* Ready condition: 1 True, 0 False, -1 absent */
         struct kube_container *containers; /* init containers first, then the others */
         size_t n_containers;
-        size_t n_init_spec;           /* init containers in spec (statuses may be missing) */
-        char *runtime_class;          /* spec.runtimeClassName, NULL when unset */
-        bool requests_gpu;            /* a container's limits or requests name an nvidia.com/ resource */
+        size_t n_init_spec;  /* init containers in spec (statuses may be missing) */
+        char *runtime_class; /* spec.runtimeClassName, NULL when unset */
+        bool requests_gpu;   /* a container's limits or requests name an nvidia.com/ resource */
 };
 
 /* Fills *ret from a Node object. Returns 0, or -EBADMSG when node is not a JSON object with

@@ -11,14 +11,14 @@
 #include <stdarg.h>
 #include <sys/stat.h>
 
-#define KUBECONFIG_MAX_SIZE (16u << 20)   /* a kubeconfig or a file it names */
+#define KUBECONFIG_MAX_SIZE (16u << 20) /* a kubeconfig or a file it names */
 
 /* One parsed kubeconfig file. */
 struct kc_file {
-        json_t *root;           /* NULL for an empty file */
-        char *text;             /* the YAML text */
-        char *display;          /* the name errors use */
-        char *dir;              /* folder relative paths are resolved against */
+        json_t *root;  /* NULL for an empty file */
+        char *text;    /* the YAML text */
+        char *display; /* the name errors use */
+        char *dir;     /* folder relative paths are resolved against */
 };
 
 /* The merged set of kubeconfig files, first file wins per key. */
@@ -57,7 +57,7 @@ static void kc_set_done(struct kc_set *s) {
                 free(s->files[i].dir);
         }
         free(s->files);
-        *s = (struct kc_set){0};
+        *s = (struct kc_set){ 0 };
 }
 
 /* ---- base64 ---- */
@@ -134,7 +134,7 @@ static int read_file_all(const char *path, size_t max, char **ret, size_t *ret_l
         struct stat st;
         if (fstat(fd, &st) < 0) return -errno;
         if (S_ISDIR(st.st_mode)) return -EISDIR;
-        struct buf b = {0};
+        struct buf b = { 0 };
         buf_append(&b, "", 0);
         for (;;) {
                 char chunk[16384];
@@ -175,9 +175,9 @@ static char *dir_of(const char *path) {
 
 /* Parses text (taking ownership) into f. Returns 0, or -EINVAL with *ret_error quoting the
  * parser's first error with its line and column. */
-static int kc_file_parse(char *text, size_t len, const char *display, const char *dir,
-                         struct kc_file *f, char **ret_error) {
-        *f = (struct kc_file){.text = text, .display = xstrdup(display), .dir = xstrdup(dir ? dir : ".")};
+static int kc_file_parse(char *text, size_t len, const char *display, const char *dir, struct kc_file *f,
+                         char **ret_error) {
+        *f = (struct kc_file){ .text = text, .display = xstrdup(display), .dir = xstrdup(dir ? dir : ".") };
 
         char *error = NULL;
         int r = yaml_to_json(text, len, &f->root, &error);
@@ -220,8 +220,8 @@ static int node_string(json_t *n, const char *where, char **ret, char **ret_erro
 }
 
 /* Reads key of mapping m as a string; an empty string counts as unset. Returns as node_string(). */
-_printf_(5, 6) static int get_string(json_t *m, const char *key, char **ret, char **ret_error,
-                                     const char *where_fmt, ...) {
+_printf_(5, 6) static int get_string(json_t *m, const char *key, char **ret, char **ret_error, const char *where_fmt,
+                                     ...) {
         json_t *n = map_get(m, key);
         *ret = NULL;
         if (node_is_null(n)) return 0;
@@ -242,8 +242,8 @@ _printf_(5, 6) static int get_string(json_t *m, const char *key, char **ret, cha
 
 /* Parses a YAML 1.1 boolean as Go's yaml does. Returns 0, or -EINVAL. */
 static int parse_bool(const char *s, bool *ret) {
-        static const char *const yes[] = {"true", "True", "TRUE", "yes", "Yes", "YES", "on", "On", "ON", "y", "Y"};
-        static const char *const no[] = {"false", "False", "FALSE", "no", "No", "NO", "off", "Off", "OFF", "n", "N"};
+        static const char *const yes[] = { "true", "True", "TRUE", "yes", "Yes", "YES", "on", "On", "ON", "y", "Y" };
+        static const char *const no[] = { "false", "False", "FALSE", "no", "No", "NO", "off", "Off", "OFF", "n", "N" };
         for (size_t i = 0; i < ELEMENTSOF(yes); i++)
                 if (streq(s, yes[i])) return (*ret = true), 0;
         for (size_t i = 0; i < ELEMENTSOF(no); i++)
@@ -266,8 +266,8 @@ static int get_bool(json_t *m, const char *key, bool *ret, char **ret_error, con
  * the files, first file first, and returns its innerkey mapping in *ret (NULL when the entry has
  * none) and its file in *ret_file. Returns 1 when found, 0 when not, -EINVAL with *ret_error for a
  * malformed list. */
-static int find_named(struct kc_set *s, const char *listkey, const char *innerkey, const char *name,
-                      json_t **ret, struct kc_file **ret_file, char **ret_error) {
+static int find_named(struct kc_set *s, const char *listkey, const char *innerkey, const char *name, json_t **ret,
+                      struct kc_file **ret_file, char **ret_error) {
         for (size_t i = 0; i < s->n; i++) {
                 struct kc_file *f = &s->files[i];
                 json_t *list = map_get(f->root, listkey);
@@ -278,8 +278,8 @@ static int find_named(struct kc_set *s, const char *listkey, const char *innerke
                 json_t *item;
                 json_array_foreach(list, it, item) {
                         if (!json_is_object(item))
-                                return errorf(ret_error, -EINVAL, "%s: an entry of \"%s\" is not a mapping",
-                                            f->display, listkey);
+                                return errorf(ret_error, -EINVAL, "%s: an entry of \"%s\" is not a mapping", f->display,
+                                              listkey);
                         _cleanup_free_ char *n = NULL;
                         int r = get_string(item, "name", &n, ret_error, "%s: an entry of \"%s\":", f->display, listkey);
                         if (r < 0) return r;
@@ -288,8 +288,8 @@ static int find_named(struct kc_set *s, const char *listkey, const char *innerke
                         if (node_is_null(inner))
                                 inner = NULL;
                         else if (!json_is_object(inner))
-                                return errorf(ret_error, -EINVAL, "%s: %s \"%s\": \"%s\" must be a mapping",
-                                            f->display, innerkey, name, innerkey);
+                                return errorf(ret_error, -EINVAL, "%s: %s \"%s\": \"%s\" must be a mapping", f->display,
+                                              innerkey, name, innerkey);
                         *ret = inner;
                         *ret_file = f;
                         return 1;
@@ -300,7 +300,7 @@ static int find_named(struct kc_set *s, const char *listkey, const char *innerke
 
 /* Returns the names of all files in s joined with ", " for errors (malloc'd). */
 static char *set_display(const struct kc_set *s) {
-        struct buf b = {0};
+        struct buf b = { 0 };
         buf_puts(&b, "");
         for (size_t i = 0; i < s->n; i++) {
                 if (i) buf_puts(&b, ", ");
@@ -311,7 +311,7 @@ static char *set_display(const struct kc_set *s) {
 
 /* Returns true when no file in s has any of the keys a kubeconfig is made of. */
 static bool set_is_empty(const struct kc_set *s) {
-        static const char *const keys[] = {"current-context", "contexts", "clusters", "users"};
+        static const char *const keys[] = { "current-context", "contexts", "clusters", "users" };
         for (size_t i = 0; i < s->n; i++)
                 for (size_t k = 0; k < ELEMENTSOF(keys); k++)
                         if (!node_is_null(map_get(s->files[i].root, keys[k]))) return false;
@@ -327,16 +327,15 @@ static int read_named_file(struct kc_set *s, const struct kc_file *f, const char
                 return errorf(ret_error, -EPERM, "%s: %s: \"%s\": reading files is disabled", f->display, what, key);
         int r = read_file_all(path, KUBECONFIG_MAX_SIZE, ret, ret_len);
         if (r < 0)
-                return errorf(ret_error, r == -ENOENT ? -EINVAL : r, "%s: %s: \"%s\": cannot read %s: %s",
-                            f->display, what, key, path, strerror(-r));
+                return errorf(ret_error, r == -ENOENT ? -EINVAL : r, "%s: %s: \"%s\": cannot read %s: %s", f->display,
+                              what, key, path, strerror(-r));
         return 0;
 }
 
 /* Loads PEM data from key_data (base64) or else key_file of mapping m into *ret. Returns 0 (with
  * *ret NULL when neither is set), or a negative errno with *ret_error. */
-static int get_pem(struct kc_set *s, const struct kc_file *f, json_t *m, const char *what,
-                   const char *key_file, const char *key_data, void **ret, size_t *ret_len,
-                   char **ret_path, char **ret_error) {
+static int get_pem(struct kc_set *s, const struct kc_file *f, json_t *m, const char *what, const char *key_file,
+                   const char *key_data, void **ret, size_t *ret_len, char **ret_path, char **ret_error) {
         _cleanup_free_ char *data = NULL, *file = NULL;
         int r;
 
@@ -350,7 +349,8 @@ static int get_pem(struct kc_set *s, const struct kc_file *f, json_t *m, const c
                 r = kube_base64_decode(data, strlen(data), ret, ret_len);
                 explicit_bzero(data, strlen(data));
                 if (r < 0)
-                        return errorf(ret_error, -EINVAL, "%s: %s: \"%s\" is not valid base64", f->display, what, key_data);
+                        return errorf(ret_error, -EINVAL, "%s: %s: \"%s\" is not valid base64", f->display, what,
+                                      key_data);
                 if (*ret_len == 0) {
                         free(*ret);
                         *ret = NULL;
@@ -385,8 +385,8 @@ static void exec_spec_done(struct kube_exec_spec *e) {
 }
 
 /* Reads the exec mapping of a user. Returns 0, or -EINVAL with *ret_error. */
-static int exec_spec_parse(const struct kc_file *f, const char *user, json_t *m,
-                           struct kube_exec_spec *e, char **ret_error) {
+static int exec_spec_parse(const struct kc_file *f, const char *user, json_t *m, struct kube_exec_spec *e,
+                           char **ret_error) {
         _cleanup_free_ char *where = xasprintf("%s: user \"%s\": exec:", f->display, user);
         int r;
 
@@ -401,21 +401,20 @@ static int exec_spec_parse(const struct kc_file *f, const char *user, json_t *m,
         if (!streq(e->api_version, "client.authentication.k8s.io/v1") &&
             !streq(e->api_version, "client.authentication.k8s.io/v1beta1"))
                 return errorf(ret_error, -EINVAL,
-                            "%s apiVersion \"%s\" is not supported (client.authentication.k8s.io/v1 or v1beta1)",
-                            where, e->api_version);
-        if (e->interactive_mode && !streq(e->interactive_mode, "Never") &&
-            !streq(e->interactive_mode, "IfAvailable") && !streq(e->interactive_mode, "Always"))
+                              "%s apiVersion \"%s\" is not supported (client.authentication.k8s.io/v1 or v1beta1)",
+                              where, e->api_version);
+        if (e->interactive_mode && !streq(e->interactive_mode, "Never") && !streq(e->interactive_mode, "IfAvailable") &&
+            !streq(e->interactive_mode, "Always"))
                 return errorf(ret_error, -EINVAL, "%s invalid interactiveMode \"%s\" (Never, IfAvailable or Always)",
-                            where, e->interactive_mode);
+                              where, e->interactive_mode);
         if (e->interactive_mode && streq(e->interactive_mode, "Always"))
                 return errorf(ret_error, -EINVAL,
-                            "%s interactiveMode is Always, but gpunode runs the plugin without a terminal", where);
+                              "%s interactiveMode is Always, but gpunode runs the plugin without a terminal", where);
 
         json_t *args = map_get(m, "args");
         size_t n = 0;
         if (!node_is_null(args)) {
-                if (!json_is_array(args))
-                        return errorf(ret_error, -EINVAL, "%s \"args\" must be a list", where);
+                if (!json_is_array(args)) return errorf(ret_error, -EINVAL, "%s \"args\" must be a list", where);
                 n = json_array_size(args);
         }
         e->args = xcalloc(n + 1, sizeof(char *));
@@ -433,8 +432,7 @@ static int exec_spec_parse(const struct kc_file *f, const char *user, json_t *m,
         json_t *env = map_get(m, "env");
         n = 0;
         if (!node_is_null(env)) {
-                if (!json_is_array(env))
-                        return errorf(ret_error, -EINVAL, "%s \"env\" must be a list", where);
+                if (!json_is_array(env)) return errorf(ret_error, -EINVAL, "%s \"env\" must be a list", where);
                 n = json_array_size(env);
         }
         e->env = xcalloc(n + 1, sizeof(char *));
@@ -469,12 +467,13 @@ static int resolve_cluster(struct kc_set *s, const struct kc_file *f, const char
         if (!server) return errorf(ret_error, -EINVAL, "%s: %s has no \"server\"", f->display, what);
         c->server = strstr(server, "://") ? TAKE_PTR(server) : xasprintf("https://%s", server);
         if (!startswith(c->server, "https://") && !startswith(c->server, "http://"))
-                return errorf(ret_error, -EINVAL, "%s: %s: server \"%s\" is not an https:// URL", f->display, what, c->server);
+                return errorf(ret_error, -EINVAL, "%s: %s: server \"%s\" is not an https:// URL", f->display, what,
+                              c->server);
         /* the URL is handed to curl, which must see no whitespace or control characters */
         for (const char *p = c->server; *p; p++)
                 if ((unsigned char)*p <= ' ' || *p == 0x7f)
                         return errorf(ret_error, -EINVAL, "%s: %s: server contains a space or control character",
-                                    f->display, what);
+                                      f->display, what);
         while (strlen(c->server) > strlen("https://") && c->server[strlen(c->server) - 1] == '/')
                 c->server[strlen(c->server) - 1] = 0;
 
@@ -485,8 +484,8 @@ static int resolve_cluster(struct kc_set *s, const struct kc_file *f, const char
         if ((r = get_bool(m, "insecure-skip-tls-verify", &c->insecure, ret_error, where)) < 0) return r;
         if (c->insecure && c->ca_pem)
                 return errorf(ret_error, -EINVAL,
-                            "%s: %s: a certificate authority together with insecure-skip-tls-verify is not allowed",
-                            f->display, what);
+                              "%s: %s: a certificate authority together with insecure-skip-tls-verify is not allowed",
+                              f->display, what);
         if ((r = get_string(m, "tls-server-name", &c->tls_server_name, ret_error, "%s", where)) < 0) return r;
         if ((r = get_string(m, "proxy-url", &c->proxy_url, ret_error, "%s", where)) < 0) return r;
         for (const char *p = c->tls_server_name; p && *p; p++)
@@ -497,8 +496,8 @@ static int resolve_cluster(struct kc_set *s, const struct kc_file *f, const char
 
 /* Fills c's credentials from user mapping m of file f (running an exec plugin when it names one).
  * Returns 0 or a negative errno. */
-static int resolve_user(struct kc_set *s, const struct kc_file *f, const char *name, json_t *m,
-                        struct kube_config *c, char **ret_error) {
+static int resolve_user(struct kc_set *s, const struct kc_file *f, const char *name, json_t *m, struct kube_config *c,
+                        char **ret_error) {
         _cleanup_free_ char *what = xasprintf("user \"%s\"", name);
         _cleanup_free_ char *where = xasprintf("%s: %s:", f->display, what);
         _cleanup_free_ char *token_file = NULL;
@@ -520,21 +519,22 @@ static int resolve_user(struct kc_set *s, const struct kc_file *f, const char *n
         if ((r = get_string(m, "username", &c->username, ret_error, "%s", where)) < 0) return r;
         if ((r = get_string(m, "password", &c->password, ret_error, "%s", where)) < 0) return r;
         if (c->token && (c->username || c->password))
-                return errorf(ret_error, -EINVAL, "%s both a token and a username/password are set; only one is allowed", where);
+                return errorf(ret_error, -EINVAL,
+                              "%s both a token and a username/password are set; only one is allowed", where);
         if (c->token)
                 for (const char *p = c->token; *p; p++)
                         if ((unsigned char)*p < ' ' || *p == 0x7f)
                                 return errorf(ret_error, -EINVAL, "%s the token contains a control character", where);
 
-        if ((r = get_pem(s, f, m, what, "client-certificate", "client-certificate-data", &c->cert_pem,
-                         &c->cert_pem_len, NULL, ret_error)) < 0)
+        if ((r = get_pem(s, f, m, what, "client-certificate", "client-certificate-data", &c->cert_pem, &c->cert_pem_len,
+                         NULL, ret_error)) < 0)
                 return r;
         if ((r = get_pem(s, f, m, what, "client-key", "client-key-data", &c->key_pem, &c->key_pem_len, NULL,
                          ret_error)) < 0)
                 return r;
         if (!!c->cert_pem != !!c->key_pem)
                 return errorf(ret_error, -EINVAL, "%s a client %s is set without a client %s", where,
-                            c->cert_pem ? "certificate" : "key", c->cert_pem ? "key" : "certificate");
+                              c->cert_pem ? "certificate" : "key", c->cert_pem ? "key" : "certificate");
 
         json_t *ap = map_get(m, "auth-provider");
         if (!node_is_null(ap)) {
@@ -546,18 +546,24 @@ static int resolve_user(struct kc_set *s, const struct kc_file *f, const char *n
                         if ((r = get_string(map_get(ap, "config"), "id-token", &idt, ret_error,
                                             "%s auth-provider config:", where)) < 0)
                                 return r;
-                        if (!idt) return errorf(ret_error, -EINVAL, "%s auth-provider oidc has no id-token; run kubectl once to log in", where);
-                        if (!c->token) c->token = TAKE_PTR(idt);
-                        else explicit_bzero(idt, strlen(idt));
+                        if (!idt)
+                                return errorf(ret_error, -EINVAL,
+                                              "%s auth-provider oidc has no id-token; run kubectl once to log in",
+                                              where);
+                        if (!c->token)
+                                c->token = TAKE_PTR(idt);
+                        else
+                                explicit_bzero(idt, strlen(idt));
                 } else
                         return errorf(ret_error, -EINVAL,
-                                    "%s auth-provider \"%s\" is not supported (removed from kubectl); use an exec plugin such as gke-gcloud-auth-plugin or kubelogin",
-                                    where, apname ? apname : "");
+                                      "%s auth-provider \"%s\" is not supported (removed from kubectl); use an exec "
+                                      "plugin such as gke-gcloud-auth-plugin or kubelogin",
+                                      where, apname ? apname : "");
         }
 
         json_t *ex = map_get(m, "exec");
         if (!node_is_null(ex)) {
-                struct kube_exec_spec e = {0};
+                struct kube_exec_spec e = { 0 };
                 r = exec_spec_parse(f, name, ex, &e, ret_error);
                 if (r >= 0 && (s->flags & KUBE_CONFIG_NO_EXEC))
                         r = errorf(ret_error, -EPERM, "%s: user \"%s\": exec plugins are disabled", f->display, name);
@@ -578,8 +584,8 @@ static int kc_set_resolve(struct kc_set *s, const char *ctxname, struct kube_con
 
         if (!ctxname) {
                 for (size_t i = 0; i < s->n && !current; i++)
-                        if ((r = get_string(s->files[i].root, "current-context", &current, ret_error, "%s:",
-                                            s->files[i].display)) < 0)
+                        if ((r = get_string(s->files[i].root, "current-context", &current, ret_error,
+                                            "%s:", s->files[i].display)) < 0)
                                 return r;
                 if (!current) {
                         if (set_is_empty(s)) return errorf(ret_error, -ENOENT, "%s: the kubeconfig is empty", all);
@@ -604,13 +610,13 @@ static int kc_set_resolve(struct kc_set *s, const char *ctxname, struct kube_con
         if (r < 0) return r;
         if (r == 0)
                 return errorf(ret_error, -EINVAL, "%s: context \"%s\" names cluster \"%s\" that is not defined",
-                            cf->display, ctxname, clname);
+                              cf->display, ctxname, clname);
         if (uname) {
                 r = find_named(s, "users", "user", uname, &user, &uf, ret_error);
                 if (r < 0) return r;
                 if (r == 0)
                         return errorf(ret_error, -EINVAL, "%s: context \"%s\" names user \"%s\" that is not defined",
-                                    cf->display, ctxname, uname);
+                                      cf->display, ctxname, uname);
         }
 
         c = xcalloc(1, sizeof *c);
@@ -627,10 +633,9 @@ static int kc_set_resolve(struct kc_set *s, const char *ctxname, struct kube_con
 
 /* Resolves a kubeconfig held in memory. Returns 0 and *ret, or a negative errno with *ret_error
  * (see kubeconfig.h). */
-int kube_config_from_yaml(const char *data, size_t len, const char *source, const char *dir,
-                          const char *context, unsigned flags, unsigned timeout_ms,
-                          struct kube_config **ret, char **ret_error) {
-        struct kc_set s = {.flags = flags, .timeout_ms = timeout_ms};
+int kube_config_from_yaml(const char *data, size_t len, const char *source, const char *dir, const char *context,
+                          unsigned flags, unsigned timeout_ms, struct kube_config **ret, char **ret_error) {
+        struct kc_set s = { .flags = flags, .timeout_ms = timeout_ms };
         char *text = xmalloc(len + 1);
         memcpy(text, data, len);
         text[len] = 0;
@@ -677,7 +682,9 @@ int kube_config_in_cluster(const char *sa_dir, struct kube_config **ret, char **
         char *token;
         size_t len;
         int r = read_file_all(tpath, KUBECONFIG_MAX_SIZE, &token, &len);
-        if (r == -ENOENT) return errorf(ret_error, -ENOENT, "in a pod, but %s does not exist (automountServiceAccountToken: false?)", tpath);
+        if (r == -ENOENT)
+                return errorf(ret_error, -ENOENT,
+                              "in a pod, but %s does not exist (automountServiceAccountToken: false?)", tpath);
         if (r < 0) return errorf(ret_error, r, "%s: cannot read: %s", tpath, strerror(-r));
 
         _cleanup_kube_config_ struct kube_config *c = xcalloc(1, sizeof *c);
@@ -686,7 +693,8 @@ int kube_config_in_cluster(const char *sa_dir, struct kube_config **ret, char **
         if (!c->token[0] || strpbrk(c->token, "\r\n"))
                 return errorf(ret_error, -EINVAL, "%s holds no single-line token", tpath);
         /* an IPv6 address goes in brackets, as Go's net.JoinHostPort does */
-        c->server = strchr(host, ':') ? xasprintf("https://[%s]:%s", host, port) : xasprintf("https://%s:%s", host, port);
+        c->server =
+                strchr(host, ':') ? xasprintf("https://[%s]:%s", host, port) : xasprintf("https://%s:%s", host, port);
 
         _cleanup_free_ char *capath = xasprintf("%s/ca.crt", sa_dir);
         char *ca;
@@ -701,8 +709,10 @@ int kube_config_in_cluster(const char *sa_dir, struct kube_config **ret, char **
         char *ns;
         if (read_file_all(nspath, 4096, &ns, &len) >= 0) {
                 strstrip_right(ns);
-                if (*ns) c->namespace = ns;
-                else free(ns);
+                if (*ns)
+                        c->namespace = ns;
+                else
+                        free(ns);
         }
         if (!c->namespace) c->namespace = xstrdup("default");
         c->source = xstrdup("in-cluster");
@@ -714,7 +724,7 @@ int kube_config_in_cluster(const char *sa_dir, struct kube_config **ret, char **
  * Returns 0 and *ret; -ENOENT when no configuration exists; another negative errno with *ret_error. */
 int kube_config_load_context(const char *kubeconfig_path, const char *context, unsigned timeout_ms,
                              struct kube_config **ret, char **ret_error) {
-        struct kc_set s = {.timeout_ms = timeout_ms};
+        struct kc_set s = { .timeout_ms = timeout_ms };
         int r = 0;
 
         if (kubeconfig_path) {
@@ -768,7 +778,8 @@ int kube_config_load_context(const char *kubeconfig_path, const char *context, u
                         free(*ret_error);
                         *ret_error = NULL;
                 }
-                r = errorf(ret_error, -ENOENT, "no kubeconfig (--kubeconfig, $KUBECONFIG, ~/.kube/config) and not in a pod");
+                r = errorf(ret_error, -ENOENT,
+                           "no kubeconfig (--kubeconfig, $KUBECONFIG, ~/.kube/config) and not in a pod");
         }
 done:
         kc_set_done(&s);

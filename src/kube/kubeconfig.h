@@ -1,4 +1,5 @@
-/* kubeconfig.h: finds Kubernetes API credentials as kubectl does (in-cluster service account, kubeconfig files, exec plugins). */
+/* kubeconfig.h: finds Kubernetes API credentials as kubectl does (in-cluster service account, kubeconfig files, exec
+ * plugins). */
 #pragma once
 
 #include <stdbool.h>
@@ -9,22 +10,22 @@
 
 /* The credentials and server that one resolved context (or the pod's service account) names. */
 struct kube_config {
-        char *server;           /* https://host:port[/prefix], never NULL */
-        char *ca_file;          /* where the CA came from (a path), NULL for -data or none */
-        void *ca_pem;           /* CA bundle (PEM), NULL: the system's trust store */
+        char *server;  /* https://host:port[/prefix], never NULL */
+        char *ca_file; /* where the CA came from (a path), NULL for -data or none */
+        void *ca_pem;  /* CA bundle (PEM), NULL: the system's trust store */
         size_t ca_pem_len;
-        bool insecure;          /* insecure-skip-tls-verify */
-        char *tls_server_name;  /* name to verify the server certificate against, or NULL */
-        char *proxy_url;        /* the cluster's proxy-url, or NULL */
-        char *token;            /* bearer token, or NULL */
+        bool insecure;             /* insecure-skip-tls-verify */
+        char *tls_server_name;     /* name to verify the server certificate against, or NULL */
+        char *proxy_url;           /* the cluster's proxy-url, or NULL */
+        char *token;               /* bearer token, or NULL */
         char *username, *password; /* basic auth, or NULL */
-        void *cert_pem;         /* client certificate (PEM), or NULL */
+        void *cert_pem;            /* client certificate (PEM), or NULL */
         size_t cert_pem_len;
-        void *key_pem;          /* client key (PEM), or NULL */
+        void *key_pem; /* client key (PEM), or NULL */
         size_t key_pem_len;
-        char *namespace;        /* the context's namespace, "default" when unset */
-        char *context;          /* the context's name; NULL in-cluster */
-        char *source;           /* "in-cluster" or the kubeconfig file (shown with ~/ for $HOME) */
+        char *namespace; /* the context's namespace, "default" when unset */
+        char *context;   /* the context's name; NULL in-cluster */
+        char *source;    /* "in-cluster" or the kubeconfig file (shown with ~/ for $HOME) */
 };
 
 /* Flags for kube_config_from_yaml(). */
@@ -35,7 +36,9 @@ enum {
 
 /* Frees c and everything it holds (wiping secrets first); NULL is fine. */
 void kube_config_free(struct kube_config *c);
-static inline void kube_config_freep(struct kube_config **c) { kube_config_free(*c); }
+static inline void kube_config_freep(struct kube_config **c) {
+        kube_config_free(*c);
+}
 #define _cleanup_kube_config_ __attribute__((cleanup(kube_config_freep)))
 
 /* Loads credentials as kubectl does: kubeconfig_path (--kubeconfig) when not NULL, which must
@@ -46,8 +49,7 @@ static inline void kube_config_freep(struct kube_config **c) { kube_config_free(
  * at all (the caller skips API checks); another negative errno with *ret_error naming the file
  * and key on any other failure, also when kubeconfig_path or a file a kubeconfig names is missing
  * (-EINVAL): see kube_config_from_yaml(). */
-int kube_config_load(const char *kubeconfig_path, unsigned timeout_ms,
-                     struct kube_config **ret, char **ret_error);
+int kube_config_load(const char *kubeconfig_path, unsigned timeout_ms, struct kube_config **ret, char **ret_error);
 
 /* As kube_config_load(), using context (like kubectl --context) instead of current-context when
  * not NULL. */
@@ -65,9 +67,8 @@ int kube_config_in_cluster(const char *sa_dir, struct kube_config **ret, char **
  * -ENOENT only when the YAML holds no configuration at all (empty), -EINVAL for bad YAML or
  * values and for a missing context, cluster or user, -EPERM for what flags refuse, and from exec
  * plugins -ETIMEDOUT (killed after timeout_ms), -EIO (failed), -EBADMSG (bad ExecCredential). */
-int kube_config_from_yaml(const char *data, size_t len, const char *source, const char *dir,
-                          const char *context, unsigned flags, unsigned timeout_ms,
-                          struct kube_config **ret, char **ret_error);
+int kube_config_from_yaml(const char *data, size_t len, const char *source, const char *dir, const char *context,
+                          unsigned flags, unsigned timeout_ms, struct kube_config **ret, char **ret_error);
 
 /* Decodes standard base64 (padding required, whitespace ignored) into a malloc'd NUL-terminated
  * buffer. Returns 0 with *ret and *ret_len, or -EINVAL for bad input. */

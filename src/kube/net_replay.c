@@ -1,4 +1,5 @@
-/* net_replay.c: the recorder and replayer of API and metrics exchanges, and api/INDEX.json's writer and (hostile-input-proof) parser. */
+/* net_replay.c: the recorder and replayer of API and metrics exchanges, and api/INDEX.json's writer and
+ * (hostile-input-proof) parser. */
 #include "kube/net_replay.h"
 
 #include "basic/hostfs.h"
@@ -19,12 +20,22 @@ static const struct {
         const char *name;
         int rc;
 } classes[] = {
-        {"timeout", -ETIMEDOUT},     {"refused", -ECONNREFUSED}, {"unreachable", -EHOSTUNREACH},
-        {"tls", -EPROTO},            {"unauthorized", -EACCES},  {"forbidden", -EPERM},
-        {"not-found", -ENOENT},      {"io", -EIO},               {"too-big", -EFBIG},
-        {"not-json", -EBADMSG},      {"invalid", -EINVAL},       {"no-memory", -ENOMEM},
-        {"unsupported", -ENOTSUP},   {"no-data", -ENODATA},      {"tls-verify", -EKEYREJECTED},
-        {"exec-plugin", -ENOEXEC},
+        { "timeout", -ETIMEDOUT },
+        { "refused", -ECONNREFUSED },
+        { "unreachable", -EHOSTUNREACH },
+        { "tls", -EPROTO },
+        { "unauthorized", -EACCES },
+        { "forbidden", -EPERM },
+        { "not-found", -ENOENT },
+        { "io", -EIO },
+        { "too-big", -EFBIG },
+        { "not-json", -EBADMSG },
+        { "invalid", -EINVAL },
+        { "no-memory", -ENOMEM },
+        { "unsupported", -ENOTSUP },
+        { "no-data", -ENODATA },
+        { "tls-verify", -EKEYREJECTED },
+        { "exec-plugin", -ENOEXEC },
 };
 
 const char *net_error_class(int rc) {
@@ -33,7 +44,9 @@ const char *net_error_class(int rc) {
         return "other";
 }
 
-struct net_log *net_log_new(void) { return xcalloc(1, sizeof(struct net_log)); }
+struct net_log *net_log_new(void) {
+        return xcalloc(1, sizeof(struct net_log));
+}
 
 void net_log_free(struct net_log *log) {
         if (!log) return;
@@ -59,7 +72,7 @@ void net_log_free(struct net_log *log) {
 
 char *net_strip_url_credentials(const char *s) {
         if (!s) return NULL;
-        struct buf b = {0};
+        struct buf b = { 0 };
         const char *p = s;
         for (;;) {
                 const char *sep = strstr(p, "://");
@@ -104,15 +117,21 @@ void net_log_set_options(struct net_log *log, const char *node, unsigned timeout
         o->node_exporter_url = node_exporter_url && *node_exporter_url ? clean(node_exporter_url) : NULL;
 }
 
-void net_record_to(struct net_log *log) { recorder = log; }
+void net_record_to(struct net_log *log) {
+        recorder = log;
+}
 
-void net_replay_from(struct net_log *log) { replayer = log; }
+void net_replay_from(struct net_log *log) {
+        replayer = log;
+}
 
-bool net_replaying(void) { return replayer != NULL; }
+bool net_replaying(void) {
+        return replayer != NULL;
+}
 
 /* Returns the member name for exchange number i (from 1) of request: api/NNNN-<request as a name>.<ext>. */
 static char *member_name(size_t i, enum net_kind kind, const char *request) {
-        struct buf b = {0};
+        struct buf b = { 0 };
         buf_printf(&b, "api/%04zu-%s", i, kind == NET_API ? "" : kind == NET_GRPC ? "grpc-" : "metrics-");
         const char *p = kind == NET_METRICS && strstr(request, "://") ? strstr(request, "://") + 3 : request;
         size_t n = 0;
@@ -140,7 +159,7 @@ void net_record(enum net_kind kind, const char *request, int rc, long status, co
         if (!log || log->n >= NET_EXCHANGES_MAX) return;
         log->v = xrealloc(log->v, (log->n + 1) * sizeof *log->v);
         struct net_exchange *x = &log->v[log->n++];
-        *x = (struct net_exchange){.kind = kind, .rc = rc, .status = status};
+        *x = (struct net_exchange){ .kind = kind, .rc = rc, .status = status };
         x->request = clean(request ? request : "");
         if (strlen(x->request) > NET_REQUEST_MAX) x->request[NET_REQUEST_MAX] = 0;
         if (rc < 0) {
@@ -164,7 +183,7 @@ void net_record_setup(int rc, const char *error, const char *server, const char 
         free(s->error);
         free(s->server);
         free(s->source);
-        *s = (struct net_setup){.recorded = true, .rc = rc};
+        *s = (struct net_setup){ .recorded = true, .rc = rc };
         if (rc < 0) s->error = clean(error ? error : strerror(-rc));
         s->server = clean(server);
         s->source = clean(source);
@@ -209,7 +228,9 @@ int net_replay(enum net_kind kind, const char *request, const char *shown, const
         if (!x) {
                 *ret_error = xasprintf("%s %s: not in the snapshot (gpunode collect did not %s on the node)",
                                        kind == NET_GRPC ? "call" : "GET", shown ? shown : request,
-                                       kind == NET_API ? "ask the API for it" : kind == NET_GRPC ? "make it" : "fetch it");
+                                       kind == NET_API    ? "ask the API for it"
+                                       : kind == NET_GRPC ? "make it"
+                                                          : "fetch it");
                 return NET_NOT_RECORDED;
         }
         x->answered = true;
@@ -263,16 +284,16 @@ int net_log_to_index(const struct net_log *log, char **ret) {
                                  "node_exporter_url", o->node_exporter_url);
         json_object_set_new(root, "options", opts ? opts : json_null());
         const struct net_setup *s = &log->setup;
-        json_t *setup = s->recorded ? json_pack("{s:o,s:s?,s:s?}", "error", error_json(s->rc, s->error), "server", s->server,
-                                                "source", s->source)
+        json_t *setup = s->recorded ? json_pack("{s:o,s:s?,s:s?}", "error", error_json(s->rc, s->error), "server",
+                                                s->server, "source", s->source)
                                     : NULL;
         json_object_set_new(root, "setup", setup ? setup : json_null());
         json_t *xs = json_array();
         for (size_t i = 0; i < log->n; i++) {
                 const struct net_exchange *x = &log->v[i];
-                json_t *e = json_pack("{s:s,s:s,s:I,s:o,s:s?}", "kind", kind_name(x->kind), "request",
-                                      x->request, "status", (json_int_t)x->status, "error", error_json(x->rc, x->error),
-                                      "member", x->member);
+                json_t *e =
+                        json_pack("{s:s,s:s,s:I,s:o,s:s?}", "kind", kind_name(x->kind), "request", x->request, "status",
+                                  (json_int_t)x->status, "error", error_json(x->rc, x->error), "member", x->member);
                 if (!e) {
                         json_decref(xs);
                         json_decref(root);
@@ -372,7 +393,8 @@ static int parse_setup(const json_t *j, struct net_setup *s) {
         if (!json_is_object(j)) return -EINVAL;
         s->recorded = true;
         if (parse_error(json_object_get(j, "error"), &s->rc, &s->error) < 0 ||
-            opt_string(j, "server", NET_REQUEST_MAX, &s->server) < 0 || opt_string(j, "source", NET_REQUEST_MAX, &s->source) < 0)
+            opt_string(j, "server", NET_REQUEST_MAX, &s->server) < 0 ||
+            opt_string(j, "source", NET_REQUEST_MAX, &s->source) < 0)
                 return -EINVAL;
         return 0;
 }
@@ -425,11 +447,13 @@ int net_log_from_index(const char *text, size_t len, struct net_log **ret, char 
                 goto out;
         }
         if (json_array_size(xs) > NET_EXCHANGES_MAX) {
-                r = bad(ret_error, -E2BIG, "%zu exchanges, more than the %u allowed", json_array_size(xs), NET_EXCHANGES_MAX);
+                r = bad(ret_error, -E2BIG, "%zu exchanges, more than the %u allowed", json_array_size(xs),
+                        NET_EXCHANGES_MAX);
                 goto out;
         }
         if (parse_options(json_object_get(root, "options"), &log->options) < 0) {
-                r = bad(ret_error, -EINVAL, "options: not {node, timeout_ms, operator_namespace, dcgm_url, node_exporter_url}");
+                r = bad(ret_error, -EINVAL,
+                        "options: not {node, timeout_ms, operator_namespace, dcgm_url, node_exporter_url}");
                 goto out;
         }
         if (parse_setup(json_object_get(root, "setup"), &log->setup) < 0) {

@@ -1,4 +1,5 @@
-/* net_replay.h: records the Kubernetes API and metrics exchanges of one run (collect) and answers them again from a snapshot (check --snapshot). */
+/* net_replay.h: records the Kubernetes API and metrics exchanges of one run (collect) and answers them again from a
+ * snapshot (check --snapshot). */
 #pragma once
 
 #include <errno.h>
@@ -35,10 +36,10 @@
 
 /* Limits on api/INDEX.json (a hostile index is refused). */
 #define NET_INDEX_MAX_BYTES ((size_t)16 << 20)
-#define NET_EXCHANGES_MAX 10000u
-#define NET_REQUEST_MAX 8192u
-#define NET_MESSAGE_MAX 4096u
-#define NET_BODY_MAX ((size_t)64 << 20)
+#define NET_EXCHANGES_MAX   10000u
+#define NET_REQUEST_MAX     8192u
+#define NET_MESSAGE_MAX     4096u
+#define NET_BODY_MAX        ((size_t)64 << 20)
 
 /* NET_GRPC: a unary call on a host socket (the kubelet's pod-resources List), request its method path
  * ("/v1.PodResourcesLister/List"), body the decoded answer as JSON. */
@@ -46,14 +47,14 @@ enum net_kind { NET_API, NET_METRICS, NET_GRPC };
 
 struct net_exchange {
         enum net_kind kind;
-        char *request;         /* API: path with query; metrics: the URL; grpc: the method path */
-        int rc;                /* what the client returned: 0 or a negative errno */
-        long status;           /* HTTP status, 0 when none came */
-        char *error;           /* the client's sentence when rc < 0 */
-        char *member;          /* archive member holding the body ("api/0001-....json"), NULL: none */
-        char *body;            /* recording: the body received; replay: loaded from member when asked */
+        char *request; /* API: path with query; metrics: the URL; grpc: the method path */
+        int rc;        /* what the client returned: 0 or a negative errno */
+        long status;   /* HTTP status, 0 when none came */
+        char *error;   /* the client's sentence when rc < 0 */
+        char *member;  /* archive member holding the body ("api/0001-....json"), NULL: none */
+        char *body;    /* recording: the body received; replay: loaded from member when asked */
         size_t len;
-        bool answered;         /* replay: handed out once already */
+        bool answered; /* replay: handed out once already */
 };
 
 /* The options of `check` that shaped the requests (replayed with them). */
@@ -66,7 +67,7 @@ struct net_options {
 /* How the API client was set up: the facts the report shows as evidence. */
 struct net_setup {
         bool recorded;
-        int rc;                /* 0: a client was set up; else why not (-ENOENT: no configuration) */
+        int rc; /* 0: a client was set up; else why not (-ENOENT: no configuration) */
         char *error;
         char *server, *source; /* API server URL, "in-cluster" or the kubeconfig path */
 };
@@ -76,7 +77,7 @@ struct net_log {
         struct net_setup setup;
         struct net_exchange *v;
         size_t n;
-        char *dir;             /* replay: the extracted snapshot folder members are read from */
+        char *dir; /* replay: the extracted snapshot folder members are read from */
 };
 
 /* Returns a new, empty log (free with net_log_free). */

@@ -1,4 +1,5 @@
-/* podresources.c: List and GetAllocatableResources on the kubelet's pod-resources socket, answers decoded with protobuf-c. */
+/* podresources.c: List and GetAllocatableResources on the kubelet's pod-resources socket, answers decoded with
+ * protobuf-c. */
 #include "kube/podresources.h"
 #include "grpc/grpc_client.h"
 #include "grpc/grpc_wire.h"
@@ -15,7 +16,8 @@ struct podres_client {
 
 struct podres_client *podres_client_new(const char *socket, unsigned timeout_ms) {
         struct podres_client *c = xcalloc(1, sizeof *c);
-        c->channel = grpc_channel_new(socket ? socket : PODRES_SOCKET, "the kubelet's pod-resources socket", PODRES_MAX_MESSAGE);
+        c->channel = grpc_channel_new(socket ? socket : PODRES_SOCKET, "the kubelet's pod-resources socket",
+                                      PODRES_MAX_MESSAGE);
         c->timeout_ms = timeout_ms ? timeout_ms : PODRES_TIMEOUT_MS_DEFAULT;
         return c;
 }
@@ -82,7 +84,7 @@ static void budget_free(void *data, void *ptr) {
 }
 
 static void budget_init(struct budget *b) {
-        *b = (struct budget){.allocator = {budget_alloc, budget_free, b}, .left = PODRES_DECODE_BUDGET};
+        *b = (struct budget){ .allocator = { budget_alloc, budget_free, b }, .left = PODRES_DECODE_BUDGET };
 }
 
 /* Returns a malloc'd copy of a decoded string, or NULL when it is not UTF-8 (proto3 strings
@@ -100,7 +102,8 @@ static int copy_devices(const V1__ContainerDevices *in, struct podres_devices *d
         if (in->n_device_ids) d->device_ids = xcalloc(in->n_device_ids, sizeof *d->device_ids);
         for (size_t i = 0; i < in->n_device_ids; i++) {
                 d->device_ids[i] = copy_string(in->device_ids[i]);
-                if (!d->device_ids[i]) return errorf(ret_error, -EBADMSG, "a device id of %s is not UTF-8", d->resource_name);
+                if (!d->device_ids[i])
+                        return errorf(ret_error, -EBADMSG, "a device id of %s is not UTF-8", d->resource_name);
                 d->n_device_ids++;
         }
         if (in->topology && in->topology->n_nodes) {
@@ -144,8 +147,8 @@ int podres_decode_list(const uint8_t *data, size_t len, struct podres_list **ret
                         struct podres_container *ct = &pod->containers[pod->n_containers++];
                         ct->name = copy_string(ic->name);
                         if (!ct->name) {
-                                r = errorf(ret_error, -EBADMSG, "a container name of pod %s/%s is not UTF-8", pod->namespace,
-                                           pod->name);
+                                r = errorf(ret_error, -EBADMSG, "a container name of pod %s/%s is not UTF-8",
+                                           pod->namespace, pod->name);
                                 break;
                         }
                         if (ic->n_devices) ct->devices = xcalloc(ic->n_devices, sizeof *ct->devices);
@@ -215,10 +218,11 @@ int podres_allocatable(struct podres_client *c, struct podres_allocatable **ret,
         int r = call(c, method, &msg, &len, &status, &text);
         if (r < 0) {
                 if (status == GRPC_UNIMPLEMENTED)
-                        return errorf(ret_error, -EOPNOTSUPP, "%s (a kubelet before 1.21 has no GetAllocatableResources)", text);
+                        return errorf(ret_error, -EOPNOTSUPP,
+                                      "%s (a kubelet before 1.21 has no GetAllocatableResources)", text);
                 if (status == GRPC_UNKNOWN && text && strstr(text, "GetAllocatableResources disabled"))
-                        return errorf(ret_error, -EOPNOTSUPP, "%s (the kubelet's feature gate KubeletPodResourcesGetAllocatable is off)",
-                                      text);
+                        return errorf(ret_error, -EOPNOTSUPP,
+                                      "%s (the kubelet's feature gate KubeletPodResourcesGetAllocatable is off)", text);
                 return errorf(ret_error, r, "%s", text);
         }
         r = podres_decode_allocatable(msg, len, ret, &text);
@@ -248,7 +252,8 @@ int podres_list_to_json(const struct podres_list *l, char **ret) {
                                 if (o && dv->n_numa_nodes) {
                                         json_t *nodes = json_array();
                                         for (size_t k = 0; k < dv->n_numa_nodes; k++)
-                                                json_array_append_new(nodes, json_pack("{s:I}", "ID", (json_int_t)dv->numa_nodes[k]));
+                                                json_array_append_new(
+                                                        nodes, json_pack("{s:I}", "ID", (json_int_t)dv->numa_nodes[k]));
                                         json_object_set_new(o, "topology", json_pack("{s:o}", "nodes", nodes));
                                 }
                                 if (o) json_array_append_new(devices, o);
@@ -256,7 +261,8 @@ int podres_list_to_json(const struct podres_list *l, char **ret) {
                         json_t *o = json_pack("{s:s?,s:o}", "name", ct->name, "devices", devices);
                         if (o) json_array_append_new(containers, o);
                 }
-                json_t *o = json_pack("{s:s?,s:s?,s:o}", "name", pod->name, "namespace", pod->namespace, "containers", containers);
+                json_t *o = json_pack("{s:s?,s:s?,s:o}", "name", pod->name, "namespace", pod->namespace, "containers",
+                                      containers);
                 if (o) json_array_append_new(pods, o);
         }
         json_t *root = json_pack("{s:o}", "podResources", pods);
@@ -286,7 +292,8 @@ static const json_t *json_array_field(const json_t *o, const char *key, bool *re
 static int devices_from_json(const json_t *j, struct podres_devices *d, const char **ret_why) {
         bool ok;
         if (!json_is_object(j)) return *ret_why = "a device entry is not an object", -EBADMSG;
-        if (!(d->resource_name = json_text_field(j, "resourceName"))) return *ret_why = "a resourceName is not text", -EBADMSG;
+        if (!(d->resource_name = json_text_field(j, "resourceName")))
+                return *ret_why = "a resourceName is not text", -EBADMSG;
         const json_t *ids = json_array_field(j, "deviceIds", &ok);
         if (!ok) return *ret_why = "deviceIds is not an array", -EBADMSG;
         if (ids && json_array_size(ids)) d->device_ids = xcalloc(json_array_size(ids), sizeof *d->device_ids);
@@ -303,7 +310,8 @@ static int devices_from_json(const json_t *j, struct podres_devices *d, const ch
         for (size_t i = 0; nodes && i < json_array_size(nodes); i++) {
                 const json_t *id = json_object_get(json_array_get(nodes, i), "ID");
                 /* protobuf's JSON mapping writes int64 as a string; the number form is accepted too */
-                if (json_is_integer(id)) d->numa_nodes[i] = json_integer_value(id);
+                if (json_is_integer(id))
+                        d->numa_nodes[i] = json_integer_value(id);
                 else if (!json_is_string(id) || parse_i64(json_string_value(id), &d->numa_nodes[i]) < 0)
                         return *ret_why = "a topology node ID is not an integer", -EBADMSG;
                 d->n_numa_nodes = i + 1;

@@ -7,7 +7,7 @@
 #include "basic/util.h"
 
 /* The kubelet's socket, a host path (below --root). */
-#define PODRES_SOCKET "/var/lib/kubelet/pod-resources/kubelet.sock"
+#define PODRES_SOCKET             "/var/lib/kubelet/pod-resources/kubelet.sock"
 #define PODRES_TIMEOUT_MS_DEFAULT 5000u
 /* The largest answer accepted: dcgm-exporter's users hit grpc-go's default of 4 MiB on busy
  * nodes (dcgm-exporter#509); a List of 60,000 one-GPU pods is 5.3 MB. */
@@ -19,10 +19,10 @@
 
 /* Devices of one resource, as a container holds them or as the node offers them. */
 struct podres_devices {
-        char *resource_name;            /* "nvidia.com/gpu", "nvidia.com/mig-1g.10gb" */
-        char **device_ids;              /* as the device plugin named them: GPU and MIG UUIDs, "<uuid>::<n>" replicas */
+        char *resource_name; /* "nvidia.com/gpu", "nvidia.com/mig-1g.10gb" */
+        char **device_ids;   /* as the device plugin named them: GPU and MIG UUIDs, "<uuid>::<n>" replicas */
         size_t n_device_ids;
-        int64_t *numa_nodes;            /* the topology's NUMA node ids; none when the plugin gave no topology */
+        int64_t *numa_nodes; /* the topology's NUMA node ids; none when the plugin gave no topology */
         size_t n_numa_nodes;
 };
 
@@ -53,9 +53,13 @@ struct podres_allocatable {
 
 void podres_list_free(struct podres_list *l);
 void podres_allocatable_free(struct podres_allocatable *a);
-static inline void podres_list_freep(struct podres_list **l) { podres_list_free(*l); }
-static inline void podres_allocatable_freep(struct podres_allocatable **a) { podres_allocatable_free(*a); }
-#define _cleanup_podres_list_ _cleanup_(podres_list_freep)
+static inline void podres_list_freep(struct podres_list **l) {
+        podres_list_free(*l);
+}
+static inline void podres_allocatable_freep(struct podres_allocatable **a) {
+        podres_allocatable_free(*a);
+}
+#define _cleanup_podres_list_        _cleanup_(podres_list_freep)
 #define _cleanup_podres_allocatable_ _cleanup_(podres_allocatable_freep)
 
 /* A connection to the kubelet's pod-resources service (kept between calls, made again after a
@@ -67,7 +71,9 @@ struct podres_client;
  * by timeout_ms (0: PODRES_TIMEOUT_MS_DEFAULT). Does no I/O; never fails. */
 struct podres_client *podres_client_new(const char *socket, unsigned timeout_ms);
 void podres_client_free(struct podres_client *c);
-static inline void podres_client_freep(struct podres_client **c) { podres_client_free(*c); }
+static inline void podres_client_freep(struct podres_client **c) {
+        podres_client_free(*c);
+}
 #define _cleanup_podres_client_ _cleanup_(podres_client_freep)
 
 /* Calls v1.PodResourcesLister/List. Returns 0 with *ret (free with podres_list_free), or a

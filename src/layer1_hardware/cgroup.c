@@ -49,7 +49,8 @@ static int parse_path(const char *p, size_t n, char **ret_pod_uid, char **ret_co
                 if (!kubepods) continue;
                 /* "pod<uid>" at the start of the component or after a '-' */
                 for (size_t k = 0; k + 3 + 36 <= len; k++) {
-                        if ((k > 0 && c[k - 1] != '-') || strncmp(c + k, "pod", 3) != 0 || !is_uid(c + k + 3, len - k - 3))
+                        if ((k > 0 && c[k - 1] != '-') || strncmp(c + k, "pod", 3) != 0 ||
+                            !is_uid(c + k + 3, len - k - 3))
                                 continue;
                         char *uid = xstrndup(c + k + 3, 36);
                         for (char *q = uid; *q; q++) *q = *q == '_' ? '-' : (char)tolower((unsigned char)*q);
@@ -77,7 +78,8 @@ int cgroup_pod_container(const char *text, size_t len, char **ret_pod_uid, char 
                         const char *c1 = memchr(line, ':', (size_t)(le - line));
                         const char *c2 = c1 ? memchr(c1 + 1, ':', (size_t)(le - c1 - 1)) : NULL;
                         if (!c2) return -EINVAL;
-                        if (!*ret_pod_uid && parse_path(c2 + 1, (size_t)(le - c2 - 1), ret_pod_uid, ret_container_id) == 1)
+                        if (!*ret_pod_uid &&
+                            parse_path(c2 + 1, (size_t)(le - c2 - 1), ret_pod_uid, ret_container_id) == 1)
                                 return 1;
                 }
                 line = nl ? nl + 1 : end;

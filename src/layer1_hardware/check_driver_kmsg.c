@@ -21,8 +21,9 @@ static const struct nvml_gpu_facts *nvml_gpu_at(const struct node_facts *facts, 
 /* Returns "0000:07:00 (GPU 3, GPU-...)" for a kernel-log GPU. */
 static char *kmsg_gpu_label(const struct node_facts *facts, const struct kmsg_gpu *g) {
         const struct nvml_gpu_facts *n = nvml_gpu_at(facts, g->pci);
-        if (n) return xasprintf("%s (GPU %u%s%s)", g->pci, n->index, n->uuid_rc == NVML_SUCCESS ? ", " : "",
-                                n->uuid_rc == NVML_SUCCESS ? n->uuid : "");
+        if (n)
+                return xasprintf("%s (GPU %u%s%s)", g->pci, n->index, n->uuid_rc == NVML_SUCCESS ? ", " : "",
+                                 n->uuid_rc == NVML_SUCCESS ? n->uuid : "");
         if (g->uuid[0]) return xasprintf("%s (%s)", g->pci, g->uuid);
         return xstrdup(g->pci);
 }
@@ -33,8 +34,10 @@ static void kmsg_gpu_holders(const struct node_facts *facts, const struct kmsg_g
                              struct finding *f) {
         const struct nvml_gpu_facts *n = nvml_gpu_at(facts, g->pci);
         _cleanup_free_ char *label = kmsg_gpu_label(facts, g);
-        if (n) gpu_holders_evidence_as(facts, label, gpu_pods_of(facts, n), meaning, f);
-        else if (g->uuid[0]) gpu_holders_evidence_as(facts, label, gpu_pods_of_uuid(facts, g->uuid), meaning, f);
+        if (n)
+                gpu_holders_evidence_as(facts, label, gpu_pods_of(facts, n), meaning, f);
+        else if (g->uuid[0])
+                gpu_holders_evidence_as(facts, label, gpu_pods_of_uuid(facts, g->uuid), meaning, f);
 }
 
 /* Returns the line that stands for an Xid's worst severity: its last line when that line is as bad,
@@ -52,7 +55,8 @@ static bool kmsg_unreadable(const struct node_facts *facts, struct finding *f) {
                 return false;
         }
         finding_warn(f, "cannot read the kernel log, so cannot tell: %s", facts->kmsg.error);
-        finding_remedy(f, "run as root (dmesg_restrict) with the host's /dev visible, or pass a saved log with --kmsg FILE");
+        finding_remedy(
+                f, "run as root (dmesg_restrict) with the host's /dev visible, or pass a saved log with --kmsg FILE");
         return true;
 }
 
@@ -67,7 +71,8 @@ static void run_fallen_off_bus(const struct node_facts *facts, struct finding *f
                         if (g->handle_rc == NVML_ERROR_GPU_IS_LOST || g->name_rc == NVML_ERROR_GPU_IS_LOST ||
                             g->uuid_rc == NVML_ERROR_GPU_IS_LOST) {
                                 lost++;
-                                finding_evidence(f, "NVML: GPU %u %s: %s", g->index, g->pci_rc == NVML_SUCCESS ? g->pci_bus_id_legacy : "",
+                                finding_evidence(f, "NVML: GPU %u %s: %s", g->index,
+                                                 g->pci_rc == NVML_SUCCESS ? g->pci_bus_id_legacy : "",
                                                  nvml_return_message(NVML_ERROR_GPU_IS_LOST));
                                 gpu_holders_evidence(facts, g, f);
                         }
@@ -89,9 +94,12 @@ static void run_fallen_off_bus(const struct node_facts *facts, struct finding *f
                 return;
         }
         if (fallen || lost) {
-                finding_fail(f, "%zu GPU(s) have fallen off the bus and no longer answer", fallen > lost ? fallen : lost);
-                finding_remedy(f, "cordon and drain the node, then reboot it (a GPU reset is not enough); if it happens again, "
-                                  "check PCIe seating, power and cooling and open an RMA");
+                finding_fail(f, "%zu GPU(s) have fallen off the bus and no longer answer",
+                             fallen > lost ? fallen : lost);
+                finding_remedy(
+                        f,
+                        "cordon and drain the node, then reboot it (a GPU reset is not enough); if it happens again, "
+                        "check PCIe seating, power and cooling and open an RMA");
                 return;
         }
         finding_pass(f, "no GPU has fallen off the bus");
@@ -116,8 +124,9 @@ static void run_xid_errors(const struct node_facts *facts, struct finding *f) {
                 for (size_t x = 0; x < g->n_xids; x++) {
                         const struct kmsg_xid_stat *st = &g->xids[x];
                         const struct xid_info *info = xid_lookup(st->xid);
-                        finding_evidence(f, "%s: Xid %d x%llu (%s, %s): %s", label, st->xid, (unsigned long long)st->count,
-                                         xid_severity_name(st->worst), info->meaning, xid_line(st)->text);
+                        finding_evidence(f, "%s: Xid %d x%llu (%s, %s): %s", label, st->xid,
+                                         (unsigned long long)st->count, xid_severity_name(st->worst), info->meaning,
+                                         xid_line(st)->text);
                         if (st->worst > gpu_worst) gpu_worst = st->worst;
                         if (st->worst > worst || (st->worst == worst && worst_gpu == NULL)) {
                                 worst = st->worst;
@@ -126,9 +135,11 @@ static void run_xid_errors(const struct node_facts *facts, struct finding *f) {
                                 worst_st = st;
                         }
                 }
-                if (gpu_worst == XID_CRITICAL) kmsg_gpu_holders(facts, g, "that job is dead", f);
+                if (gpu_worst == XID_CRITICAL)
+                        kmsg_gpu_holders(facts, g, "that job is dead", f);
                 else if (gpu_worst >= XID_APPLICATION)
-                        kmsg_gpu_holders(facts, g, "that job met the error (an application Xid: most often its own fault)", f);
+                        kmsg_gpu_holders(facts, g,
+                                         "that job met the error (an application Xid: most often its own fault)", f);
         }
         finding_evidence(f, "%s: %llu lines scanned", facts->kmsg.source, (unsigned long long)sum->lines);
         if (gpus_with_xids == 0) {
@@ -142,22 +153,27 @@ static void run_xid_errors(const struct node_facts *facts, struct finding *f) {
         if (worst == XID_CRITICAL && worst_xid == 154) {
                 char action[64];
                 int a = xid154_action(wl->text, strlen(wl->text), action, sizeof action);
-                finding_fail(f, "the driver set %s's recovery action to %d (%s) (Xid 154)", label, a, action[0] ? action : "?");
+                finding_fail(f, "the driver set %s's recovery action to %d (%s) (Xid 154)", label, a,
+                             action[0] ? action : "?");
                 finding_remedy(f, "%s", remedy);
                 return;
         }
         if (worst == XID_CRITICAL) {
                 if (kmsg_gpu_xid_before(worst_gpu, 48, 64) || kmsg_gpu_xid_before(worst_gpu, 48, 63)) {
-                        finding_fail(f, "double-bit ECC error (Xid 48) followed by a page retirement/row remap event on %s", label);
-                        finding_remedy(f, "cordon and drain the node, then reset the GPU (`nvidia-smi -r`) or reboot; if Xid 64 "
-                                          "(remap failure) repeats, the GPU is an RMA candidate");
+                        finding_fail(
+                                f, "double-bit ECC error (Xid 48) followed by a page retirement/row remap event on %s",
+                                label);
+                        finding_remedy(
+                                f,
+                                "cordon and drain the node, then reset the GPU (`nvidia-smi -r`) or reboot; if Xid 64 "
+                                "(remap failure) repeats, the GPU is an RMA candidate");
                         return;
                 }
                 finding_fail(f, "critical Xid %d (%s) on %s", worst_xid, info->name ? info->name : "?", label);
                 finding_remedy(f, "%s", remedy);
         } else if (worst == XID_UNKNOWN) {
-                finding_warn(f, "unknown Xid %d on %s: not in gpunode's catalog; NVIDIA support can say what it means", worst_xid,
-                             label);
+                finding_warn(f, "unknown Xid %d on %s: not in gpunode's catalog; NVIDIA support can say what it means",
+                             worst_xid, label);
                 finding_remedy(f, "%s", remedy);
         } else if (worst >= XID_APPLICATION) {
                 finding_warn(f, "Xid %d (%s) on %s: %s", worst_xid, xid_severity_name(worst), label, info->meaning);
@@ -168,28 +184,36 @@ static void run_xid_errors(const struct node_facts *facts, struct finding *f) {
 }
 
 const struct check_def check_driver_gpu_fallen_off_bus = {
-        .id = "driver.gpu-fallen-off-bus", .layer = 1, .component = "driver",
+        .id = "driver.gpu-fallen-off-bus",
+        .layer = 1,
+        .component = "driver",
         .title = "no GPU has fallen off the bus",
         .reads = "kernel log (Xid 79 and the 3-line \"fallen off the bus\" message), NVML GPU_IS_LOST answers",
-        .outcomes = "pass: none; fail: a GPU is lost (drain and reboot); warn: the kernel log cannot be read. A pod named as "
-                    "holding the GPU (the kubelet's pod-resources List) lost it: that job is dead and must be rescheduled",
+        .outcomes =
+                "pass: none; fail: a GPU is lost (drain and reboot); warn: the kernel log cannot be read. A pod named "
+                "as "
+                "holding the GPU (the kubelet's pod-resources List) lost it: that job is dead and must be rescheduled",
         .remedy = "cordon, drain and reboot the node; repeated falls mean PCIe, power or cooling trouble: open an RMA",
-        .depends = {"driver.module-loaded"},
+        .depends = { "driver.module-loaded" },
         .run = run_fallen_off_bus,
 };
 
 const struct check_def check_driver_xid_errors = {
-        .id = "driver.xid-errors", .layer = 1, .component = "driver",
+        .id = "driver.xid-errors",
+        .layer = 1,
+        .component = "driver",
         .title = "no critical Xid errors in the kernel log",
         .reads = "kernel log (/dev/kmsg or --kmsg FILE): NVRM Xid lines per GPU, classified by the Xid catalog",
-        .outcomes = "pass: none or informational; warn: application Xids (13, 31, 43, 45, 68, ...) or an unreadable log; "
-                    "fail: critical Xids (48, 64, 79, 95, 109, 119, ...) with NVIDIA's action, an Xid 154 setting a "
-                    "recovery action (GPU Reset Required, Node Reboot Required, drain), a Fatal NVLink5 Xid (144-150; for "
-                    "146 the error status: 0x4 resets, 0x2 asks for support, 0x1 is ignored); an unknown Xid warns and "
-                    "asks for NVIDIA support. A pod named as holding the "
-                    "GPU (the kubelet's pod-resources List) ran there: after a critical Xid that job is dead (restart it "
-                    "elsewhere); after an application Xid it met the error, most often its own fault",
-        .remedy = "follow NVIDIA's action for the Xid: restart the application, reset the GPU, or drain and reboot the node",
-        .depends = {"driver.module-loaded"},
+        .outcomes =
+                "pass: none or informational; warn: application Xids (13, 31, 43, 45, 68, ...) or an unreadable log; "
+                "fail: critical Xids (48, 64, 79, 95, 109, 119, ...) with NVIDIA's action, an Xid 154 setting a "
+                "recovery action (GPU Reset Required, Node Reboot Required, drain), a Fatal NVLink5 Xid (144-150; for "
+                "146 the error status: 0x4 resets, 0x2 asks for support, 0x1 is ignored); an unknown Xid warns and "
+                "asks for NVIDIA support. A pod named as holding the "
+                "GPU (the kubelet's pod-resources List) ran there: after a critical Xid that job is dead (restart it "
+                "elsewhere); after an application Xid it met the error, most often its own fault",
+        .remedy = "follow NVIDIA's action for the Xid: restart the application, reset the GPU, or drain and reboot the "
+                  "node",
+        .depends = { "driver.module-loaded" },
         .run = run_xid_errors,
 };

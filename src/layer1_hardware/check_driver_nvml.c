@@ -18,12 +18,14 @@ static void run_version_match(const struct node_facts *facts, struct finding *f)
                 return;
         }
         if (n->init_rc == NVML_ERROR_LIB_RM_VERSION_MISMATCH) {
-                finding_fail(f, "driver/library version mismatch: NVML in user space does not match kernel module %s", kver ? kver : "?");
+                finding_fail(f, "driver/library version mismatch: NVML in user space does not match kernel module %s",
+                             kver ? kver : "?");
                 finding_evidence(f, "nvmlInit: %s", nvml_return_name(n->init_rc));
                 if (n->library_path) finding_evidence(f, "library: %s", n->library_path);
                 kmsg_api_mismatch_evidence(&facts->kmsg, f);
-                finding_remedy(f, "the driver was upgraded but the old kernel module is still loaded: drain the node and "
-                                  "reboot it (or stop every GPU process and reload nvidia, nvidia_uvm, nvidia_modeset)");
+                finding_remedy(f,
+                               "the driver was upgraded but the old kernel module is still loaded: drain the node and "
+                               "reboot it (or stop every GPU process and reload nvidia, nvidia_uvm, nvidia_modeset)");
                 return;
         }
         if (n->init_rc != NVML_SUCCESS || n->driver_version_rc != NVML_SUCCESS) {
@@ -32,7 +34,8 @@ static void run_version_match(const struct node_facts *facts, struct finding *f)
         }
         if (kver && !streq(kver, n->driver_version)) {
                 finding_fail(f, "NVML reports driver %s but the kernel module is %s", n->driver_version, kver);
-                finding_remedy(f, "reinstall one driver version everywhere (kernel module and user-space libraries), then reboot");
+                finding_remedy(f, "reinstall one driver version everywhere (kernel module and user-space libraries), "
+                                  "then reboot");
                 return;
         }
         kmsg_api_mismatch_evidence(&facts->kmsg, f);
@@ -46,22 +49,28 @@ static void run_nvml_init(const struct node_facts *facts, struct finding *f) {
         const struct nvml_facts *n = st->facts;
         if (!n) {
                 finding_fail(f, "NVML cannot be loaded: %s", st->load_error ? st->load_error : "unknown error");
-                finding_remedy(f, "the driver's user-space libraries are missing or unreadable: install the driver package matching "
-                                  "the kernel module (libnvidia-ml.so.1), or with the GPU Operator check the driver pod and "
-                                  "/run/nvidia/driver");
+                finding_remedy(
+                        f, "the driver's user-space libraries are missing or unreadable: install the driver package "
+                           "matching "
+                           "the kernel module (libnvidia-ml.so.1), or with the GPU Operator check the driver pod and "
+                           "/run/nvidia/driver");
                 return;
         }
         if (n->library_path) finding_evidence(f, "library: %s", n->library_path);
         if (n->timed_out) {
                 finding_fail(f, "NVML hung: %s", n->timeout_message);
-                finding_remedy(f, "a GPU or the driver is stuck: look for Xid errors in the kernel log, enable persistence mode, "
-                                  "and reset the GPU or reboot the node if nvidia-smi hangs too");
+                finding_remedy(
+                        f,
+                        "a GPU or the driver is stuck: look for Xid errors in the kernel log, enable persistence mode, "
+                        "and reset the GPU or reboot the node if nvidia-smi hangs too");
                 return;
         }
         if (n->init_rc != NVML_SUCCESS) {
-                finding_fail(f, "NVML failed to initialise: %s (%s)", nvml_return_message(n->init_rc), nvml_return_name(n->init_rc));
+                finding_fail(f, "NVML failed to initialise: %s (%s)", nvml_return_message(n->init_rc),
+                             nvml_return_name(n->init_rc));
                 if (n->init_error[0]) finding_evidence(f, "nvmlErrorString: %s", n->init_error);
-                finding_remedy(f, "run nvidia-smi on the host: it fails the same way; check the kernel log for NVRM errors");
+                finding_remedy(
+                        f, "run nvidia-smi on the host: it fails the same way; check the kernel log for NVRM errors");
                 return;
         }
         if (n->device_count_rc != NVML_SUCCESS) {
@@ -71,8 +80,10 @@ static void run_nvml_init(const struct node_facts *facts, struct finding *f) {
         }
         note_timeout(n, f);
         unsigned cuda = n->cuda_driver_version.rc == NVML_SUCCESS ? (unsigned)n->cuda_driver_version.value : 0;
-        finding_pass(f, "NVML %s initialised: driver %s, CUDA %u.%u, %u GPU(s)", n->nvml_version_rc == NVML_SUCCESS ? n->nvml_version : "?",
-                     n->driver_version_rc == NVML_SUCCESS ? n->driver_version : "?", cuda / 1000, (cuda % 1000) / 10, n->device_count);
+        finding_pass(f, "NVML %s initialised: driver %s, CUDA %u.%u, %u GPU(s)",
+                     n->nvml_version_rc == NVML_SUCCESS ? n->nvml_version : "?",
+                     n->driver_version_rc == NVML_SUCCESS ? n->driver_version : "?", cuda / 1000, (cuda % 1000) / 10,
+                     n->device_count);
 }
 
 /* Judges driver.gpu-count (NVML sees every GPU the PCI bus has) from the facts into f; never fails:
@@ -94,15 +105,19 @@ static void run_gpu_count(const struct node_facts *facts, struct finding *f) {
                         continue;
                 }
                 _cleanup_free_ char *label = nvml_gpu_label(g);
-                finding_evidence(f, "%s: %s", label, nvml_return_message(g->handle_rc != NVML_SUCCESS ? g->handle_rc : g->name_rc));
+                finding_evidence(f, "%s: %s", label,
+                                 nvml_return_message(g->handle_rc != NVML_SUCCESS ? g->handle_rc : g->name_rc));
                 gpu_holders_evidence(facts, g, f);
         }
         note_timeout(n, f);
-        finding_evidence(f, "PCI: %zu GPU(s) bound to nvidia; NVML: %u counted, %zu answering", bound, n->device_count, answering);
+        finding_evidence(f, "PCI: %zu GPU(s) bound to nvidia; NVML: %u counted, %zu answering", bound, n->device_count,
+                         answering);
         if (n->device_count < bound) {
-                finding_fail(f, "NVML sees %u GPU(s) but %zu are bound to nvidia on the PCI bus", n->device_count, bound);
-                finding_remedy(f, "a GPU the driver could not initialise: check the kernel log for NVRM errors on the missing "
-                                  "PCI address and `nvidia-smi -q`; reset or reboot, then RMA if it persists");
+                finding_fail(f, "NVML sees %u GPU(s) but %zu are bound to nvidia on the PCI bus", n->device_count,
+                             bound);
+                finding_remedy(
+                        f, "a GPU the driver could not initialise: check the kernel log for NVRM errors on the missing "
+                           "PCI address and `nvidia-smi -q`; reset or reboot, then RMA if it persists");
         } else if (answering < n->device_count && !n->timed_out) {
                 finding_fail(f, "%zu of %u GPU(s) do not answer NVML", n->device_count - answering, n->device_count);
                 finding_remedy(f, "drain the node and reboot it; a GPU that stays lost is a hardware fault");
@@ -130,13 +145,19 @@ static void run_persistence(const struct node_facts *facts, struct finding *f) {
                         finding_evidence(f, "%s: persistence mode disabled", label);
                 }
         }
-        finding_evidence(f, "nvidia-persistenced %s", facts->processes.persistenced_running ? "running" : "not running");
+        finding_evidence(f, "nvidia-persistenced %s",
+                         facts->processes.persistenced_running ? "running" : "not running");
         if (known == 0) {
                 finding_skip(f, "NVML does not report persistence mode here");
         } else if (off) {
-                finding_warn(f, "persistence mode is off on %u of %u GPU(s): every client start re-initialises them (seconds)", off, known);
-                finding_remedy(f, "enable nvidia-persistenced (`systemctl enable --now nvidia-persistenced`); the GPU Operator's "
-                                  "driver container runs it itself");
+                finding_warn(
+                        f,
+                        "persistence mode is off on %u of %u GPU(s): every client start re-initialises them (seconds)",
+                        off, known);
+                finding_remedy(
+                        f,
+                        "enable nvidia-persistenced (`systemctl enable --now nvidia-persistenced`); the GPU Operator's "
+                        "driver container runs it itself");
         } else {
                 finding_pass(f, "persistence mode on for all %u GPU(s)", known);
         }
@@ -161,9 +182,11 @@ static void run_memory_errors(const struct node_facts *facts, struct finding *f)
                                 failed++;
                                 finding_evidence(f, "%s: row remapping failed", label);
                                 gpu_holders_evidence_as(facts, label, gpu_pods_of(facts, g),
-                                                        "that job ran on memory that cannot be repaired: it must move", f);
+                                                        "that job ran on memory that cannot be repaired: it must move",
+                                                        f);
                         }
-                        if (g->remapped_pending) pending++, finding_evidence(f, "%s: row remapping pending (needs a GPU reset)", label);
+                        if (g->remapped_pending)
+                                pending++, finding_evidence(f, "%s: row remapping pending (needs a GPU reset)", label);
                         if (g->remapped_uncorrectable || g->remapped_correctable)
                                 finding_evidence(f, "%s: remapped rows: %u uncorrectable, %u correctable", label,
                                                  g->remapped_uncorrectable, g->remapped_correctable);
@@ -176,7 +199,8 @@ static void run_memory_errors(const struct node_facts *facts, struct finding *f)
         }
         if (failed) {
                 finding_fail(f, "row remapping failed on %u GPU(s): the memory cannot be repaired", failed);
-                finding_remedy(f, "cordon and drain the node; the GPU is an RMA candidate (run the field diagnostic and contact the vendor)");
+                finding_remedy(f, "cordon and drain the node; the GPU is an RMA candidate (run the field diagnostic "
+                                  "and contact the vendor)");
         } else if (pending) {
                 finding_warn(f, "row remapping pending on %u GPU(s): takes effect at the next GPU reset", pending);
                 finding_remedy(f, "when the GPU is idle: drain it and `nvidia-smi -r -i <index>`, or reboot the node");
@@ -208,7 +232,8 @@ static void run_recovery_action(const struct node_facts *facts, struct finding *
                 needed++;
                 if (g->recovery_action.value == 2 || worst != 2) worst = g->recovery_action.value;
                 _cleanup_free_ char *label = nvml_gpu_label(g);
-                finding_evidence(f, "%s: recovery action %llu (%s)", label, (unsigned long long)g->recovery_action.value,
+                finding_evidence(f, "%s: recovery action %llu (%s)", label,
+                                 (unsigned long long)g->recovery_action.value,
                                  gpu_recovery_action_text(g->recovery_action.value));
                 _cleanup_free_ char *meaning =
                         xasprintf("that job dies with the %s", gpu_recovery_action_text(g->recovery_action.value));
@@ -218,72 +243,95 @@ static void run_recovery_action(const struct node_facts *facts, struct finding *
                 finding_skip(f, "this driver does not report a GPU recovery action (NVML field 230)");
         } else if (needed) {
                 finding_fail(f, "the driver asks for %s on %u GPU(s)", gpu_recovery_action_text(worst), needed);
-                finding_remedy(f, "cordon and drain the node, then do what the driver asks (%s): `nvidia-smi -r` for a reset, a "
-                                  "reboot otherwise", gpu_recovery_action_text(worst));
+                finding_remedy(
+                        f,
+                        "cordon and drain the node, then do what the driver asks (%s): `nvidia-smi -r` for a reset, a "
+                        "reboot otherwise",
+                        gpu_recovery_action_text(worst));
         } else {
                 finding_pass(f, "no GPU recovery action pending on %u GPU(s)", known);
         }
 }
 
 const struct check_def check_driver_version_match = {
-        .id = "driver.version-match", .layer = 1, .component = "driver",
+        .id = "driver.version-match",
+        .layer = 1,
+        .component = "driver",
         .title = "NVML in user space and the kernel module are the same driver version",
-        .reads = "nvmlInit's answer, nvmlSystemGetDriverVersion, /proc/driver/nvidia/version, API mismatch lines in the kernel log",
-        .outcomes = "pass: versions agree; fail: driver/library version mismatch (upgraded without reboot); skip: NVML absent",
+        .reads = "nvmlInit's answer, nvmlSystemGetDriverVersion, /proc/driver/nvidia/version, API mismatch lines in "
+                 "the kernel log",
+        .outcomes = "pass: versions agree; fail: driver/library version mismatch (upgraded without reboot); skip: NVML "
+                    "absent",
         .remedy = "the driver was upgraded without a reboot: drain and reboot the node",
-        .depends = {"driver.module-loaded", "driver.version"},
+        .depends = { "driver.module-loaded", "driver.version" },
         .run = run_version_match,
 };
 
 const struct check_def check_driver_nvml_init = {
-        .id = "driver.nvml-init", .layer = 1, .component = "driver",
+        .id = "driver.nvml-init",
+        .layer = 1,
+        .component = "driver",
         .title = "NVML loads and initialises",
         .reads = "dlopen(libnvidia-ml.so.1), nvmlInit_v2, nvmlDeviceGetCount_v2, bounded by --nvml-timeout",
         .outcomes = "pass: NVML answers; fail: library missing, init error (named), or NVML hung",
-        .remedy = "install the driver's user-space libraries matching the kernel module; if NVML hangs, reset the GPU or reboot",
-        .depends = {"driver.version-match"},
+        .remedy = "install the driver's user-space libraries matching the kernel module; if NVML hangs, reset the GPU "
+                  "or reboot",
+        .depends = { "driver.version-match" },
         .run = run_nvml_init,
 };
 
 const struct check_def check_driver_gpu_count = {
-        .id = "driver.gpu-count", .layer = 1, .component = "driver",
+        .id = "driver.gpu-count",
+        .layer = 1,
+        .component = "driver",
         .title = "NVML sees every GPU the PCI bus has",
         .reads = "nvmlDeviceGetCount and each device handle, against PCI GPUs bound to nvidia",
-        .outcomes = "pass: counts agree and every GPU answers; fail: a GPU missing or lost. A pod named as holding a lost "
-                    "GPU (the kubelet's pod-resources List) lost it: that job is dead and must be rescheduled",
-        .remedy = "find the missing PCI address in the kernel log (NVRM lines); reset or reboot, then RMA if it persists",
-        .depends = {"driver.nvml-init", "driver.gpu-fallen-off-bus"},
+        .outcomes =
+                "pass: counts agree and every GPU answers; fail: a GPU missing or lost. A pod named as holding a lost "
+                "GPU (the kubelet's pod-resources List) lost it: that job is dead and must be rescheduled",
+        .remedy =
+                "find the missing PCI address in the kernel log (NVRM lines); reset or reboot, then RMA if it persists",
+        .depends = { "driver.nvml-init", "driver.gpu-fallen-off-bus" },
         .run = run_gpu_count,
 };
 
 const struct check_def check_driver_persistence = {
-        .id = "driver.persistence", .layer = 1, .component = "driver",
+        .id = "driver.persistence",
+        .layer = 1,
+        .component = "driver",
         .title = "persistence mode is on",
         .reads = "nvmlDeviceGetPersistenceMode per GPU; nvidia-persistenced in /proc",
         .outcomes = "pass: on everywhere; warn: off on some GPUs (slow starts, state lost between jobs)",
         .remedy = "`systemctl enable --now nvidia-persistenced` (the GPU Operator's driver container runs it itself)",
-        .depends = {"driver.nvml-init"},
+        .depends = { "driver.nvml-init" },
         .run = run_persistence,
 };
 
 const struct check_def check_driver_memory_errors = {
-        .id = "driver.memory-errors", .layer = 1, .component = "driver",
+        .id = "driver.memory-errors",
+        .layer = 1,
+        .component = "driver",
         .title = "no failed or pending row remaps, no fresh uncorrectable ECC errors",
         .reads = "nvmlDeviceGetRemappedRows, nvmlDeviceGetTotalEccErrors (volatile, uncorrected)",
-        .outcomes = "pass: clean; warn: remap pending (reset needed) or uncorrectable ECC since load; fail: remap failed (RMA). "
-                    "A pod named as holding a GPU whose remap failed ran on memory that cannot be repaired: move that job",
+        .outcomes =
+                "pass: clean; warn: remap pending (reset needed) or uncorrectable ECC since load; fail: remap failed "
+                "(RMA). "
+                "A pod named as holding a GPU whose remap failed ran on memory that cannot be repaired: move that job",
         .remedy = "reset the GPU when idle to apply pending remaps; a failed remap makes the GPU an RMA candidate",
-        .depends = {"driver.nvml-init"},
+        .depends = { "driver.nvml-init" },
         .run = run_memory_errors,
 };
 
 const struct check_def check_driver_recovery_action = {
-        .id = "driver.recovery-action", .layer = 1, .component = "driver",
+        .id = "driver.recovery-action",
+        .layer = 1,
+        .component = "driver",
         .title = "the driver asks for no GPU recovery action",
         .reads = "NVML field 230 (NVML_FI_DEV_GET_GPU_RECOVERY_ACTION) per GPU",
-        .outcomes = "pass: none; fail: GPU reset, node reboot or drain requested; skip: driver too old to say. A pod named as "
+        .outcomes = "pass: none; fail: GPU reset, node reboot or drain requested; skip: driver too old to say. A pod "
+                    "named as "
                     "holding the GPU (the kubelet's pod-resources List) dies with the reset or reboot: drain it first",
         .remedy = "drain the node, then do what the driver asks: a GPU reset (`nvidia-smi -r`) or a reboot",
-        .depends = {"driver.nvml-init"},
+        .depends = { "driver.nvml-init" },
         .run = run_recovery_action,
 };

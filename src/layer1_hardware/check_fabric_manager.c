@@ -1,4 +1,5 @@
-/* check_fabric_manager.c: layer 1, fabric-manager: its version against the driver's, its own log's errors, the NVSwitch fabric state NVML reports for each GPU. */
+/* check_fabric_manager.c: layer 1, fabric-manager: its version against the driver's, its own log's errors, the NVSwitch
+ * fabric state NVML reports for each GPU. */
 #include "facts/node.h"
 #include "engine/check.h"
 #include "layer1_hardware/nvml_evidence.h"
@@ -17,7 +18,8 @@ static void fm_log_evidence(const struct fm_log_facts *l, struct finding *f) {
         if (l->rc < 0 || !l->errors) return;
         const struct fm_log_line *k = &l->kept[l->n_kept - 1];
         finding_evidence(f, "%s: %llu error line(s) since the last start, last (line %llu, %s): %s", l->path,
-                         (unsigned long long)l->errors, (unsigned long long)k->lineno, fm_log_kind_name(k->kind), k->text);
+                         (unsigned long long)l->errors, (unsigned long long)k->lineno, fm_log_kind_name(k->kind),
+                         k->text);
 }
 
 /* Judges fabric-manager.version-match (the fabric manager's version equals the driver's) from the
@@ -48,8 +50,9 @@ static void run_version_match(const struct node_facts *facts, struct finding *f)
         }
         if (l->running_version) {
                 seen = true;
-                finding_evidence(f, "%s line %llu: fabric manager %s started (last of %llu start(s) in the part read)", l->path,
-                                 (unsigned long long)l->start_lineno, l->running_version, (unsigned long long)l->starts);
+                finding_evidence(f, "%s line %llu: fabric manager %s started (last of %llu start(s) in the part read)",
+                                 l->path, (unsigned long long)l->start_lineno, l->running_version,
+                                 (unsigned long long)l->starts);
                 if (!bad && !streq(l->running_version, drv)) {
                         bad = l->running_version;
                         where = "its log's last start";
@@ -67,10 +70,12 @@ static void run_version_match(const struct node_facts *facts, struct finding *f)
         }
         if (bad) {
                 finding_fail(f, "fabric manager %s does not match the driver %s (%s)", bad, drv, where);
-                finding_remedy(f, "install the fabric manager of exactly the driver's version (apt-get install "
-                                  "nvidia-fabricmanager-<branch>=%s-1, or the driver container's matching image) and restart "
-                                  "it (systemctl restart nvidia-fabricmanager); versions must match to the last digit",
-                               drv);
+                finding_remedy(
+                        f,
+                        "install the fabric manager of exactly the driver's version (apt-get install "
+                        "nvidia-fabricmanager-<branch>=%s-1, or the driver container's matching image) and restart "
+                        "it (systemctl restart nvidia-fabricmanager); versions must match to the last digit",
+                        drv);
                 return;
         }
         if (!seen) {
@@ -79,8 +84,9 @@ static void run_version_match(const struct node_facts *facts, struct finding *f)
                         finding_remedy(f, "run as root with the host's /var/log visible");
                         return;
                 }
-                finding_skip(f, "no fabric manager package in %s and no start line in %s: it runs in a container (GPU "
-                                "Operator driver container) or is not installed (see fabric-manager.fabric-state)",
+                finding_skip(f,
+                             "no fabric manager package in %s and no start line in %s: it runs in a container (GPU "
+                             "Operator driver container) or is not installed (see fabric-manager.fabric-state)",
                              FM_DPKG_STATUS, l->path ? l->path : FM_LOG_PATH);
                 return;
         }
@@ -111,20 +117,21 @@ static void run_log_errors(const struct node_facts *facts, struct finding *f) {
                 return;
         }
         if (l->tail_only)
-                finding_evidence(f, "%s: %llu bytes, its last %u read (%llu lines)", l->path, (unsigned long long)l->size,
-                                 FM_LOG_TAIL_BYTES, (unsigned long long)l->lines);
+                finding_evidence(f, "%s: %llu bytes, its last %u read (%llu lines)", l->path,
+                                 (unsigned long long)l->size, FM_LOG_TAIL_BYTES, (unsigned long long)l->lines);
         else
                 finding_evidence(f, "%s: %llu lines", l->path, (unsigned long long)l->lines);
         if (l->start_lineno)
-                finding_evidence(f, "last start: line %llu, version %s", (unsigned long long)l->start_lineno, l->running_version);
+                finding_evidence(f, "last start: line %llu, version %s", (unsigned long long)l->start_lineno,
+                                 l->running_version);
         else
                 finding_evidence(f, "no start line (\"Fabric Manager version ... is running\") in the part read");
         if (l->errors_before_start)
                 finding_evidence(f, "%llu error line(s) before the last start: an earlier run's, not judged",
                                  (unsigned long long)l->errors_before_start);
         if (l->errors > l->n_kept)
-                finding_evidence(f, "%llu error line(s) since the last start, the last %zu shown", (unsigned long long)l->errors,
-                                 l->n_kept);
+                finding_evidence(f, "%llu error line(s) since the last start, the last %zu shown",
+                                 (unsigned long long)l->errors, l->n_kept);
         int first_fatal = -1;
         for (size_t i = 0; i < l->n_kept; i++) {
                 finding_evidence(f, "line %llu (%s): %s", (unsigned long long)l->kept[i].lineno,
@@ -144,33 +151,43 @@ static void run_log_errors(const struct node_facts *facts, struct finding *f) {
                                   "fabric-manager.version-match)");
                 return;
         case FM_LOG_TOPOLOGY_MISMATCH:
-                finding_fail(f, "the fabric manager found a number of NVSwitches that fits no supported topology and aborted");
-                finding_remedy(f, "check that every NVSwitch is on the PCI bus and bound to nvidia (lspci -d 10de: -nn), reset "
-                                  "or reboot; if one stays missing, contact NVIDIA support (baseboard)");
+                finding_fail(
+                        f,
+                        "the fabric manager found a number of NVSwitches that fits no supported topology and aborted");
+                finding_remedy(
+                        f,
+                        "check that every NVSwitch is on the PCI bus and bound to nvidia (lspci -d 10de: -nn), reset "
+                        "or reboot; if one stays missing, contact NVIDIA support (baseboard)");
                 return;
         case FM_LOG_NVSWITCH_QUERY_FAILED:
                 finding_fail(f, "the fabric manager cannot query the NVSwitches from the NVSwitch driver");
-                finding_remedy(f, "check that the driver sees the NVSwitches (ls /dev/nvidia-nvswitch*, kernel log for "
-                                  "nvidia-nvswitch errors) and that the driver and fabric manager versions match, then restart "
-                                  "nvidia-fabricmanager");
+                finding_remedy(
+                        f,
+                        "check that the driver sees the NVSwitches (ls /dev/nvidia-nvswitch*, kernel log for "
+                        "nvidia-nvswitch errors) and that the driver and fabric manager versions match, then restart "
+                        "nvidia-fabricmanager");
                 return;
         case FM_LOG_NVSWITCH_FATAL:
                 finding_fail(f, "the fabric manager saw a fatal NVSwitch error");
-                finding_remedy(f, "drain the node, reset every GPU and NVSwitch or reboot (see nvswitch.sxid-errors); contact "
-                                  "NVIDIA support if it recurs");
+                finding_remedy(
+                        f, "drain the node, reset every GPU and NVSwitch or reboot (see nvswitch.sxid-errors); contact "
+                           "NVIDIA support if it recurs");
                 return;
         case FM_LOG_TRAINING_FAILED:
                 finding_fail(f, "NVLink training failed: the fabric is not (fully) up");
-                finding_remedy(f, "reset every GPU and NVSwitch or reboot; if it recurs, check the NVLink connections and contact "
+                finding_remedy(f, "reset every GPU and NVSwitch or reboot; if it recurs, check the NVLink connections "
+                                  "and contact "
                                   "NVIDIA support");
                 return;
-        default:
-                break;
+        default: break;
         }
-        finding_warn(f, "%llu error line(s) in the fabric manager log since its last start", (unsigned long long)l->errors);
-        finding_remedy(f, "read %s around these lines; restart nvidia-fabricmanager if jobs fail with CUDA error 802 or NCCL "
-                          "errors",
-                       l->path);
+        finding_warn(f, "%llu error line(s) in the fabric manager log since its last start",
+                     (unsigned long long)l->errors);
+        finding_remedy(
+                f,
+                "read %s around these lines; restart nvidia-fabricmanager if jobs fail with CUDA error 802 or NCCL "
+                "errors",
+                l->path);
 }
 
 /* Returns the words for an NVML fabric state (0 not supported .. 3 completed). */
@@ -217,7 +234,8 @@ static void run_fabric_state(const struct node_facts *facts, struct finding *f) 
                 }
                 if (g->fabric_state == 3) {
                         failed++;
-                        finding_evidence(f, "%s: fabric registration failed: %s", label, nvml_return_message(g->fabric_status));
+                        finding_evidence(f, "%s: fabric registration failed: %s", label,
+                                         nvml_return_message(g->fabric_status));
                 } else {
                         waiting++;
                         finding_evidence(f, "%s: fabric state %s", label, fabric_state_text(g->fabric_state));
@@ -225,11 +243,15 @@ static void run_fabric_state(const struct node_facts *facts, struct finding *f) 
         }
         if (failed || waiting) {
                 fm_log_evidence(&facts->fabric_manager.log, f);
-                finding_fail(f, "%u of %u GPU(s) are not registered with the NVLink fabric: CUDA fails with error 802 "
-                                "(system not yet initialized)", failed + waiting, n->n_gpus);
-                finding_remedy(f, "start the fabric manager (`systemctl enable --now nvidia-fabricmanager`); its version must "
-                                  "equal the driver's (%s); read /var/log/fabricmanager.log",
-                               n->driver_version_rc == NVML_SUCCESS ? n->driver_version : "see driver.version");
+                finding_fail(f,
+                             "%u of %u GPU(s) are not registered with the NVLink fabric: CUDA fails with error 802 "
+                             "(system not yet initialized)",
+                             failed + waiting, n->n_gpus);
+                finding_remedy(
+                        f,
+                        "start the fabric manager (`systemctl enable --now nvidia-fabricmanager`); its version must "
+                        "equal the driver's (%s); read /var/log/fabricmanager.log",
+                        n->driver_version_rc == NVML_SUCCESS ? n->driver_version : "see driver.version");
         } else if (unknown) {
                 finding_warn(f, "NVML does not report the fabric state of %u GPU(s) on an NVSwitch system", unknown);
                 finding_remedy(f, "update the driver; check `nvidia-smi -q | grep -A3 Fabric`");
@@ -239,40 +261,52 @@ static void run_fabric_state(const struct node_facts *facts, struct finding *f) 
 }
 
 const struct check_def check_fabric_manager_version_match = {
-        .id = "fabric-manager.version-match", .layer = 1, .component = "fabric-manager",
+        .id = "fabric-manager.version-match",
+        .layer = 1,
+        .component = "fabric-manager",
         .title = "on NVSwitch systems the fabric manager's version equals the driver's",
-        .reads = "the fabric manager log's last start line (\"Fabric Manager version X is running\") and version mismatch "
+        .reads = "the fabric manager log's last start line (\"Fabric Manager version X is running\") and version "
+                 "mismatch "
                  "lines (/var/log/fabricmanager.log, or LOG_FILE_NAME of fabricmanager.cfg), the installed "
                  "nvidia-fabricmanager[-branch] package (/var/lib/dpkg/status), the driver's version",
-        .outcomes = "pass: every version found equals the driver's; fail: the log says the versions do not match, or the "
-                    "running or installed fabric manager has another version (it refuses to start: CUDA error 802); skip: "
-                    "no NVSwitch, or no package or log on the host (a driver container runs it)",
+        .outcomes =
+                "pass: every version found equals the driver's; fail: the log says the versions do not match, or the "
+                "running or installed fabric manager has another version (it refuses to start: CUDA error 802); skip: "
+                "no NVSwitch, or no package or log on the host (a driver container runs it)",
         .remedy = "install nvidia-fabricmanager of exactly the driver's version and restart it",
-        .depends = {"driver.version"},
+        .depends = { "driver.version" },
         .run = run_version_match,
 };
 
 const struct check_def check_fabric_manager_log_errors = {
-        .id = "fabric-manager.log-errors", .layer = 1, .component = "fabric-manager",
+        .id = "fabric-manager.log-errors",
+        .layer = 1,
+        .component = "fabric-manager",
         .title = "no errors in the fabric manager's log since its last start",
-        .reads = "the last MiB of the fabric manager log (/var/log/fabricmanager.log or LOG_FILE_NAME of fabricmanager.cfg): "
+        .reads = "the last MiB of the fabric manager log (/var/log/fabricmanager.log or LOG_FILE_NAME of "
+                 "fabricmanager.cfg): "
                  "[ERROR] lines and known failures after the last \"Fabric Manager version ... is running\" line",
-        .outcomes = "pass: none; fail: version mismatch, NVSwitch topology mismatch, NVSwitch query failed, fatal NVSwitch "
-                    "error, NVLink training failed; warn: other errors (non-fatal NVSwitch errors, multicast team errors, "
-                    "\"failed to ...\") or an unreadable log; skip: no NVSwitch or no log. Errors before the last start "
-                    "are an earlier run's and only counted",
+        .outcomes =
+                "pass: none; fail: version mismatch, NVSwitch topology mismatch, NVSwitch query failed, fatal NVSwitch "
+                "error, NVLink training failed; warn: other errors (non-fatal NVSwitch errors, multicast team errors, "
+                "\"failed to ...\") or an unreadable log; skip: no NVSwitch or no log. Errors before the last start "
+                "are an earlier run's and only counted",
         .remedy = "act on the error: matching versions, reset GPUs and NVSwitches, restart nvidia-fabricmanager",
-        .depends = {"driver.module-loaded"},
+        .depends = { "driver.module-loaded" },
         .run = run_log_errors,
 };
 
 const struct check_def check_fabric_manager_fabric_state = {
-        .id = "fabric-manager.fabric-state", .layer = 1, .component = "fabric-manager",
+        .id = "fabric-manager.fabric-state",
+        .layer = 1,
+        .component = "fabric-manager",
         .title = "on NVSwitch systems every GPU is registered with the NVLink fabric",
-        .reads = "NVSwitch PCI functions (class 0x0680), nvmlDeviceGetGpuFabricInfoV per GPU, nv-fabricmanager in /proc, "
+        .reads = "NVSwitch PCI functions (class 0x0680), nvmlDeviceGetGpuFabricInfoV per GPU, nv-fabricmanager in "
+                 "/proc, "
                  "the fabric manager log's last error as evidence",
         .outcomes = "pass: all completed; fail: not started/in progress/failed (CUDA error 802); skip: no NVSwitch",
-        .remedy = "`systemctl enable --now nvidia-fabricmanager` with the same version as the driver; read /var/log/fabricmanager.log",
-        .depends = {"driver.nvml-init"},
+        .remedy = "`systemctl enable --now nvidia-fabricmanager` with the same version as the driver; read "
+                  "/var/log/fabricmanager.log",
+        .depends = { "driver.nvml-init" },
         .run = run_fabric_state,
 };

@@ -31,7 +31,8 @@ static void run_drain_state(const struct node_facts *facts, struct finding *f) {
                 finding_skip(f, "NVML does not report the drain state here");
         } else if (draining) {
                 finding_warn(f, "%u GPU(s) in the drain state (being taken out of service)", draining);
-                finding_remedy(f, "someone ran `nvidia-smi drain -p <pci> -m 1` (for a reset or removal): finish it (`nvidia-smi -r`, "
+                finding_remedy(f, "someone ran `nvidia-smi drain -p <pci> -m 1` (for a reset or removal): finish it "
+                                  "(`nvidia-smi -r`, "
                                   "or remove the GPU), or return the GPU with `nvidia-smi drain -p <pci> -m 0`");
         } else {
                 finding_pass(f, "no GPU in the drain state (%u GPU(s))", known);
@@ -39,12 +40,15 @@ static void run_drain_state(const struct node_facts *facts, struct finding *f) {
 }
 
 const struct check_def check_gpu_drain_state = {
-        .id = "gpu.drain-state", .layer = 1, .component = "gpu",
+        .id = "gpu.drain-state",
+        .layer = 1,
+        .component = "gpu",
         .title = "no GPU is in NVML's drain state",
         .reads = "nvmlDeviceQueryDrainState per GPU (by its PCI address)",
-        .outcomes = "pass: none draining; warn: a GPU draining (it takes no new work until reset, removed or undrained). The "
+        .outcomes = "pass: none draining; warn: a GPU draining (it takes no new work until reset, removed or "
+                    "undrained). The "
                     "driver's own reset/reboot request is driver.recovery-action",
         .remedy = "finish the drain (reset or remove the GPU) or undrain it: `nvidia-smi drain -p <pci> -m 0`",
-        .depends = {"driver.nvml-init"},
+        .depends = { "driver.nvml-init" },
         .run = run_drain_state,
 };

@@ -32,7 +32,8 @@ static void run_pcie_link(const struct node_facts *facts, struct finding *f) {
                 bool gen = h->pcie_gen.rc == NVML_SUCCESS && h->pcie_gen_max.rc == NVML_SUCCESS;
                 unsigned ge = (unsigned)h->pcie_gen.value, gm = (unsigned)h->pcie_gen_max.value;
                 /* the slot and the GPU together (gen_max) bound the link, never more than the GPU alone */
-                if (h->pcie_gen_gpu_max.rc == NVML_SUCCESS && h->pcie_gen_gpu_max.value < gm) gm = (unsigned)h->pcie_gen_gpu_max.value;
+                if (h->pcie_gen_gpu_max.rc == NVML_SUCCESS && h->pcie_gen_gpu_max.value < gm)
+                        gm = (unsigned)h->pcie_gen_gpu_max.value;
                 bool degraded_width = w < wm, degraded_gen = gen && ge < gm && busy(g);
                 if (degraded_width || degraded_gen || (gen && ge < gm)) {
                         char gtext[96] = "";
@@ -48,10 +49,14 @@ static void run_pcie_link(const struct node_facts *facts, struct finding *f) {
         if (known == 0) {
                 finding_skip(f, "NVML reports no PCIe link width here");
         } else if (narrow || slow) {
-                finding_warn(f, "PCIe link degraded on %u GPU(s): %u narrower than their maximum, %u below their generation while busy",
+                finding_warn(f,
+                             "PCIe link degraded on %u GPU(s): %u narrower than their maximum, %u below their "
+                             "generation while busy",
                              degraded, narrow, slow);
-                finding_remedy(f, "a link that trains narrower or slower than the slot allows: reseat the GPU or its riser, check the "
-                                  "slot's BIOS settings (link speed, bifurcation) and the kernel log for AER errors; `nvidia-smi -q -d "
+                finding_remedy(f, "a link that trains narrower or slower than the slot allows: reseat the GPU or its "
+                                  "riser, check the "
+                                  "slot's BIOS settings (link speed, bifurcation) and the kernel log for AER errors; "
+                                  "`nvidia-smi -q -d "
                                   "PCIE` shows current and maximum");
         } else {
                 finding_pass(f, "%u GPU(s) run their PCIe link at full width", known);
@@ -59,13 +64,17 @@ static void run_pcie_link(const struct node_facts *facts, struct finding *f) {
 }
 
 const struct check_def check_gpu_pcie_link = {
-        .id = "gpu.pcie-link", .layer = 1, .component = "gpu",
+        .id = "gpu.pcie-link",
+        .layer = 1,
+        .component = "gpu",
         .title = "each GPU's PCIe link runs at its full width",
-        .reads = "nvmlDeviceGetCurrPcieLinkWidth/MaxPcieLinkWidth, nvmlDeviceGetCurrPcieLinkGeneration/MaxPcieLinkGeneration/"
+        .reads = "nvmlDeviceGetCurrPcieLinkWidth/MaxPcieLinkWidth, "
+                 "nvmlDeviceGetCurrPcieLinkGeneration/MaxPcieLinkGeneration/"
                  "GpuMaxPcieLinkGeneration, utilization and the idle clock reason",
-        .outcomes = "pass: full width; warn: fewer lanes than the maximum, or a lower generation than the slot and the GPU allow "
+        .outcomes = "pass: full width; warn: fewer lanes than the maximum, or a lower generation than the slot and the "
+                    "GPU allow "
                     "while the GPU is busy (at idle the link drops its generation by design: reported, not judged)",
         .remedy = "reseat the GPU or riser; BIOS link speed and bifurcation; AER errors in the kernel log",
-        .depends = {"driver.nvml-init"},
+        .depends = { "driver.nvml-init" },
         .run = run_pcie_link,
 };

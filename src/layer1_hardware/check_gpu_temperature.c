@@ -27,7 +27,8 @@ static void run_temperature(const struct node_facts *facts, struct finding *f) {
                 known++;
                 gpu_fact_error_evidence(f, label, "slowdown threshold", h->temp_slowdown.rc);
                 unsigned t = (unsigned)g->temperature.value, sd = threshold(&h->temp_shutdown),
-                         sl = threshold(&h->temp_slowdown), gm = threshold(&h->temp_gpu_max), mm = threshold(&h->temp_mem_max);
+                         sl = threshold(&h->temp_slowdown), gm = threshold(&h->temp_gpu_max),
+                         mm = threshold(&h->temp_mem_max);
                 enum check_status s = gpu_temperature_judge(t, sd, sl, gm);
                 bool mem = g->memory_temperature.rc == NVML_SUCCESS;
                 unsigned mt = mem ? (unsigned)g->memory_temperature.value : 0;
@@ -36,23 +37,30 @@ static void run_temperature(const struct node_facts *facts, struct finding *f) {
                 if (s != CHECK_PASS || ms != CHECK_PASS) {
                         char mtext[64] = "";
                         if (mem) snprintf(mtext, sizeof mtext, ", memory %u C (max operating %u C)", mt, mm);
-                        finding_evidence(f, "%s: GPU %u C (slowdown %u C, shutdown %u C, max operating %u C)%s", label, t, sl, sd,
-                                         gm, mtext);
+                        finding_evidence(f, "%s: GPU %u C (slowdown %u C, shutdown %u C, max operating %u C)%s", label,
+                                         t, sl, sd, gm, mtext);
                 }
-                if (s == CHECK_FAIL) hot++;
-                else if (s == CHECK_WARN || ms == CHECK_WARN) near++;
+                if (s == CHECK_FAIL)
+                        hot++;
+                else if (s == CHECK_WARN || ms == CHECK_WARN)
+                        near++;
         }
         if (known == 0) {
                 finding_skip(f, "NVML does not report GPU temperatures here");
         } else if (hot) {
                 finding_fail(f, "%u GPU(s) at or above their slowdown temperature: the hardware slows them down", hot);
-                finding_remedy(f, "check cooling now (inlet temperature, fans, airflow, liquid loop, blanking panels); drain the "
-                                  "node before the GPUs reach their shutdown temperature");
+                finding_remedy(
+                        f,
+                        "check cooling now (inlet temperature, fans, airflow, liquid loop, blanking panels); drain the "
+                        "node before the GPUs reach their shutdown temperature");
         } else if (near) {
-                finding_warn(f, "%u GPU(s) within %u C of a slowdown threshold or above their maximum operating temperature", near,
-                             GPU_TEMP_MARGIN);
-                finding_remedy(f, "check cooling (inlet temperature, fans, airflow); `nvidia-smi -q -d TEMPERATURE` shows each "
-                                  "threshold");
+                finding_warn(
+                        f, "%u GPU(s) within %u C of a slowdown threshold or above their maximum operating temperature",
+                        near, GPU_TEMP_MARGIN);
+                finding_remedy(
+                        f,
+                        "check cooling (inlet temperature, fans, airflow); `nvidia-smi -q -d TEMPERATURE` shows each "
+                        "threshold");
         } else if (unjudged == known) {
                 finding_skip(f, "cannot tell: %u GPU(s) report temperatures but no thresholds to judge them by", known);
         } else {
@@ -61,14 +69,19 @@ static void run_temperature(const struct node_facts *facts, struct finding *f) {
 }
 
 const struct check_def check_gpu_temperature = {
-        .id = "gpu.temperature", .layer = 1, .component = "gpu",
+        .id = "gpu.temperature",
+        .layer = 1,
+        .component = "gpu",
         .title = "every GPU and its memory run below their slowdown thresholds",
-        .reads = "nvmlDeviceGetTemperature, NVML field 82 (memory temperature), nvmlDeviceGetTemperatureThreshold (shutdown, "
+        .reads = "nvmlDeviceGetTemperature, NVML field 82 (memory temperature), nvmlDeviceGetTemperatureThreshold "
+                 "(shutdown, "
                  "slowdown, GPU max operating, memory max operating)",
-        .outcomes = "pass: below every threshold; warn: within 5 C of the slowdown threshold, above the GPU's maximum operating "
-                    "temperature, or memory within 5 C of its maximum; fail: at or above the slowdown or shutdown threshold; skip: no "
+        .outcomes = "pass: below every threshold; warn: within 5 C of the slowdown threshold, above the GPU's maximum "
+                    "operating "
+                    "temperature, or memory within 5 C of its maximum; fail: at or above the slowdown or shutdown "
+                    "threshold; skip: no "
                     "temperature, or no threshold to judge it by",
         .remedy = "cooling: inlet temperature, fans, airflow, the liquid loop; drain before the shutdown temperature",
-        .depends = {"driver.nvml-init"},
+        .depends = { "driver.nvml-init" },
         .run = run_temperature,
 };

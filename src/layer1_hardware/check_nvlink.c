@@ -7,7 +7,8 @@
 static bool nvswitch_system(const struct node_facts *facts, const struct nvml_facts *n) {
         if (facts->pci.n_nvswitches > 0) return true;
         for (unsigned i = 0; i < n->n_gpus; i++)
-                if (n->gpus[i].fabric_rc == NVML_SUCCESS && n->gpus[i].fabric_state != NVML_GPU_FABRIC_STATE_NOT_SUPPORTED)
+                if (n->gpus[i].fabric_rc == NVML_SUCCESS &&
+                    n->gpus[i].fabric_state != NVML_GPU_FABRIC_STATE_NOT_SUPPORTED)
                         return true;
         return false;
 }
@@ -53,7 +54,8 @@ static void run_links(const struct node_facts *facts, struct finding *f) {
                         /* no link answered: NVML cannot tell here (a VM without NVLink passthrough, a lost GPU) */
                         if (!walk_failed) {
                                 unknown++;
-                                finding_evidence(f, "%s: NVML reports no NVLink state (%s)", label, nvml_return_name(h->nvlink_rc));
+                                finding_evidence(f, "%s: NVML reports no NVLink state (%s)", label,
+                                                 nvml_return_name(h->nvlink_rc));
                         }
                         continue;
                 }
@@ -63,30 +65,38 @@ static void run_links(const struct node_facts *facts, struct finding *f) {
                 bad++;
                 char down[160];
                 down_links(h, down, sizeof down);
-                finding_evidence(f, "%s: %u of %u NVLinks active%s%s%s", label, up, expected, *down ? " (down: " : "", down,
-                                 *down ? ")" : "");
+                finding_evidence(f, "%s: %u of %u NVLinks active%s%s%s", label, up, expected, *down ? " (down: " : "",
+                                 down, *down ? ")" : "");
                 gpu_holders_evidence_as(facts, label, gpu_pods_of(facts, g),
                                         "its NCCL traffic runs on fewer links or falls back to PCIe", f);
         }
         if (!fabric) {
                 if (with_links)
-                        finding_skip(f, "no NVSwitch fabric: %u GPU(s) have NVLink bridges (%u links active), not judged", with_links,
-                                     total_up);
+                        finding_skip(f,
+                                     "no NVSwitch fabric: %u GPU(s) have NVLink bridges (%u links active), not judged",
+                                     with_links, total_up);
                 else
                         finding_skip(f, "no NVSwitch fabric and no NVLink on this node");
         } else if (bad) {
                 finding_fail(f, "NVLinks down on %u GPU(s) of an NVSwitch system", bad);
-                finding_remedy(f, "`nvidia-smi nvlink -s` shows each link; look for SXid errors in the kernel log and the fabric "
-                                  "manager's log; drain the node, then reset the GPUs and NVSwitches (reboot). A link that stays "
-                                  "down after a reboot is a board or cable fault: contact the vendor");
+                finding_remedy(
+                        f,
+                        "`nvidia-smi nvlink -s` shows each link; look for SXid errors in the kernel log and the fabric "
+                        "manager's log; drain the node, then reset the GPUs and NVSwitches (reboot). A link that stays "
+                        "down after a reboot is a board or cable fault: contact the vendor");
         } else if (with_links == 0) {
                 finding_skip(f, "cannot tell the NVLink state of %u GPU(s)", unknown);
         } else if (unknown) {
-                /* On an NVSwitch system every GPU should answer: one that does not may be the one whose links are down. */
-                finding_warn(f, "cannot tell the NVLink state of %u GPU(s) of an NVSwitch system; the %u that answer have their "
-                                "links up (%u active)", unknown, with_links, total_up);
-                finding_remedy(f, "`nvidia-smi nvlink -s -i <index>` shows the links NVML would not report; a GPU that cannot "
-                                  "answer may need a reset");
+                /* On an NVSwitch system every GPU should answer: one that does not may be the one whose links are down.
+                 */
+                finding_warn(f,
+                             "cannot tell the NVLink state of %u GPU(s) of an NVSwitch system; the %u that answer have "
+                             "their "
+                             "links up (%u active)",
+                             unknown, with_links, total_up);
+                finding_remedy(
+                        f, "`nvidia-smi nvlink -s -i <index>` shows the links NVML would not report; a GPU that cannot "
+                           "answer may need a reset");
         } else {
                 finding_pass(f, "every GPU has its NVLinks up (%u active links on %u GPU(s))", total_up, with_links);
         }
@@ -138,7 +148,8 @@ static void run_errors(const struct node_facts *facts, struct finding *f) {
         } else if (erring) {
                 finding_warn(f, "%u NVLink(s) on %u GPU(s) have counted errors", erring, gpus);
                 finding_remedy(f, "counters since the driver loaded: watch whether they grow (the exporter's "
-                                  "DCGM_FI_DEV_NVLINK_*_ERROR_COUNT_TOTAL, `nvidia-smi nvlink -e`); growing CRC or recovery counts "
+                                  "DCGM_FI_DEV_NVLINK_*_ERROR_COUNT_TOTAL, `nvidia-smi nvlink -e`); growing CRC or "
+                                  "recovery counts "
                                   "mean a marginal link: reseat or replace the board or cable at the next maintenance");
         } else {
                 finding_pass(f, "no errors on %u active NVLink(s)", links);
@@ -146,25 +157,34 @@ static void run_errors(const struct node_facts *facts, struct finding *f) {
 }
 
 const struct check_def check_nvlink_links = {
-        .id = "nvlink.links", .layer = 1, .component = "nvlink",
+        .id = "nvlink.links",
+        .layer = 1,
+        .component = "nvlink",
         .title = "every GPU has the NVLinks up that its NVSwitch board should have",
-        .reads = "nvmlDeviceGetNvLinkState for each link, the product name (HGX H100/H200 and Blackwell: 18 links per GPU, A100 "
+        .reads = "nvmlDeviceGetNvLinkState for each link, the product name (HGX H100/H200 and Blackwell: 18 links per "
+                 "GPU, A100 "
                  "SXM: 12), NVSwitch PCI functions and the fabric state",
-        .outcomes = "pass: all up; fail: a link down on an NVSwitch system (NCCL runs on fewer links or falls back); warn: a GPU "
+        .outcomes = "pass: all up; fail: a link down on an NVSwitch system (NCCL runs on fewer links or falls back); "
+                    "warn: a GPU "
                     "of an NVSwitch system whose links NVML does not report; skip: no "
-                    "NVSwitch (PCIe cards with bridges are not judged). A pod named as holding the GPU runs on the degraded fabric",
-        .remedy = "`nvidia-smi nvlink -s`; SXid errors in the kernel log; reboot; a link that stays down is a hardware fault",
-        .depends = {"driver.nvml-init", "fabric-manager.fabric-state"},
+                    "NVSwitch (PCIe cards with bridges are not judged). A pod named as holding the GPU runs on the "
+                    "degraded fabric",
+        .remedy = "`nvidia-smi nvlink -s`; SXid errors in the kernel log; reboot; a link that stays down is a hardware "
+                  "fault",
+        .depends = { "driver.nvml-init", "fabric-manager.fabric-state" },
         .run = run_links,
 };
 
 const struct check_def check_nvlink_errors = {
-        .id = "nvlink.errors", .layer = 1, .component = "nvlink",
+        .id = "nvlink.errors",
+        .layer = 1,
+        .component = "nvlink",
         .title = "no NVLink error counter has counted",
         .reads = "nvmlDeviceGetNvLinkErrorCounter (replay, recovery, CRC flit, CRC data) on each active link",
-        .outcomes = "pass: all zero; warn: a counter is non-zero (counts since the driver loaded: watch whether it grows); skip: "
+        .outcomes = "pass: all zero; warn: a counter is non-zero (counts since the driver loaded: watch whether it "
+                    "grows); skip: "
                     "no active NVLink",
         .remedy = "watch the counters' growth (exporter or `nvidia-smi nvlink -e`); reseat or replace a marginal link",
-        .depends = {"driver.nvml-init"},
+        .depends = { "driver.nvml-init" },
         .run = run_errors,
 };

@@ -1,4 +1,5 @@
-/* check_nvswitch.c: layer 1, nvswitch: what the kernel log says about the NVSwitches: SXid errors, classified by the SXid catalog. */
+/* check_nvswitch.c: layer 1, nvswitch: what the kernel log says about the NVSwitches: SXid errors, classified by the
+ * SXid catalog. */
 #include "facts/node.h"
 #include "engine/check.h"
 #include "layer1_hardware/kmsg.h"

@@ -26,22 +26,27 @@ static void run_rdma_devices(const struct node_facts *facts, struct finding *f) 
         if (facts->modules.rc < 0) {
                 /* An unreadable /proc/modules says nothing about which modules are loaded. */
                 finding_evidence(f, "%s", facts->modules.error ? facts->modules.error : "/proc/modules cannot be read");
-                finding_warn(f, "%zu RDMA device(s), but cannot tell whether their driver modules are loaded", r->n_devices);
-                finding_remedy(f, "run gpunode with the host's /proc visible (the DaemonSet mounts the host at /host), or "
-                                  "check `lsmod | grep -e ib_uverbs -e mlx5` on the node");
+                finding_warn(f, "%zu RDMA device(s), but cannot tell whether their driver modules are loaded",
+                             r->n_devices);
+                finding_remedy(f,
+                               "run gpunode with the host's /proc visible (the DaemonSet mounts the host at /host), or "
+                               "check `lsmod | grep -e ib_uverbs -e mlx5` on the node");
                 return;
         }
-        static const char *const mods[] = {"ib_core", "ib_uverbs", "mlx5_core", "mlx5_ib"};
+        static const char *const mods[] = { "ib_core", "ib_uverbs", "mlx5_core", "mlx5_ib" };
         size_t missing = 0;
         for (size_t i = 0; i < ELEMENTSOF(mods); i++) {
                 if (!mlx5 && startswith(mods[i], "mlx5")) continue;
-                if (!module_loaded(&facts->modules, mods[i])) missing++, finding_evidence(f, "module %s not loaded", mods[i]);
+                if (!module_loaded(&facts->modules, mods[i]))
+                        missing++, finding_evidence(f, "module %s not loaded", mods[i]);
         }
         if (!r->have_uverbs) finding_evidence(f, "/dev/infiniband/uverbs* missing: containers cannot use verbs");
         if (missing) {
                 finding_fail(f, "%zu RDMA device(s) but %zu driver module(s) missing", r->n_devices, missing);
-                finding_remedy(f, "load the OFED/inbox modules (`modprobe mlx5_ib ib_uverbs`); with the Network Operator check "
-                                  "the mofed pod's log");
+                finding_remedy(
+                        f,
+                        "load the OFED/inbox modules (`modprobe mlx5_ib ib_uverbs`); with the Network Operator check "
+                        "the mofed pod's log");
                 return;
         }
         if (!r->have_uverbs) {
@@ -64,29 +69,39 @@ static void run_rdma_ports(const struct node_facts *facts, struct finding *f) {
         for (size_t i = 0; i < r->n_ports; i++) {
                 const struct ib_port *p = &r->ports[i];
                 bool ib = p->link_layer && streq(p->link_layer, "InfiniBand");
-                finding_evidence(f, "%s port %u: %s, %s, %s, %s", p->device, p->port, p->state_text ? p->state_text : "state unreadable",
-                                 p->phys_state_text ? p->phys_state_text : "phys_state unreadable", p->rate ? p->rate : "rate ?",
-                                 p->link_layer ? p->link_layer : "link layer ?");
-                if (p->state < 0) unreadable++;
-                else if (p->state == 4 || p->state == 5) active++;
-                else if (ib) ib_down++;
-                else eth_down++;
+                finding_evidence(f, "%s port %u: %s, %s, %s, %s", p->device, p->port,
+                                 p->state_text ? p->state_text : "state unreadable",
+                                 p->phys_state_text ? p->phys_state_text : "phys_state unreadable",
+                                 p->rate ? p->rate : "rate ?", p->link_layer ? p->link_layer : "link layer ?");
+                if (p->state < 0)
+                        unreadable++;
+                else if (p->state == 4 || p->state == 5)
+                        active++;
+                else if (ib)
+                        ib_down++;
+                else
+                        eth_down++;
                 if (p->link_downed != UINT64_MAX && p->link_downed > 0) {
                         flapped++;
-                        finding_evidence(f, "%s port %u: link_downed counter %llu", p->device, p->port, (unsigned long long)p->link_downed);
+                        finding_evidence(f, "%s port %u: link_downed counter %llu", p->device, p->port,
+                                         (unsigned long long)p->link_downed);
                 }
         }
         if (ib_down) {
-                finding_fail(f, "%zu InfiniBand port(s) not ACTIVE: GPUDirect and NCCL traffic over them fails", ib_down);
-                finding_remedy(f, "check the cable and switch port (`ibstat`, `iblinkinfo`); a port stuck in INIT/ARMED needs the "
+                finding_fail(f, "%zu InfiniBand port(s) not ACTIVE: GPUDirect and NCCL traffic over them fails",
+                             ib_down);
+                finding_remedy(f, "check the cable and switch port (`ibstat`, `iblinkinfo`); a port stuck in "
+                                  "INIT/ARMED needs the "
                                   "subnet manager (opensm or UFM) to be running");
         } else if (unreadable) {
                 finding_warn(f, "the state of %zu RDMA port(s) cannot be read", unreadable);
                 finding_remedy(f, "check permissions on /sys/class/infiniband");
         } else if (eth_down || flapped) {
                 finding_warn(f, "%zu RoCE port(s) down, %zu port(s) with link-down events", eth_down, flapped);
-                finding_remedy(f, "if the port should be in use, check cabling and the switch; link_downed counting up means a "
-                                  "flapping link");
+                finding_remedy(
+                        f,
+                        "if the port should be in use, check cabling and the switch; link_downed counting up means a "
+                        "flapping link");
         } else {
                 finding_pass(f, "all %zu RDMA port(s) ACTIVE", active);
         }
@@ -107,48 +122,63 @@ static void run_rdma_peermem(const struct node_facts *facts, struct finding *f) 
         if (facts->modules.rc < 0) {
                 finding_evidence(f, "%s", facts->modules.error ? facts->modules.error : "/proc/modules cannot be read");
                 finding_warn(f, "cannot tell whether nvidia_peermem is loaded: /proc/modules is unreadable");
-                finding_remedy(f, "run gpunode with the host's /proc visible, or check `lsmod | grep nvidia_peermem` on the node");
+                finding_remedy(f, "run gpunode with the host's /proc visible, or check `lsmod | grep nvidia_peermem` "
+                                  "on the node");
                 return;
         }
         if (!module_loaded(&facts->modules, "nvidia_peermem")) {
-                finding_warn(f, "nvidia_peermem is not loaded: GPUDirect RDMA is unavailable, NCCL falls back to host memory");
-                finding_remedy(f, "`modprobe nvidia_peermem` after ib_core; with the GPU Operator set driver.rdma.enabled=true");
+                finding_warn(
+                        f,
+                        "nvidia_peermem is not loaded: GPUDirect RDMA is unavailable, NCCL falls back to host memory");
+                finding_remedy(
+                        f,
+                        "`modprobe nvidia_peermem` after ib_core; with the GPU Operator set driver.rdma.enabled=true");
                 return;
         }
         if (errors) {
                 finding_warn(f, "nvidia_peermem logged errors");
-                finding_remedy(f, "check that nvidia_peermem was loaded after the OFED modules and matches the driver version");
+                finding_remedy(
+                        f,
+                        "check that nvidia_peermem was loaded after the OFED modules and matches the driver version");
                 return;
         }
         finding_pass(f, "nvidia_peermem loaded: GPUDirect RDMA available");
 }
 
 const struct check_def check_rdma_devices = {
-        .id = "rdma.devices", .layer = 1, .component = "rdma",
+        .id = "rdma.devices",
+        .layer = 1,
+        .component = "rdma",
         .title = "RDMA NICs have their driver modules and verbs device nodes",
         .reads = "/sys/class/infiniband/*, /proc/modules (ib_core, ib_uverbs, mlx5_core, mlx5_ib), /dev/infiniband",
-        .outcomes = "pass: present and loaded; warn: no verbs nodes, or /proc/modules unreadable; fail: modules missing; "
-                    "skip: no RDMA NIC",
+        .outcomes =
+                "pass: present and loaded; warn: no verbs nodes, or /proc/modules unreadable; fail: modules missing; "
+                "skip: no RDMA NIC",
         .remedy = "load the OFED or inbox modules (mlx5_ib, ib_uverbs); check the Network Operator's mofed pod",
         .run = run_rdma_devices,
 };
 
 const struct check_def check_rdma_ports = {
-        .id = "rdma.ports", .layer = 1, .component = "rdma",
+        .id = "rdma.ports",
+        .layer = 1,
+        .component = "rdma",
         .title = "every RDMA port is ACTIVE with its link up",
         .reads = "/sys/class/infiniband/*/ports/*/{state,phys_state,rate,link_layer,counters/link_downed}",
         .outcomes = "pass: all ACTIVE; warn: RoCE port down or link flaps; fail: InfiniBand port not ACTIVE",
-        .remedy = "check cables and switch ports (ibstat, iblinkinfo); a port stuck in INIT needs a running subnet manager",
-        .depends = {"rdma.devices"},
+        .remedy = "check cables and switch ports (ibstat, iblinkinfo); a port stuck in INIT needs a running subnet "
+                  "manager",
+        .depends = { "rdma.devices" },
         .run = run_rdma_ports,
 };
 
 const struct check_def check_rdma_peermem = {
-        .id = "rdma.peermem", .layer = 1, .component = "rdma",
+        .id = "rdma.peermem",
+        .layer = 1,
+        .component = "rdma",
         .title = "nvidia_peermem is loaded for GPUDirect RDMA",
         .reads = "/proc/modules, nvidia-peermem errors in the kernel log",
         .outcomes = "pass: loaded; warn: missing or logging errors; skip: no RDMA NIC or no GPU",
         .remedy = "`modprobe nvidia_peermem` after the OFED modules; GPU Operator: driver.rdma.enabled=true",
-        .depends = {"rdma.devices", "driver.module-loaded"},
+        .depends = { "rdma.devices", "driver.module-loaded" },
         .run = run_rdma_peermem,
 };

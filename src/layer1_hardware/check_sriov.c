@@ -17,8 +17,9 @@ static void run_sriov_vfs(const struct node_facts *facts, struct finding *f) {
         size_t enabled = 0, unbound = 0;
         for (size_t i = 0; i < s->n_nics; i++) {
                 const struct sriov_nic *n = &s->nics[i];
-                finding_evidence(f, "%s (%s): %llu of %llu VFs enabled%s", n->interface, n->pci_address ? n->pci_address : "?",
-                                 (unsigned long long)n->num_vfs, (unsigned long long)n->total_vfs,
+                finding_evidence(f, "%s (%s): %llu of %llu VFs enabled%s", n->interface,
+                                 n->pci_address ? n->pci_address : "?", (unsigned long long)n->num_vfs,
+                                 (unsigned long long)n->total_vfs,
                                  n->vfs_without_driver ? ", some without a driver" : "");
                 if (n->num_vfs) enabled++;
                 unbound += n->vfs_without_driver;
@@ -27,18 +28,22 @@ static void run_sriov_vfs(const struct node_facts *facts, struct finding *f) {
                 finding_skip(f, "%zu NIC(s) offer SR-IOV, none has VFs enabled (not configured)", s->n_nics);
         } else if (unbound) {
                 finding_warn(f, "%zu virtual function(s) have no driver bound", unbound);
-                finding_remedy(f, "bind them (mlx5_core or vfio-pci as the SR-IOV device plugin expects); check the SR-IOV "
-                                  "network operator's config daemon log");
+                finding_remedy(
+                        f, "bind them (mlx5_core or vfio-pci as the SR-IOV device plugin expects); check the SR-IOV "
+                           "network operator's config daemon log");
         } else {
                 finding_pass(f, "SR-IOV enabled on %zu NIC(s), every VF bound", enabled);
         }
 }
 
 const struct check_def check_sriov_vfs = {
-        .id = "sriov.vfs", .layer = 1, .component = "sriov",
+        .id = "sriov.vfs",
+        .layer = 1,
+        .component = "sriov",
         .title = "SR-IOV virtual functions are enabled and bound where configured",
         .reads = "/sys/class/net/*/device/{sriov_totalvfs,sriov_numvfs,virtfn*/driver}",
         .outcomes = "pass: VFs enabled and bound; warn: VFs without a driver; skip: no SR-IOV NIC or none configured",
-        .remedy = "bind the VFs to the driver the SR-IOV device plugin expects; check the SR-IOV operator's config daemon",
+        .remedy = "bind the VFs to the driver the SR-IOV device plugin expects; check the SR-IOV operator's config "
+                  "daemon",
         .run = run_sriov_vfs,
 };

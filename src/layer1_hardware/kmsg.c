@@ -11,32 +11,32 @@
 /* A multi-line event waiting for its next line. */
 struct pending {
         bool active;
-        int left;                               /* lines that may still come before it completes */
+        int left; /* lines that may still come before it completes */
         char pci[KMSG_PCI_MAX];
         char value[KMSG_VALUE_MAX];
-        struct kmsg_line line;                  /* first line's number and timestamp; joined text */
+        struct kmsg_line line; /* first line's number and timestamp; joined text */
         size_t text_len;
 };
 
 struct kmsg_scan {
         struct kmsg_summary sum;
-        char *buf;                              /* the current partial line, KMSG_LINE_MAX bytes */
+        char *buf; /* the current partial line, KMSG_LINE_MAX bytes */
         size_t len;
-        bool overlong;                          /* the partial line was cut: skip to its end */
-        struct pending fob, api;                /* fallen off the bus (3 lines), API mismatch (4 lines) */
-        struct kmsg_gpu *last_gpu;              /* lookup cache */
-        uint32_t seen[256], gen;                /* bytes present in the current message */
+        bool overlong;             /* the partial line was cut: skip to its end */
+        struct pending fob, api;   /* fallen off the bus (3 lines), API mismatch (4 lines) */
+        struct kmsg_gpu *last_gpu; /* lookup cache */
+        uint32_t seen[256], gen;   /* bytes present in the current message */
 };
 
 /* One line split into its prefix and its message. */
 struct msg {
-        const char *p;                          /* message */
+        const char *p; /* message */
         size_t n;
-        const char *ts;                         /* timestamp text inside the prefix */
+        const char *ts; /* timestamp text inside the prefix */
         size_t ts_n;
-        bool ts_usec;                           /* ts is /dev/kmsg microseconds */
+        bool ts_usec; /* ts is /dev/kmsg microseconds */
         uint64_t lineno;
-        const uint32_t *seen;                   /* seen[c] == gen: byte c occurs in the message */
+        const uint32_t *seen; /* seen[c] == gen: byte c occurs in the message */
         uint32_t gen;
 };
 
@@ -61,17 +61,28 @@ static bool msg_may_contain(const struct msg *m, const char *lit, size_t n) {
 }
 
 /* Returns the first occurrence of the string literal lit in m's message, or NULL. */
-#define FIND(m, lit) \
-        (msg_may_contain((m), (lit), sizeof(lit) - 1) ? (const char *)memmem((m)->p, (m)->n, (lit), sizeof(lit) - 1) : NULL)
+#define FIND(m, lit)                                                                                                   \
+        (msg_may_contain((m), (lit), sizeof(lit) - 1) ? (const char *)memmem((m)->p, (m)->n, (lit), sizeof(lit) - 1)   \
+                                                      : NULL)
 
 /* Return true for the ASCII character classes named (no locale). */
-static bool is_digit(char c) { return c >= '0' && c <= '9'; }
-static bool is_hex(char c) { return is_digit(c) || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F'); }
-static bool is_upper(char c) { return c >= 'A' && c <= 'Z'; }
-static bool is_lower(char c) { return c >= 'a' && c <= 'z'; }
+static bool is_digit(char c) {
+        return c >= '0' && c <= '9';
+}
+static bool is_hex(char c) {
+        return is_digit(c) || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F');
+}
+static bool is_upper(char c) {
+        return c >= 'A' && c <= 'Z';
+}
+static bool is_lower(char c) {
+        return c >= 'a' && c <= 'z';
+}
 
 /* Returns the bytes from p to the end of m's message (p must point inside it or at its end). */
-static size_t rest(const struct msg *m, const char *p) { return (size_t)(m->p + m->n - p); }
+static size_t rest(const struct msg *m, const char *p) {
+        return (size_t)(m->p + m->n - p);
+}
 
 /* Returns the length of the valid UTF-8 sequence at s (at most n bytes), 0 when invalid. */
 static size_t utf8_len(const unsigned char *s, size_t n) {
@@ -79,10 +90,14 @@ static size_t utf8_len(const unsigned char *s, size_t n) {
         size_t len;
         unsigned min;
         if (c < 0x80) return 1;
-        if (c >= 0xc2 && c <= 0xdf) len = 2, min = 0x80;
-        else if (c >= 0xe0 && c <= 0xef) len = 3, min = 0x800;
-        else if (c >= 0xf0 && c <= 0xf4) len = 4, min = 0x10000;
-        else return 0;
+        if (c >= 0xc2 && c <= 0xdf)
+                len = 2, min = 0x80;
+        else if (c >= 0xe0 && c <= 0xef)
+                len = 3, min = 0x800;
+        else if (c >= 0xf0 && c <= 0xf4)
+                len = 4, min = 0x10000;
+        else
+                return 0;
         if (len > n) return 0;
         unsigned cp = c & (0x7f >> len);
         for (size_t i = 1; i < len; i++) {
@@ -133,7 +148,9 @@ static size_t copy_token(char *dst, size_t cap, const char *p, size_t n, const c
 }
 
 /* Returns bytes consumed or -EINVAL (see kmsg.h): pci_address_normalize's answer. */
-int kmsg_pci_normalize(const char *s, size_t n, char ret[KMSG_PCI_MAX]) { return pci_address_normalize(s, n, ret); }
+int kmsg_pci_normalize(const char *s, size_t n, char ret[KMSG_PCI_MAX]) {
+        return pci_address_normalize(s, n, ret);
+}
 
 /* Parses a /dev/kmsg record header "pri,seq,usec,flags[,...];". Returns the header length or 0. */
 static size_t kmsg_header(const char *p, size_t n, struct msg *m) {
@@ -148,8 +165,10 @@ static size_t kmsg_header(const char *p, size_t n, struct msg *m) {
                 end = i + 1;
         } else if (p[i] == ',') {
                 for (size_t j = i; j < n && j < i + 64 && !end; j++) {
-                        if (p[j] == ';') end = j + 1;
-                        else if (p[j] == ' ') return 0;
+                        if (p[j] == ';')
+                                end = j + 1;
+                        else if (p[j] == ' ')
+                                return 0;
                 }
         }
         if (!end) return 0;
@@ -167,7 +186,8 @@ static size_t bracket_ts(const char *p, size_t n, struct msg *m) {
         size_t i;
         for (i = 1; i < n && i < 48 && p[i] != ']'; i++) {
                 char c = p[i];
-                if (is_digit(c)) digit = true;
+                if (is_digit(c))
+                        digit = true;
                 else if (!(c == ' ' || c == '.' || c == ':' || c == '<' || c == '>' || c == '+' || c == '-' ||
                            c == ',' || is_lower(c) || is_upper(c)))
                         return 0;
@@ -206,7 +226,7 @@ static size_t syslog_ts(const char *p, size_t n) {
             !is_digit(p[i + 4]) || p[i + 5] != ':' || !is_digit(p[i + 6]) || !is_digit(p[i + 7]))
                 return 0;
         i += 8;
-        while (i < n && p[i] != ' ' && i < 40) i++;     /* fraction, time zone */
+        while (i < n && p[i] != ' ' && i < 40) i++; /* fraction, time zone */
         return i < n && p[i] == ' ' ? i : 0;
 }
 
@@ -245,8 +265,7 @@ static void split_line(const char *p, size_t n, struct msg *m) {
         } else if ((skip = bracket_ts(p, n, m)) > 0) {
                 /* journalctl -o short-monotonic: "[  12.3] host kernel: msg" */
                 const char *sp = memchr(p + skip, ' ', n - skip < 64 ? n - skip : 64);
-                if (sp && (size_t)(p + n - sp) > 9 && memcmp(sp + 1, "kernel: ", 8) == 0)
-                        skip = (size_t)(sp + 9 - p);
+                if (sp && (size_t)(p + n - sp) > 9 && memcmp(sp + 1, "kernel: ", 8) == 0) skip = (size_t)(sp + 9 - p);
         } else if ((skip = syslog_ts(p, n)) > 0) {
                 m->ts = p;
                 m->ts_n = skip;
@@ -393,9 +412,12 @@ static void record_sxid(struct kmsg_scan *s, const struct sxid_line *sl, struct 
         bool headline = sl->kind != SXID_LINE_DETAIL;
         uint64_t headlines_before = st->fatal + st->non_fatal + st->other;
         st->lines++;
-        if (sl->kind == SXID_LINE_FATAL) st->fatal++;
-        else if (sl->kind == SXID_LINE_NON_FATAL) st->non_fatal++;
-        else if (sl->kind == SXID_LINE_OTHER) st->other++;
+        if (sl->kind == SXID_LINE_FATAL)
+                st->fatal++;
+        else if (sl->kind == SXID_LINE_NON_FATAL)
+                st->non_fatal++;
+        else if (sl->kind == SXID_LINE_OTHER)
+                st->other++;
         if (headline && sl->link >= 0) st->link = sl->link;
         if (headline && headlines_before == 0) st->first = *l;
         if (headline || headlines_before == 0) st->last = *l;
@@ -418,8 +440,10 @@ static void record_fob(struct kmsg_scan *s, const char *pci, struct kmsg_line *l
         record(s, KMSG_EV_FALLEN_OFF_BUS, l, pci, NULL);
         if (!*pci) return;
         struct kmsg_gpu *g = gpu_get(s, pci, true);
-        if (g) g->fallen_off_bus++;
-        else s->sum.gpus_untracked_events++;
+        if (g)
+                g->fallen_off_bus++;
+        else
+                s->sum.gpus_untracked_events++;
 }
 
 /* Finds a PCI address in m after "PCI:" or "GPU " (first that parses). Returns true when found. */
@@ -568,8 +592,10 @@ static bool classify_nvrm(struct kmsg_scan *s, const struct msg *m) {
                                 copy_text(uuid, sizeof uuid, u, un);
                                 record(s, KMSG_EV_GPU_UUID, &l, pci, uuid);
                                 struct kmsg_gpu *g = gpu_get(s, pci, true);
-                                if (g) snprintf(g->uuid, sizeof g->uuid, "%s", uuid);
-                                else s->sum.gpus_untracked_events++;
+                                if (g)
+                                        snprintf(g->uuid, sizeof g->uuid, "%s", uuid);
+                                else
+                                        s->sum.gpus_untracked_events++;
                                 return true;
                         }
                 }
@@ -650,7 +676,8 @@ static void classify(struct kmsg_scan *s, const struct msg *m) {
                 return;
         }
         if (FIND(m, "Key was rejected by service") || FIND(m, "Required key not available") ||
-            FIND(m, "Loading of module with unavailable key is rejected") || FIND(m, "not signed by a key that is trusted")) {
+            FIND(m, "Loading of module with unavailable key is rejected") ||
+            FIND(m, "not signed by a key that is trusted")) {
                 inserted_module(m, val, sizeof val, &end);
                 fill_line(&l, m);
                 record(s, KMSG_EV_MODULE_KEY_REJECTED, &l, val, NULL);
@@ -792,13 +819,15 @@ void kmsg_scan_feed_record(struct kmsg_scan *s, const char *data, size_t len) {
 
 /* Returns 0 at end of input (EOF, or EAGAIN for records), or -errno from read(). */
 int kmsg_scan_read_fd(struct kmsg_scan *s, int fd, bool records) {
-        const size_t size = 64 * 1024;  /* > the largest /dev/kmsg record (8 KiB) */
+        const size_t size = 64 * 1024; /* > the largest /dev/kmsg record (8 KiB) */
         _cleanup_free_ char *b = xmalloc(size);
         for (;;) {
                 ssize_t n = read(fd, b, size);
                 if (n > 0) {
-                        if (records) kmsg_scan_feed_record(s, b, (size_t)n);
-                        else kmsg_scan_feed(s, b, (size_t)n);
+                        if (records)
+                                kmsg_scan_feed_record(s, b, (size_t)n);
+                        else
+                                kmsg_scan_feed(s, b, (size_t)n);
                         continue;
                 }
                 if (n == 0) return 0;
@@ -820,7 +849,9 @@ void kmsg_scan_finish(struct kmsg_scan *s) {
 }
 
 /* Returns the summary inside s; never NULL. */
-const struct kmsg_summary *kmsg_scan_summary(const struct kmsg_scan *s) { return &s->sum; }
+const struct kmsg_summary *kmsg_scan_summary(const struct kmsg_scan *s) {
+        return &s->sum;
+}
 
 /* Returns the GPU with address pci (any accepted form), or NULL (also for a bad address). */
 const struct kmsg_gpu *kmsg_summary_gpu(const struct kmsg_summary *sum, const char *pci) {

@@ -10,51 +10,51 @@
 #include "nvidia/xid.h"
 
 /* Limits: the memory a scan holds is bounded by these, whatever the input's size. */
-#define KMSG_LINE_MAX (64u * 1024u)     /* bytes of one line looked at; the rest is skipped */
-#define KMSG_TEXT_MAX 300               /* bytes of a line kept as evidence */
-#define KMSG_TS_MAX 40                  /* bytes of a timestamp kept */
-#define KMSG_PCI_MAX PCI_ADDRESS_MAX    /* "0000:07:00" plus room for a long domain */
-#define KMSG_UUID_MAX 48                /* "GPU-8ff9e7c1-...": 40 bytes */
-#define KMSG_VALUE_MAX 64
-#define KMSG_MAX_GPUS 256               /* GPUs (PCI addresses) tracked */
-#define KMSG_MAX_XIDS_PER_GPU 24        /* distinct Xid numbers tracked per GPU */
-#define KMSG_RECENT_XIDS 32             /* last Xid events kept per GPU, in order */
-#define KMSG_MAX_SWITCHES 64            /* NVSwitches (PCI addresses) tracked */
-#define KMSG_MAX_SXIDS_PER_SWITCH 24    /* distinct SXid numbers tracked per NVSwitch */
+#define KMSG_LINE_MAX             (64u * 1024u)   /* bytes of one line looked at; the rest is skipped */
+#define KMSG_TEXT_MAX             300             /* bytes of a line kept as evidence */
+#define KMSG_TS_MAX               40              /* bytes of a timestamp kept */
+#define KMSG_PCI_MAX              PCI_ADDRESS_MAX /* "0000:07:00" plus room for a long domain */
+#define KMSG_UUID_MAX             48              /* "GPU-8ff9e7c1-...": 40 bytes */
+#define KMSG_VALUE_MAX            64
+#define KMSG_MAX_GPUS             256 /* GPUs (PCI addresses) tracked */
+#define KMSG_MAX_XIDS_PER_GPU     24  /* distinct Xid numbers tracked per GPU */
+#define KMSG_RECENT_XIDS          32  /* last Xid events kept per GPU, in order */
+#define KMSG_MAX_SWITCHES         64  /* NVSwitches (PCI addresses) tracked */
+#define KMSG_MAX_SXIDS_PER_SWITCH 24  /* distinct SXid numbers tracked per NVSwitch */
 
 /* What the scanner recognises. value/value2 of struct kmsg_event_stat hold, from the last
  * occurrence, what the comment names ("" when the line did not say). */
 enum kmsg_event_kind {
-        KMSG_EV_XID,                    /* NVRM: Xid (PCI:...): N   value: PCI address, value2: Xid */
-        KMSG_EV_FALLEN_OFF_BUS,         /* Xid 79, "GPU at PCI:...: GPU has fallen off the bus", or the
-                                         * Xid-less 3-line form (address from its first line, only when
-                                         * the lines are consecutive; a lone "fallen off the bus" line
-                                         * still counts, address "")   value: PCI address */
-        KMSG_EV_API_MISMATCH,           /* NVRM: API mismatch   value: client version, value2: kernel module version */
-        KMSG_EV_LIB_MISMATCH,           /* "driver/library version mismatch" (NVML as a container sees it) */
-        KMSG_EV_MODULE_KEY_REJECTED,    /* Secure Boot / signature: key rejected, not trusted   value: module */
-        KMSG_EV_LOCKDOWN,               /* Lockdown: unsigned module loading is restricted */
-        KMSG_EV_MODULE_LOAD_FAILED,     /* modprobe: could not insert 'nvidia*'   value: module, value2: error */
-        KMSG_EV_MODULE_TAINTED,         /* module verification failed (informational: it loaded)   value: module */
-        KMSG_EV_HEADERS_MISSING,        /* kernel headers for a driver build missing   value: kernel release */
-        KMSG_EV_PEERMEM_ERROR,          /* nvidia-peermem ERROR (GPUDirect RDMA) */
-        KMSG_EV_CUDA_802,               /* CUDA error 802 "system not yet initialized" (fabric manager) */
-        KMSG_EV_RM_INIT_FAILED,         /* NVRM: RmInitAdapter failed   value: PCI address */
-        KMSG_EV_DRIVER_LOADED,          /* NVRM: loading NVIDIA UNIX ... Kernel Module   value: version */
-        KMSG_EV_GPU_UUID,               /* NVRM: GPU at PCI:...: GPU-<uuid>   value: PCI address, value2: UUID */
-        KMSG_EV_SXID,                   /* nvidia-nvswitchN: SXid (PCI:...): N, ...   value: PCI address, value2: SXid */
+        KMSG_EV_XID,                 /* NVRM: Xid (PCI:...): N   value: PCI address, value2: Xid */
+        KMSG_EV_FALLEN_OFF_BUS,      /* Xid 79, "GPU at PCI:...: GPU has fallen off the bus", or the
+                                      * Xid-less 3-line form (address from its first line, only when
+                                      * the lines are consecutive; a lone "fallen off the bus" line
+                                      * still counts, address "")   value: PCI address */
+        KMSG_EV_API_MISMATCH,        /* NVRM: API mismatch   value: client version, value2: kernel module version */
+        KMSG_EV_LIB_MISMATCH,        /* "driver/library version mismatch" (NVML as a container sees it) */
+        KMSG_EV_MODULE_KEY_REJECTED, /* Secure Boot / signature: key rejected, not trusted   value: module */
+        KMSG_EV_LOCKDOWN,            /* Lockdown: unsigned module loading is restricted */
+        KMSG_EV_MODULE_LOAD_FAILED,  /* modprobe: could not insert 'nvidia*'   value: module, value2: error */
+        KMSG_EV_MODULE_TAINTED,      /* module verification failed (informational: it loaded)   value: module */
+        KMSG_EV_HEADERS_MISSING,     /* kernel headers for a driver build missing   value: kernel release */
+        KMSG_EV_PEERMEM_ERROR,       /* nvidia-peermem ERROR (GPUDirect RDMA) */
+        KMSG_EV_CUDA_802,            /* CUDA error 802 "system not yet initialized" (fabric manager) */
+        KMSG_EV_RM_INIT_FAILED,      /* NVRM: RmInitAdapter failed   value: PCI address */
+        KMSG_EV_DRIVER_LOADED,       /* NVRM: loading NVIDIA UNIX ... Kernel Module   value: version */
+        KMSG_EV_GPU_UUID,            /* NVRM: GPU at PCI:...: GPU-<uuid>   value: PCI address, value2: UUID */
+        KMSG_EV_SXID,                /* nvidia-nvswitchN: SXid (PCI:...): N, ...   value: PCI address, value2: SXid */
         _KMSG_EV_MAX,
 };
 
 /* One line kept as evidence. */
 struct kmsg_line {
-        uint64_t lineno;                        /* 1-based line in the input; 0: none kept */
-        uint64_t seq;                           /* order of the event among all events of the scan */
-        char ts[KMSG_TS_MAX];                   /* the timestamp as the prefix gave it ("123.456789",
-                                                 * "Wed Jul 31 23:14:18 2024", "Jul 31 23:14:18"), or "" */
-        char text[KMSG_TEXT_MAX + 1];           /* the message without its prefix, valid UTF-8 with
-                                                 * control bytes as '?', cut at KMSG_TEXT_MAX bytes;
-                                                 * multi-line events joined with ' ' */
+        uint64_t lineno;              /* 1-based line in the input; 0: none kept */
+        uint64_t seq;                 /* order of the event among all events of the scan */
+        char ts[KMSG_TS_MAX];         /* the timestamp as the prefix gave it ("123.456789",
+                                       * "Wed Jul 31 23:14:18 2024", "Jul 31 23:14:18"), or "" */
+        char text[KMSG_TEXT_MAX + 1]; /* the message without its prefix, valid UTF-8 with
+                                       * control bytes as '?', cut at KMSG_TEXT_MAX bytes;
+                                       * multi-line events joined with ' ' */
 };
 
 struct kmsg_event_stat {
@@ -67,28 +67,28 @@ struct kmsg_event_stat {
 struct kmsg_xid_stat {
         int xid;
         uint64_t count;
-        enum xid_severity worst;                /* worst severity of its lines (NVLink5 varies); for
-                                                 * Xid 154, a state, the last line's severity */
+        enum xid_severity worst; /* worst severity of its lines (NVLink5 varies); for
+                                  * Xid 154, a state, the last line's severity */
         struct kmsg_line first, last;
-        struct kmsg_line worst_line;            /* the first line with that severity (Xid 154: the last) */
+        struct kmsg_line worst_line; /* the first line with that severity (Xid 154: the last) */
 };
 
 struct kmsg_xid_event {
         int xid;
-        enum xid_severity severity;             /* xid_severity_for_line() of this line */
+        enum xid_severity severity; /* xid_severity_for_line() of this line */
         struct kmsg_line line;
 };
 
 struct kmsg_gpu {
-        char pci[KMSG_PCI_MAX];                 /* normalised "0000:07:00" (domain:bus:device) */
-        char uuid[KMSG_UUID_MAX];               /* from "NVRM: GPU at PCI:...: GPU-<uuid>", or "" */
-        uint64_t xid_count;                     /* all Xid lines for this GPU */
-        uint64_t xids_untracked;                /* of them, Xid numbers beyond KMSG_MAX_XIDS_PER_GPU */
+        char pci[KMSG_PCI_MAX];   /* normalised "0000:07:00" (domain:bus:device) */
+        char uuid[KMSG_UUID_MAX]; /* from "NVRM: GPU at PCI:...: GPU-<uuid>", or "" */
+        uint64_t xid_count;       /* all Xid lines for this GPU */
+        uint64_t xids_untracked;  /* of them, Xid numbers beyond KMSG_MAX_XIDS_PER_GPU */
         uint64_t fallen_off_bus;
-        enum xid_severity worst;                /* worst over all Xids; XID_INFO when none */
+        enum xid_severity worst; /* worst over all Xids; XID_INFO when none */
         size_t n_xids;
-        struct kmsg_xid_stat xids[KMSG_MAX_XIDS_PER_GPU];      /* in order of first appearance */
-        size_t n_recent, recent_head;           /* ring: use kmsg_gpu_recent() */
+        struct kmsg_xid_stat xids[KMSG_MAX_XIDS_PER_GPU]; /* in order of first appearance */
+        size_t n_recent, recent_head;                     /* ring: use kmsg_gpu_recent() */
         struct kmsg_xid_event recent[KMSG_RECENT_XIDS];
 };
 
@@ -97,37 +97,37 @@ struct kmsg_gpu {
  * Severity 0 ..."): occurrences count headlines, or detail lines when an SXid had no headline. */
 struct kmsg_sxid_stat {
         int sxid;
-        uint64_t lines;                         /* every line naming it */
-        uint64_t fatal, non_fatal, other;       /* headlines saying Fatal, Non-fatal, neither */
-        enum sxid_verdict worst;                /* sxid_verdict_for() over its lines */
-        int link;                               /* link of the last headline naming one, -1 */
-        struct kmsg_line first, last;           /* headlines (any line until the first headline) */
-        struct kmsg_line worst_line;            /* the first line with the worst verdict */
+        uint64_t lines;                   /* every line naming it */
+        uint64_t fatal, non_fatal, other; /* headlines saying Fatal, Non-fatal, neither */
+        enum sxid_verdict worst;          /* sxid_verdict_for() over its lines */
+        int link;                         /* link of the last headline naming one, -1 */
+        struct kmsg_line first, last;     /* headlines (any line until the first headline) */
+        struct kmsg_line worst_line;      /* the first line with the worst verdict */
 };
 
 struct kmsg_switch {
-        char pci[KMSG_PCI_MAX];                 /* normalised "0000:05:00" */
-        int instance;                           /* N of nvidia-nvswitchN, -1 when no line said */
-        uint64_t sxid_lines;                    /* all SXid lines for this switch */
-        uint64_t sxids_untracked;               /* of them, SXid numbers beyond KMSG_MAX_SXIDS_PER_SWITCH */
+        char pci[KMSG_PCI_MAX];   /* normalised "0000:05:00" */
+        int instance;             /* N of nvidia-nvswitchN, -1 when no line said */
+        uint64_t sxid_lines;      /* all SXid lines for this switch */
+        uint64_t sxids_untracked; /* of them, SXid numbers beyond KMSG_MAX_SXIDS_PER_SWITCH */
         enum sxid_verdict worst;
         size_t n_sxids;
-        struct kmsg_sxid_stat sxids[KMSG_MAX_SXIDS_PER_SWITCH];        /* in order of first appearance */
+        struct kmsg_sxid_stat sxids[KMSG_MAX_SXIDS_PER_SWITCH]; /* in order of first appearance */
 };
 
 struct kmsg_summary {
-        uint64_t lines;                         /* lines seen (kmsg continuation lines included) */
-        uint64_t bytes;                         /* bytes fed */
-        uint64_t overlong_lines;                /* lines longer than KMSG_LINE_MAX (cut there) */
-        uint64_t kmsg_gaps;                     /* EPIPE from /dev/kmsg: records lost to overwrite */
-        uint64_t events;                        /* all events recorded (the last seq) */
-        uint64_t gpus_untracked_events;         /* events for GPUs beyond KMSG_MAX_GPUS */
+        uint64_t lines;                 /* lines seen (kmsg continuation lines included) */
+        uint64_t bytes;                 /* bytes fed */
+        uint64_t overlong_lines;        /* lines longer than KMSG_LINE_MAX (cut there) */
+        uint64_t kmsg_gaps;             /* EPIPE from /dev/kmsg: records lost to overwrite */
+        uint64_t events;                /* all events recorded (the last seq) */
+        uint64_t gpus_untracked_events; /* events for GPUs beyond KMSG_MAX_GPUS */
         size_t n_gpus;
-        struct kmsg_gpu *gpus[KMSG_MAX_GPUS];   /* in order of first appearance */
+        struct kmsg_gpu *gpus[KMSG_MAX_GPUS]; /* in order of first appearance */
         struct kmsg_event_stat ev[_KMSG_EV_MAX];
         size_t n_switches;
-        struct kmsg_switch *switches[KMSG_MAX_SWITCHES];       /* in order of first appearance */
-        uint64_t switches_untracked_events;     /* SXid lines for NVSwitches beyond KMSG_MAX_SWITCHES */
+        struct kmsg_switch *switches[KMSG_MAX_SWITCHES]; /* in order of first appearance */
+        uint64_t switches_untracked_events;              /* SXid lines for NVSwitches beyond KMSG_MAX_SWITCHES */
 };
 
 struct kmsg_scan;
@@ -137,7 +137,9 @@ struct kmsg_scan *kmsg_scan_new(void);
 
 /* Frees the scanner and its summary; NULL is fine. */
 void kmsg_scan_free(struct kmsg_scan *s);
-static inline void kmsg_scan_freep(struct kmsg_scan **s) { kmsg_scan_free(*s); }
+static inline void kmsg_scan_freep(struct kmsg_scan **s) {
+        kmsg_scan_free(*s);
+}
 #define _cleanup_kmsg_scan_ __attribute__((cleanup(kmsg_scan_freep)))
 
 /* Feeds len bytes of log text, split anywhere (mid-line, mid-UTF-8, NUL bytes and all).

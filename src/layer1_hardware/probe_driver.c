@@ -5,7 +5,7 @@
 #include "basic/kfmt.h"
 
 #define DRIVER_VERSION_FILE "/proc/driver/nvidia/version"
-#define DRIVER_GPUS_DIR "/proc/driver/nvidia/gpus"
+#define DRIVER_GPUS_DIR     "/proc/driver/nvidia/gpus"
 
 const char *const driver_common_nodes[_DRIVER_NODE_MAX] = {
         [DRIVER_NODE_CTL] = "/dev/nvidiactl",
@@ -14,7 +14,7 @@ const char *const driver_common_nodes[_DRIVER_NODE_MAX] = {
 };
 
 void probe_driver(struct driver_facts *ret) {
-        *ret = (struct driver_facts){0};
+        *ret = (struct driver_facts){ 0 };
         char *line = NULL;
         size_t len = 0;
         int r = hostfs_read(DRIVER_VERSION_FILE, 64 * 1024, &line, &len);
@@ -36,8 +36,9 @@ void probe_driver(struct driver_facts *ret) {
                 ret->version = kfmt_driver_version(line, &ret->open_module);
                 if (!ret->version) {
                         ret->version_rc = -EINVAL;
-                        ret->version_error = xasprintf("%s: not an \"NVRM version:\" line with a version number: \"%.120s\"",
-                                                       DRIVER_VERSION_FILE, line);
+                        ret->version_error =
+                                xasprintf("%s: not an \"NVRM version:\" line with a version number: \"%.120s\"",
+                                          DRIVER_VERSION_FILE, line);
                 }
         }
 
@@ -46,7 +47,7 @@ void probe_driver(struct driver_facts *ret) {
         for (int i = 0; i < n; i++) {
                 _cleanup_free_ char *p = xasprintf(DRIVER_GPUS_DIR "/%s/information", names[i]);
                 _cleanup_free_ char *text = NULL;
-                struct driver_gpu_info g = {.minor = -1};
+                struct driver_gpu_info g = { .minor = -1 };
                 snprintf(g.address, sizeof g.address, "%s", names[i]);
                 if (hostfs_read(p, 64 * 1024, &text, NULL) == 0) {
                         g.model = kfmt_info_value(text, "Model");
@@ -76,5 +77,5 @@ void driver_facts_free(struct driver_facts *f) {
         }
         free(f->gpus);
         free(f->taint);
-        *f = (struct driver_facts){0};
+        *f = (struct driver_facts){ 0 };
 }

@@ -1,4 +1,5 @@
-/* probe_fabric_manager.c: the fabric manager as the host shows it: its dpkg package and version, the tail of its log (starts, versions, errors). */
+/* probe_fabric_manager.c: the fabric manager as the host shows it: its dpkg package and version, the tail of its log
+ * (starts, versions, errors). */
 #include "facts/node.h"
 #include "basic/hostfs.h"
 #include "basic/read_cap.h"

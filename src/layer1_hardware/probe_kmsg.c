@@ -8,7 +8,7 @@
 #define KMSG_DEVICE "/dev/kmsg"
 
 void probe_kmsg(const char *file, struct kmsg_facts *ret) {
-        *ret = (struct kmsg_facts){0};
+        *ret = (struct kmsg_facts){ 0 };
         int fd;
         if (file) {
                 /* A file the user named on the command line: not under the root. */
@@ -46,5 +46,5 @@ void kmsg_facts_free(struct kmsg_facts *f) {
         kmsg_scan_free(f->scan);
         free(f->error);
         free(f->source);
-        *f = (struct kmsg_facts){0};
+        *f = (struct kmsg_facts){ 0 };
 }

@@ -6,7 +6,7 @@
 #define PROC_MODULES "/proc/modules"
 
 void probe_modules(struct module_facts *ret) {
-        *ret = (struct module_facts){0};
+        *ret = (struct module_facts){ 0 };
         _cleanup_free_ char *text = NULL;
         int r = hostfs_read(PROC_MODULES, HOSTFS_READ_MAX, &text, NULL);
         if (r < 0) {
@@ -27,5 +27,5 @@ bool module_loaded(const struct module_facts *m, const char *name) {
 void module_facts_free(struct module_facts *f) {
         strv_free(f->loaded);
         free(f->error);
-        *f = (struct module_facts){0};
+        *f = (struct module_facts){ 0 };
 }

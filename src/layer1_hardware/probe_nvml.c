@@ -24,7 +24,7 @@ void probe_nvml(const char *library, unsigned timeout_ms, struct nvml_state *ret
 }
 
 void probe_nvml_scope(const char *library, unsigned timeout_ms, int scope, struct nvml_state *ret) {
-        *ret = (struct nvml_state){.library = xstrdup(library ? library : NVML_SONAME)};
+        *ret = (struct nvml_state){ .library = xstrdup(library ? library : NVML_SONAME) };
         struct nvml_lib *lib = NULL;
         char *error = NULL;
         int r = nvml_lib_open(library, &lib, &error);
@@ -47,5 +47,5 @@ void nvml_state_free(struct nvml_state *f) {
         nvml_facts_free(f->facts);
         free(f->load_error);
         free(f->library);
-        *f = (struct nvml_state){0};
+        *f = (struct nvml_state){ 0 };
 }

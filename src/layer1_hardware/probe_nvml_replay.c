@@ -18,11 +18,12 @@ static struct nvml_facts *nvml_facts_copy(const struct nvml_facts *f) {
 
 void probe_nvml_replay(const char *library, const struct nvml_facts *facts, int load_rc, const char *load_error,
                        struct nvml_state *ret) {
-        *ret = (struct nvml_state){.library = xstrdup(library ? library : "libnvidia-ml.so.1")};
+        *ret = (struct nvml_state){ .library = xstrdup(library ? library : "libnvidia-ml.so.1") };
         if (facts) {
                 ret->facts = nvml_facts_copy(facts);
                 return;
         }
         ret->load_rc = load_rc < 0 ? load_rc : -ENOENT;
-        ret->load_error = xstrdup(load_error ? load_error : "NVML did not load on the node (no NVML answers in the snapshot)");
+        ret->load_error =
+                xstrdup(load_error ? load_error : "NVML did not load on the node (no NVML answers in the snapshot)");
 }

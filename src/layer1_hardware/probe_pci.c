@@ -2,7 +2,7 @@
 #include "facts/node.h"
 #include "basic/hostfs.h"
 
-#define PCI_DEVICES "/sys/bus/pci/devices"
+#define PCI_DEVICES   "/sys/bus/pci/devices"
 #define NVIDIA_VENDOR 0x10de
 
 char *read_error(const char *path, int rc) {
@@ -36,7 +36,7 @@ static void note_unreadable(struct pci_facts *f, char *msg) {
 }
 
 void probe_pci(struct pci_facts *ret) {
-        *ret = (struct pci_facts){0};
+        *ret = (struct pci_facts){ 0 };
         _cleanup_strv_free_ char **names = NULL;
         int n = hostfs_list(PCI_DEVICES, false, &names);
         if (n < 0) {
@@ -94,5 +94,5 @@ void pci_facts_free(struct pci_facts *f) {
         free(f->gpus);
         free(f->nvswitches);
         free(f->error);
-        *f = (struct pci_facts){0};
+        *f = (struct pci_facts){ 0 };
 }

@@ -5,7 +5,7 @@
 #include <ctype.h>
 
 void probe_processes(struct process_facts *ret) {
-        *ret = (struct process_facts){0};
+        *ret = (struct process_facts){ 0 };
         _cleanup_strv_free_ char **names = NULL;
         int n = hostfs_list("/proc", false, &names);
         for (int i = 0; i < n; i++) {

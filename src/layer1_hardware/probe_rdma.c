@@ -22,7 +22,7 @@ static char *read_attr(const char *dev, const char *attr) {
 }
 
 void probe_rdma(struct rdma_facts *ret) {
-        *ret = (struct rdma_facts){0};
+        *ret = (struct rdma_facts){ 0 };
         _cleanup_strv_free_ char **devs = NULL;
         int n = hostfs_list(IB_CLASS, false, &devs);
         if (n < 0) {
@@ -52,8 +52,9 @@ void probe_rdma(struct rdma_facts *ret) {
                         _cleanup_free_ char *rate = xasprintf("%s/rate", base);
                         _cleanup_free_ char *ll = xasprintf("%s/link_layer", base);
                         _cleanup_free_ char *downed = xasprintf("%s/counters/link_downed", base);
-                        struct ib_port p = {.device = xstrdup(devs[i]), .port = (unsigned)num,
-                                            .link_downed = UINT64_MAX};
+                        struct ib_port p = { .device = xstrdup(devs[i]),
+                                             .port = (unsigned)num,
+                                             .link_downed = UINT64_MAX };
                         p.state = read_numbered_state(state, &p.state_text);
                         p.phys_state = read_numbered_state(phys, &p.phys_state_text);
                         (void)hostfs_read_line(rate, &p.rate);
@@ -89,5 +90,5 @@ void rdma_facts_free(struct rdma_facts *f) {
         free(f->devices);
         free(f->ports);
         free(f->error);
-        *f = (struct rdma_facts){0};
+        *f = (struct rdma_facts){ 0 };
 }

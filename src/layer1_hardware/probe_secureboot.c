@@ -4,10 +4,10 @@
 #include "basic/kfmt.h"
 
 #define SECUREBOOT_VAR "/sys/firmware/efi/efivars/SecureBoot-8be4df61-93ca-11d2-aa0d-00e098032b8c"
-#define LOCKDOWN_FILE "/sys/kernel/security/lockdown"
+#define LOCKDOWN_FILE  "/sys/kernel/security/lockdown"
 
 void probe_secureboot(struct secureboot_facts *ret) {
-        *ret = (struct secureboot_facts){.secure_boot = -1, .headers_rc = -ENOENT};
+        *ret = (struct secureboot_facts){ .secure_boot = -1, .headers_rc = -ENOENT };
         _cleanup_free_ char *var = NULL;
         size_t len = 0;
         /* An efivar is 4 attribute bytes followed by the data: one byte, 1 = enabled. */
@@ -29,5 +29,5 @@ void probe_secureboot(struct secureboot_facts *ret) {
 void secureboot_facts_free(struct secureboot_facts *f) {
         free(f->lockdown);
         free(f->kernel_release);
-        *f = (struct secureboot_facts){0};
+        *f = (struct secureboot_facts){ 0 };
 }

@@ -5,7 +5,7 @@
 #define NET_CLASS "/sys/class/net"
 
 void probe_sriov(struct sriov_facts *ret) {
-        *ret = (struct sriov_facts){0};
+        *ret = (struct sriov_facts){ 0 };
         _cleanup_strv_free_ char **ifs = NULL;
         int n = hostfs_list(NET_CLASS, false, &ifs);
         if (n < 0) {
@@ -20,7 +20,7 @@ void probe_sriov(struct sriov_facts *ret) {
                 uint64_t total = 0, num = 0;
                 if (hostfs_read_u64(total_p, &total) < 0 || total == 0) continue;
                 (void)hostfs_read_u64(num_p, &num);
-                struct sriov_nic nic = {.interface = xstrdup(ifs[i]), .total_vfs = total, .num_vfs = num};
+                struct sriov_nic nic = { .interface = xstrdup(ifs[i]), .total_vfs = total, .num_vfs = num };
                 (void)hostfs_readlink_basename(dev, &nic.pci_address);
                 for (uint64_t vf = 0; vf < num && vf < 1024; vf++) {
                         _cleanup_free_ char *drv = xasprintf("%s/virtfn%llu/driver", dev, (unsigned long long)vf);
@@ -39,5 +39,5 @@ void sriov_facts_free(struct sriov_facts *f) {
         }
         free(f->nics);
         free(f->error);
-        *f = (struct sriov_facts){0};
+        *f = (struct sriov_facts){ 0 };
 }

@@ -1,4 +1,5 @@
-/* check_container_toolkit_cdi.c: layer 2, container-toolkit: CDI specs against the GPUs NVML found and the driver version loaded. */
+/* check_container_toolkit_cdi.c: layer 2, container-toolkit: CDI specs against the GPUs NVML found and the driver
+ * version loaded. */
 #include <ctype.h>
 
 /* Evidence lines one spec may add about devices NVML does not see: a hostile or stale spec can list
@@ -27,7 +28,8 @@ char *cdi_path_driver_version(const char *path) {
         if (!v) return NULL;
         /* a driver version: digits '.' digits ['.' digits], e.g. 550.54.15 or 535.104 */
         size_t n = 0, dots = 0;
-        while (isdigit((unsigned char)v[n]) || (v[n] == '.' && n > 0 && isdigit((unsigned char)v[n + 1]))) dots += v[n++] == '.';
+        while (isdigit((unsigned char)v[n]) || (v[n] == '.' && n > 0 && isdigit((unsigned char)v[n + 1])))
+                dots += v[n++] == '.';
         if (dots < 1 || dots > 2 || (v[n] && v[n] != '/')) return NULL;
         /* libcuda.so.1 or libnvidia-ml.so.1 carry no driver version; a driver major is >= 100 */
         if (strtoul(v, NULL, 10) < 100) return NULL;
@@ -53,16 +55,19 @@ static size_t judge_spec(const struct cdi_spec *s, const struct nvml_facts *n, c
                 if (stale++ < EVIDENCE_MAX) finding_evidence(f, "%s: mounts %s (driver %s)", s->path, s->mounts[i], v);
                 if (!*ret_stale) *ret_stale = TAKE_PTR(v);
         }
-        if (stale > EVIDENCE_MAX) finding_evidence(f, "%s: %zu more mounts of another driver version", s->path, stale - EVIDENCE_MAX);
+        if (stale > EVIDENCE_MAX)
+                finding_evidence(f, "%s: %zu more mounts of another driver version", s->path, stale - EVIDENCE_MAX);
         problems += stale;
         /* host paths missing (missing old-version libraries are counted as stale above) */
         size_t missing = 0;
         for (size_t i = 0; i < s->n_missing; i++) {
                 _cleanup_free_ char *v = cdi_path_driver_version(s->missing[i]);
                 if (v && driver && !streq(v, driver)) continue;
-                if (missing++ < EVIDENCE_MAX) finding_evidence(f, "%s: host path %s does not exist", s->path, s->missing[i]);
+                if (missing++ < EVIDENCE_MAX)
+                        finding_evidence(f, "%s: host path %s does not exist", s->path, s->missing[i]);
         }
-        if (missing > EVIDENCE_MAX) finding_evidence(f, "%s: %zu more host paths missing", s->path, missing - EVIDENCE_MAX);
+        if (missing > EVIDENCE_MAX)
+                finding_evidence(f, "%s: %zu more host paths missing", s->path, missing - EVIDENCE_MAX);
         problems += missing;
         /* devices against NVML */
         bool all_uuids = true;
@@ -77,7 +82,9 @@ static size_t judge_spec(const struct cdi_spec *s, const struct nvml_facts *n, c
                         problems++;
                         finding_evidence(f, "%s: GPU %u (%s) is not listed%s", s->path, g->index,
                                          g->uuid_rc == NVML_SUCCESS ? g->uuid : "uuid unknown",
-                                         by_index ? " by UUID" : by_uuid ? " by index" : "");
+                                         by_index  ? " by UUID"
+                                         : by_uuid ? " by index"
+                                                   : "");
                 }
         }
         size_t unknown = 0; /* devices listed that NVML does not see */
@@ -87,7 +94,8 @@ static size_t judge_spec(const struct cdi_spec *s, const struct nvml_facts *n, c
                 if (parse_u64(d, 10, &idx) == 0 && idx >= n->device_count) {
                         problems++;
                         if (unknown++ < CDI_EVIDENCE_MAX)
-                                finding_evidence(f, "%s: lists GPU %s but NVML found %u GPU(s)", s->path, d, n->device_count);
+                                finding_evidence(f, "%s: lists GPU %s but NVML found %u GPU(s)", s->path, d,
+                                                 n->device_count);
                 } else if (startswith(d, "GPU-") && all_uuids) {
                         bool known = false;
                         for (unsigned k = 0; k < n->n_gpus; k++) known |= streq(n->gpus[k].uuid, d);
@@ -99,7 +107,8 @@ static size_t judge_spec(const struct cdi_spec *s, const struct nvml_facts *n, c
                 }
         }
         if (unknown > CDI_EVIDENCE_MAX)
-                finding_evidence(f, "%s: %zu more devices NVML does not see, not shown", s->path, unknown - CDI_EVIDENCE_MAX);
+                finding_evidence(f, "%s: %zu more devices NVML does not see, not shown", s->path,
+                                 unknown - CDI_EVIDENCE_MAX);
         return problems;
 }
 
@@ -115,16 +124,21 @@ static char *enable_cdi_problem(const struct runtime_facts *r, char **ret_remedy
         if (on) return NULL;
         const char *dp = NULL;
         for (size_t i = 0; i < r->cdi.n_specs && !dp; i++)
-                if (r->cdi.specs[i].rc == 0 && streq(r->cdi.specs[i].kind, "k8s.device-plugin.nvidia.com/gpu")) dp = r->cdi.specs[i].path;
+                if (r->cdi.specs[i].rc == 0 && streq(r->cdi.specs[i].kind, "k8s.device-plugin.nvidia.com/gpu"))
+                        dp = r->cdi.specs[i].path;
         if (!dp) return NULL;
         const char *p = c->cri_plugin ? c->cri_plugin : "io.containerd.grpc.v1.cri";
-        _cleanup_free_ char *key = streq(p, "cri") ? xstrdup("plugins.cri.enable_cdi") : xasprintf("plugins.\"%s\".enable_cdi", p);
+        _cleanup_free_ char *key =
+                streq(p, "cri") ? xstrdup("plugins.cri.enable_cdi") : xasprintf("plugins.\"%s\".enable_cdi", p);
         const char *file = c->enable_cdi == 0 ? c->enable_cdi_file : c->config_path;
-        *ret_remedy = xasprintf("set %s = true in %s (`nvidia-ctk runtime configure --runtime=containerd --cdi.enabled`), then "
-                                "`systemctl restart containerd`", key, file);
-        return xasprintf("the device plugin hands out CDI devices (%s) but containerd does not inject them: %s is %s in %s; GPU "
-                         "pods get no GPU unless the nvidia runtime injects them", dp, key,
-                         c->enable_cdi == 0 ? "false" : "unset (containerd 1.x: false)", file);
+        *ret_remedy = xasprintf(
+                "set %s = true in %s (`nvidia-ctk runtime configure --runtime=containerd --cdi.enabled`), then "
+                "`systemctl restart containerd`",
+                key, file);
+        return xasprintf(
+                "the device plugin hands out CDI devices (%s) but containerd does not inject them: %s is %s in %s; GPU "
+                "pods get no GPU unless the nvidia runtime injects them",
+                dp, key, c->enable_cdi == 0 ? "false" : "unset (containerd 1.x: false)", file);
 }
 
 /* Judges container-toolkit.cdi-specs (the nvidia.com/gpu CDI specs match the GPUs NVML found and the
@@ -132,7 +146,8 @@ static char *enable_cdi_problem(const struct runtime_facts *r, char **ret_remedy
 static void run_cdi_specs(const struct node_facts *facts, struct finding *f) {
         const struct runtime_facts *r = facts->runtime;
         if (!r || !(r->containerd.present || r->crio.present || r->docker.present)) {
-                finding_skip(f, "no container runtime on this host: no containerd, CRI-O or Docker (config, binary or process)");
+                finding_skip(f, "no container runtime on this host: no containerd, CRI-O or Docker (config, binary or "
+                                "process)");
                 return;
         }
         const struct cdi_facts *c = &r->cdi;
@@ -163,23 +178,30 @@ static void run_cdi_specs(const struct node_facts *facts, struct finding *f) {
         }
         if (broken) {
                 finding_fail(f, "%zu CDI spec(s) cannot be parsed: the runtime refuses CDI devices from them", broken);
-                finding_remedy(f, "regenerate the spec: `nvidia-ctk cdi generate --output=/etc/cdi/nvidia.yaml` (or `systemctl "
-                                  "restart nvidia-cdi-refresh` for /var/run/cdi/nvidia.yaml); remove files that are not specs");
+                finding_remedy(
+                        f,
+                        "regenerate the spec: `nvidia-ctk cdi generate --output=/etc/cdi/nvidia.yaml` (or `systemctl "
+                        "restart nvidia-cdi-refresh` for /var/run/cdi/nvidia.yaml); remove files that are not specs");
                 return;
         }
         if (nvidia == 0) {
                 if (cdi_mode) {
-                        finding_fail(f, "the runtime injects GPUs through CDI (%s) but there is no nvidia.com/gpu spec in /etc/cdi "
-                                        "or /var/run/cdi", r->toolkit.mode && streq(r->toolkit.mode, "cdi")
-                                                                   ? "nvidia-container-runtime.mode = \"cdi\""
-                                                                   : "default runtime nvidia-cdi");
-                        finding_remedy(f, "`nvidia-ctk cdi generate --output=/etc/cdi/nvidia.yaml` (or enable nvidia-cdi-refresh: "
+                        finding_fail(f,
+                                     "the runtime injects GPUs through CDI (%s) but there is no nvidia.com/gpu spec in "
+                                     "/etc/cdi "
+                                     "or /var/run/cdi",
+                                     r->toolkit.mode && streq(r->toolkit.mode, "cdi")
+                                             ? "nvidia-container-runtime.mode = \"cdi\""
+                                             : "default runtime nvidia-cdi");
+                        finding_remedy(f, "`nvidia-ctk cdi generate --output=/etc/cdi/nvidia.yaml` (or enable "
+                                          "nvidia-cdi-refresh: "
                                           "`systemctl enable --now nvidia-cdi-refresh.path`)");
                 } else if (cdi_problem) {
                         finding_warn(f, "%s", cdi_problem);
                         finding_remedy(f, "%s", cdi_remedy);
                 } else {
-                        finding_skip(f, "no nvidia.com/gpu CDI spec: containers get GPUs through the runtime's legacy injection");
+                        finding_skip(f, "no nvidia.com/gpu CDI spec: containers get GPUs through the runtime's legacy "
+                                        "injection");
                 }
                 return;
         }
@@ -195,21 +217,34 @@ static void run_cdi_specs(const struct node_facts *facts, struct finding *f) {
         }
         if (stale) {
                 bool run = stale_spec && startswith(stale_spec, "/var/run/cdi/");
-                finding_fail(f, "stale CDI spec %s: generated for driver %s, the loaded driver is %s; containers requesting "
-                                "GPUs through it fail to start", stale_spec, stale, driver);
+                finding_fail(
+                        f,
+                        "stale CDI spec %s: generated for driver %s, the loaded driver is %s; containers requesting "
+                        "GPUs through it fail to start",
+                        stale_spec, stale, driver);
                 if (run)
-                        finding_remedy(f, "regenerate it for the new driver: `systemctl restart nvidia-cdi-refresh` (or "
-                                          "`nvidia-ctk cdi generate --output=%s`)", stale_spec);
+                        finding_remedy(f,
+                                       "regenerate it for the new driver: `systemctl restart nvidia-cdi-refresh` (or "
+                                       "`nvidia-ctk cdi generate --output=%s`)",
+                                       stale_spec);
                 else
-                        finding_remedy(f, "regenerate it for the new driver: `nvidia-ctk cdi generate --output=%s`; the GPU "
-                                          "Operator's toolkit pod does this when restarted", stale_spec);
+                        finding_remedy(
+                                f,
+                                "regenerate it for the new driver: `nvidia-ctk cdi generate --output=%s`; the GPU "
+                                "Operator's toolkit pod does this when restarted",
+                                stale_spec);
                 return;
         }
         if (problems) {
-                finding_fail(f, "the nvidia.com/gpu CDI spec does not match this node: %zu problem(s) (GPUs not listed, or host "
-                                "paths missing)", problems);
-                finding_remedy(f, "regenerate it: `nvidia-ctk cdi generate --output=/etc/cdi/nvidia.yaml` (or `systemctl restart "
-                                  "nvidia-cdi-refresh` for /var/run/cdi), after the driver and every GPU are up");
+                finding_fail(f,
+                             "the nvidia.com/gpu CDI spec does not match this node: %zu problem(s) (GPUs not listed, "
+                             "or host "
+                             "paths missing)",
+                             problems);
+                finding_remedy(
+                        f,
+                        "regenerate it: `nvidia-ctk cdi generate --output=/etc/cdi/nvidia.yaml` (or `systemctl restart "
+                        "nvidia-cdi-refresh` for /var/run/cdi), after the driver and every GPU are up");
                 return;
         }
         if (cdi_problem) {
@@ -217,20 +252,27 @@ static void run_cdi_specs(const struct node_facts *facts, struct finding *f) {
                 finding_remedy(f, "%s", cdi_remedy);
                 return;
         }
-        finding_pass(f, "%zu nvidia.com/gpu CDI spec(s) list all %u GPU(s) by index and UUID; every host path exists", nvidia,
-                     n->device_count);
+        finding_pass(f, "%zu nvidia.com/gpu CDI spec(s) list all %u GPU(s) by index and UUID; every host path exists",
+                     nvidia, n->device_count);
 }
 
 const struct check_def check_container_toolkit_cdi_specs = {
-        .id = "container-toolkit.cdi-specs", .layer = 2, .component = "container-toolkit",
+        .id = "container-toolkit.cdi-specs",
+        .layer = 2,
+        .component = "container-toolkit",
         .title = "the nvidia.com/gpu CDI specs match the GPUs NVML found and the driver loaded",
-        .reads = "/etc/cdi/*.{yaml,yml,json}, /var/run/cdi/*: kind, devices[].name, deviceNodes, mounts hostPath, hooks; NVML "
+        .reads = "/etc/cdi/*.{yaml,yml,json}, /var/run/cdi/*: kind, devices[].name, deviceNodes, mounts hostPath, "
+                 "hooks; NVML "
                  "GPU indices and UUIDs; /proc/driver/nvidia/version; nvidia-container-runtime.mode",
-        .outcomes = "pass: every GPU listed by index and UUID, every host path present; warn: the device plugin's own CDI spec "
-                    "(k8s.device-plugin.nvidia.com/gpu) exists but containerd's enable_cdi is off; fail: a spec that does not parse, a "
-                    "stale spec (libraries of another driver version), GPUs missing or extra, host paths missing, CDI mode "
-                    "without a spec; skip: no spec and the runtime injects GPUs the legacy way",
-        .depends = {"container-toolkit.runtime-config", "driver.version", "driver.nvml-init", "driver.gpu-count"},
-        .remedy = "regenerate the spec for the loaded driver: `nvidia-ctk cdi generate --output=/etc/cdi/nvidia.yaml` or `systemctl restart nvidia-cdi-refresh`",
+        .outcomes =
+                "pass: every GPU listed by index and UUID, every host path present; warn: the device plugin's own CDI "
+                "spec "
+                "(k8s.device-plugin.nvidia.com/gpu) exists but containerd's enable_cdi is off; fail: a spec that does "
+                "not parse, a "
+                "stale spec (libraries of another driver version), GPUs missing or extra, host paths missing, CDI mode "
+                "without a spec; skip: no spec and the runtime injects GPUs the legacy way",
+        .depends = { "container-toolkit.runtime-config", "driver.version", "driver.nvml-init", "driver.gpu-count" },
+        .remedy = "regenerate the spec for the loaded driver: `nvidia-ctk cdi generate --output=/etc/cdi/nvidia.yaml` "
+                  "or `systemctl restart nvidia-cdi-refresh`",
         .run = run_cdi_specs,
 };

@@ -1,4 +1,5 @@
-/* probe_cdi.c: CDI specs in /etc/cdi and /var/run/cdi (YAML via libfyaml, JSON via jansson): kind, devices, host paths. */
+/* probe_cdi.c: CDI specs in /etc/cdi and /var/run/cdi (YAML via libfyaml, JSON via jansson): kind, devices, host paths.
+ */
 #include <jansson.h>
 #include "basic/yaml.h"
 
@@ -11,7 +12,7 @@
  * a 4 MiB spec (about 50,000 devices) takes well under a second, jansson's tree about 20 times the
  * text, and libfyaml's document (YAML, in yaml.c's child) 50 times, bounded there at 256 MiB. */
 #define CDI_SPEC_MAX_BYTES (4u << 20)
-#define CDI_MAX_ITEMS 100000
+#define CDI_MAX_ITEMS      100000
 
 /* One list of a spec being collected: the strings in order, a set of those seen (a jansson object used
  * for its hash table: keys only), and its capacity, doubled as it fills. */
@@ -20,7 +21,7 @@ struct strlist {
         size_t *n;
         size_t cap;
         json_t *seen;
-        const char *what;               /* "device nodes", for the bound's error */
+        const char *what; /* "device nodes", for the bound's error */
 };
 
 /* Returns a list filling *v and *n (both start empty). */
@@ -30,7 +31,7 @@ static struct strlist strlist_new(char ***v, size_t *n, const char *what) {
                 fputs("gpunode: out of memory\n", stderr);
                 abort();
         }
-        return (struct strlist){.v = v, .n = n, .seen = seen, .what = what};
+        return (struct strlist){ .v = v, .n = n, .seen = seen, .what = what };
 }
 
 /* Frees the list's set (the strings stay in *v). */
@@ -97,9 +98,10 @@ static int spec_fail(struct cdi_spec *s, const char *msg) {
 }
 
 int cdi_parse_spec(const char *path, const char *text, size_t len, bool json, struct cdi_spec *ret) {
-        *ret = (struct cdi_spec){.path = xstrdup(path)};
+        *ret = (struct cdi_spec){ .path = xstrdup(path) };
         if (len > CDI_SPEC_MAX_BYTES) {
-                _cleanup_free_ char *m = xasprintf("%zu bytes, more than the %u MiB a CDI spec may hold", len, CDI_SPEC_MAX_BYTES >> 20);
+                _cleanup_free_ char *m =
+                        xasprintf("%zu bytes, more than the %u MiB a CDI spec may hold", len, CDI_SPEC_MAX_BYTES >> 20);
                 return spec_fail(ret, m);
         }
         json_t *root = NULL;
@@ -148,7 +150,8 @@ int cdi_parse_spec(const char *path, const char *text, size_t len, bool json, st
         }
         collect_edits(&L, json_object_get(root, "containerEdits"), &full);
         if (full) {
-                _cleanup_free_ char *m = xasprintf("more than %d %s, refused (a node's spec lists hundreds)", CDI_MAX_ITEMS, full->what);
+                _cleanup_free_ char *m =
+                        xasprintf("more than %d %s, refused (a node's spec lists hundreds)", CDI_MAX_ITEMS, full->what);
                 r = spec_fail(ret, m);
         }
         strlist_done(&L.devices);
@@ -176,19 +179,20 @@ void cdi_spec_free(struct cdi_spec *s) {
         strv_free_n(s->mounts, s->n_mounts);
         strv_free_n(s->hooks, s->n_hooks);
         strv_free_n(s->missing, s->n_missing);
-        *s = (struct cdi_spec){0};
+        *s = (struct cdi_spec){ 0 };
 }
 
 void probe_cdi(struct cdi_facts *ret) {
-        *ret = (struct cdi_facts){0};
-        static const char *const dirs[] = {"/etc/cdi", "/var/run/cdi"};
+        *ret = (struct cdi_facts){ 0 };
+        static const char *const dirs[] = { "/etc/cdi", "/var/run/cdi" };
         for (size_t d = 0; d < ELEMENTSOF(dirs); d++) {
                 _cleanup_strv_free_ char **names = NULL;
                 int n = hostfs_list(dirs[d], false, &names);
                 for (int i = 0; i < n && ret->n_specs < 256; i++) {
                         size_t len = strlen(names[i]);
                         bool is_json = len > 5 && streq(names[i] + len - 5, ".json");
-                        bool is_yaml = (len > 5 && streq(names[i] + len - 5, ".yaml")) || (len > 4 && streq(names[i] + len - 4, ".yml"));
+                        bool is_yaml = (len > 5 && streq(names[i] + len - 5, ".yaml")) ||
+                                       (len > 4 && streq(names[i] + len - 4, ".yml"));
                         if (!is_json && !is_yaml) continue;
                         _cleanup_free_ char *p = xasprintf("%s/%s", dirs[d], names[i]);
                         _cleanup_free_ char *text = NULL;
@@ -197,16 +201,19 @@ void probe_cdi(struct cdi_facts *ret) {
                         struct cdi_spec *s = &ret->specs[ret->n_specs++];
                         int r = hostfs_read(p, CDI_SPEC_MAX_BYTES, &text, &tlen);
                         if (r < 0) {
-                                *s = (struct cdi_spec){.path = xstrdup(p), .rc = r,
-                                                       .error = r == -EFBIG ? xasprintf("%s: more than the %u MiB a CDI spec may hold", p,
-                                                                                        CDI_SPEC_MAX_BYTES >> 20)
-                                                                            : read_error(p, r)};
+                                *s = (struct cdi_spec){
+                                        .path = xstrdup(p),
+                                        .rc = r,
+                                        .error = r == -EFBIG ? xasprintf("%s: more than the %u MiB a CDI spec may hold",
+                                                                         p, CDI_SPEC_MAX_BYTES >> 20)
+                                                             : read_error(p, r)
+                                };
                                 continue;
                         }
                         if (cdi_parse_spec(p, text, tlen, is_json, s) < 0) continue;
                         struct strlist missing = strlist_new(&s->missing, &s->n_missing, "missing paths");
-                        char **lists[] = {s->device_nodes, s->mounts, s->hooks};
-                        size_t lens[] = {s->n_device_nodes, s->n_mounts, s->n_hooks};
+                        char **lists[] = { s->device_nodes, s->mounts, s->hooks };
+                        size_t lens[] = { s->n_device_nodes, s->n_mounts, s->n_hooks };
                         for (size_t l = 0; l < ELEMENTSOF(lists); l++)
                                 for (size_t k = 0; k < lens[l]; k++)
                                         if (lists[l][k][0] == '/' && !hostfs_exists(lists[l][k]))
@@ -219,5 +226,5 @@ void probe_cdi(struct cdi_facts *ret) {
 void cdi_facts_free(struct cdi_facts *f) {
         for (size_t i = 0; i < f->n_specs; i++) cdi_spec_free(&f->specs[i]);
         free(f->specs);
-        *f = (struct cdi_facts){0};
+        *f = (struct cdi_facts){ 0 };
 }

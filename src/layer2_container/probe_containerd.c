@@ -1,4 +1,5 @@
-/* probe_containerd.c: containerd's configuration as containerd itself loads it (imports, versions, merge), and its process. */
+/* probe_containerd.c: containerd's configuration as containerd itself loads it (imports, versions, merge), and its
+ * process. */
 #include <fnmatch.h>
 #include <sys/stat.h>
 
@@ -37,7 +38,7 @@
  */
 
 #define CTD_MAX_FILES 128
-#define CTD_READ_MAX RUNTIME_CONFIG_READ_MAX
+#define CTD_READ_MAX  RUNTIME_CONFIG_READ_MAX
 
 static const char *const PLUGIN_V1 = "cri";
 static const char *const PLUGIN_V2 = "io.containerd.grpc.v1.cri";
@@ -58,7 +59,7 @@ static char *path_clean(const char *path) {
                 }
                 if (n < ELEMENTSOF(parts)) parts[n++] = t;
         }
-        struct buf b = {0};
+        struct buf b = { 0 };
         for (size_t i = 0; i < n; i++) buf_printf(&b, "/%s", parts[i]);
         if (!b.data) buf_puts(&b, "/");
         return b.data;
@@ -71,22 +72,24 @@ static char *path_dir(const char *path) {
         return xstrndup(path, (size_t)(slash - path));
 }
 
-static bool has_meta(const char *s) { return strpbrk(s, "*?[\\") != NULL; }
+static bool has_meta(const char *s) {
+        return strpbrk(s, "*?[\\") != NULL;
+}
 
 /* Bounds on one import glob: containerd (Go's filepath.Glob) has none, but a pattern of wildcard
  * folders follows /proc/<pid>/root back to / once per process and level; gpunode does not follow a
  * symlink into a folder already on the path, stops at these bounds, and says so. */
-#define GLOB_MAX_MATCHES 1000
+#define GLOB_MAX_MATCHES   1000
 #define GLOB_MAX_DIR_READS 10000
-#define GLOB_MAX_DEPTH 128
+#define GLOB_MAX_DEPTH     128
 
 struct glob_state {
         char **out;
         size_t n_out;
         size_t dir_reads;
-        size_t loops;                   /* symlinks back into a directory on the path, not followed */
-        bool capped;                    /* a bound was hit: the expansion is partial */
-        dev_t dev[GLOB_MAX_DEPTH];      /* directories on the current path, outermost first */
+        size_t loops;              /* symlinks back into a directory on the path, not followed */
+        bool capped;               /* a bound was hit: the expansion is partial */
+        dev_t dev[GLOB_MAX_DEPTH]; /* directories on the current path, outermost first */
         ino_t ino[GLOB_MAX_DEPTH];
         size_t depth;
 };
@@ -159,7 +162,8 @@ static char **host_glob(const char *pattern, char **ret_cut) {
         char *comps[128];
         size_t n = 0;
         char *save = NULL;
-        for (char *t = strtok_r(copy, "/", &save); t && n < ELEMENTSOF(comps); t = strtok_r(NULL, "/", &save)) comps[n++] = t;
+        for (char *t = strtok_r(copy, "/", &save); t && n < ELEMENTSOF(comps); t = strtok_r(NULL, "/", &save))
+                comps[n++] = t;
         struct glob_state *g = xcalloc(1, sizeof *g);
         struct stat st;
         if (hostfs_stat("/", &st) == 0) {
@@ -169,11 +173,13 @@ static char **host_glob(const char *pattern, char **ret_cut) {
         }
         glob_expand(g, "/", comps, 0, n);
         if (g->capped)
-                *ret_cut = xasprintf("import \"%s\": gpunode stopped expanding it after %zu match(es) and %zu folder read(s) "
-                                     "(its limits: %d matches, %d folder reads)", pattern, g->n_out, g->dir_reads,
-                                     GLOB_MAX_MATCHES, GLOB_MAX_DIR_READS);
+                *ret_cut = xasprintf(
+                        "import \"%s\": gpunode stopped expanding it after %zu match(es) and %zu folder read(s) "
+                        "(its limits: %d matches, %d folder reads)",
+                        pattern, g->n_out, g->dir_reads, GLOB_MAX_MATCHES, GLOB_MAX_DIR_READS);
         else if (g->loops)
-                *ret_cut = xasprintf("import \"%s\": %zu symlink loop(s) on the way were not followed", pattern, g->loops);
+                *ret_cut =
+                        xasprintf("import \"%s\": %zu symlink loop(s) on the way were not followed", pattern, g->loops);
         char **out = g->out;
         free(g);
         return out;
@@ -194,7 +200,7 @@ static bool table_has_nvidia(const struct toml_value *cri) {
 
 int containerd_parse_file(const char *path, const char *text, size_t len, struct runtime_config_file *ret,
                           struct toml_value **ret_doc) {
-        *ret = (struct runtime_config_file){.path = xstrdup(path), .mtime = -1};
+        *ret = (struct runtime_config_file){ .path = xstrdup(path), .mtime = -1 };
         if (ret_doc) *ret_doc = NULL;
         struct toml_value *doc = NULL;
         struct toml_error err;
@@ -212,17 +218,20 @@ int containerd_parse_file(const char *path, const char *text, size_t len, struct
                 return -EINVAL;
         }
         ret->version = (int)v;
-        const char *const names[] = {PLUGIN_V1, PLUGIN_V2, PLUGIN_V3};
+        const char *const names[] = { PLUGIN_V1, PLUGIN_V2, PLUGIN_V3 };
         for (size_t i = 0; i < ELEMENTSOF(names); i++)
                 if (table_has_nvidia(plugin_table(doc, names[i]))) ret->mentions_nvidia = true;
-        if (ret_doc) *ret_doc = doc;
-        else toml_free(doc);
+        if (ret_doc)
+                *ret_doc = doc;
+        else
+                toml_free(doc);
         return 0;
 }
 
 /* Returns the CRI tables of one file, as containerd reads them under a main file of version
  * main_version (older drop-ins migrated), legacy spellings first; their count. */
-static size_t cri_tables(const struct toml_value *doc, int file_version, int main_version, const struct toml_value **out) {
+static size_t cri_tables(const struct toml_value *doc, int file_version, int main_version,
+                         const struct toml_value **out) {
         int fv = file_version ? file_version : 1;
         size_t n = 0;
         const char *names[3];
@@ -246,8 +255,8 @@ static size_t cri_tables(const struct toml_value *doc, int file_version, int mai
 }
 
 struct ctd_loaded {
-        struct toml_value **docs;       /* parallel to facts->files; NULL for a file that failed */
-        size_t first, last;             /* files contributing CRI settings: [first, last] */
+        struct toml_value **docs; /* parallel to facts->files; NULL for a file that failed */
+        size_t first, last;       /* files contributing CRI settings: [first, last] */
 };
 
 /* Returns the last value at keys (NULL-terminated) over the contributing CRI tables, with the
@@ -283,8 +292,9 @@ static char *find_misplaced_imports(const struct toml_value *t, const char *pref
                 if (toml_type_of(v) != TOML_TABLE) continue;
                 const char *k = toml_table_key_at(t, i);
                 _cleanup_free_ char *safe = utf8_sanitize(k);
-                _cleanup_free_ char *name = strpbrk(safe, ". \"") ? xasprintf("%s%s\"%s\"", prefix, *prefix ? "." : "", safe)
-                                                                  : xasprintf("%s%s%s", prefix, *prefix ? "." : "", safe);
+                _cleanup_free_ char *name = strpbrk(safe, ". \"")
+                                                    ? xasprintf("%s%s\"%s\"", prefix, *prefix ? "." : "", safe)
+                                                    : xasprintf("%s%s%s", prefix, *prefix ? "." : "", safe);
                 if (toml_table_get(v, "imports")) return TAKE_PTR(name);
                 char *deeper = find_misplaced_imports(v, name, depth + 1);
                 if (deeper) return deeper;
@@ -314,7 +324,7 @@ static ssize_t load_one(struct containerd_facts *c, struct ctd_loaded *l, const 
         size_t len = 0;
         int r = hostfs_read(path, CTD_READ_MAX, &text, &len);
         if (r < 0) {
-                *f = (struct runtime_config_file){.path = xstrdup(path), .rc = r, .mtime = -1};
+                *f = (struct runtime_config_file){ .path = xstrdup(path), .rc = r, .mtime = -1 };
                 f->error = imported_by ? xasprintf("%s (imported by %s): %s", path, imported_by, strerror(-r))
                                        : read_error(path, r);
                 f->imported_by = imported_by ? xstrdup(imported_by) : NULL;
@@ -365,36 +375,39 @@ static void merge_view(struct containerd_facts *c, struct ctd_loaded *l) {
                                 for (size_t m = 0; m < c->n_runtimes; m++) seen |= streq(c->runtimes[m].name, name);
                                 if (seen || c->n_runtimes >= 64) continue;
                                 c->runtimes = xrealloc(c->runtimes, (c->n_runtimes + 1) * sizeof *c->runtimes);
-                                c->runtimes[c->n_runtimes++] = (struct ctd_runtime){.name = utf8_sanitize(name), .binary_rc = BINARY_UNSET};
+                                c->runtimes[c->n_runtimes++] =
+                                        (struct ctd_runtime){ .name = utf8_sanitize(name), .binary_rc = BINARY_UNSET };
                         }
                 }
         }
         for (size_t m = 0; m < c->n_runtimes; m++) {
                 struct ctd_runtime *rt = &c->runtimes[m];
                 const char *file = NULL;
-                const char *k1[] = {"containerd", "runtimes", rt->name, "runtime_type", NULL};
+                const char *k1[] = { "containerd", "runtimes", rt->name, "runtime_type", NULL };
                 const struct toml_value *v = cri_lookup(c, l, k1, &file);
                 if ((rt->runtime_type = string_dup(v))) rt->runtime_type_file = xstrdup(file);
                 rt->binary_key = streq_ptr(rt->runtime_type, RUNTIME_LINUX_V1) ? "Runtime" : "BinaryName";
-                const char *k2[] = {"containerd", "runtimes", rt->name, "options", rt->binary_key, NULL};
+                const char *k2[] = { "containerd", "runtimes", rt->name, "options", rt->binary_key, NULL };
                 v = cri_lookup(c, l, k2, &file);
                 if ((rt->binary_name = string_dup(v))) {
                         rt->binary_file = xstrdup(file);
                         rt->binary_rc = rt->binary_name[0] == '/' ? runtime_binary_check(rt->binary_name) : -ENOENT;
                         if (rt->binary_name[0] != '/') {
                                 /* a bare name is looked up on containerd's PATH */
-                                static const char *const dirs[] = {"/usr/local/sbin", "/usr/local/bin", "/usr/sbin",
-                                                                   "/usr/bin", "/sbin", "/bin", NULL};
+                                static const char *const dirs[] = {
+                                        "/usr/local/sbin", "/usr/local/bin", "/usr/sbin", "/usr/bin",
+                                        "/sbin",           "/bin",           NULL
+                                };
                                 _cleanup_free_ char *found = runtime_find_binary(rt->binary_name, dirs);
                                 rt->binary_rc = found ? 0 : -ENOENT;
                         }
                 }
         }
         const char *file = NULL;
-        const char *kd[] = {"containerd", "default_runtime_name", NULL};
+        const char *kd[] = { "containerd", "default_runtime_name", NULL };
         const struct toml_value *v = cri_lookup(c, l, kd, &file);
         if ((c->default_runtime = string_dup(v))) c->default_runtime_file = xstrdup(file);
-        const char *kc[] = {"enable_cdi", NULL};
+        const char *kc[] = { "enable_cdi", NULL };
         v = cri_lookup(c, l, kc, &file);
         bool b;
         if (toml_bool(v, &b)) {
@@ -431,15 +444,18 @@ static char *merge_outcome(const struct containerd_facts *c) {
         for (size_t i = 0; i < c->n_runtimes; i++)
                 if (streq(c->runtimes[i].name, "nvidia")) nv = &c->runtimes[i];
         const char *from = nv ? (nv->binary_file ? nv->binary_file : nv->runtime_type_file) : NULL;
-        return xasprintf("%s%s%s, default runtime %s", nv ? "the nvidia runtime" : "no nvidia runtime", from ? " from " : "",
-                         from ? from : "", c->default_runtime ? c->default_runtime : "unset");
+        return xasprintf("%s%s%s, default runtime %s", nv ? "the nvidia runtime" : "no nvidia runtime",
+                         from ? " from " : "", from ? from : "", c->default_runtime ? c->default_runtime : "unset");
 }
 
 /* With containerd's version unknown: merges again under the other major's rule and, when the nvidia
  * runtime or the default runtime come out otherwise, records both outcomes in c->merge_other. */
 static void merge_compare(struct containerd_facts *c, struct ctd_loaded *l) {
-        struct containerd_facts alt = {.files = c->files, .n_files = c->n_files, .version = c->version,
-                                       .deep_merge = !c->deep_merge, .enable_cdi = -1};
+        struct containerd_facts alt = { .files = c->files,
+                                        .n_files = c->n_files,
+                                        .version = c->version,
+                                        .deep_merge = !c->deep_merge,
+                                        .enable_cdi = -1 };
         merge_view(&alt, l);
         _cleanup_free_ char *mine = merge_outcome(c), *other = merge_outcome(&alt);
         if (!streq(mine, other))
@@ -452,7 +468,7 @@ static void merge_compare(struct containerd_facts *c, struct ctd_loaded *l) {
 static void find_stray(struct containerd_facts *c) {
         _cleanup_free_ char *main_dir = path_dir(c->config_path);
         _cleanup_free_ char *d1 = xasprintf("%s/conf.d", main_dir);
-        const char *dirs[] = {"/etc/containerd/conf.d", "/etc/containerd/config.d", d1};
+        const char *dirs[] = { "/etc/containerd/conf.d", "/etc/containerd/config.d", d1 };
         for (size_t d = 0; d < ELEMENTSOF(dirs); d++) {
                 bool dup = false;
                 for (size_t e = 0; e < d; e++) dup |= streq(dirs[e], dirs[d]);
@@ -472,7 +488,9 @@ static void find_stray(struct containerd_facts *c) {
                         struct runtime_config_file *f = &c->stray[c->n_stray++];
                         int r = hostfs_read(p, CTD_READ_MAX, &text, &tlen);
                         if (r < 0) {
-                                *f = (struct runtime_config_file){.path = xstrdup(p), .rc = r, .error = read_error(p, r), .mtime = -1};
+                                *f = (struct runtime_config_file){
+                                        .path = xstrdup(p), .rc = r, .error = read_error(p, r), .mtime = -1
+                                };
                                 continue;
                         }
                         containerd_parse_file(p, text, tlen, f, NULL);
@@ -481,7 +499,7 @@ static void find_stray(struct containerd_facts *c) {
 }
 
 void containerd_resolve(struct containerd_facts *c) {
-        struct ctd_loaded l = {0};
+        struct ctd_loaded l = { 0 };
         c->enable_cdi = -1;
         char **pending = xcalloc(1, sizeof(char *));
         char **pending_by = xcalloc(1, sizeof(char *));
@@ -499,11 +517,13 @@ void containerd_resolve(struct containerd_facts *c) {
                 ssize_t idx = load_one(c, &l, path, by);
                 if (idx < 0) break; /* containerd stops at the first file it cannot load */
                 struct runtime_config_file *f = &c->files[idx];
-                if (idx == 0) root_version = f->version;
+                if (idx == 0)
+                        root_version = f->version;
                 else if (root_version && f->version > root_version) {
-                        set_error(c, -EINVAL, xasprintf("%s: drop-in version %d is higher than the main file's version %d "
-                                                        "(%s): containerd 2.x refuses to start", f->path, f->version,
-                                                        root_version, c->files[0].path));
+                        set_error(c, -EINVAL,
+                                  xasprintf("%s: drop-in version %d is higher than the main file's version %d "
+                                            "(%s): containerd 2.x refuses to start",
+                                            f->path, f->version, root_version, c->files[0].path));
                         break;
                 }
                 const struct toml_value *imports = toml_table_get(l.docs[idx], "imports");
@@ -517,8 +537,10 @@ void containerd_resolve(struct containerd_facts *c) {
                         if (strchr(clean, '*')) {
                                 char *cut = NULL;
                                 add = host_glob(clean, &cut);
-                                if (cut && !c->imports_cut) c->imports_cut = cut;
-                                else free(cut);
+                                if (cut && !c->imports_cut)
+                                        c->imports_cut = cut;
+                                else
+                                        free(cut);
                         } else {
                                 add = xcalloc(2, sizeof(char *));
                                 add[0] = TAKE_PTR(clean);
@@ -547,16 +569,18 @@ void containerd_resolve(struct containerd_facts *c) {
         else if (c->major == 0)
                 c->merge_assumed = true;
         if (c->major == 1 && c->version >= 3)
-                set_error(c, -EINVAL, xasprintf("%s: config version %d, but containerd %d.%d reads versions 1 and 2 only: it "
-                                                "refuses to start (\"unsupported config version\")", c->config_path, c->version,
-                                                c->major, c->minor));
+                set_error(c, -EINVAL,
+                          xasprintf("%s: config version %d, but containerd %d.%d reads versions 1 and 2 only: it "
+                                    "refuses to start (\"unsupported config version\")",
+                                    c->config_path, c->version, c->major, c->minor));
         for (size_t i = 0; i < c->n_files && !c->misplaced_imports; i++)
                 if (l.docs[i]) c->misplaced_imports = find_misplaced_imports(l.docs[i], "", 0);
         for (size_t i = 0; i < c->n_files; i++) {
                 const struct toml_value *dis = toml_table_get(l.docs[i], "disabled_plugins");
                 for (size_t k = 0; k < toml_array_len(dis); k++) {
                         const char *s = toml_string(toml_array_at(dis, k));
-                        if (s && (streq(s, PLUGIN_V1) || streq(s, PLUGIN_V2) || streq(s, PLUGIN_V3))) c->cri_disabled = true;
+                        if (s && (streq(s, PLUGIN_V1) || streq(s, PLUGIN_V2) || streq(s, PLUGIN_V3)))
+                                c->cri_disabled = true;
                 }
         }
         if (c->rc == 0) merge_view(c, &l);
@@ -580,7 +604,7 @@ static void containerd_version(const struct dpkg_status *dpkg, struct containerd
                 c->version_from = xstrdup("cannot tell: no containerd binary found");
                 return;
         }
-        static const char *const packages[] = {"containerd.io", "containerd"};
+        static const char *const packages[] = { "containerd.io", "containerd" };
         for (size_t i = 0; i < ELEMENTSOF(packages); i++) {
                 _cleanup_free_ char *list_path = xasprintf("/var/lib/dpkg/info/%s.list", packages[i]);
                 _cleanup_free_ char *list = NULL;
@@ -589,7 +613,8 @@ static void containerd_version(const struct dpkg_status *dpkg, struct containerd
                 bool owns = false;
                 /* usrmerge: dpkg may list /bin/containerd for /usr/bin/containerd and the other way round */
                 const char *alt = startswith(c->binary, "/usr") ? c->binary + 4 : NULL;
-                for (char *save = NULL, *line = strtok_r(list, "\n", &save); line && !owns; line = strtok_r(NULL, "\n", &save))
+                for (char *save = NULL, *line = strtok_r(list, "\n", &save); line && !owns;
+                     line = strtok_r(NULL, "\n", &save))
                         owns = streq(line, c->binary) || (alt && streq(line, alt));
                 if (!owns) continue;
                 if (dpkg->rc < 0) {
@@ -599,8 +624,9 @@ static void containerd_version(const struct dpkg_status *dpkg, struct containerd
                 }
                 const struct dpkg_package *pkg = dpkg_status_installed(dpkg, packages[i]);
                 if (!pkg || containerd_parse_version(pkg->version, &c->major, &c->minor) < 0) {
-                        c->version_from = xasprintf("cannot tell: package %s owns %s, but dpkg's status %s", packages[i], c->binary,
-                                                    pkg ? "has a version gpunode cannot read" : "lists it as not installed");
+                        c->version_from = xasprintf(
+                                "cannot tell: package %s owns %s, but dpkg's status %s", packages[i], c->binary,
+                                pkg ? "has a version gpunode cannot read" : "lists it as not installed");
                         c->version_text = pkg ? utf8_sanitize(pkg->version) : NULL;
                         return;
                 }
@@ -608,12 +634,15 @@ static void containerd_version(const struct dpkg_status *dpkg, struct containerd
                 c->version_from = xasprintf("dpkg: package %s %s owns %s", packages[i], c->version_text, c->binary);
                 return;
         }
-        c->version_from = xasprintf("cannot tell: no dpkg package lists %s (installed from a tarball, or an RPM host)", c->binary);
+        c->version_from = xasprintf("cannot tell: no dpkg package lists %s (installed from a tarball, or an RPM host)",
+                                    c->binary);
 }
 
 void probe_containerd(const struct dpkg_status *dpkg, struct containerd_facts *ret) {
-        *ret = (struct containerd_facts){.enable_cdi = -1};
-        static const char *const dirs[] = {"/usr/bin", "/usr/local/bin", "/bin", "/usr/sbin", "/usr/local/sbin", NULL};
+        *ret = (struct containerd_facts){ .enable_cdi = -1 };
+        static const char *const dirs[] = {
+                "/usr/bin", "/usr/local/bin", "/bin", "/usr/sbin", "/usr/local/sbin", NULL
+        };
         ret->binary = runtime_find_binary("containerd", dirs);
         runtime_find_process("containerd", &ret->process);
         if (ret->process.config_arg && ret->process.config_arg[0] == '/') {
@@ -636,7 +665,8 @@ void probe_containerd(const struct dpkg_status *dpkg, struct containerd_facts *r
                 ret->version = 3;
                 ret->cri_plugin = PLUGIN_V3;
                 ret->rc = -ENOENT;
-                ret->error = xasprintf("%s does not exist: containerd runs with its built-in defaults", ret->config_path);
+                ret->error =
+                        xasprintf("%s does not exist: containerd runs with its built-in defaults", ret->config_path);
                 find_stray(ret);
                 return;
         }
@@ -659,5 +689,5 @@ void containerd_facts_free(struct containerd_facts *f) {
         free(f->version_text);
         free(f->version_from);
         free(f->merge_other);
-        *f = (struct containerd_facts){0};
+        *f = (struct containerd_facts){ 0 };
 }

@@ -49,7 +49,7 @@ static void crio_read(struct crio_facts *c, const char *path) {
         if (r == -ENOENT) return;
         c->files = xrealloc(c->files, (c->n_files + 1) * sizeof *c->files);
         struct runtime_config_file *f = &c->files[c->n_files++];
-        *f = (struct runtime_config_file){.path = xstrdup(path), .mtime = -1};
+        *f = (struct runtime_config_file){ .path = xstrdup(path), .mtime = -1 };
         struct stat st;
         if (hostfs_stat(path, &st) == 0) f->mtime = st.st_mtime;
         if (r < 0) {
@@ -65,7 +65,7 @@ static void crio_read(struct crio_facts *c, const char *path) {
 }
 
 void probe_crio(struct crio_facts *ret) {
-        *ret = (struct crio_facts){.nvidia_path_rc = BINARY_UNSET};
+        *ret = (struct crio_facts){ .nvidia_path_rc = BINARY_UNSET };
         ret->binary = runtime_find_binary("crio", runtime_bin_dirs);
         runtime_find_process("crio", &ret->process);
         ret->present = ret->binary || ret->process.pid || hostfs_exists("/etc/crio/crio.conf") ||
@@ -80,7 +80,9 @@ void probe_crio(struct crio_facts *ret) {
         }
         if (ret->nvidia_path) {
                 _cleanup_free_ char *found = runtime_find_binary(ret->nvidia_path, runtime_bin_dirs);
-                ret->nvidia_path_rc = found ? 0 : ret->nvidia_path[0] == '/' ? runtime_binary_check(ret->nvidia_path) : -ENOENT;
+                ret->nvidia_path_rc = found                        ? 0
+                                      : ret->nvidia_path[0] == '/' ? runtime_binary_check(ret->nvidia_path)
+                                                                   : -ENOENT;
         }
 }
 
@@ -94,5 +96,5 @@ void crio_facts_free(struct crio_facts *f) {
         free(f->nvidia_file);
         free(f->default_runtime);
         free(f->default_runtime_file);
-        *f = (struct crio_facts){0};
+        *f = (struct crio_facts){ 0 };
 }

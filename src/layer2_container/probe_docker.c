@@ -34,10 +34,10 @@ int docker_parse_daemon_json(const char *text, size_t len, struct docker_facts *
 
 void probe_docker(struct docker_facts *ret) {
         static const char *const path = "/etc/docker/daemon.json";
-        *ret = (struct docker_facts){.nvidia_path_rc = BINARY_UNSET};
+        *ret = (struct docker_facts){ .nvidia_path_rc = BINARY_UNSET };
         ret->binary = runtime_find_binary("dockerd", runtime_bin_dirs);
         runtime_find_process("dockerd", &ret->process);
-        ret->file = (struct runtime_config_file){.path = xstrdup(path), .mtime = -1};
+        ret->file = (struct runtime_config_file){ .path = xstrdup(path), .mtime = -1 };
         _cleanup_free_ char *text = NULL;
         size_t len = 0;
         int r = hostfs_read(path, RUNTIME_CONFIG_READ_MAX, &text, &len);
@@ -60,8 +60,9 @@ void probe_docker(struct docker_facts *ret) {
                 /* dockerd runs a runtime's path through its own PATH lookup when it is a bare name */
                 ret->nvidia_resolved = runtime_find_binary(ret->nvidia_path ? ret->nvidia_path : "", runtime_bin_dirs);
                 ret->nvidia_path_rc = ret->nvidia_resolved ? 0
-                                      : ret->nvidia_path && ret->nvidia_path[0] == '/' ? runtime_binary_check(ret->nvidia_path)
-                                                                                       : -ENOENT;
+                                      : ret->nvidia_path && ret->nvidia_path[0] == '/'
+                                              ? runtime_binary_check(ret->nvidia_path)
+                                              : -ENOENT;
         }
 }
 
@@ -72,5 +73,5 @@ void docker_facts_free(struct docker_facts *f) {
         free(f->nvidia_path);
         free(f->nvidia_resolved);
         free(f->default_runtime);
-        *f = (struct docker_facts){0};
+        *f = (struct docker_facts){ 0 };
 }

@@ -10,15 +10,15 @@
 
 void probe_toolkit(struct toolkit_facts *ret) {
         *ret = (struct toolkit_facts){
-                .names = {"nvidia-container-runtime", "nvidia-container-cli", "nvidia-ctk", "nvidia-cdi-hook"},
+                .names = { "nvidia-container-runtime", "nvidia-container-cli", "nvidia-ctk", "nvidia-cdi-hook" },
         };
-        static const char *const dirs[] = {"/usr/bin", "/usr/local/bin", TOOLKIT_OPERATOR_DIR, NULL};
+        static const char *const dirs[] = { "/usr/bin", "/usr/local/bin", TOOLKIT_OPERATOR_DIR, NULL };
         for (size_t i = 0; i < TOOLKIT_N_BINARIES; i++) ret->paths[i] = runtime_find_binary(ret->names[i], dirs);
         ret->operator_dir = hostfs_exists(TOOLKIT_OPERATOR_DIR);
 
-        static const char *const configs[] = {"/etc/nvidia-container-runtime/config.toml",
-                                              TOOLKIT_OPERATOR_DIR "/.config/nvidia-container-runtime/config.toml"};
-        ret->config = (struct runtime_config_file){.rc = -ENOENT, .mtime = -1};
+        static const char *const configs[] = { "/etc/nvidia-container-runtime/config.toml",
+                                               TOOLKIT_OPERATOR_DIR "/.config/nvidia-container-runtime/config.toml" };
+        ret->config = (struct runtime_config_file){ .rc = -ENOENT, .mtime = -1 };
         for (size_t i = 0; i < ELEMENTSOF(configs); i++) {
                 _cleanup_free_ char *text = NULL;
                 size_t len = 0;
@@ -36,7 +36,8 @@ void probe_toolkit(struct toolkit_facts *ret) {
                 struct toml_error err;
                 if (toml_parse(text, len, &doc, &err) < 0) {
                         ret->config.rc = -EINVAL;
-                        ret->config.error = xasprintf("%s: line %d, column %d: %s", configs[i], err.line, err.column, err.message);
+                        ret->config.error =
+                                xasprintf("%s: line %d, column %d: %s", configs[i], err.line, err.column, err.message);
                         break;
                 }
                 const char *mode = toml_string(toml_get_path(doc, "nvidia-container-runtime", "mode", NULL));
@@ -58,5 +59,5 @@ void toolkit_facts_free(struct toolkit_facts *f) {
         free(f->mode);
         for (size_t i = 0; i < f->n_validations; i++) free(f->validations[i]);
         free(f->validations);
-        *f = (struct toolkit_facts){0};
+        *f = (struct toolkit_facts){ 0 };
 }

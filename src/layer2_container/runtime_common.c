@@ -5,7 +5,8 @@
 #include "layer2_container/runtime_common.h"
 #include "basic/hostfs.h"
 
-const char *const runtime_bin_dirs[] = {"/usr/local/sbin", "/usr/local/bin", "/usr/sbin", "/usr/bin", "/sbin", "/bin", NULL};
+const char *const runtime_bin_dirs[] = { "/usr/local/sbin", "/usr/local/bin", "/usr/sbin", "/usr/bin",
+                                         "/sbin",           "/bin",           NULL };
 
 int runtime_binary_check(const char *path) {
         struct stat st;
@@ -61,7 +62,7 @@ static int64_t start_from_stat(int pid) {
 }
 
 bool runtime_find_process(const char *comm, struct runtime_process *ret) {
-        *ret = (struct runtime_process){.started = -1};
+        *ret = (struct runtime_process){ .started = -1 };
         _cleanup_strv_free_ char **names = NULL;
         int n = hostfs_list("/proc", false, &names);
         long best = -1;
@@ -113,14 +114,14 @@ bool runtime_find_process(const char *comm, struct runtime_process *ret) {
 void runtime_process_free(struct runtime_process *p) {
         free(p->started_from);
         free(p->config_arg);
-        *p = (struct runtime_process){0};
+        *p = (struct runtime_process){ 0 };
 }
 
 void runtime_config_file_free(struct runtime_config_file *f) {
         free(f->path);
         free(f->error);
         free(f->imported_by);
-        *f = (struct runtime_config_file){0};
+        *f = (struct runtime_config_file){ 0 };
 }
 
 int containerd_parse_version(const char *s, int *ret_major, int *ret_minor) {

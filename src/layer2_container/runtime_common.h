@@ -18,4 +18,3 @@ bool runtime_find_process(const char *comm, struct runtime_process *ret);
 int runtime_binary_check(const char *path);
 /* Returns the first of dirs (NULL-terminated) holding an executable `name`, malloc'd; NULL when none. */
 char *runtime_find_binary(const char *name, const char *const *dirs);
-

@@ -20,20 +20,25 @@ static void run_csi_plugins(const struct node_facts *facts, struct finding *f) {
                 finding_skip(f, "no %s folder and no CSI driver expected on this node", KUBELET_PLUGINS_REGISTRY_DIR);
                 return;
         }
-        struct buf regs = {0};
+        struct buf regs = { 0 };
         for (size_t i = 0; i < k->n_registry; i++) buf_printf(&regs, "%s%s", regs.len ? ", " : "", k->registry[i]);
-        finding_evidence(f, "%s: %s", KUBELET_PLUGINS_REGISTRY_DIR, regs.data ? regs.data : k->registry_rc < 0 ? "missing" : "empty");
+        finding_evidence(f, "%s: %s", KUBELET_PLUGINS_REGISTRY_DIR,
+                         regs.data            ? regs.data
+                         : k->registry_rc < 0 ? "missing"
+                                              : "empty");
         buf_free(&regs);
         if (a->csinode_rc == 0) {
-                struct buf drv = {0};
-                for (size_t i = 0; i < a->n_csi_drivers; i++) buf_printf(&drv, "%s%s", drv.len ? ", " : "", a->csi_drivers[i]);
+                struct buf drv = { 0 };
+                for (size_t i = 0; i < a->n_csi_drivers; i++)
+                        buf_printf(&drv, "%s%s", drv.len ? ", " : "", a->csi_drivers[i]);
                 finding_evidence(f, "CSINode %s drivers: %s", a->node_name, drv.data ? drv.data : "none");
                 buf_free(&drv);
         }
         unsigned missing = 0;
         for (size_t i = 0; i < n_expected; i++) {
                 bool found = false;
-                for (size_t j = 0; j < k->n_registry && !found; j++) found = startswith(k->registry[j], a->csi_drivers[i]) != NULL;
+                for (size_t j = 0; j < k->n_registry && !found; j++)
+                        found = startswith(k->registry[j], a->csi_drivers[i]) != NULL;
                 if (!found) {
                         missing++;
                         finding_evidence(f, "CSI driver %s has no registration socket", a->csi_drivers[i]);
@@ -41,9 +46,12 @@ static void run_csi_plugins(const struct node_facts *facts, struct finding *f) {
         }
         if (missing) {
                 finding_fail(f, "%u CSI driver(s) the node should run have no socket in plugins_registry", missing);
-                finding_remedy(f, "the CSI node plugin pod (its node-driver-registrar container) is not running on this node: "
-                                  "`kubectl get pods -A --field-selector spec.nodeName=%s` and its log; volumes of that driver "
-                                  "cannot mount here", a->node_name);
+                finding_remedy(
+                        f,
+                        "the CSI node plugin pod (its node-driver-registrar container) is not running on this node: "
+                        "`kubectl get pods -A --field-selector spec.nodeName=%s` and its log; volumes of that driver "
+                        "cannot mount here",
+                        a->node_name);
         } else if (k->n_registry == 0) {
                 finding_skip(f, "no CSI node plugin registered, none expected");
         } else {
@@ -52,10 +60,14 @@ static void run_csi_plugins(const struct node_facts *facts, struct finding *f) {
 }
 
 const struct check_def check_csi_plugins = {
-        .id = "csi.plugins", .layer = 3, .component = "csi",
+        .id = "csi.plugins",
+        .layer = 3,
+        .component = "csi",
         .title = "CSI node plugins are registered with the kubelet",
         .reads = "/var/lib/kubelet/plugins_registry; the CSINode object's drivers",
-        .outcomes = "pass: every expected driver registered; fail: a driver in CSINode without a socket; skip: no CSI in use",
-        .remedy = "run the CSI driver's node plugin (its node-driver-registrar) on this node; `kubectl get pods -A --field-selector spec.nodeName=<node>` and its log",
+        .outcomes = "pass: every expected driver registered; fail: a driver in CSINode without a socket; skip: no CSI "
+                    "in use",
+        .remedy = "run the CSI driver's node plugin (its node-driver-registrar) on this node; `kubectl get pods -A "
+                  "--field-selector spec.nodeName=<node>` and its log",
         .run = run_csi_plugins,
 };

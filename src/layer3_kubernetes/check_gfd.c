@@ -30,12 +30,17 @@ static void run_gfd_labels(const struct node_facts *facts, struct finding *f) {
                 if (pod || streq_ptr(kube_node_label(a, "nvidia.com/gpu.deploy.gpu-feature-discovery"), "true")) {
                         size_t np;
                         kube_pods_evidence(a, POD_GFD, f, &np, NULL);
-                        finding_fail(f, "GPU feature discovery is deployed but the node has no nvidia.com/gpu.* labels");
-                        finding_remedy(f, "check the gpu-feature-discovery pod's log and Node Feature Discovery (nfd-worker, "
-                                          "nfd-master): GFD writes %s, NFD turns it into labels",
-                                       "/etc/kubernetes/node-feature-discovery/features.d/gfd");
+                        finding_fail(f,
+                                     "GPU feature discovery is deployed but the node has no nvidia.com/gpu.* labels");
+                        finding_remedy(
+                                f,
+                                "check the gpu-feature-discovery pod's log and Node Feature Discovery (nfd-worker, "
+                                "nfd-master): GFD writes %s, NFD turns it into labels",
+                                "/etc/kubernetes/node-feature-discovery/features.d/gfd");
                 } else {
-                        finding_skip(f, "GPU feature discovery is not deployed (no nvidia.com/gpu.product label, no GFD pod)");
+                        finding_skip(
+                                f,
+                                "GPU feature discovery is not deployed (no nvidia.com/gpu.product label, no GFD pod)");
                 }
                 return;
         }
@@ -54,14 +59,16 @@ static void run_gfd_labels(const struct node_facts *facts, struct finding *f) {
         }
         /* MIG single strategy (product <model>-MIG-<profile>): count and memory are the MIG devices' */
         size_t plen = strlen(product);
-        bool mig_single = want_product && strstr(product, "-MIG-") &&
-                          !(plen >= strlen("-MIG-INVALID") && streq(product + plen - strlen("-MIG-INVALID"), "-MIG-INVALID"));
+        bool mig_single =
+                want_product && strstr(product, "-MIG-") &&
+                !(plen >= strlen("-MIG-INVALID") && streq(product + plen - strlen("-MIG-INVALID"), "-MIG-INVALID"));
         _cleanup_free_ char *count = NULL, *mem = NULL;
         /* GFD's invalid-strategy labels: count and memory 0, when the single strategy's MIG layout does not fit */
         bool mig_invalid = want_product && !mig_single && strstr(product, "-MIG-INVALID");
         int invalid_expected = mig_invalid ? gfd_mig_single_invalid(n) : 0;
         if (mig_invalid && invalid_expected == 0) {
-                finding_evidence(f, "nvidia.com/gpu.product=%s, but NVML's MIG devices fit the single strategy", product);
+                finding_evidence(f, "nvidia.com/gpu.product=%s, but NVML's MIG devices fit the single strategy",
+                                 product);
                 hard++;
         }
         if (mig_invalid) {
@@ -109,15 +116,18 @@ static void run_gfd_labels(const struct node_facts *facts, struct finding *f) {
         const char *have_clique = kube_node_label(a, "nvidia.com/gpu.clique");
         bool clique_known = gfd_clique(n, clique, sizeof clique) == 0;
         if (have_clique && !clique_known) {
-                finding_evidence(f, "nvidia.com/gpu.clique=%s, but NVML shows no GPU in a multi-node NVLink clique (no fabric "
-                                    "with a cluster UUID other than all zero): GFD writes no clique label", have_clique);
+                finding_evidence(
+                        f,
+                        "nvidia.com/gpu.clique=%s, but NVML shows no GPU in a multi-node NVLink clique (no fabric "
+                        "with a cluster UUID other than all zero): GFD writes no clique label",
+                        have_clique);
                 hard++;
         } else if (have_clique) {
                 hard += compare_label(a, "nvidia.com/gpu.clique", clique, f);
         }
 
         if (n->driver_version_rc == NVML_SUCCESS) {
-                char parts[3][32] = {"", "", ""};
+                char parts[3][32] = { "", "", "" };
                 sscanf(n->driver_version, "%31[^.].%31[^.].%31s", parts[0], parts[1], parts[2]);
                 soft += compare_label(a, "nvidia.com/cuda.driver-version.full", n->driver_version, f);
                 soft += compare_label(a, "nvidia.com/cuda.driver-version.major", parts[0], f);
@@ -146,25 +156,33 @@ static void run_gfd_labels(const struct node_facts *facts, struct finding *f) {
         if (hard) {
                 finding_fail(f, "%d GPU feature label(s) contradict the GPUs NVML sees%s", hard + soft,
                              h == KUBE_POD_FAIL ? why : "");
-                finding_remedy(f, "workloads select nodes by these labels: restart the gpu-feature-discovery pod on this node "
-                                  "(`kubectl -n %s delete pod -l app=gpu-feature-discovery --field-selector spec.nodeName=%s`) "
-                                  "and check its log and NFD's",
-                               pod ? pod->namespace : "gpu-operator", a->node_name);
+                finding_remedy(
+                        f,
+                        "workloads select nodes by these labels: restart the gpu-feature-discovery pod on this node "
+                        "(`kubectl -n %s delete pod -l app=gpu-feature-discovery --field-selector spec.nodeName=%s`) "
+                        "and check its log and NFD's",
+                        pod ? pod->namespace : "gpu-operator", a->node_name);
         } else if (invalid_expected == 1) {
-                finding_warn(f, "GFD labels the GPUs %s: the MIG layout does not fit the single MIG strategy (a GPU without MIG "
-                                "mode or without MIG devices, or more than one profile), so nvidia.com/gpu has nothing to offer",
+                finding_warn(f,
+                             "GFD labels the GPUs %s: the MIG layout does not fit the single MIG strategy (a GPU "
+                             "without MIG "
+                             "mode or without MIG devices, or more than one profile), so nvidia.com/gpu has nothing to "
+                             "offer",
                              product);
-                finding_remedy(f, "make the layout uniform (one profile on every GPU, e.g. `kubectl label node %s "
-                                  "nvidia.com/mig.config=all-1g.10gb --overwrite` with the MIG manager) or use the mixed "
-                                  "strategy; see mig-manager.state",
+                finding_remedy(f,
+                               "make the layout uniform (one profile on every GPU, e.g. `kubectl label node %s "
+                               "nvidia.com/mig.config=all-1g.10gb --overwrite` with the MIG manager) or use the mixed "
+                               "strategy; see mig-manager.state",
                                a->node_name);
         } else if (soft) {
                 finding_warn(f, "%d driver/CUDA version label(s) are from another driver than the one loaded%s", soft,
                              h == KUBE_POD_FAIL ? why : ": GFD has not relabelled the node since the driver changed");
-                finding_remedy(f, "restart the gpu-feature-discovery pod on this node (`kubectl -n %s delete pod -l "
-                                  "app=gpu-feature-discovery --field-selector spec.nodeName=%s`); if it keeps the old values, "
-                                  "remove the stale NFD feature file or NodeFeature object",
-                               pod ? pod->namespace : "gpu-operator", a->node_name);
+                finding_remedy(
+                        f,
+                        "restart the gpu-feature-discovery pod on this node (`kubectl -n %s delete pod -l "
+                        "app=gpu-feature-discovery --field-selector spec.nodeName=%s`); if it keeps the old values, "
+                        "remove the stale NFD feature file or NodeFeature object",
+                        pod ? pod->namespace : "gpu-operator", a->node_name);
         } else if (h == KUBE_POD_FAIL) {
                 finding_warn(f, "the labels match NVML, but the GFD pod is not running: they will not follow changes");
                 finding_remedy(f, "`kubectl -n %s logs %s --previous`", pod->namespace, pod->name);
@@ -175,15 +193,21 @@ static void run_gfd_labels(const struct node_facts *facts, struct finding *f) {
 }
 
 const struct check_def check_gfd_labels = {
-        .id = "gfd.labels", .layer = 3, .component = "gfd",
+        .id = "gfd.labels",
+        .layer = 3,
+        .component = "gfd",
         .title = "GPU feature discovery labels agree with NVML",
         .reads = "node labels nvidia.com/gpu.product, .count, .memory, .family, .compute.*, .mode, .clique, "
-                 "nvidia.com/cuda.driver-version.*, nvidia.com/cuda.runtime-version.*, nvidia.com/mig.capable; NVML's name, "
+                 "nvidia.com/cuda.driver-version.*, nvidia.com/cuda.runtime-version.*, nvidia.com/mig.capable; NVML's "
+                 "name, "
                  "count, memory, versions, fabric cluster UUID and clique; the GPUs' PCI classes",
-        .outcomes = "pass: consistent; fail: product, count, memory, compute capability, mode, clique or mig.capable contradict NVML, or "
-                    "GFD is deployed without labels; warn: driver/CUDA version labels from another driver; skip: GFD not deployed",
-        .remedy = "restart the gpu-feature-discovery pod on this node and check its log and Node Feature Discovery's (nfd-worker, nfd-master)",
-        .depends = {"kubelet.api-access", "driver.nvml-init", "driver.gpu-count", "mig-manager.state"},
+        .outcomes = "pass: consistent; fail: product, count, memory, compute capability, mode, clique or mig.capable "
+                    "contradict NVML, or "
+                    "GFD is deployed without labels; warn: driver/CUDA version labels from another driver; skip: GFD "
+                    "not deployed",
+        .remedy = "restart the gpu-feature-discovery pod on this node and check its log and Node Feature Discovery's "
+                  "(nfd-worker, nfd-master)",
+        .depends = { "kubelet.api-access", "driver.nvml-init", "driver.gpu-count", "mig-manager.state" },
         .rests_on = kube_rests_on_mig_manager_if_mig,
         .run = run_gfd_labels,
 };

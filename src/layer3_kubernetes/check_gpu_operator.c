@@ -23,13 +23,17 @@ static void run_operator_pods(const struct node_facts *facts, struct finding *f)
         if (h == KUBE_POD_FAIL) {
                 finding_fail(f, "GPU Operator pod not running: %s", first);
                 if (strstr(first, "Init:"))
-                        finding_remedy(f, "operator pods wait in Init for the validation file of the layer below "
-                                          "(/run/nvidia/validations): fix that layer first (driver-ready: layer 1 driver; "
-                                          "toolkit-ready: layer 2 container toolkit), then `kubectl -n %s logs <pod> -c <init container>`",
+                        finding_remedy(f,
+                                       "operator pods wait in Init for the validation file of the layer below "
+                                       "(/run/nvidia/validations): fix that layer first (driver-ready: layer 1 driver; "
+                                       "toolkit-ready: layer 2 container toolkit), then `kubectl -n %s logs <pod> -c "
+                                       "<init container>`",
                                        a->operator_namespace ? a->operator_namespace : "gpu-operator");
                 else
-                        finding_remedy(f, "`kubectl -n %s describe pod <pod>` and `kubectl -n %s logs <pod> --previous`; "
-                                          "ImagePullBackOff: the registry or the image tag; CrashLoopBackOff: the container's log",
+                        finding_remedy(f,
+                                       "`kubectl -n %s describe pod <pod>` and `kubectl -n %s logs <pod> --previous`; "
+                                       "ImagePullBackOff: the registry or the image tag; CrashLoopBackOff: the "
+                                       "container's log",
                                        a->operator_namespace ? a->operator_namespace : "gpu-operator",
                                        a->operator_namespace ? a->operator_namespace : "gpu-operator");
         } else if (h == KUBE_POD_WARN) {
@@ -43,14 +47,19 @@ static void run_operator_pods(const struct node_facts *facts, struct finding *f)
 }
 
 const struct check_def check_gpu_operator_pods = {
-        .id = "gpu-operator.pods", .layer = 3, .component = "gpu-operator",
+        .id = "gpu-operator.pods",
+        .layer = 3,
+        .component = "gpu-operator",
         .title = "GPU Operator pods on this node run and are Ready",
-        .reads = "pods on the node labelled app=<operator component> (driver, toolkit, validator, DCGM, node status exporter, ...), "
+        .reads = "pods on the node labelled app=<operator component> (driver, toolkit, validator, DCGM, node status "
+                 "exporter, ...), "
                  "in --operator-namespace or where they are found; /run/nvidia/validations",
-        .outcomes = "pass: all Running and Ready (validators Completed); fail: CrashLoopBackOff, ImagePullBackOff, stuck in "
+        .outcomes = "pass: all Running and Ready (validators Completed); fail: CrashLoopBackOff, ImagePullBackOff, "
+                    "stuck in "
                     "Init, Pending; warn: frequent restarts; skip: no operator on the node",
-        .remedy = "`kubectl -n gpu-operator describe pod <pod>` and `kubectl logs <pod> --previous`; a pod stuck in Init waits for a file in /run/nvidia/validations from the layer below: fix that layer first",
-        .depends = {"kubelet.api-access"},
+        .remedy = "`kubectl -n gpu-operator describe pod <pod>` and `kubectl logs <pod> --previous`; a pod stuck in "
+                  "Init waits for a file in /run/nvidia/validations from the layer below: fix that layer first",
+        .depends = { "kubelet.api-access" },
         .run = run_operator_pods,
 };
 
@@ -72,18 +81,19 @@ static const struct validation {
         const char *feature;         /* the .driver-ctr-ready key that turns it on, NULL: an init container */
         const char *what;
 } validations[] = {
-        {"driver", "driver-ready", NULL, NULL, "the driver (nvidia-smi from the driver root)"},
-        {"toolkit", "toolkit-ready", NULL, NULL, "the container toolkit (nvidia-smi in a container)"},
-        {"cuda", "cuda-ready", NULL, NULL, "CUDA (a vectorAdd pod)"},
-        {"plugin", "plugin-ready", NULL, NULL, "the device plugin (allocatable GPUs, a GPU pod)"},
-        {"mofed", "mofed-ready", NULL, NULL, "the MOFED driver GPUDirect RDMA needs"},
-        {"nvidia-peermem", "nvidia-peermem-ready", NULL, "GPU_DIRECT_RDMA_ENABLED", "nvidia-peermem (GPUDirect RDMA)"},
-        {"nvidia-fs", "nvidia-fs-ready", NULL, "GDS_ENABLED", "nvidia-fs (GPUDirect Storage)"},
-        {"gdrcopy", "gdrcopy-ready", NULL, "GDRCOPY_ENABLED", "the GDRCopy driver (gdrdrv)"},
-        {"vfio-pci", "vfio-pci-ready", NULL, NULL, "vfio-pci binding (GPU passthrough)"},
-        {"vgpu-manager", "vgpu-manager-ready", "host-vgpu-manager-ready", NULL, "the vGPU manager"},
-        {"vgpu-devices", "vgpu-devices-ready", NULL, NULL, "the vGPU devices"},
-        {"cc-manager", "cc-manager-ready", NULL, NULL, "the confidential computing manager"},
+        { "driver", "driver-ready", NULL, NULL, "the driver (nvidia-smi from the driver root)" },
+        { "toolkit", "toolkit-ready", NULL, NULL, "the container toolkit (nvidia-smi in a container)" },
+        { "cuda", "cuda-ready", NULL, NULL, "CUDA (a vectorAdd pod)" },
+        { "plugin", "plugin-ready", NULL, NULL, "the device plugin (allocatable GPUs, a GPU pod)" },
+        { "mofed", "mofed-ready", NULL, NULL, "the MOFED driver GPUDirect RDMA needs" },
+        { "nvidia-peermem", "nvidia-peermem-ready", NULL, "GPU_DIRECT_RDMA_ENABLED",
+          "nvidia-peermem (GPUDirect RDMA)" },
+        { "nvidia-fs", "nvidia-fs-ready", NULL, "GDS_ENABLED", "nvidia-fs (GPUDirect Storage)" },
+        { "gdrcopy", "gdrcopy-ready", NULL, "GDRCOPY_ENABLED", "the GDRCopy driver (gdrdrv)" },
+        { "vfio-pci", "vfio-pci-ready", NULL, NULL, "vfio-pci binding (GPU passthrough)" },
+        { "vgpu-manager", "vgpu-manager-ready", "host-vgpu-manager-ready", NULL, "the vGPU manager" },
+        { "vgpu-devices", "vgpu-devices-ready", NULL, NULL, "the vGPU devices" },
+        { "cc-manager", "cc-manager-ready", NULL, NULL, "the confidential computing manager" },
 };
 
 enum validation_state { VAL_NONE, VAL_RUNNING, VAL_PASSED, VAL_FAILING };
@@ -91,7 +101,8 @@ enum validation_state { VAL_NONE, VAL_RUNNING, VAL_PASSED, VAL_FAILING };
 /* Returns the content of a validation file, "" for an unreadable one, NULL when it is not there. */
 static const char *validation_text(const struct kubelet_facts *k, const char *name) {
         for (size_t i = 0; name && i < k->n_validations; i++)
-                if (streq(k->validations[i], name)) return k->validation_texts && k->validation_texts[i] ? k->validation_texts[i] : "";
+                if (streq(k->validations[i], name))
+                        return k->validation_texts && k->validation_texts[i] ? k->validation_texts[i] : "";
         return NULL;
 }
 
@@ -136,10 +147,12 @@ static enum validation_state init_state(const struct kube_api_facts *a, const ch
                         } else if ((c->state == KUBE_STATE_TERMINATED && c->exit_code != 0) || c->restarts > 0 ||
                                    (c->has_last && c->last_exit_code != 0)) {
                                 s = VAL_FAILING;
-                                where = xasprintf("%s in %s/%s: %s%s%" PRId64 " restart(s)%s%s", name, p->namespace, p->name,
-                                                  c->reason ? c->reason : "", c->reason ? ", " : "", c->restarts,
-                                                  c->last_message || c->message ? ": " : "",
-                                                  c->last_message ? c->last_message : c->message ? c->message : "");
+                                where = xasprintf("%s in %s/%s: %s%s%" PRId64 " restart(s)%s%s", name, p->namespace,
+                                                  p->name, c->reason ? c->reason : "", c->reason ? ", " : "",
+                                                  c->restarts, c->last_message || c->message ? ": " : "",
+                                                  c->last_message ? c->last_message
+                                                  : c->message    ? c->message
+                                                                  : "");
                         } else {
                                 s = VAL_RUNNING;
                                 where = xasprintf("%s in %s/%s has not finished", name, p->namespace, p->name);
@@ -163,7 +176,7 @@ static enum validation_state init_state(const struct kube_api_facts *a, const ch
 static void file_evidence(struct buf *b, const char *name, const char *text) {
         buf_printf(b, "%s%s", b->len ? ", " : "", name);
         if (!text || !*text) return;
-        struct buf flat = {0};
+        struct buf flat = { 0 };
         for (const char *p = text; *p && flat.len < 160; p++) {
                 if (*p == '\n') {
                         if (p[1]) buf_puts(&flat, ", ");
@@ -179,10 +192,10 @@ static void run_operator_validations(const struct node_facts *facts, struct find
         const struct kube_api_facts *a = kube_api_or_skip(facts, f, true);
         if (!a) return;
         const struct kubelet_facts *k = &facts->kube->kubelet;
-        bool operator = false;
-        for (size_t i = 0; i < a->n_pods && !operator; i++) operator = gpu_operator_app(&a->pods[i]) != NULL;
+        bool operator= false;
+        for (size_t i = 0; i < a->n_pods && !operator; i++) operator= gpu_operator_app(&a->pods[i]) != NULL;
         if (k->validations_rc == 0) {
-                struct buf b = {0};
+                struct buf b = { 0 };
                 for (size_t i = 0; i < k->n_validations; i++)
                         file_evidence(&b, k->validations[i], k->validation_texts ? k->validation_texts[i] : NULL);
                 finding_evidence(f, "%s: %s", NVIDIA_VALIDATIONS_DIR, b.data ? b.data : "empty");
@@ -195,11 +208,12 @@ static void run_operator_validations(const struct node_facts *facts, struct find
                 return;
         }
         if (k->validations_rc < 0 && k->validations_rc != -ENOENT) {
-                finding_skip(f, "cannot tell: %s cannot be read (%s)", NVIDIA_VALIDATIONS_DIR, strerror(-k->validations_rc));
+                finding_skip(f, "cannot tell: %s cannot be read (%s)", NVIDIA_VALIDATIONS_DIR,
+                             strerror(-k->validations_rc));
                 return;
         }
         const char *ctr = validation_text(k, ".driver-ctr-ready");
-        struct buf ok = {0}, lost = {0}, pending = {0}, failing = {0};
+        struct buf ok = { 0 }, lost = { 0 }, pending = { 0 }, failing = { 0 };
         const char *first_fail = NULL;
         _cleanup_free_ char *fail_where = NULL;
         size_t judged = 0;
@@ -221,7 +235,8 @@ static void run_operator_validations(const struct node_facts *facts, struct find
                         s = init_state(a, v->component, &where);
                 }
                 bool present = validation_text(k, v->file) || validation_text(k, v->alt_file);
-                if (s == VAL_NONE) continue; /* not validated on this node: not judged (its file, if any, is evidence above) */
+                if (s == VAL_NONE)
+                        continue; /* not validated on this node: not judged (its file, if any, is evidence above) */
                 judged++;
                 if (present) {
                         finding_evidence(f, "%s: %s; %s present", v->component, where, v->file);
@@ -245,22 +260,32 @@ static void run_operator_validations(const struct node_facts *facts, struct find
         const char *ns = a->operator_namespace ? a->operator_namespace : "gpu-operator";
         if (failing.len) {
                 finding_fail(f, "GPU Operator validation failing: %s", failing.data);
-                finding_remedy(f, "`kubectl -n %s logs <pod> -c %s-validation` on this node (%s) says what failed; fix that "
-                                  "component (the driver: layer 1; the toolkit: layer 2) and the validator writes the file",
-                               ns, first_fail, fail_where);
+                finding_remedy(
+                        f,
+                        "`kubectl -n %s logs <pod> -c %s-validation` on this node (%s) says what failed; fix that "
+                        "component (the driver: layer 1; the toolkit: layer 2) and the validator writes the file",
+                        ns, first_fail, fail_where);
         } else if (lost.len) {
                 finding_warn(f, "validations passed, but their status files are gone: %s", lost.data);
-                finding_remedy(f, "%s is a tmpfs the validator fills once: after it was emptied (a reboot, a cleanup) the pods "
-                                  "that wait for these files stay in Init at their next start; restart the validator (`kubectl -n "
-                                  "%s delete pod -l app=nvidia-operator-validator --field-selector spec.nodeName=%s`) so that it "
-                                  "validates again", NVIDIA_VALIDATIONS_DIR, ns, a->node_name);
+                finding_remedy(
+                        f,
+                        "%s is a tmpfs the validator fills once: after it was emptied (a reboot, a cleanup) the pods "
+                        "that wait for these files stay in Init at their next start; restart the validator (`kubectl "
+                        "-n "
+                        "%s delete pod -l app=nvidia-operator-validator --field-selector spec.nodeName=%s`) so that it "
+                        "validates again",
+                        NVIDIA_VALIDATIONS_DIR, ns, a->node_name);
         } else if (pending.len) {
                 finding_warn(f, "GPU Operator validation not finished: %s", pending.data);
-                finding_remedy(f, "a validation waits for the layer below it (driver, then toolkit, then CUDA and the plugin): "
-                                  "`kubectl -n %s get pods -o wide --field-selector spec.nodeName=%s` and the waiting init "
-                                  "container's log", ns, a->node_name);
+                finding_remedy(
+                        f,
+                        "a validation waits for the layer below it (driver, then toolkit, then CUDA and the plugin): "
+                        "`kubectl -n %s get pods -o wide --field-selector spec.nodeName=%s` and the waiting init "
+                        "container's log",
+                        ns, a->node_name);
         } else if (judged == 0) {
-                finding_skip(f, "no GPU Operator validation runs on this node (no <component>-validation init container)");
+                finding_skip(f,
+                             "no GPU Operator validation runs on this node (no <component>-validation init container)");
         } else {
                 finding_pass(f, "%zu GPU Operator validation(s) passed, status files present: %s", judged, ok.data);
         }
@@ -271,17 +296,22 @@ static void run_operator_validations(const struct node_facts *facts, struct find
 }
 
 const struct check_def check_gpu_operator_validations = {
-        .id = "gpu-operator.validations", .layer = 3, .component = "gpu-operator",
+        .id = "gpu-operator.validations",
+        .layer = 3,
+        .component = "gpu-operator",
         .title = "the GPU Operator's validations of this node's components passed and left their status files",
         .reads = "/run/nvidia/validations (driver-ready and its driver root, toolkit-ready, cuda-ready, plugin-ready, "
-                 "mofed-ready, nvidia-peermem-ready, nvidia-fs-ready, gdrcopy-ready, vfio-pci-ready, vgpu-manager-ready, "
+                 "mofed-ready, nvidia-peermem-ready, nvidia-fs-ready, gdrcopy-ready, vfio-pci-ready, "
+                 "vgpu-manager-ready, "
                  "host-vgpu-manager-ready, vgpu-devices-ready, cc-manager-ready, workload-type, .driver-ctr-ready's "
                  "features); the <component>-validation init containers of the GPU Operator's pods on the node",
-        .outcomes = "pass: every validated component's file present; fail: a validation failing (its init container "
-                    "exited non-zero or restarts) without its file; warn: a validation that passed but whose file is gone, "
-                    "or one not finished; skip: no GPU Operator on the node, or nothing validated (components not "
-                    "deployed are not judged)",
-        .remedy = "`kubectl -n gpu-operator logs <validator pod> -c <component>-validation`; a file lost from /run/nvidia/validations comes back when the validator pod is restarted",
-        .depends = {"kubelet.api-access", "driver.nvml-init"},
+        .outcomes =
+                "pass: every validated component's file present; fail: a validation failing (its init container "
+                "exited non-zero or restarts) without its file; warn: a validation that passed but whose file is gone, "
+                "or one not finished; skip: no GPU Operator on the node, or nothing validated (components not "
+                "deployed are not judged)",
+        .remedy = "`kubectl -n gpu-operator logs <validator pod> -c <component>-validation`; a file lost from "
+                  "/run/nvidia/validations comes back when the validator pod is restarted",
+        .depends = { "kubelet.api-access", "driver.nvml-init" },
         .run = run_operator_validations,
 };

@@ -18,46 +18,64 @@ static void run_api_access(const struct node_facts *facts, struct finding *f) {
         }
         if (a->rc == -ECONNREFUSED || a->rc == -EHOSTUNREACH) {
                 finding_evidence(f, "%s", a->error);
-                finding_skip(f, "the API server %s cannot be reached: Kubernetes checks are skipped", a->server ? a->server : "?");
+                finding_skip(f, "the API server %s cannot be reached: Kubernetes checks are skipped",
+                             a->server ? a->server : "?");
                 return;
         }
         if (a->rc < 0) {
                 finding_evidence(f, "%s", a->error);
                 if (a->timed_out) {
-                        finding_warn(f, "the API server did not answer within %u ms: Kubernetes checks are skipped", a->timeout_ms);
-                        finding_remedy(f, "check the API server's health and the network path from this node (`kubectl get --raw /readyz`); "
+                        finding_warn(f, "the API server did not answer within %u ms: Kubernetes checks are skipped",
+                                     a->timeout_ms);
+                        finding_remedy(f, "check the API server's health and the network path from this node (`kubectl "
+                                          "get --raw /readyz`); "
                                           "raise --timeout for a slow control plane");
                 } else if (a->rc == -EKEYREJECTED) {
                         finding_warn(f, "the API server's TLS certificate does not verify against the configured CA: "
                                         "Kubernetes checks are skipped");
-                        finding_remedy(f, "check certificate-authority(-data) in %s against the API server's certificate "
-                                          "(`openssl s_client -connect <server> -showcerts`) and that the server name matches "
-                                          "it (tls-server-name); a rotated cluster CA needs a new kubeconfig or service-account "
-                                          "ca.crt", a->source ? a->source : "the kubeconfig");
+                        finding_remedy(
+                                f,
+                                "check certificate-authority(-data) in %s against the API server's certificate "
+                                "(`openssl s_client -connect <server> -showcerts`) and that the server name matches "
+                                "it (tls-server-name); a rotated cluster CA needs a new kubeconfig or service-account "
+                                "ca.crt",
+                                a->source ? a->source : "the kubeconfig");
                 } else if (a->rc == -EPROTO) {
                         finding_warn(f, "the TLS connection to the API server failed: Kubernetes checks are skipped");
-                        finding_remedy(f, "check the client certificate and key in %s and that the server speaks TLS on that "
-                                          "port", a->source ? a->source : "the kubeconfig");
+                        finding_remedy(
+                                f,
+                                "check the client certificate and key in %s and that the server speaks TLS on that "
+                                "port",
+                                a->source ? a->source : "the kubeconfig");
                 } else if (a->rc == -EFBIG) {
-                        finding_warn(f, "the API server's answer was larger than gpunode accepts: Kubernetes checks are skipped");
-                        finding_remedy(f, "the answer named in the evidence exceeds gpunode's response limit; check that the "
-                                          "server is the API server (not a proxy or login page), and report an unusually large "
-                                          "Node object");
+                        finding_warn(f, "the API server's answer was larger than gpunode accepts: Kubernetes checks "
+                                        "are skipped");
+                        finding_remedy(
+                                f,
+                                "the answer named in the evidence exceeds gpunode's response limit; check that the "
+                                "server is the API server (not a proxy or login page), and report an unusually large "
+                                "Node object");
                 } else if (a->rc == -ENOEXEC) {
-                        finding_warn(f, "the kubeconfig's exec credential plugin failed: Kubernetes checks are skipped");
-                        finding_remedy(f, "run the plugin named in the evidence by hand (as kubectl would, e.g. `kubectl get "
-                                          "--raw /version` with the same kubeconfig) and fix what it reports: a missing binary, "
-                                          "an expired cloud login, a timeout");
+                        finding_warn(f,
+                                     "the kubeconfig's exec credential plugin failed: Kubernetes checks are skipped");
+                        finding_remedy(
+                                f,
+                                "run the plugin named in the evidence by hand (as kubectl would, e.g. `kubectl get "
+                                "--raw /version` with the same kubeconfig) and fix what it reports: a missing binary, "
+                                "an expired cloud login, a timeout");
                 } else {
                         finding_warn(f, "the Kubernetes API refused gpunode: Kubernetes checks are skipped");
-                        finding_remedy(f, "check the credentials (the service account's token, the kubeconfig's user) and that "
-                                          "gpunode's ClusterRole allows get on nodes and list on pods");
+                        finding_remedy(
+                                f,
+                                "check the credentials (the service account's token, the kubeconfig's user) and that "
+                                "gpunode's ClusterRole allows get on nodes and list on pods");
                 }
                 return;
         }
         if (a->node_rc == -ENOENT) {
                 finding_warn(f, "node %s is not registered with the API server", a->node_name);
-                finding_remedy(f, "pass the node's Kubernetes name with --node (or $NODE_NAME from the downward API); if the name is "
+                finding_remedy(f, "pass the node's Kubernetes name with --node (or $NODE_NAME from the downward API); "
+                                  "if the name is "
                                   "right, the kubelet never registered: `journalctl -u kubelet`");
                 return;
         }
@@ -65,18 +83,26 @@ static void run_api_access(const struct node_facts *facts, struct finding *f) {
                 if (a->node_error) finding_evidence(f, "%s", a->node_error);
                 if (a->pods_error) finding_evidence(f, "%s", a->pods_error);
                 if (a->timed_out) {
-                        finding_warn(f, "the API server stopped answering within %u ms: some Kubernetes checks are skipped", a->timeout_ms);
+                        finding_warn(
+                                f, "the API server stopped answering within %u ms: some Kubernetes checks are skipped",
+                                a->timeout_ms);
                 } else if (a->node_rc == -EFBIG || a->pods_rc == -EFBIG) {
-                        finding_warn(f, "the API server's answer for the %s was larger than gpunode accepts: some Kubernetes "
-                                        "checks are skipped", a->node_rc == -EFBIG ? "node" : "pods on this node");
-                        finding_remedy(f, "gpunode caps each API answer; an answer this large is unusual (very many pods on "
-                                          "the node, or huge annotations): look at it with kubectl");
+                        finding_warn(
+                                f,
+                                "the API server's answer for the %s was larger than gpunode accepts: some Kubernetes "
+                                "checks are skipped",
+                                a->node_rc == -EFBIG ? "node" : "pods on this node");
+                        finding_remedy(
+                                f, "gpunode caps each API answer; an answer this large is unusual (very many pods on "
+                                   "the node, or huge annotations): look at it with kubectl");
                         return;
                 } else {
                         finding_warn(f, "the API server answered, but the node or its pods could not be read");
                 }
-                finding_remedy(f, "give gpunode's service account get on nodes and list on pods (a ClusterRole), and check the "
-                                  "API server's health");
+                finding_remedy(
+                        f,
+                        "give gpunode's service account get on nodes and list on pods (a ClusterRole), and check the "
+                        "API server's health");
                 return;
         }
         finding_pass(f, "the API server answered: node %s, %zu pod(s) on it", a->node_name, a->n_pods);
@@ -94,34 +120,46 @@ static void run_node_ready(const struct node_facts *facts, struct finding *f) {
                 finding_pass(f, "node %s is Ready%s", n->name, n->unschedulable ? " (cordoned)" : "");
                 return;
         }
-        finding_evidence(f, "Ready condition: %s%s%s%s", n->ready == 0 ? "False" : "Unknown", n->ready_reason ? " (" : "",
-                         n->ready_reason ? n->ready_reason : "", n->ready_reason ? ")" : "");
+        finding_evidence(f, "Ready condition: %s%s%s%s", n->ready == 0 ? "False" : "Unknown",
+                         n->ready_reason ? " (" : "", n->ready_reason ? n->ready_reason : "",
+                         n->ready_reason ? ")" : "");
         if (n->ready_message) finding_evidence(f, "message: %s", n->ready_message);
         if (n->ready == 0)
-                finding_fail(f, "node %s is NotReady: %s", n->name, n->ready_reason ? n->ready_reason : "no reason given");
+                finding_fail(f, "node %s is NotReady: %s", n->name,
+                             n->ready_reason ? n->ready_reason : "no reason given");
         else
                 finding_fail(f, "node %s has no Ready status: the kubelet stopped posting it", n->name);
-        finding_remedy(f, "look at the kubelet on the node: `systemctl status kubelet`, `journalctl -u kubelet -n 200`; a "
-                          "container runtime or CNI failure shows there");
+        finding_remedy(f,
+                       "look at the kubelet on the node: `systemctl status kubelet`, `journalctl -u kubelet -n 200`; a "
+                       "container runtime or CNI failure shows there");
 }
 
 const struct check_def check_kubelet_api_access = {
-        .id = "kubelet.api-access", .layer = 3, .component = "kubelet",
+        .id = "kubelet.api-access",
+        .layer = 3,
+        .component = "kubelet",
         .title = "the Kubernetes API answers and knows this node",
-        .reads = "kubeconfig (--kubeconfig, $KUBECONFIG, ~/.kube/config) or the pod's service account; GET /api/v1/nodes/<node>, "
+        .reads = "kubeconfig (--kubeconfig, $KUBECONFIG, ~/.kube/config) or the pod's service account; GET "
+                 "/api/v1/nodes/<node>, "
                  "GET /api/v1/pods?fieldSelector=spec.nodeName=<node>, each bounded by --timeout",
-        .outcomes = "pass: node and pods read; skip: no configuration or the API server cannot be reached (every API check "
-                    "skips); warn: the API timed out, refused the credentials, or does not know the node",
-        .remedy = "give gpunode credentials (the pod's service account, or --kubeconfig) allowed to get nodes and list pods and csinodes; check the API server's health (`kubectl get --raw /readyz`); raise --timeout for a slow control plane",
+        .outcomes =
+                "pass: node and pods read; skip: no configuration or the API server cannot be reached (every API check "
+                "skips); warn: the API timed out, refused the credentials, or does not know the node",
+        .remedy = "give gpunode credentials (the pod's service account, or --kubeconfig) allowed to get nodes and list "
+                  "pods and csinodes; check the API server's health (`kubectl get --raw /readyz`); raise --timeout for "
+                  "a slow control plane",
         .run = run_api_access,
 };
 
 const struct check_def check_kubelet_node_ready = {
-        .id = "kubelet.node-ready", .layer = 3, .component = "kubelet",
+        .id = "kubelet.node-ready",
+        .layer = 3,
+        .component = "kubelet",
         .title = "the node is Ready",
         .reads = "the node's Ready condition, spec.unschedulable, the kubelet version",
         .outcomes = "pass: Ready; fail: NotReady or Unknown (the kubelet stopped reporting)",
-        .remedy = "`systemctl status kubelet` and `journalctl -u kubelet -n 200` on the node; a container runtime or CNI failure shows there",
-        .depends = {"kubelet.api-access"},
+        .remedy = "`systemctl status kubelet` and `journalctl -u kubelet -n 200` on the node; a container runtime or "
+                  "CNI failure shows there",
+        .depends = { "kubelet.api-access" },
         .run = run_node_ready,
 };

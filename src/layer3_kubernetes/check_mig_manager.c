@@ -24,9 +24,9 @@ static int mig_devices_evidence(const struct nvml_gpu_facts *g, const char *only
                 finding_evidence(f, "GPU %u: MIG devices could not be listed: %s", g->index, nvml_return_name(rc));
                 return -1;
         }
-        struct buf b = {0};
+        struct buf b = { 0 };
         int other = 0;
-        bool done[NVML_MAX_MIG_DEVICES] = {false};
+        bool done[NVML_MAX_MIG_DEVICES] = { false };
         for (unsigned i = 0; i < g->n_mig; i++) {
                 if (done[i]) continue;
                 char name[40];
@@ -45,7 +45,8 @@ static int mig_devices_evidence(const struct nvml_gpu_facts *g, const char *only
                 buf_printf(&b, "%s%s", b.len ? ", " : "", name);
                 if (n > 1) buf_printf(&b, " x%u", n);
         }
-        finding_evidence(f, "GPU %u: %u MIG device(s)%s%s", g->index, g->n_mig, b.len ? ": " : "", b.data ? b.data : "");
+        finding_evidence(f, "GPU %u: %u MIG device(s)%s%s", g->index, g->n_mig, b.len ? ": " : "",
+                         b.data ? b.data : "");
         buf_free(&b);
         return other;
 }
@@ -60,7 +61,9 @@ static void consequences_evidence(const struct kube_api_facts *a, struct finding
         const char *product = kube_node_label(a, "nvidia.com/gpu.product");
         size_t len = product ? strlen(product) : 0, suffix = strlen("-MIG-INVALID");
         if (len >= suffix && streq(product + len - suffix, "-MIG-INVALID"))
-                finding_evidence(f, "resting on it: GFD labelled nvidia.com/gpu.product=%s (MIG devices do not fit the MIG strategy)",
+                finding_evidence(f,
+                                 "resting on it: GFD labelled nvidia.com/gpu.product=%s (MIG devices do not fit the "
+                                 "MIG strategy)",
                                  product);
 }
 
@@ -79,7 +82,8 @@ static void run_mig_state(const struct node_facts *facts, struct finding *f) {
                 if (g->mig_pending != g->mig_current) {
                         pending++;
                         finding_evidence(f, "GPU %u: MIG mode %s now, %s after the next GPU reset", g->index,
-                                         g->mig_current ? "enabled" : "disabled", g->mig_pending ? "enabled" : "disabled");
+                                         g->mig_current ? "enabled" : "disabled",
+                                         g->mig_pending ? "enabled" : "disabled");
                 }
         }
         if (capable == 0) {
@@ -90,7 +94,9 @@ static void run_mig_state(const struct node_facts *facts, struct finding *f) {
         if (!a) return;
         const char *config = kube_node_label(a, "nvidia.com/mig.config");
         const char *state = kube_node_label(a, "nvidia.com/mig.config.state");
-        finding_evidence(f, "NVML: MIG enabled on %u of %u capable GPU(s); nvidia.com/mig.config=%s, nvidia.com/mig.config.state=%s",
+        finding_evidence(f,
+                         "NVML: MIG enabled on %u of %u capable GPU(s); nvidia.com/mig.config=%s, "
+                         "nvidia.com/mig.config.state=%s",
                          enabled, capable, config ? config : "(none)", state ? state : "(none)");
         size_t np = 0;
         enum kube_pod_health h = kube_pods_evidence(a, POD_MIG_MANAGER, f, &np, NULL);
@@ -99,12 +105,14 @@ static void run_mig_state(const struct node_facts *facts, struct finding *f) {
                              enabled ? "; MIG is configured outside Kubernetes" : "");
                 return;
         }
-        const char *remedy_logs = "`kubectl -n gpu-operator logs -l app=nvidia-mig-manager` on this node; MIG mode changes need "
-                                  "idle GPUs (no GPU pods, no nvidia-persistenced/DCGM holding them) and sometimes a reboot";
+        const char *remedy_logs =
+                "`kubectl -n gpu-operator logs -l app=nvidia-mig-manager` on this node; MIG mode changes need "
+                "idle GPUs (no GPU pods, no nvidia-persistenced/DCGM holding them) and sometimes a reboot";
         /* MIG devices against the config: "all-<profile>" (mig-parted's names, '+' as '.', e.g. all-1g.10gb.me)
          * wants that profile only on every GPU; all-enabled wants MIG mode only; other layouts (all-balanced,
          * custom) at least one MIG device per MIG-enabled GPU. */
-        const char *want = startswith(config, "all-") && strchr(config + 4, 'g') && strstr(config + 4, "gb") ? config + 4 : NULL;
+        const char *want =
+                startswith(config, "all-") && strchr(config + 4, 'g') && strstr(config + 4, "gb") ? config + 4 : NULL;
         unsigned wrong = 0, empty = 0, total_mig = 0;
         for (unsigned i = 0; i < n->n_gpus; i++) {
                 const struct nvml_gpu_facts *g = &n->gpus[i];
@@ -132,15 +140,19 @@ static void run_mig_state(const struct node_facts *facts, struct finding *f) {
                 finding_remedy(f, "%s", remedy_logs);
         } else if (devices_checked && want && wrong) {
                 finding_fail(f, "mig.config is %s but %u GPU(s) have MIG devices of another profile", config, wrong);
-                finding_remedy(f, "the MIG manager reported success for a layout NVML does not show: relabel the node with "
-                                  "the config again (`kubectl label node %s nvidia.com/mig.config=%s --overwrite`) and read "
-                                  "%s", a->node_name, config, remedy_logs);
+                finding_remedy(
+                        f,
+                        "the MIG manager reported success for a layout NVML does not show: relabel the node with "
+                        "the config again (`kubectl label node %s nvidia.com/mig.config=%s --overwrite`) and read "
+                        "%s",
+                        a->node_name, config, remedy_logs);
         } else if (devices_checked && empty) {
-                finding_fail(f, "mig.config is %s but %u MIG-enabled GPU(s) have no MIG devices: nothing to advertise", config,
-                             empty);
-                finding_remedy(f, "the GPU instances were destroyed after the MIG manager applied %s (a reset, or "
-                                  "`nvidia-smi mig -dci/-dgi`): relabel the node to apply it again and read %s", config,
-                               remedy_logs);
+                finding_fail(f, "mig.config is %s but %u MIG-enabled GPU(s) have no MIG devices: nothing to advertise",
+                             config, empty);
+                finding_remedy(f,
+                               "the GPU instances were destroyed after the MIG manager applied %s (a reset, or "
+                               "`nvidia-smi mig -dci/-dgi`): relabel the node to apply it again and read %s",
+                               config, remedy_logs);
         } else if (pending) {
                 finding_warn(f, "MIG mode changes wait for a GPU reset on %u GPU(s)", pending);
                 finding_remedy(f, "drain the GPUs and reset them (`nvidia-smi -r`), or reboot the node");
@@ -149,23 +161,30 @@ static void run_mig_state(const struct node_facts *facts, struct finding *f) {
                 finding_remedy(f, "%s", remedy_logs);
         } else {
                 if (enabled)
-                        finding_pass(f, "MIG configuration %s applied (%s): MIG enabled on %u of %u capable GPU(s), %u MIG device(s)",
+                        finding_pass(f,
+                                     "MIG configuration %s applied (%s): MIG enabled on %u of %u capable GPU(s), %u "
+                                     "MIG device(s)",
                                      config, state ? state : "no state label", enabled, capable, total_mig);
                 else
-                        finding_pass(f, "MIG configuration %s applied (%s): MIG enabled on %u of %u capable GPU(s)", config,
-                                     state ? state : "no state label", enabled, capable);
+                        finding_pass(f, "MIG configuration %s applied (%s): MIG enabled on %u of %u capable GPU(s)",
+                                     config, state ? state : "no state label", enabled, capable);
         }
 }
 
 const struct check_def check_mig_manager_state = {
-        .id = "mig-manager.state", .layer = 3, .component = "mig-manager",
+        .id = "mig-manager.state",
+        .layer = 3,
+        .component = "mig-manager",
         .title = "MIG mode matches the MIG manager's configuration",
-        .reads = "NVML's current and pending MIG mode and MIG devices (profiles) per GPU; labels nvidia.com/mig.config and "
+        .reads = "NVML's current and pending MIG mode and MIG devices (profiles) per GPU; labels nvidia.com/mig.config "
+                 "and "
                  "nvidia.com/mig.config.state; the mig-manager pod",
-        .outcomes = "pass: applied; fail: state failed, or mode or MIG devices contradict the config (all-<profile> with other "
+        .outcomes = "pass: applied; fail: state failed, or mode or MIG devices contradict the config (all-<profile> "
+                    "with other "
                     "profiles, MIG-enabled GPUs without MIG devices); warn: pending, or a reset is needed; "
                     "skip: no MIG-capable GPU, or the MIG manager is not used",
-        .remedy = "read the nvidia-mig-manager pod's log; MIG changes need idle GPUs (no GPU pods, no DCGM or persistenced holding them) and sometimes a reboot",
-        .depends = {"kubelet.api-access", "driver.nvml-init"},
+        .remedy = "read the nvidia-mig-manager pod's log; MIG changes need idle GPUs (no GPU pods, no DCGM or "
+                  "persistenced holding them) and sometimes a reboot",
+        .depends = { "kubelet.api-access", "driver.nvml-init" },
         .run = run_mig_state,
 };

@@ -9,13 +9,13 @@
 char *gfd_sanitise(const char *s) {
         /* GFD: regexp [^A-Za-z0-9-_. ] removed (whole runes), then strings.Fields joined by "-";
          * after the removal the only whitespace left is ' '. */
-        struct buf kept = {0};
+        struct buf kept = { 0 };
         for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
                 bool ok = (*p >= 'A' && *p <= 'Z') || (*p >= 'a' && *p <= 'z') || (*p >= '0' && *p <= '9') ||
                           *p == '-' || *p == '_' || *p == '.' || *p == ' ';
                 if (ok) buf_append(&kept, (const char *)p, 1);
         }
-        struct buf out = {0};
+        struct buf out = { 0 };
         bool pending_dash = false;
         for (size_t i = 0; i < kept.len; i++) {
                 if (kept.data[i] == ' ') {
@@ -57,7 +57,7 @@ static void label_put(struct label_set *s, const char *key, const char *value) {
                         return;
                 }
         s->v = xrealloc(s->v, (s->n + 1) * sizeof *s->v);
-        s->v[s->n++] = (struct label){xstrdup(key), xstrdup(value)};
+        s->v[s->n++] = (struct label){ xstrdup(key), xstrdup(value) };
 }
 
 /* label_put with a printf value. Returns nothing. */
@@ -81,11 +81,11 @@ void label_set_free(struct label_set *s) {
                 free(s->v[i].value);
         }
         free(s->v);
-        *s = (struct label_set){0};
+        *s = (struct label_set){ 0 };
 }
 
 char *label_set_format(const struct label_set *s) {
-        struct buf b = {0};
+        struct buf b = { 0 };
         for (size_t i = 0; i < s->n; i++) buf_printf(&b, "%s=%s\n", s->v[i].key, s->v[i].value);
         if (!b.data) buf_append(&b, "", 0);
         return b.data;
@@ -131,12 +131,14 @@ _printf_(3, 4) static int label_fail(char **ret_error, int r, const char *fmt, .
 /* Adds the version labels (driver split on '.', CUDA driver API version). Returns 0 or -errno. */
 static int version_labels(const struct nvml_facts *n, struct label_set *s, char **ret_error) {
         if (n->driver_version_rc != NVML_SUCCESS)
-                return label_fail(ret_error, -EIO, "error getting driver version: %s", nvml_error_string(n->driver_version_rc));
+                return label_fail(ret_error, -EIO, "error getting driver version: %s",
+                                  nvml_error_string(n->driver_version_rc));
         const char *v = n->driver_version;
         const char *d1 = strchr(v, '.');
         const char *d2 = d1 ? strchr(d1 + 1, '.') : NULL;
         if (!d1 || (d2 && strchr(d2 + 1, '.')))
-                return label_fail(ret_error, -EINVAL, "error getting driver version: Version \"%s\" does not match format \"X.Y[.Z]\"", v);
+                return label_fail(ret_error, -EINVAL,
+                                  "error getting driver version: Version \"%s\" does not match format \"X.Y[.Z]\"", v);
         _cleanup_free_ char *major = xstrndup(v, (size_t)(d1 - v));
         _cleanup_free_ char *minor = d2 ? xstrndup(d1 + 1, (size_t)(d2 - d1 - 1)) : xstrdup(d1 + 1);
         const char *rev = d2 ? d2 + 1 : "";
@@ -188,7 +190,8 @@ int gfd_vgpu_labels(const struct label_options *o, struct label_set *s, char **r
         const struct gfd_vgpu_facts *v = o->vgpu;
         if (!v || v->rc < 0) return 0;
         if (v->info_rc < 0)
-                return label_fail(ret_error, -EIO, "error getting vGPU device info: cannot find driver version record in "
+                return label_fail(ret_error, -EIO,
+                                  "error getting vGPU device info: cannot find driver version record in "
                                   "vendor specific capability");
         label_put(s, "nvidia.com/vgpu.present", v->n_vgpus > 0 ? "true" : "false");
         if (v->n_vgpus > 0) {
@@ -222,7 +225,9 @@ static void resource_labels(const struct nvml_facts *n, const struct label_optio
         label_putf(ls, "nvidia.com/gpu.count", "%u", count);
         label_putf(ls, "nvidia.com/gpu.replicas", "%u", replicas);
         label_put(ls, "nvidia.com/gpu.sharing-strategy",
-                  !shared ? "none" : o->sharing == SHARING_MPS ? "mps" : "time-slicing");
+                  !shared                     ? "none"
+                  : o->sharing == SHARING_MPS ? "mps"
+                                              : "time-slicing");
         uint64_t mib = pick->memory_rc == NVML_SUCCESS ? pick->memory_total / (1024 * 1024) : 0;
         if (mib) label_putf(ls, "nvidia.com/gpu.memory", "%llu", (unsigned long long)mib);
         if (pick->cc_major != 0) {
@@ -257,8 +262,10 @@ int gfd_mig_single_invalid(const struct nvml_facts *n) {
                 for (unsigned j = 0; j < g->n_mig; j++) {
                         char name[40];
                         if (gfd_mig_name(&g->mig[j], name, sizeof name) < 0) return -EIO;
-                        if (!first[0]) snprintf(first, sizeof first, "%s", name);
-                        else mixed |= !streq(first, name);
+                        if (!first[0])
+                                snprintf(first, sizeof first, "%s", name);
+                        else
+                                mixed |= !streq(first, name);
                 }
         }
         if (!any_enabled) return 0;
@@ -285,10 +292,17 @@ static void mig_resource_put(struct label_set *s, const char *resource, const st
                 const char *suffix;
                 unsigned long long v;
         } nums[] = {
-                {"count", m->count}, {"replicas", replicas}, {"memory", a->memory_mb},
-                {"multiprocessors", a->multiprocessors}, {"slices.gi", a->gi_slices}, {"slices.ci", a->ci_slices},
-                {"engines.copy", a->copy_engines}, {"engines.decoder", a->decoders}, {"engines.encoder", a->encoders},
-                {"engines.jpeg", a->jpegs}, {"engines.ofa", a->ofas},
+                { "count", m->count },
+                { "replicas", replicas },
+                { "memory", a->memory_mb },
+                { "multiprocessors", a->multiprocessors },
+                { "slices.gi", a->gi_slices },
+                { "slices.ci", a->ci_slices },
+                { "engines.copy", a->copy_engines },
+                { "engines.decoder", a->decoders },
+                { "engines.encoder", a->encoders },
+                { "engines.jpeg", a->jpegs },
+                { "engines.ofa", a->ofas },
         };
         _cleanup_free_ char *key = xasprintf("%s.product", resource);
         label_putf(s, key, "%s-MIG-%s%s", model, profile, shared_suffix ? "-SHARED" : "");
@@ -309,7 +323,8 @@ static void mig_resource_put(struct label_set *s, const char *resource, const st
  * <model>-MIG-INVALID labels; mixed: nvidia.com/mig-<profile>.* per profile. Returns 0, or -EIO with
  * *ret_error when a MIG device or its profile could not be read (GFD fails then too).
  */
-static int mig_labels(const struct nvml_facts *n, const struct label_options *o, struct label_set *s, char **ret_error) {
+static int mig_labels(const struct nvml_facts *n, const struct label_options *o, struct label_set *s,
+                      char **ret_error) {
         const struct nvml_gpu_facts *first_enabled = NULL;
         bool any_disabled = false, any_empty = false;
         size_t total = 0;
@@ -321,13 +336,13 @@ static int mig_labels(const struct nvml_facts *n, const struct label_options *o,
                 }
                 if (!first_enabled) first_enabled = g;
                 if (g->mig_max_rc != NVML_SUCCESS || g->mig_devices_rc != NVML_SUCCESS)
-                        return label_fail(ret_error, -EIO, "error getting MIG devices of GPU %u: %s", i,
-                                          nvml_error_string(g->mig_max_rc != NVML_SUCCESS ? g->mig_max_rc : g->mig_devices_rc));
+                        return label_fail(
+                                ret_error, -EIO, "error getting MIG devices of GPU %u: %s", i,
+                                nvml_error_string(g->mig_max_rc != NVML_SUCCESS ? g->mig_max_rc : g->mig_devices_rc));
                 any_empty |= g->n_mig == 0;
                 total += g->n_mig;
         }
-        if (o->mig_strategy == MIG_STRATEGY_SINGLE && (any_empty || any_disabled))
-                goto invalid;
+        if (o->mig_strategy == MIG_STRATEGY_SINGLE && (any_empty || any_disabled)) goto invalid;
 
         struct mig_resource *res = total ? xcalloc(total, sizeof *res) : NULL;
         size_t n_res = 0;
@@ -341,11 +356,15 @@ static int mig_labels(const struct nvml_facts *n, const struct label_options *o,
                                 free(res);
                                 int rc = m->profile_rc != NVML_SUCCESS ? m->profile_rc : m->attributes_rc;
                                 if (rc == NVML_SUCCESS)
-                                        return label_fail(ret_error, -EIO, "unable to get MIG device name of GPU %u MIG device %u: "
-                                                          "invalid GPU Instance Profile ID: %u", i, m->index, m->gi_profile);
-                                return label_fail(ret_error, -EIO, "unable to get MIG device name of GPU %u MIG device %u: %s", i,
-                                                  m->index, rc == NVML_ERROR_NOT_FOUND ? "no matching profile IDs found"
-                                                                                       : nvml_error_string(rc));
+                                        return label_fail(ret_error, -EIO,
+                                                          "unable to get MIG device name of GPU %u MIG device %u: "
+                                                          "invalid GPU Instance Profile ID: %u",
+                                                          i, m->index, m->gi_profile);
+                                return label_fail(ret_error, -EIO,
+                                                  "unable to get MIG device name of GPU %u MIG device %u: %s", i,
+                                                  m->index,
+                                                  rc == NVML_ERROR_NOT_FOUND ? "no matching profile IDs found"
+                                                                             : nvml_error_string(rc));
                         }
                         size_t k = 0;
                         while (k < n_res && !streq(res[k].name, name)) k++;
@@ -366,7 +385,10 @@ static int mig_labels(const struct nvml_facts *n, const struct label_options *o,
                 bool shared = o->sharing != SHARING_NONE && o->replicas > 1;
                 unsigned replicas = o->sharing != SHARING_NONE && o->replicas > 0 ? o->replicas : 1;
                 mig_resource_put(s, "nvidia.com/gpu", &res[0], replicas,
-                                 !shared ? "none" : o->sharing == SHARING_MPS ? "mps" : "time-slicing", shared && !o->renamed);
+                                 !shared                     ? "none"
+                                 : o->sharing == SHARING_MPS ? "mps"
+                                                             : "time-slicing",
+                                 shared && !o->renamed);
         } else {
                 for (size_t k = 0; k < n_res; k++) {
                         _cleanup_free_ char *resource = xasprintf("nvidia.com/mig-%s", res[k].name);
@@ -388,7 +410,7 @@ invalid:;
 }
 
 int gfd_labels(const struct node_facts *facts, const struct label_options *o, struct label_set *ret, char **ret_error) {
-        struct label_set s = {0};
+        struct label_set s = { 0 };
         const struct nvml_facts *n = facts->nvml.facts;
         *ret_error = NULL;
         if (!n)
@@ -421,8 +443,10 @@ int gfd_labels(const struct node_facts *facts, const struct label_options *o, st
                  * labeler, and with it the labels */
                 if (g->fabric_rc != NVML_SUCCESS && g->fabric_rc != NVML_ERROR_NOT_SUPPORTED &&
                     g->fabric_rc != NVML_FACT_NOT_QUERIED) {
-                        r = label_fail(ret_error, -EIO, "error creating IMEX labeler: error checking imex capability: error "
-                                       "getting GPU Fabric Info of GPU %u: %s", i, nvml_error_string(g->fabric_rc));
+                        r = label_fail(ret_error, -EIO,
+                                       "error creating IMEX labeler: error checking imex capability: error "
+                                       "getting GPU Fabric Info of GPU %u: %s",
+                                       i, nvml_error_string(g->fabric_rc));
                         goto fail;
                 }
                 if (g->cc_rc != NVML_SUCCESS) {
@@ -434,7 +458,8 @@ int gfd_labels(const struct node_facts *facts, const struct label_options *o, st
                 any_mig_enabled |= mig_enabled(g);
         }
         if (o->sharing == SHARING_MPS && any_mig_enabled) {
-                r = label_fail(ret_error, -EOPNOTSUPP, "failed to check MPS-capable: MPS sharing is not supported for mig devices");
+                r = label_fail(ret_error, -EOPNOTSUPP,
+                               "failed to check MPS-capable: MPS sharing is not supported for mig devices");
                 goto fail;
         }
         /* machine type, versions, MIG capability, sharing */

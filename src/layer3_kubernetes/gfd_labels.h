@@ -15,10 +15,10 @@ enum sharing_strategy { SHARING_NONE, SHARING_TIME_SLICING, SHARING_MPS };
  * bytes at least: GFD runs privileged), a vendor-specific capability with the "VF" signature marks a
  * vGPU, whose records carry the host driver's version and branch. */
 struct gfd_vgpu_facts {
-        int rc;                         /* 0 read; -errno: GFD writes no vgpu labels then (its labeler logs and skips) */
-        char *error;                    /* why not, naming the path */
-        unsigned n_vgpus;               /* NVIDIA functions with the vGPU capability */
-        int info_rc;                    /* 0, or -EBADMSG: a vGPU without a host driver version record (GFD fails) */
+        int rc;           /* 0 read; -errno: GFD writes no vgpu labels then (its labeler logs and skips) */
+        char *error;      /* why not, naming the path */
+        unsigned n_vgpus; /* NVIDIA functions with the vGPU capability */
+        int info_rc;      /* 0, or -EBADMSG: a vGPU without a host driver version record (GFD fails) */
         char host_driver_version[16], host_driver_branch[16]; /* the last vGPU's, as GFD keeps them */
 };
 
@@ -49,12 +49,12 @@ int gfd_clique(const struct nvml_facts *n, char *buf, size_t size);
 
 struct label_options {
         enum mig_strategy mig_strategy;
-        enum sharing_strategy sharing;  /* from --sharing or the config file */
-        unsigned replicas;              /* for nvidia.com/gpu; 0 or 1: not shared */
-        bool renamed;                   /* the shared resource is renamed: no -SHARED suffix */
-        bool timestamp;                 /* add nvidia.com/gfd.timestamp */
+        enum sharing_strategy sharing; /* from --sharing or the config file */
+        unsigned replicas;             /* for nvidia.com/gpu; 0 or 1: not shared */
+        bool renamed;                  /* the shared resource is renamed: no -SHARED suffix */
+        bool timestamp;                /* add nvidia.com/gfd.timestamp */
         time_t now;
-        char *machine_type;             /* the machine type file's content, NULL when unreadable */
+        char *machine_type;                /* the machine type file's content, NULL when unreadable */
         const struct gfd_vgpu_facts *vgpu; /* NULL: not probed, no vgpu labels */
 };
 
@@ -63,7 +63,7 @@ struct label {
 };
 
 struct label_set {
-        struct label *v;                /* sorted by key */
+        struct label *v; /* sorted by key */
         size_t n;
 };
 

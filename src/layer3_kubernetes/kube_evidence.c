@@ -21,7 +21,8 @@ const struct kube_api_facts *kube_api_or_skip(const struct node_facts *facts, st
                 return NULL;
         }
         if (need_pods && a->pods_rc < 0) {
-                finding_skip(f, "the pods on %s could not be listed: %s", a->node_name, a->pods_error ? a->pods_error : "not asked");
+                finding_skip(f, "the pods on %s could not be listed: %s", a->node_name,
+                             a->pods_error ? a->pods_error : "not asked");
                 return NULL;
         }
         return a;
@@ -52,7 +53,8 @@ enum kube_pod_health kube_pods_evidence(const struct kube_api_facts *a, enum kub
                 enum kube_pod_health h = kube_pod_judge(p, &text);
                 finding_evidence(f, "pod %s/%s: %s", p->namespace, p->name, text);
                 if (h > worst) worst = h;
-                if (h == KUBE_POD_FAIL && ret_first && !*ret_first) *ret_first = xasprintf("%s/%s: %s", p->namespace, p->name, text);
+                if (h == KUBE_POD_FAIL && ret_first && !*ret_first)
+                        *ret_first = xasprintf("%s/%s: %s", p->namespace, p->name, text);
         }
         *ret_n = n;
         return worst;
@@ -60,16 +62,16 @@ enum kube_pod_health kube_pods_evidence(const struct kube_api_facts *a, enum kub
 
 void kube_validations_evidence(const struct kubelet_facts *k, struct finding *f) {
         if (k->validations_rc < 0) return;
-        static const char *const files[] = {"driver-ready", "toolkit-ready", "cuda-ready", "plugin-ready"};
-        struct buf present = {0}, missing = {0};
+        static const char *const files[] = { "driver-ready", "toolkit-ready", "cuda-ready", "plugin-ready" };
+        struct buf present = { 0 }, missing = { 0 };
         for (size_t i = 0; i < ELEMENTSOF(files); i++) {
                 bool found = false;
                 for (size_t j = 0; j < k->n_validations; j++) found |= streq(k->validations[j], files[i]);
                 struct buf *b = found ? &present : &missing;
                 buf_printf(b, "%s%s", b->len ? ", " : "", files[i]);
         }
-        finding_evidence(f, "%s: present: %s; missing: %s", NVIDIA_VALIDATIONS_DIR, present.data ? present.data : "none",
-                         missing.data ? missing.data : "none");
+        finding_evidence(f, "%s: present: %s; missing: %s", NVIDIA_VALIDATIONS_DIR,
+                         present.data ? present.data : "none", missing.data ? missing.data : "none");
         buf_free(&present);
         buf_free(&missing);
 }

@@ -1,4 +1,5 @@
-/* probe_gfd_vgpu.c: vGPU devices as GPU feature discovery finds them: NVIDIA PCI config spaces and their vGPU capability. */
+/* probe_gfd_vgpu.c: vGPU devices as GPU feature discovery finds them: NVIDIA PCI config spaces and their vGPU
+ * capability. */
 #include "layer3_kubernetes/gfd_labels.h"
 #include "basic/hostfs.h"
 
@@ -12,13 +13,13 @@
  * vGPU labeler write nothing; a vGPU without record 0 makes GFD fail.
  */
 
-#define PCI_DEVICES "/sys/bus/pci/devices"
-#define CFG_STATUS 0x06
+#define PCI_DEVICES         "/sys/bus/pci/devices"
+#define CFG_STATUS          0x06
 #define CFG_STATUS_CAP_LIST 0x10
-#define CFG_CAP_POINTER 0x34
+#define CFG_CAP_POINTER     0x34
 #define CAP_VENDOR_SPECIFIC 0x09
-#define VGPU_RECORDS 5
-#define VGPU_FIELD_LEN 10
+#define VGPU_RECORDS        5
+#define VGPU_FIELD_LEN      10
 
 /* Copies n bytes of a NUL-padded field into out (size 16), dropping leading and trailing NULs as Go's
  * strings.Trim(s, "\x00") does; other bytes outside printable ASCII become '?'. */
@@ -38,7 +39,7 @@ int gfd_vgpu_parse_config(const uint8_t *cfg, size_t len, bool *ret_vgpu, int *r
         version[0] = branch[0] = 0;
         if (len < 256) return -EINVAL;
         if (!(cfg[CFG_STATUS] & CFG_STATUS_CAP_LIST)) return 0;
-        bool visited[256] = {false};
+        bool visited[256] = { false };
         const uint8_t *cap = NULL;
         size_t cap_len = 0;
         for (uint8_t pos = cfg[CFG_CAP_POINTER]; pos != 0;) {
@@ -82,7 +83,7 @@ static void fail(struct gfd_vgpu_facts *v, int rc, char *msg) {
 }
 
 void gfd_probe_vgpu(struct gfd_vgpu_facts *ret) {
-        *ret = (struct gfd_vgpu_facts){0};
+        *ret = (struct gfd_vgpu_facts){ 0 };
         _cleanup_strv_free_ char **names = NULL;
         int n = hostfs_list(PCI_DEVICES, false, &names);
         if (n < 0) return fail(ret, n, xasprintf("unable to read PCI bus devices: %s: %s", PCI_DEVICES, strerror(-n)));
@@ -90,24 +91,34 @@ void gfd_probe_vgpu(struct gfd_vgpu_facts *ret) {
                 _cleanup_free_ char *vp = xasprintf(PCI_DEVICES "/%s/vendor", names[i]);
                 _cleanup_free_ char *vendor = NULL;
                 int r = hostfs_read_line(vp, &vendor);
-                if (r < 0) return fail(ret, r, xasprintf("unable to read PCI device vendor id for %s: %s", names[i], strerror(-r)));
+                if (r < 0)
+                        return fail(
+                                ret, r,
+                                xasprintf("unable to read PCI device vendor id for %s: %s", names[i], strerror(-r)));
                 if (!streq(vendor, "0x10de")) continue;
                 _cleanup_free_ char *cp = xasprintf(PCI_DEVICES "/%s/class", names[i]), *cls = NULL;
                 r = hostfs_read_line(cp, &cls);
-                if (r < 0) return fail(ret, r, xasprintf("unable to read PCI device class for %s: %s", names[i], strerror(-r)));
+                if (r < 0)
+                        return fail(ret, r,
+                                    xasprintf("unable to read PCI device class for %s: %s", names[i], strerror(-r)));
                 _cleanup_free_ char *gp = xasprintf(PCI_DEVICES "/%s/config", names[i]);
                 _cleanup_free_ char *cfg = NULL;
                 size_t len = 0;
                 r = hostfs_read(gp, 4096, &cfg, &len);
                 if (r < 0)
-                        return fail(ret, r, xasprintf("unable to read PCI configuration space for %s: %s", names[i], strerror(-r)));
+                        return fail(
+                                ret, r,
+                                xasprintf("unable to read PCI configuration space for %s: %s", names[i], strerror(-r)));
                 bool vgpu;
                 int info_rc;
                 char version[16], branch[16];
                 r = gfd_vgpu_parse_config((const uint8_t *)cfg, len, &vgpu, &info_rc, version, branch);
                 if (r < 0)
-                        return fail(ret, r, xasprintf("entire PCI configuration is not read for device %s (%zu bytes): GFD needs "
-                                                      "privileges to read it", names[i], len));
+                        return fail(
+                                ret, r,
+                                xasprintf("entire PCI configuration is not read for device %s (%zu bytes): GFD needs "
+                                          "privileges to read it",
+                                          names[i], len));
                 if (!vgpu) continue;
                 ret->n_vgpus++;
                 if (info_rc < 0) {
@@ -121,5 +132,5 @@ void gfd_probe_vgpu(struct gfd_vgpu_facts *ret) {
 
 void gfd_vgpu_facts_free(struct gfd_vgpu_facts *v) {
         free(v->error);
-        *v = (struct gfd_vgpu_facts){0};
+        *v = (struct gfd_vgpu_facts){ 0 };
 }

@@ -6,11 +6,23 @@
 
 /* GPU Operator DaemonSets and validator pods (reference/gpu-operator.md), by their app label. */
 static const char *const operator_apps[] = {
-        "nvidia-driver-daemonset", "nvidia-container-toolkit-daemonset", "nvidia-device-plugin-daemonset",
-        "nvidia-device-plugin-mps-control-daemon", "gpu-feature-discovery", "nvidia-dcgm", "nvidia-dcgm-exporter",
-        "nvidia-mig-manager", "nvidia-node-status-exporter", "nvidia-operator-validator", "nvidia-cuda-validator",
-        "nvidia-sandbox-validator", "nvidia-vfio-manager", "nvidia-vgpu-manager-daemonset", "nvidia-vgpu-device-manager",
-        "nvidia-cc-manager", "nvidia-kata-manager",
+        "nvidia-driver-daemonset",
+        "nvidia-container-toolkit-daemonset",
+        "nvidia-device-plugin-daemonset",
+        "nvidia-device-plugin-mps-control-daemon",
+        "gpu-feature-discovery",
+        "nvidia-dcgm",
+        "nvidia-dcgm-exporter",
+        "nvidia-mig-manager",
+        "nvidia-node-status-exporter",
+        "nvidia-operator-validator",
+        "nvidia-cuda-validator",
+        "nvidia-sandbox-validator",
+        "nvidia-vfio-manager",
+        "nvidia-vgpu-manager-daemonset",
+        "nvidia-vgpu-device-manager",
+        "nvidia-cc-manager",
+        "nvidia-kata-manager",
 };
 
 /* Returns true when s contains any of the words. */
@@ -45,13 +57,14 @@ enum kube_pod_role kube_pod_role_of(const struct kube_pod_info *p) {
         if ((app && (startswith(app, "mofed") || streq(app, "rdma-shared-dp"))) || startswith(p->name, "mofed-") ||
             kube_kv_get(p->labels, p->n_labels, "nvidia.com/ofed-driver"))
                 return POD_NETWORK_OPERATOR;
-        static const char *const node_exporters[] = {"node-exporter"};
+        static const char *const node_exporters[] = { "node-exporter" };
         if (contains_any(name, node_exporters, 1) || contains_any(app, node_exporters, 1)) return POD_NODE_EXPORTER;
-        static const char *const otel[] = {"opentelemetry-collector", "otel-collector", "otel-agent"};
+        static const char *const otel[] = { "opentelemetry-collector", "otel-collector", "otel-agent" };
         if (contains_any(name, otel, 3) || contains_any(app, otel, 3) || contains_any(comp, otel, 3) ||
             contains_any(p->name, otel, 3))
                 return POD_OTEL_AGENT;
-        static const char *const logging[] = {"fluent-bit", "fluentbit", "fluentd", "promtail", "vector", "filebeat", "grafana-alloy"};
+        static const char *const logging[] = { "fluent-bit", "fluentbit", "fluentd",      "promtail",
+                                               "vector",     "filebeat",  "grafana-alloy" };
         if (contains_any(name, logging, 7) || contains_any(app, logging, 7) || contains_any(p->name, logging, 7))
                 return POD_LOGGING_AGENT;
         return POD_OTHER;
@@ -82,9 +95,11 @@ static int live_client(const struct kube_probe_options *opts, struct kube_api_fa
         if (r < 0 && r != -ENOENT && r != -EPERM && err && strstr(err, "exec plugin")) r = -ENOEXEC;
         if (r < 0) {
                 a->rc = r;
-                a->error = r == -ENOENT ? xstrdup("no Kubernetes configuration: not in a pod with a service account, no "
-                                                  "--kubeconfig, $KUBECONFIG or ~/.kube/config")
-                                        : xasprintf("cannot load the Kubernetes configuration: %s", err ? err : strerror(-r));
+                a->error =
+                        r == -ENOENT
+                                ? xstrdup("no Kubernetes configuration: not in a pod with a service account, no "
+                                          "--kubeconfig, $KUBECONFIG or ~/.kube/config")
+                                : xasprintf("cannot load the Kubernetes configuration: %s", err ? err : strerror(-r));
                 free(err);
                 net_record_setup(a->rc, a->error, NULL, NULL);
                 return r;
@@ -154,8 +169,9 @@ static void probe_api(const struct kube_probe_options *opts, const char *hostnam
         if (r < 0 && r != -ENOENT && r != -EPERM) {
                 a->rc = r;
                 /* curl's own words for a refused connection carry a timing; say it plainly */
-                a->error = r == -ECONNREFUSED ? xasprintf("GET %s/api/v1/nodes/%s: connection refused", a->server, a->node_name)
-                                              : xstrdup(a->node_error);
+                a->error = r == -ECONNREFUSED
+                                   ? xasprintf("GET %s/api/v1/nodes/%s: connection refused", a->server, a->node_name)
+                                   : xstrdup(a->node_error);
                 note_failure(a, r);
                 return;
         }

@@ -1,4 +1,5 @@
-/* probe_kubelet.c: the kubelet's device-plugin folder and checkpoint, plugins_registry, the GPU Operator's validation files. */
+/* probe_kubelet.c: the kubelet's device-plugin folder and checkpoint, plugins_registry, the GPU Operator's validation
+ * files. */
 #include "facts/node.h"
 #include "facts/layer3_kubernetes.h"
 #include "basic/hostfs.h"
@@ -14,7 +15,7 @@ static void take_names(char **names, int n, char ***ret, size_t *ret_n) {
 }
 
 void probe_kubelet(struct kubelet_facts *ret) {
-        *ret = (struct kubelet_facts){0};
+        *ret = (struct kubelet_facts){ 0 };
         _cleanup_strv_free_ char **names = NULL;
         int n = hostfs_list(KUBELET_DEVICE_PLUGINS_DIR, false, &names);
         ret->dp_rc = n < 0 ? n : 0;
@@ -29,7 +30,8 @@ void probe_kubelet(struct kubelet_facts *ret) {
                                 continue;
                         }
                         if (l > 5 && streq(names[i] + l - 5, ".sock")) {
-                                ret->plugin_sockets = xrealloc(ret->plugin_sockets, (ret->n_plugin_sockets + 1) * sizeof(char *));
+                                ret->plugin_sockets =
+                                        xrealloc(ret->plugin_sockets, (ret->n_plugin_sockets + 1) * sizeof(char *));
                                 ret->plugin_sockets[ret->n_plugin_sockets++] = xstrdup(names[i]);
                         }
                 }
@@ -64,7 +66,7 @@ void probe_kubelet(struct kubelet_facts *ret) {
                 _cleanup_free_ char *text = NULL;
                 if (hostfs_read(p, 64 * 1024, &text, NULL) < 0) continue;
                 /* line by line: the lines stay, each made valid UTF-8 without control characters */
-                struct buf b = {0};
+                struct buf b = { 0 };
                 for (char *save = NULL, *line = strtok_r(text, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
                         _cleanup_free_ char *clean = utf8_sanitize(line);
                         buf_printf(&b, "%s\n", clean);
@@ -89,7 +91,7 @@ static void kubelet_facts_free(struct kubelet_facts *k) {
         names_free(k->registry, k->n_registry);
         names_free(k->validation_texts, k->n_validations);
         names_free(k->validations, k->n_validations);
-        *k = (struct kubelet_facts){0};
+        *k = (struct kubelet_facts){ 0 };
 }
 
 void kube_facts_free(struct kube_facts *k) {

@@ -48,7 +48,7 @@ static int replay_list(struct podres_list **ret, char **ret_error) {
 }
 
 void probe_podresources(const struct kube_probe_options *opts, struct podres_facts *ret) {
-        *ret = (struct podres_facts){0};
+        *ret = (struct podres_facts){ 0 };
         _cleanup_podres_list_ struct podres_list *l = NULL;
         int r;
         if (net_replaying()) {
@@ -80,5 +80,5 @@ void podres_facts_free(struct podres_facts *p) {
                 free(h->device_id);
         }
         free(p->holders);
-        *p = (struct podres_facts){0};
+        *p = (struct podres_facts){ 0 };
 }

@@ -1,4 +1,5 @@
-/* check_dcgm_exporter.c: layer 4, dcgm-exporter: a series for every GPU on the DCGM exporter's /metrics, not all zero. */
+/* check_dcgm_exporter.c: layer 4, dcgm-exporter: a series for every GPU on the DCGM exporter's /metrics, not all zero.
+ */
 #include "layer4_observability/metrics_evidence.h"
 #include "nvml/nvml_facts.h"
 
@@ -25,23 +26,32 @@ static void run_dcgm_metrics(const struct node_facts *facts, struct finding *f) 
                         finding_fail(f, "the DCGM exporter is down: %s", pod_failure);
                 else
                         finding_fail(f, "the DCGM exporter does not answer at %s", ep->url);
-                finding_remedy(f, "GPU dashboards and alerts are blind for this node: `kubectl -n %s logs -l app=nvidia-dcgm-exporter "
-                                  "--field-selector spec.nodeName=<node> --previous`; an exporter that cannot reach DCGM or NVML fails "
-                                  "at start (check the nvidia-dcgm pod and layer 1), one OOM-killed needs a higher memory limit", ns);
+                finding_remedy(
+                        f,
+                        "GPU dashboards and alerts are blind for this node: `kubectl -n %s logs -l "
+                        "app=nvidia-dcgm-exporter "
+                        "--field-selector spec.nodeName=<node> --previous`; an exporter that cannot reach DCGM or NVML "
+                        "fails "
+                        "at start (check the nvidia-dcgm pod and layer 1), one OOM-killed needs a higher memory limit",
+                        ns);
                 return;
         }
         if (ep->parse_rc < 0) {
                 finding_fail(f, "the DCGM exporter's page is not Prometheus text: %s", ep->parse_error.message);
-                finding_remedy(f, "the URL does not point at dcgm-exporter's /metrics, or the exporter is broken: check --dcgm-url and "
+                finding_remedy(f, "the URL does not point at dcgm-exporter's /metrics, or the exporter is broken: "
+                                  "check --dcgm-url and "
                                   "the exporter's log");
                 return;
         }
         const struct promtext_gpu_summary *s = &ep->summary;
-        finding_evidence(f, "%zu sample(s), %zu DCGM_FI_* sample(s) for %zu GPU UUID(s)", s->n_samples, s->n_dcgm_samples, s->n_gpus);
+        finding_evidence(f, "%zu sample(s), %zu DCGM_FI_* sample(s) for %zu GPU UUID(s)", s->n_samples,
+                         s->n_dcgm_samples, s->n_gpus);
         if (s->n_dcgm_samples == 0) {
                 finding_fail(f, "the DCGM exporter answers with no DCGM_FI_* series");
-                finding_remedy(f, "the exporter cannot read any GPU: check its log for DCGM connection errors (the nvidia-dcgm "
-                                  "host engine pod, or the embedded engine) and its counters CSV");
+                finding_remedy(
+                        f,
+                        "the exporter cannot read any GPU: check its log for DCGM connection errors (the nvidia-dcgm "
+                        "host engine pod, or the embedded engine) and its counters CSV");
                 return;
         }
         const struct nvml_facts *n = facts->nvml.facts;
@@ -71,12 +81,19 @@ static void run_dcgm_metrics(const struct node_facts *facts, struct finding *f) 
         }
         if (missing) {
                 finding_fail(f, "no DCGM series for %u of %u GPU(s) NVML sees", missing, known);
-                finding_remedy(f, "the exporter does not watch every GPU: restart it after a GPU change, check its -d/--devices "
-                                  "option and its log for per-GPU errors");
+                finding_remedy(
+                        f,
+                        "the exporter does not watch every GPU: restart it after a GPU change, check its -d/--devices "
+                        "option and its log for per-GPU errors");
         } else if (zero) {
-                finding_fail(f, "every DCGM series is 0 on %u of %u GPU(s): the exporter answers but reads nothing", zero, known);
-                finding_remedy(f, "temperature and clocks are never 0 on a working GPU: the exporter lost its DCGM host engine "
-                                  "(restart the nvidia-dcgm and nvidia-dcgm-exporter pods in %s) or runs without access to the GPUs", ns);
+                finding_fail(f, "every DCGM series is 0 on %u of %u GPU(s): the exporter answers but reads nothing",
+                             zero, known);
+                finding_remedy(
+                        f,
+                        "temperature and clocks are never 0 on a working GPU: the exporter lost its DCGM host engine "
+                        "(restart the nvidia-dcgm and nvidia-dcgm-exporter pods in %s) or runs without access to the "
+                        "GPUs",
+                        ns);
         } else if (stale) {
                 finding_warn(f, "the DCGM exporter reports %u GPU(s) that NVML does not see", stale);
                 finding_remedy(f, "restart the DCGM exporter so that it drops GPUs that are gone");
@@ -89,13 +106,18 @@ static void run_dcgm_metrics(const struct node_facts *facts, struct finding *f) 
 }
 
 const struct check_def check_dcgm_exporter_metrics = {
-        .id = "dcgm-exporter.metrics", .layer = 4, .component = "dcgm-exporter",
+        .id = "dcgm-exporter.metrics",
+        .layer = 4,
+        .component = "dcgm-exporter",
         .title = "the DCGM exporter serves a series for every GPU, not all zero",
-        .reads = "the exporter's /metrics: --dcgm-url, else the app=nvidia-dcgm-exporter pod on this node (podIP:9400), else "
+        .reads = "the exporter's /metrics: --dcgm-url, else the app=nvidia-dcgm-exporter pod on this node "
+                 "(podIP:9400), else "
                  "localhost:9400; its pod's state; NVML's GPU UUIDs",
-        .outcomes = "pass: every GPU has series with values; fail: down, no series for a GPU, or all zero; warn: series for GPUs "
+        .outcomes = "pass: every GPU has series with values; fail: down, no series for a GPU, or all zero; warn: "
+                    "series for GPUs "
                     "NVML does not see, or the pod unhealthy; skip: no exporter on this node",
-        .remedy = "check layer 1 first; then the nvidia-dcgm-exporter pod on this node (`kubectl logs --previous`), its DCGM host engine, and restart it after GPU changes",
-        .depends = {"driver.nvml-init", "driver.gpu-count"},
+        .remedy = "check layer 1 first; then the nvidia-dcgm-exporter pod on this node (`kubectl logs --previous`), "
+                  "its DCGM host engine, and restart it after GPU changes",
+        .depends = { "driver.nvml-init", "driver.gpu-count" },
         .run = run_dcgm_metrics,
 };

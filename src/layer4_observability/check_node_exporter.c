@@ -19,8 +19,11 @@ static void run_node_exporter_metrics(const struct node_facts *facts, struct fin
                 }
                 finding_fail(f, "the node exporter does not answer at %s%s%s", ep->url, pod_failure ? ": " : "",
                              pod_failure ? pod_failure : "");
-                finding_remedy(f, "host metrics (CPU, memory, disks, network) for this node are missing: check the node exporter "
-                                  "pod's log, and that port %d is free on the host (hostNetwork)", NODE_EXPORTER_PORT);
+                finding_remedy(
+                        f,
+                        "host metrics (CPU, memory, disks, network) for this node are missing: check the node exporter "
+                        "pod's log, and that port %d is free on the host (hostNetwork)",
+                        NODE_EXPORTER_PORT);
                 return;
         }
         if (ep->parse_rc < 0) {
@@ -33,14 +36,18 @@ static void run_node_exporter_metrics(const struct node_facts *facts, struct fin
                 finding_remedy(f, "check the node exporter's collectors and its log");
                 return;
         }
-        finding_pass(f, "node exporter serves %zu samples of %zu metric(s)", ep->summary.n_samples, ep->summary.n_metrics);
+        finding_pass(f, "node exporter serves %zu samples of %zu metric(s)", ep->summary.n_samples,
+                     ep->summary.n_metrics);
 }
 
 const struct check_def check_node_exporter_metrics = {
-        .id = "node-exporter.metrics", .layer = 4, .component = "node-exporter",
+        .id = "node-exporter.metrics",
+        .layer = 4,
+        .component = "node-exporter",
         .title = "the node exporter serves host metrics",
         .reads = "--node-exporter-url, else the node exporter pod on this node (podIP:9100), else localhost:9100",
-        .outcomes = "pass: answers with samples; fail: its pod exists (or the URL was given) and it does not answer; skip: none here",
+        .outcomes = "pass: answers with samples; fail: its pod exists (or the URL was given) and it does not answer; "
+                    "skip: none here",
         .remedy = "check the node exporter pod's log and that its port (9100) is free on the host",
         .run = run_node_exporter_metrics,
 };

@@ -10,8 +10,8 @@ const struct kube_api_facts *metrics_pods_known(const struct node_facts *facts) 
         return a && a->rc == 0 && a->pods_rc == 0 ? a : NULL;
 }
 
-void metrics_agent_pods_judge(const struct node_facts *facts, struct finding *f, enum kube_pod_role role, const char *what,
-                              const char *examples, bool absent_warn) {
+void metrics_agent_pods_judge(const struct node_facts *facts, struct finding *f, enum kube_pod_role role,
+                              const char *what, const char *examples, bool absent_warn) {
         const struct kube_api_facts *a = kube_api_or_skip(facts, f, true);
         if (!a) return;
         size_t n = 0;
@@ -19,14 +19,17 @@ void metrics_agent_pods_judge(const struct node_facts *facts, struct finding *f,
         enum kube_pod_health h = kube_pods_evidence(a, role, f, &n, &first);
         if (n == 0 && absent_warn) {
                 finding_warn(f, "no %s on this node (looked for %s)", what, examples);
-                finding_remedy(f, "without one, the node's kernel log (Xid lines) and the GPU pods' logs are lost when the node "
-                                  "fails: deploy the cluster's log collector as a DaemonSet that tolerates the GPU taints "
-                                  "(nvidia.com/gpu:NoSchedule)");
+                finding_remedy(
+                        f,
+                        "without one, the node's kernel log (Xid lines) and the GPU pods' logs are lost when the node "
+                        "fails: deploy the cluster's log collector as a DaemonSet that tolerates the GPU taints "
+                        "(nvidia.com/gpu:NoSchedule)");
         } else if (n == 0) {
                 finding_skip(f, "no %s on this node (looked for %s)", what, examples);
         } else if (h == KUBE_POD_FAIL) {
                 finding_fail(f, "%s not running: %s", what, first);
-                finding_remedy(f, "`kubectl describe pod` and `kubectl logs --previous` on it; DaemonSets often lack a toleration "
+                finding_remedy(f, "`kubectl describe pod` and `kubectl logs --previous` on it; DaemonSets often lack a "
+                                  "toleration "
                                   "for the GPU nodes' taints or run out of memory on busy nodes");
         } else if (h == KUBE_POD_WARN) {
                 finding_warn(f, "%s restarts often", what);

@@ -14,5 +14,5 @@ const struct kube_api_facts *metrics_pods_known(const struct node_facts *facts);
 /* Judges the agent pods of one role on the node (a logging agent, a telemetry collector) into f:
  * fail when one is not running, warn when one restarts often; absent_warn makes absence a warning,
  * else a skip. Skips with the reason when the API or the pod list is not there. Returns nothing. */
-void metrics_agent_pods_judge(const struct node_facts *facts, struct finding *f, enum kube_pod_role role, const char *what,
-                              const char *examples, bool absent_warn);
+void metrics_agent_pods_judge(const struct node_facts *facts, struct finding *f, enum kube_pod_role role,
+                              const char *what, const char *examples, bool absent_warn);

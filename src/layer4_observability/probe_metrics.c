@@ -31,7 +31,8 @@ static void probe_endpoint(const char *flag, const char *flag_name, enum kube_po
                 ep->url = xasprintf("http://localhost:%d/metrics", port);
                 ep->found_by = xstrdup("default port");
         } else {
-                ep->skip_reason = xstrdup("not a Kubernetes node (no cluster access, no kubelet device-plugins folder)");
+                ep->skip_reason =
+                        xstrdup("not a Kubernetes node (no cluster access, no kubelet device-plugins folder)");
                 return;
         }
         char *body = NULL;
@@ -62,7 +63,7 @@ struct metrics_facts *probe_metrics(const struct kube_probe_options *opts, const
 
 void metrics_facts_free(struct metrics_facts *m) {
         if (!m) return;
-        struct metrics_endpoint *eps[] = {&m->dcgm, &m->node_exporter};
+        struct metrics_endpoint *eps[] = { &m->dcgm, &m->node_exporter };
         for (size_t i = 0; i < ELEMENTSOF(eps); i++) {
                 free(eps[i]->url);
                 free(eps[i]->found_by);

@@ -1,4 +1,5 @@
-/* sxid.c: the SXid catalog table (from NVIDIA's Fabric Manager user guide, appendix "NVSwitch errors", and GPUd's SXid component) and the SXid line parser. */
+/* sxid.c: the SXid catalog table (from NVIDIA's Fabric Manager user guide, appendix "NVSwitch errors", and GPUd's SXid
+ * component) and the SXid line parser. */
 #include "nvidia/sxid.h"
 #include "basic/util.h"
 #include "nvidia/pci_address.h"

@@ -1,4 +1,5 @@
-/* sxid.h: the NVSwitch SXid catalog (Fabric Manager user guide, "NVSwitch errors") and the parser for one SXid kernel log line. */
+/* sxid.h: the NVSwitch SXid catalog (Fabric Manager user guide, "NVSwitch errors") and the parser for one SXid kernel
+ * log line. */
 #pragma once
 
 #include <stdbool.h>

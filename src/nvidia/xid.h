@@ -6,10 +6,10 @@
 
 /* NVIDIA's "immediate action" vocabulary (docs.nvidia.com/deploy/xid-errors). */
 enum xid_action {
-        XID_ACTION_NONE,                /* the catalog names none (newest Xids) */
+        XID_ACTION_NONE, /* the catalog names none (newest Xids) */
         XID_ACTION_RESTART_APP,
         XID_ACTION_RESET_GPU,
-        XID_ACTION_RESTART_BM,          /* reboot the host */
+        XID_ACTION_RESTART_BM, /* reboot the host */
         XID_ACTION_RESTART_VM,
         XID_ACTION_IGNORE,
         XID_ACTION_CONTACT_SUPPORT,
@@ -20,18 +20,18 @@ enum xid_action {
         XID_ACTION_WORKFLOW_XID_48,
         XID_ACTION_WORKFLOW_NVLINK_ERR,
         XID_ACTION_WORKFLOW_NVLINK5_ERR,
-        XID_ACTION_XID_154,             /* informational: read the GPU recovery action */
+        XID_ACTION_XID_154, /* informational: read the GPU recovery action */
         _XID_ACTION_MAX,
 };
 
 /* How seriously gpunode takes an Xid, least to most serious. XID_UNKNOWN (not in the
  * catalog) is to be treated as a warning. */
 enum xid_severity {
-        XID_INFO,               /* recorded, no action (63, 92, 121, 154, ...) */
-        XID_APPLICATION,        /* an application's fault: warn (13, 31, 43, 45, 68, 94, ...) */
-        XID_UNKNOWN,            /* not in gpunode's catalog: warn */
-        XID_WARNING,            /* hardware or driver event worth a look, no immediate action */
-        XID_CRITICAL,           /* the GPU or node needs a reset, reboot or support */
+        XID_INFO,        /* recorded, no action (63, 92, 121, 154, ...) */
+        XID_APPLICATION, /* an application's fault: warn (13, 31, 43, 45, 68, 94, ...) */
+        XID_UNKNOWN,     /* not in gpunode's catalog: warn */
+        XID_WARNING,     /* hardware or driver event worth a look, no immediate action */
+        XID_CRITICAL,    /* the GPU or node needs a reset, reboot or support */
         _XID_SEVERITY_MAX,
 };
 
@@ -40,22 +40,22 @@ enum xid_remedy {
         XID_REMEDY_NONE,
         XID_REMEDY_RESTART_APP,
         XID_REMEDY_RESET_GPU,
-        XID_REMEDY_REBOOT_NODE,         /* cordon, drain, reboot */
+        XID_REMEDY_REBOOT_NODE, /* cordon, drain, reboot */
         XID_REMEDY_CHECK_HARDWARE,
         XID_REMEDY_UPDATE_SOFTWARE,
-        XID_REMEDY_INVESTIGATE,         /* driver/software: look at the logs */
+        XID_REMEDY_INVESTIGATE, /* driver/software: look at the logs */
         XID_REMEDY_CONTACT_SUPPORT,
         _XID_REMEDY_MAX,
 };
 
 struct xid_info {
-        int xid;                        /* 0 for the "unknown" entry */
-        const char *name;               /* NVIDIA's mnemonic, "GPU_ECC_DBE" */
-        const char *meaning;            /* one line */
-        enum xid_action action;         /* NVIDIA's immediate action */
-        enum xid_severity severity;     /* for 144-150 refine with xid_severity_for_line() */
+        int xid;                    /* 0 for the "unknown" entry */
+        const char *name;           /* NVIDIA's mnemonic, "GPU_ECC_DBE" */
+        const char *meaning;        /* one line */
+        enum xid_action action;     /* NVIDIA's immediate action */
+        enum xid_severity severity; /* for 144-150 refine with xid_severity_for_line() */
         enum xid_remedy remedy;
-        const char *remedy_text;        /* a sentence a person can act on */
+        const char *remedy_text; /* a sentence a person can act on */
 };
 
 /* Returns the catalog entry for xid; never NULL: an Xid gpunode does not know (or a

@@ -45,24 +45,23 @@ typedef enum nvmlReturn_enum {
 } nvmlReturn_t;
 
 /* NVML_STRUCT_VERSION(data, ver): sizeof the struct | (ver << 24). */
-#define NVML_STRUCT_VERSION(data, ver) \
-        (unsigned int)(sizeof(nvml##data##_v##ver##_t) | ((unsigned)(ver) << 24U))
+#define NVML_STRUCT_VERSION(data, ver) (unsigned int)(sizeof(nvml##data##_v##ver##_t) | ((unsigned)(ver) << 24U))
 
 /* nvmlInitWithFlags flags. */
-#define NVML_INIT_FLAG_NO_GPUS (1 << 0)
+#define NVML_INIT_FLAG_NO_GPUS   (1 << 0)
 #define NVML_INIT_FLAG_NO_ATTACH (1 << 1)
 
 /* Buffer sizes. */
-#define NVML_DEVICE_PCI_BUS_ID_BUFFER_SIZE 32
-#define NVML_DEVICE_PCI_BUS_ID_BUFFER_V2_SIZE 16
-#define NVML_DEVICE_PCI_BUS_ID_LEGACY_FMT "%04X:%02X:%02X.0"
-#define NVML_DEVICE_PCI_BUS_ID_FMT "%08X:%02X:%02X.0"
-#define NVML_DEVICE_UUID_BUFFER_SIZE 80
-#define NVML_DEVICE_UUID_V2_BUFFER_SIZE 96
-#define NVML_DEVICE_NAME_BUFFER_SIZE 64
-#define NVML_DEVICE_NAME_V2_BUFFER_SIZE 96
+#define NVML_DEVICE_PCI_BUS_ID_BUFFER_SIZE     32
+#define NVML_DEVICE_PCI_BUS_ID_BUFFER_V2_SIZE  16
+#define NVML_DEVICE_PCI_BUS_ID_LEGACY_FMT      "%04X:%02X:%02X.0"
+#define NVML_DEVICE_PCI_BUS_ID_FMT             "%08X:%02X:%02X.0"
+#define NVML_DEVICE_UUID_BUFFER_SIZE           80
+#define NVML_DEVICE_UUID_V2_BUFFER_SIZE        96
+#define NVML_DEVICE_NAME_BUFFER_SIZE           64
+#define NVML_DEVICE_NAME_V2_BUFFER_SIZE        96
 #define NVML_SYSTEM_DRIVER_VERSION_BUFFER_SIZE 80
-#define NVML_SYSTEM_NVML_VERSION_BUFFER_SIZE 80
+#define NVML_SYSTEM_NVML_VERSION_BUFFER_SIZE   80
 
 /* Opaque handles. */
 typedef struct nvmlDevice_st *nvmlDevice_t;
@@ -76,7 +75,7 @@ typedef struct nvmlPciInfo_st {
         unsigned int domain;
         unsigned int bus;
         unsigned int device;
-        unsigned int pciDeviceId;    /* 16-bit device id << 16 | 16-bit vendor id */
+        unsigned int pciDeviceId; /* 16-bit device id << 16 | 16-bit vendor id */
         unsigned int pciSubSystemId;
         char busId[NVML_DEVICE_PCI_BUS_ID_BUFFER_SIZE];
 } nvmlPciInfo_t;
@@ -150,7 +149,7 @@ typedef enum nvmlClockType_enum {
 
 /* MIG modes (nvmlDeviceGetMigMode). */
 #define NVML_DEVICE_MIG_DISABLE 0x0
-#define NVML_DEVICE_MIG_ENABLE 0x1
+#define NVML_DEVICE_MIG_ENABLE  0x1
 
 /* nvmlDeviceAttributes_t: nvmlDeviceGetAttributes(_v2) on a MIG device handle. */
 typedef struct nvmlDeviceAttributes_st {
@@ -167,39 +166,39 @@ typedef struct nvmlDeviceAttributes_st {
 
 /* GPU instance profiles: the `profile` argument of nvmlDeviceGetGpuInstanceProfileInfo (an index,
  * not the profile id the call answers). */
-#define NVML_GPU_INSTANCE_PROFILE_1_SLICE 0x0
-#define NVML_GPU_INSTANCE_PROFILE_2_SLICE 0x1
-#define NVML_GPU_INSTANCE_PROFILE_3_SLICE 0x2
-#define NVML_GPU_INSTANCE_PROFILE_4_SLICE 0x3
-#define NVML_GPU_INSTANCE_PROFILE_7_SLICE 0x4
-#define NVML_GPU_INSTANCE_PROFILE_8_SLICE 0x5
-#define NVML_GPU_INSTANCE_PROFILE_6_SLICE 0x6
-#define NVML_GPU_INSTANCE_PROFILE_1_SLICE_REV1 0x7
-#define NVML_GPU_INSTANCE_PROFILE_2_SLICE_REV1 0x8
-#define NVML_GPU_INSTANCE_PROFILE_1_SLICE_REV2 0x9
-#define NVML_GPU_INSTANCE_PROFILE_1_SLICE_GFX 0x0A
-#define NVML_GPU_INSTANCE_PROFILE_2_SLICE_GFX 0x0B
-#define NVML_GPU_INSTANCE_PROFILE_4_SLICE_GFX 0x0C
-#define NVML_GPU_INSTANCE_PROFILE_1_SLICE_NO_ME 0x0D
-#define NVML_GPU_INSTANCE_PROFILE_2_SLICE_NO_ME 0x0E
+#define NVML_GPU_INSTANCE_PROFILE_1_SLICE        0x0
+#define NVML_GPU_INSTANCE_PROFILE_2_SLICE        0x1
+#define NVML_GPU_INSTANCE_PROFILE_3_SLICE        0x2
+#define NVML_GPU_INSTANCE_PROFILE_4_SLICE        0x3
+#define NVML_GPU_INSTANCE_PROFILE_7_SLICE        0x4
+#define NVML_GPU_INSTANCE_PROFILE_8_SLICE        0x5
+#define NVML_GPU_INSTANCE_PROFILE_6_SLICE        0x6
+#define NVML_GPU_INSTANCE_PROFILE_1_SLICE_REV1   0x7
+#define NVML_GPU_INSTANCE_PROFILE_2_SLICE_REV1   0x8
+#define NVML_GPU_INSTANCE_PROFILE_1_SLICE_REV2   0x9
+#define NVML_GPU_INSTANCE_PROFILE_1_SLICE_GFX    0x0A
+#define NVML_GPU_INSTANCE_PROFILE_2_SLICE_GFX    0x0B
+#define NVML_GPU_INSTANCE_PROFILE_4_SLICE_GFX    0x0C
+#define NVML_GPU_INSTANCE_PROFILE_1_SLICE_NO_ME  0x0D
+#define NVML_GPU_INSTANCE_PROFILE_2_SLICE_NO_ME  0x0E
 #define NVML_GPU_INSTANCE_PROFILE_1_SLICE_ALL_ME 0x0F
 #define NVML_GPU_INSTANCE_PROFILE_2_SLICE_ALL_ME 0x10
-#define NVML_GPU_INSTANCE_PROFILE_3_SLICE_GFX 0x11
-#define NVML_GPU_INSTANCE_PROFILE_COUNT 0x12
+#define NVML_GPU_INSTANCE_PROFILE_3_SLICE_GFX    0x11
+#define NVML_GPU_INSTANCE_PROFILE_COUNT          0x12
 
 /* Compute instance profiles and engine profiles (nvmlGpuInstanceGetComputeInstanceProfileInfo). */
-#define NVML_COMPUTE_INSTANCE_PROFILE_1_SLICE 0x0
-#define NVML_COMPUTE_INSTANCE_PROFILE_2_SLICE 0x1
-#define NVML_COMPUTE_INSTANCE_PROFILE_3_SLICE 0x2
-#define NVML_COMPUTE_INSTANCE_PROFILE_4_SLICE 0x3
-#define NVML_COMPUTE_INSTANCE_PROFILE_7_SLICE 0x4
-#define NVML_COMPUTE_INSTANCE_PROFILE_8_SLICE 0x5
-#define NVML_COMPUTE_INSTANCE_PROFILE_6_SLICE 0x6
-#define NVML_COMPUTE_INSTANCE_PROFILE_1_SLICE_REV1 0x7
-#define NVML_COMPUTE_INSTANCE_PROFILE_7_SLICE_NVL 0x8
-#define NVML_COMPUTE_INSTANCE_PROFILE_COUNT 0x9
+#define NVML_COMPUTE_INSTANCE_PROFILE_1_SLICE       0x0
+#define NVML_COMPUTE_INSTANCE_PROFILE_2_SLICE       0x1
+#define NVML_COMPUTE_INSTANCE_PROFILE_3_SLICE       0x2
+#define NVML_COMPUTE_INSTANCE_PROFILE_4_SLICE       0x3
+#define NVML_COMPUTE_INSTANCE_PROFILE_7_SLICE       0x4
+#define NVML_COMPUTE_INSTANCE_PROFILE_8_SLICE       0x5
+#define NVML_COMPUTE_INSTANCE_PROFILE_6_SLICE       0x6
+#define NVML_COMPUTE_INSTANCE_PROFILE_1_SLICE_REV1  0x7
+#define NVML_COMPUTE_INSTANCE_PROFILE_7_SLICE_NVL   0x8
+#define NVML_COMPUTE_INSTANCE_PROFILE_COUNT         0x9
 #define NVML_COMPUTE_INSTANCE_ENGINE_PROFILE_SHARED 0x0
-#define NVML_COMPUTE_INSTANCE_ENGINE_PROFILE_COUNT 0x1
+#define NVML_COMPUTE_INSTANCE_ENGINE_PROFILE_COUNT  0x1
 
 typedef struct nvmlGpuInstancePlacement_st {
         unsigned int start;
@@ -257,11 +256,11 @@ typedef struct nvmlComputeInstanceInfo_st {
 } nvmlComputeInstanceInfo_t;
 
 /* Fabric (nvmlDeviceGetGpuFabricInfo*). */
-#define NVML_GPU_FABRIC_UUID_LEN 16
+#define NVML_GPU_FABRIC_UUID_LEN            16
 #define NVML_GPU_FABRIC_STATE_NOT_SUPPORTED 0
-#define NVML_GPU_FABRIC_STATE_NOT_STARTED 1
-#define NVML_GPU_FABRIC_STATE_IN_PROGRESS 2
-#define NVML_GPU_FABRIC_STATE_COMPLETED 3
+#define NVML_GPU_FABRIC_STATE_NOT_STARTED   1
+#define NVML_GPU_FABRIC_STATE_IN_PROGRESS   2
+#define NVML_GPU_FABRIC_STATE_COMPLETED     3
 typedef unsigned char nvmlGpuFabricState_t;
 
 /* nvmlGpuFabricInfo_t (v1, no version field): taken by the deprecated nvmlDeviceGetGpuFabricInfo. */
@@ -332,29 +331,29 @@ typedef struct nvmlFieldValue_st {
 } nvmlFieldValue_t;
 
 /* Field ids (NVML_FI_*) gpunode and its exporter read. */
-#define NVML_FI_DEV_ECC_SBE_VOL_TOTAL 3
-#define NVML_FI_DEV_ECC_DBE_VOL_TOTAL 4
-#define NVML_FI_DEV_ECC_SBE_AGG_TOTAL 5
-#define NVML_FI_DEV_ECC_DBE_AGG_TOTAL 6
-#define NVML_FI_DEV_RETIRED_SBE 29
-#define NVML_FI_DEV_RETIRED_DBE 30
-#define NVML_FI_DEV_RETIRED_PENDING 31
+#define NVML_FI_DEV_ECC_SBE_VOL_TOTAL                 3
+#define NVML_FI_DEV_ECC_DBE_VOL_TOTAL                 4
+#define NVML_FI_DEV_ECC_SBE_AGG_TOTAL                 5
+#define NVML_FI_DEV_ECC_DBE_AGG_TOTAL                 6
+#define NVML_FI_DEV_RETIRED_SBE                       29
+#define NVML_FI_DEV_RETIRED_DBE                       30
+#define NVML_FI_DEV_RETIRED_PENDING                   31
 #define NVML_FI_DEV_NVLINK_CRC_FLIT_ERROR_COUNT_TOTAL 38
 #define NVML_FI_DEV_NVLINK_CRC_DATA_ERROR_COUNT_TOTAL 45
-#define NVML_FI_DEV_NVLINK_REPLAY_ERROR_COUNT_TOTAL 52
+#define NVML_FI_DEV_NVLINK_REPLAY_ERROR_COUNT_TOTAL   52
 #define NVML_FI_DEV_NVLINK_RECOVERY_ERROR_COUNT_TOTAL 59
-#define NVML_FI_DEV_NVLINK_BANDWIDTH_C0_TOTAL 66
-#define NVML_FI_DEV_MEMORY_TEMP 82
-#define NVML_FI_DEV_NVLINK_LINK_COUNT 91
-#define NVML_FI_DEV_PCIE_REPLAY_COUNTER 94
-#define NVML_FI_DEV_REMAPPED_COR 142
-#define NVML_FI_DEV_REMAPPED_UNC 143
-#define NVML_FI_DEV_REMAPPED_PENDING 144
-#define NVML_FI_DEV_REMAPPED_FAILURE 145
-#define NVML_FI_DEV_PCIE_COUNT_CORRECTABLE_ERRORS 173
-#define NVML_FI_DEV_POWER_INSTANT 186
-#define NVML_FI_DEV_ENERGY 191
-#define NVML_FI_DEV_GET_GPU_RECOVERY_ACTION 230
+#define NVML_FI_DEV_NVLINK_BANDWIDTH_C0_TOTAL         66
+#define NVML_FI_DEV_MEMORY_TEMP                       82
+#define NVML_FI_DEV_NVLINK_LINK_COUNT                 91
+#define NVML_FI_DEV_PCIE_REPLAY_COUNTER               94
+#define NVML_FI_DEV_REMAPPED_COR                      142
+#define NVML_FI_DEV_REMAPPED_UNC                      143
+#define NVML_FI_DEV_REMAPPED_PENDING                  144
+#define NVML_FI_DEV_REMAPPED_FAILURE                  145
+#define NVML_FI_DEV_PCIE_COUNT_CORRECTABLE_ERRORS     173
+#define NVML_FI_DEV_POWER_INSTANT                     186
+#define NVML_FI_DEV_ENERGY                            191
+#define NVML_FI_DEV_GET_GPU_RECOVERY_ACTION           230
 
 /* nvmlDeviceGpuRecoveryAction_t: the value of field 230. */
 typedef enum nvmlDeviceGpuRecoveryAction_s {
@@ -367,21 +366,21 @@ typedef enum nvmlDeviceGpuRecoveryAction_s {
 } nvmlDeviceGpuRecoveryAction_t;
 
 /* Event types (nvmlDeviceRegisterEvents, nvmlEventData_t.eventType). */
-#define nvmlEventTypeNone 0x0000000000000000LL
-#define nvmlEventTypeSingleBitEccError 0x0000000000000001LL
-#define nvmlEventTypeDoubleBitEccError 0x0000000000000002LL
-#define nvmlEventTypePState 0x0000000000000004LL
-#define nvmlEventTypeXidCriticalError 0x0000000000000008LL
-#define nvmlEventTypeClock 0x0000000000000010LL
-#define nvmlEventTypePowerSourceChange 0x0000000000000080LL
-#define nvmlEventMigConfigChange 0x0000000000000100LL
+#define nvmlEventTypeNone                   0x0000000000000000LL
+#define nvmlEventTypeSingleBitEccError      0x0000000000000001LL
+#define nvmlEventTypeDoubleBitEccError      0x0000000000000002LL
+#define nvmlEventTypePState                 0x0000000000000004LL
+#define nvmlEventTypeXidCriticalError       0x0000000000000008LL
+#define nvmlEventTypeClock                  0x0000000000000010LL
+#define nvmlEventTypePowerSourceChange      0x0000000000000080LL
+#define nvmlEventMigConfigChange            0x0000000000000100LL
 #define nvmlEventTypeSingleBitEccErrorStorm 0x0000000000000200LL
-#define nvmlEventTypeDramRetirementEvent 0x0000000000000400LL
-#define nvmlEventTypeDramRetirementFailure 0x0000000000000800LL
-#define nvmlEventTypeNonFatalPoisonError 0x0000000000001000LL
-#define nvmlEventTypeFatalPoisonError 0x0000000000002000LL
-#define nvmlEventTypeGpuUnavailableError 0x0000000000004000LL
-#define nvmlEventTypeGpuRecoveryAction 0x0000000000008000LL
+#define nvmlEventTypeDramRetirementEvent    0x0000000000000400LL
+#define nvmlEventTypeDramRetirementFailure  0x0000000000000800LL
+#define nvmlEventTypeNonFatalPoisonError    0x0000000000001000LL
+#define nvmlEventTypeFatalPoisonError       0x0000000000002000LL
+#define nvmlEventTypeGpuUnavailableError    0x0000000000004000LL
+#define nvmlEventTypeGpuRecoveryAction      0x0000000000008000LL
 
 /* nvmlEventData_t: eventData is the Xid for nvmlEventTypeXidCriticalError (999 = unknown). */
 typedef struct nvmlEventData_st {
@@ -393,16 +392,16 @@ typedef struct nvmlEventData_st {
 } nvmlEventData_t;
 
 /* Clocks event (formerly throttle) reasons, a bit mask. */
-#define nvmlClocksEventReasonGpuIdle 0x0000000000000001LL
+#define nvmlClocksEventReasonGpuIdle                   0x0000000000000001LL
 #define nvmlClocksEventReasonApplicationsClocksSetting 0x0000000000000002LL
-#define nvmlClocksEventReasonSwPowerCap 0x0000000000000004LL
-#define nvmlClocksThrottleReasonHwSlowdown 0x0000000000000008LL
-#define nvmlClocksEventReasonSyncBoost 0x0000000000000010LL
-#define nvmlClocksEventReasonSwThermalSlowdown 0x0000000000000020LL
-#define nvmlClocksThrottleReasonHwThermalSlowdown 0x0000000000000040LL
-#define nvmlClocksThrottleReasonHwPowerBrakeSlowdown 0x0000000000000080LL
-#define nvmlClocksEventReasonDisplayClockSetting 0x0000000000000100LL
-#define nvmlClocksEventReasonNone 0x0000000000000000LL
+#define nvmlClocksEventReasonSwPowerCap                0x0000000000000004LL
+#define nvmlClocksThrottleReasonHwSlowdown             0x0000000000000008LL
+#define nvmlClocksEventReasonSyncBoost                 0x0000000000000010LL
+#define nvmlClocksEventReasonSwThermalSlowdown         0x0000000000000020LL
+#define nvmlClocksThrottleReasonHwThermalSlowdown      0x0000000000000040LL
+#define nvmlClocksThrottleReasonHwPowerBrakeSlowdown   0x0000000000000080LL
+#define nvmlClocksEventReasonDisplayClockSetting       0x0000000000000100LL
+#define nvmlClocksEventReasonNone                      0x0000000000000000LL
 
 /* nvmlPcieUtilCounter_t: nvmlDeviceGetPcieThroughput's counter (KB/s over 20 ms, 1 KB granularity). */
 typedef enum nvmlPcieUtilCounter_enum {
@@ -412,12 +411,12 @@ typedef enum nvmlPcieUtilCounter_enum {
 } nvmlPcieUtilCounter_t;
 
 /* GPM (GPU performance monitoring, Hopper and later): metric ids gpunode reads (nvmlGpmMetricId_t). */
-#define NVML_GPM_METRIC_GRAPHICS_UTIL 1    /* percent of time any compute/graphics app was active, 0..100 */
-#define NVML_GPM_METRIC_ANY_TENSOR_UTIL 5  /* percent of time the SMs did any tensor operation, 0..100 */
-#define NVML_GPM_METRIC_DRAM_BW_UTIL 10    /* percent of DRAM bandwidth used vs theoretical maximum, 0..100 */
-#define NVML_GPM_METRIC_PCIE_TX_PER_SEC 20 /* PCIe traffic from this GPU, MiB/s */
-#define NVML_GPM_METRIC_PCIE_RX_PER_SEC 21 /* PCIe traffic to this GPU, MiB/s */
-#define NVML_GPM_METRIC_MAX 333            /* the API 13 header's bound: sizes nvmlGpmMetricsGet_t.metrics */
+#define NVML_GPM_METRIC_GRAPHICS_UTIL   1   /* percent of time any compute/graphics app was active, 0..100 */
+#define NVML_GPM_METRIC_ANY_TENSOR_UTIL 5   /* percent of time the SMs did any tensor operation, 0..100 */
+#define NVML_GPM_METRIC_DRAM_BW_UTIL    10  /* percent of DRAM bandwidth used vs theoretical maximum, 0..100 */
+#define NVML_GPM_METRIC_PCIE_TX_PER_SEC 20  /* PCIe traffic from this GPU, MiB/s */
+#define NVML_GPM_METRIC_PCIE_RX_PER_SEC 21  /* PCIe traffic to this GPU, MiB/s */
+#define NVML_GPM_METRIC_MAX             333 /* the API 13 header's bound: sizes nvmlGpmMetricsGet_t.metrics */
 
 /* An opaque sample buffer (nvmlGpmSampleAlloc / nvmlGpmSampleFree). */
 typedef struct nvmlGpmSample_st *nvmlGpmSample_t;
@@ -548,8 +547,8 @@ typedef nvmlReturn_t (*nvmlDeviceGetGpuInstanceProfileInfo_fn)(nvmlDevice_t devi
 typedef nvmlReturn_t (*nvmlDeviceGetGpuInstanceById_fn)(nvmlDevice_t device, unsigned int id,
                                                         nvmlGpuInstance_t *gpuInstance);
 typedef nvmlReturn_t (*nvmlGpuInstanceGetInfo_fn)(nvmlGpuInstance_t gpuInstance, nvmlGpuInstanceInfo_t *info);
-typedef nvmlReturn_t (*nvmlGpuInstanceGetComputeInstanceProfileInfo_fn)(nvmlGpuInstance_t gpuInstance, unsigned int profile,
-                                                                        unsigned int engProfile,
+typedef nvmlReturn_t (*nvmlGpuInstanceGetComputeInstanceProfileInfo_fn)(nvmlGpuInstance_t gpuInstance,
+                                                                        unsigned int profile, unsigned int engProfile,
                                                                         nvmlComputeInstanceProfileInfo_t *info);
 typedef nvmlReturn_t (*nvmlGpuInstanceGetComputeInstanceById_fn)(nvmlGpuInstance_t gpuInstance, unsigned int id,
                                                                  nvmlComputeInstance_t *computeInstance);
@@ -561,13 +560,10 @@ typedef nvmlReturn_t (*nvmlDeviceGetGpuFabricInfoV_fn)(nvmlDevice_t device, nvml
 typedef nvmlReturn_t (*nvmlDeviceGetEccMode_fn)(nvmlDevice_t device, nvmlEnableState_t *current,
                                                 nvmlEnableState_t *pending);
 typedef nvmlReturn_t (*nvmlDeviceGetTotalEccErrors_fn)(nvmlDevice_t device, nvmlMemoryErrorType_t errorType,
-                                                       nvmlEccCounterType_t counterType,
-                                                       unsigned long long *eccCounts);
-typedef nvmlReturn_t (*nvmlDeviceGetRemappedRows_fn)(nvmlDevice_t device, unsigned int *corrRows,
-                                                     unsigned int *uncRows, unsigned int *isPending,
-                                                     unsigned int *failureOccurred);
-typedef nvmlReturn_t (*nvmlDeviceGetFieldValues_fn)(nvmlDevice_t device, int valuesCount,
-                                                    nvmlFieldValue_t *values);
+                                                       nvmlEccCounterType_t counterType, unsigned long long *eccCounts);
+typedef nvmlReturn_t (*nvmlDeviceGetRemappedRows_fn)(nvmlDevice_t device, unsigned int *corrRows, unsigned int *uncRows,
+                                                     unsigned int *isPending, unsigned int *failureOccurred);
+typedef nvmlReturn_t (*nvmlDeviceGetFieldValues_fn)(nvmlDevice_t device, int valuesCount, nvmlFieldValue_t *values);
 typedef nvmlReturn_t (*nvmlDeviceGetTemperature_fn)(nvmlDevice_t device, nvmlTemperatureSensors_t sensorType,
                                                     unsigned int *temp);
 typedef nvmlReturn_t (*nvmlDeviceGetTemperatureV_fn)(nvmlDevice_t device, nvmlTemperature_t *temperature);
@@ -579,27 +575,30 @@ typedef nvmlReturn_t (*nvmlDeviceGetPcieReplayCounter_fn)(nvmlDevice_t device, u
 typedef nvmlReturn_t (*nvmlDeviceGetCurrentClocksEventReasons_fn)(nvmlDevice_t device,
                                                                   unsigned long long *clocksEventReasons);
 typedef nvmlReturn_t (*nvmlDeviceGetEncoderUtilization_fn)(nvmlDevice_t device, unsigned int *utilization,
-                                                          unsigned int *samplingPeriodUs);
+                                                           unsigned int *samplingPeriodUs);
 typedef nvmlReturn_t (*nvmlDeviceGetDecoderUtilization_fn)(nvmlDevice_t device, unsigned int *utilization,
-                                                          unsigned int *samplingPeriodUs);
+                                                           unsigned int *samplingPeriodUs);
 typedef nvmlReturn_t (*nvmlDeviceGetPcieThroughput_fn)(nvmlDevice_t device, nvmlPcieUtilCounter_t counter,
-                                                      unsigned int *value);
+                                                       unsigned int *value);
 typedef nvmlReturn_t (*nvmlGpmQueryDeviceSupport_fn)(nvmlDevice_t device, nvmlGpmSupport_t *gpmSupport);
 typedef nvmlReturn_t (*nvmlGpmSampleAlloc_fn)(nvmlGpmSample_t *gpmSample);
 typedef nvmlReturn_t (*nvmlGpmSampleFree_fn)(nvmlGpmSample_t gpmSample);
 typedef nvmlReturn_t (*nvmlGpmSampleGet_fn)(nvmlDevice_t device, nvmlGpmSample_t gpmSample);
-typedef nvmlReturn_t (*nvmlGpmMigSampleGet_fn)(nvmlDevice_t device, unsigned int gpuInstanceId, nvmlGpmSample_t gpmSample);
+typedef nvmlReturn_t (*nvmlGpmMigSampleGet_fn)(nvmlDevice_t device, unsigned int gpuInstanceId,
+                                               nvmlGpmSample_t gpmSample);
 typedef nvmlReturn_t (*nvmlGpmMetricsGet_fn)(nvmlGpmMetricsGet_t *metricsGet);
 typedef nvmlReturn_t (*nvmlDeviceGetViolationStatus_fn)(nvmlDevice_t device, nvmlPerfPolicyType_t perfPolicyType,
                                                         nvmlViolationTime_t *violTime);
 typedef nvmlReturn_t (*nvmlDeviceGetTemperatureThreshold_fn)(nvmlDevice_t device,
                                                              nvmlTemperatureThresholds_t thresholdType,
                                                              unsigned int *temp);
-typedef nvmlReturn_t (*nvmlDeviceGetNvLinkState_fn)(nvmlDevice_t device, unsigned int link, nvmlEnableState_t *isActive);
+typedef nvmlReturn_t (*nvmlDeviceGetNvLinkState_fn)(nvmlDevice_t device, unsigned int link,
+                                                    nvmlEnableState_t *isActive);
 typedef nvmlReturn_t (*nvmlDeviceGetNvLinkErrorCounter_fn)(nvmlDevice_t device, unsigned int link,
                                                            nvmlNvLinkErrorCounter_t counter,
                                                            unsigned long long *counterValue);
-typedef nvmlReturn_t (*nvmlDeviceGetPcieLink_fn)(nvmlDevice_t device, unsigned int *value); /* Curr/Max Width/Generation */
+typedef nvmlReturn_t (*nvmlDeviceGetPcieLink_fn)(nvmlDevice_t device,
+                                                 unsigned int *value); /* Curr/Max Width/Generation */
 typedef nvmlReturn_t (*nvmlDeviceGetRetiredPages_fn)(nvmlDevice_t device, nvmlPageRetirementCause_t cause,
                                                      unsigned int *pageCount, unsigned long long *addresses);
 typedef nvmlReturn_t (*nvmlDeviceGetRetiredPagesPendingStatus_fn)(nvmlDevice_t device, nvmlEnableState_t *isPending);

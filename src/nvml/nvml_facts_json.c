@@ -38,15 +38,15 @@ static bool get_u64(const json_t *obj, const char *key, uint64_t *ret) {
 /* Returns the fact for an unsigned int answer obj[key]: NOT_SUPPORTED when absent. */
 static struct nvml_fact_u64 answer_uint(const json_t *obj, const char *key) {
         uint64_t v;
-        if (!get_u64(obj, key, &v)) return (struct nvml_fact_u64){.rc = NS};
-        return (struct nvml_fact_u64){.rc = NVML_SUCCESS, .value = (unsigned)v};
+        if (!get_u64(obj, key, &v)) return (struct nvml_fact_u64){ .rc = NS };
+        return (struct nvml_fact_u64){ .rc = NVML_SUCCESS, .value = (unsigned)v };
 }
 
 /* Returns the fact for an unsigned long long answer obj[key]. */
 static struct nvml_fact_u64 answer_ull(const json_t *obj, const char *key) {
         uint64_t v;
-        if (!get_u64(obj, key, &v)) return (struct nvml_fact_u64){.rc = NS};
-        return (struct nvml_fact_u64){.rc = NVML_SUCCESS, .value = v};
+        if (!get_u64(obj, key, &v)) return (struct nvml_fact_u64){ .rc = NS };
+        return (struct nvml_fact_u64){ .rc = NVML_SUCCESS, .value = v };
 }
 
 /* Returns the code errors[call] of obj injects, or NVML_SUCCESS. */
@@ -72,20 +72,24 @@ static int put_string(const json_t *obj, const char *key, char *buf, size_t size
 
 /* Returns a fact with the first rc unless it is success, then the answer. */
 static struct nvml_fact_u64 rc_or(int rc, struct nvml_fact_u64 answer) {
-        return rc != NVML_SUCCESS ? (struct nvml_fact_u64){.rc = rc} : answer;
+        return rc != NVML_SUCCESS ? (struct nvml_fact_u64){ .rc = rc } : answer;
 }
 
 /* Parses a UUID's 32 hex digits (other characters skipped) and writes it 8-4-4-4-12, as the fake
  * and the probe together do. Returns nothing. */
 static void fabric_uuid(const char *s, char out[37]) {
-        unsigned char b[16] = {0};
+        unsigned char b[16] = { 0 };
         unsigned n = 0;
         for (; s && *s && n < 32; s++) {
                 int v;
-                if (*s >= '0' && *s <= '9') v = *s - '0';
-                else if (*s >= 'a' && *s <= 'f') v = *s - 'a' + 10;
-                else if (*s >= 'A' && *s <= 'F') v = *s - 'A' + 10;
-                else continue;
+                if (*s >= '0' && *s <= '9')
+                        v = *s - '0';
+                else if (*s >= 'a' && *s <= 'f')
+                        v = *s - 'a' + 10;
+                else if (*s >= 'A' && *s <= 'F')
+                        v = *s - 'A' + 10;
+                else
+                        continue;
                 b[n / 2] |= (unsigned char)(n % 2 ? v : v << 4);
                 n++;
         }
@@ -123,7 +127,8 @@ static int instance_rc(const json_t *gj, unsigned gi, long ci, const char *call)
 
 /* Resolves a MIG device's profile as the probe does through the fake. Returns the nvmlReturn_t for
  * profile_rc and fills m's gi_profile, ci_profile and profile on success. */
-static int mig_profile_from_json(const json_t *gj, const json_t *e, const struct nvml_gpu_facts *g, struct nvml_mig_facts *m) {
+static int mig_profile_from_json(const json_t *gj, const json_t *e, const struct nvml_gpu_facts *g,
+                                 struct nvml_mig_facts *m) {
         int rc = injected(e, "nvmlDeviceGetDeviceHandleFromMigDeviceHandle");
         if (rc == NVML_SUCCESS) rc = g->memory_rc;
         if (rc == NVML_SUCCESS) rc = m->attributes_rc;
@@ -280,12 +285,12 @@ static json_t *mig_device_to_json(const struct nvml_gpu_facts *g, const struct n
                 json_object_set_new(o, "attributes",
                                     json_pack("{s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I}", "multiprocessor_count",
                                               (json_int_t)a->multiprocessors, "shared_copy_engine_count",
-                                              (json_int_t)a->copy_engines, "shared_decoder_count", (json_int_t)a->decoders,
-                                              "shared_encoder_count", (json_int_t)a->encoders, "shared_jpeg_count",
-                                              (json_int_t)a->jpegs, "shared_ofa_count", (json_int_t)a->ofas,
-                                              "gpu_instance_slice_count", (json_int_t)a->gi_slices,
-                                              "compute_instance_slice_count", (json_int_t)a->ci_slices, "memory_size_mb",
-                                              (json_int_t)a->memory_mb));
+                                              (json_int_t)a->copy_engines, "shared_decoder_count",
+                                              (json_int_t)a->decoders, "shared_encoder_count", (json_int_t)a->encoders,
+                                              "shared_jpeg_count", (json_int_t)a->jpegs, "shared_ofa_count",
+                                              (json_int_t)a->ofas, "gpu_instance_slice_count", (json_int_t)a->gi_slices,
+                                              "compute_instance_slice_count", (json_int_t)a->ci_slices,
+                                              "memory_size_mb", (json_int_t)a->memory_mb));
         }
         put_error(errors, "nvmlDeviceGetAttributes", m->attributes_rc);
         if (m->memory_rc == NVML_SUCCESS)
@@ -301,10 +306,10 @@ static json_t *mig_device_to_json(const struct nvml_gpu_facts *g, const struct n
                  * attributes, the instance ids), as the probe does; otherwise it replays through an
                  * error of the lookup's first call, which is this MIG device's own (the GPU and compute
                  * instance calls are shared with the other MIG devices of the instance). */
-                int derived = g->memory_rc != NVML_SUCCESS ? g->memory_rc
+                int derived = g->memory_rc != NVML_SUCCESS       ? g->memory_rc
                               : m->attributes_rc != NVML_SUCCESS ? m->attributes_rc
-                              : m->gi_rc != NVML_SUCCESS ? m->gi_rc
-                              : m->ci_rc;
+                              : m->gi_rc != NVML_SUCCESS         ? m->gi_rc
+                                                                 : m->ci_rc;
                 if ((derived == NVML_SUCCESS || derived != m->profile_rc) && m->profile_rc != NVML_FACT_NOT_QUERIED)
                         json_object_set_new(errors, "nvmlDeviceGetDeviceHandleFromMigDeviceHandle",
                                             json_integer(m->profile_rc));
@@ -868,12 +873,16 @@ static int invalid(char **ret_error, char *msg) {
 int nvml_facts_from_json(const char *json, size_t len, struct nvml_facts **ret, char **ret_error) {
         if (ret_error) *ret_error = NULL;
         if (len > NVML_FACTS_JSON_MAX_BYTES) {
-                if (ret_error) *ret_error = xasprintf("NVML description is %zu bytes, more than %u", len, NVML_FACTS_JSON_MAX_BYTES);
+                if (ret_error)
+                        *ret_error = xasprintf("NVML description is %zu bytes, more than %u", len,
+                                               NVML_FACTS_JSON_MAX_BYTES);
                 return -EFBIG;
         }
         json_error_t jerr;
         json_t *d = json_loadb(json, len, JSON_REJECT_DUPLICATES, &jerr);
-        if (!d) return invalid(ret_error, xasprintf("NVML description: %s at line %d column %d", jerr.text, jerr.line, jerr.column));
+        if (!d)
+                return invalid(ret_error, xasprintf("NVML description: %s at line %d column %d", jerr.text, jerr.line,
+                                                    jerr.column));
         if (!json_is_object(d)) {
                 json_decref(d);
                 return invalid(ret_error, xstrdup("NVML description: not a JSON object"));
@@ -882,10 +891,13 @@ int nvml_facts_from_json(const char *json, size_t len, struct nvml_facts **ret, 
         const json_t *gpus = json_object_get(d, "gpus");
         size_t n_gpus = json_array_size(gpus);
         char *why = NULL;
-        if (gpus && !json_is_array(gpus)) why = xstrdup("NVML description: \"gpus\" is not an array");
-        else if (n_gpus > MAX_GPUS) why = xasprintf("NVML description: %zu GPUs, more than %d", n_gpus, MAX_GPUS);
+        if (gpus && !json_is_array(gpus))
+                why = xstrdup("NVML description: \"gpus\" is not an array");
+        else if (n_gpus > MAX_GPUS)
+                why = xasprintf("NVML description: %zu GPUs, more than %d", n_gpus, MAX_GPUS);
         for (size_t i = 0; !why && i < n_gpus; i++)
-                if (!json_is_object(json_array_get(gpus, i))) why = xasprintf("NVML description: gpus[%zu] is not an object", i);
+                if (!json_is_object(json_array_get(gpus, i)))
+                        why = xasprintf("NVML description: gpus[%zu] is not an object", i);
         if (why) {
                 json_decref(d);
                 return invalid(ret_error, why);
@@ -911,7 +923,8 @@ int nvml_facts_from_json(const char *json, size_t len, struct nvml_facts **ret, 
         rc = injected(d, "nvmlSystemGetNVMLVersion");
         f->nvml_version_rc = rc ? rc : put_string(d, "nvml_version", f->nvml_version, sizeof f->nvml_version);
         if (f->nvml_version_rc != NVML_SUCCESS) memset(f->nvml_version, 0, sizeof f->nvml_version);
-        f->cuda_driver_version = rc_or(injected(d, "nvmlSystemGetCudaDriverVersion"), answer_uint(d, "cuda_driver_version"));
+        f->cuda_driver_version =
+                rc_or(injected(d, "nvmlSystemGetCudaDriverVersion"), answer_uint(d, "cuda_driver_version"));
         if (f->cuda_driver_version.rc == NVML_SUCCESS) {
                 int v = (int)(unsigned)f->cuda_driver_version.value;
                 f->cuda_driver_version.value = v > 0 ? (uint64_t)v : 0;
@@ -941,8 +954,7 @@ int nvml_facts_to_json(const struct nvml_facts *f, char **ret) {
         if (f->driver_version_rc == NVML_SUCCESS)
                 json_object_set_new(root, "driver_version", json_string(f->driver_version));
         put_error(errors, "nvmlSystemGetDriverVersion", f->driver_version_rc);
-        if (f->nvml_version_rc == NVML_SUCCESS)
-                json_object_set_new(root, "nvml_version", json_string(f->nvml_version));
+        if (f->nvml_version_rc == NVML_SUCCESS) json_object_set_new(root, "nvml_version", json_string(f->nvml_version));
         put_error(errors, "nvmlSystemGetNVMLVersion", f->nvml_version_rc);
         put_u64(root, "cuda_driver_version", &f->cuda_driver_version);
         put_error(errors, "nvmlSystemGetCudaDriverVersion", f->cuda_driver_version.rc);
@@ -954,8 +966,7 @@ int nvml_facts_to_json(const struct nvml_facts *f, char **ret) {
         else
                 json_decref(errors);
 
-        for (unsigned i = 0; i < f->n_gpus; i++)
-                json_array_append_new(gpus, gpu_to_json(&f->gpus[i]));
+        for (unsigned i = 0; i < f->n_gpus; i++) json_array_append_new(gpus, gpu_to_json(&f->gpus[i]));
         json_object_set_new(root, "gpus", gpus);
 
         char *s = json_dumps(root, JSON_INDENT(2) | JSON_PRESERVE_ORDER);

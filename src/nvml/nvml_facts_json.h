@@ -21,7 +21,6 @@
  */
 int nvml_facts_from_json(const char *json, size_t len, struct nvml_facts **ret, char **ret_error);
 
-
 /*
  * Writes facts as the fake NVML's JSON description (tests/fake-nvml/README.md), so that a node's
  * facts replay through the fake. Returns 0 and a malloc'd string in *ret, or -ENOMEM.

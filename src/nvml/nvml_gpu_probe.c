@@ -1,7 +1,6 @@
 /* nvml_gpu_probe.c: the questions the NVML probe's worker asks of one GPU and its MIG devices. */
 #include "nvml/nvml_probe_internal.h"
 
-
 #include "basic/util.h"
 
 /* Returns the fact { rc, value } for an unsigned result. */
@@ -27,9 +26,9 @@ static uint64_t field_u64(const nvmlFieldValue_t *v) {
 void nvml_gpu_facts_init(struct nvml_gpu_facts *g, unsigned index) {
         memset(g, 0, sizeof *g);
         g->index = index;
-        g->handle_rc = g->name_rc = g->uuid_rc = g->pci_rc = g->memory_rc = g->cc_rc = g->mig_rc =
-                g->fabric_rc = g->ecc_mode_rc = g->remapped_rows_rc = g->field_values_rc =
-                        g->utilization_rc = g->mig_max_rc = g->mig_devices_rc = NVML_FACT_NOT_QUERIED;
+        g->handle_rc = g->name_rc = g->uuid_rc = g->pci_rc = g->memory_rc = g->cc_rc = g->mig_rc = g->fabric_rc =
+                g->ecc_mode_rc = g->remapped_rows_rc = g->field_values_rc = g->utilization_rc = g->mig_max_rc =
+                        g->mig_devices_rc = NVML_FACT_NOT_QUERIED;
 #define NOT_QUERIED(member, ...) g->member.rc = NVML_FACT_NOT_QUERIED;
         NVML_GPU_FACTS(NOT_QUERIED, NVML_FACT_NO_HOOK)
 #undef NOT_QUERIED
@@ -38,10 +37,8 @@ void nvml_gpu_facts_init(struct nvml_gpu_facts *g, unsigned index) {
 
 /* Formats a 16-byte fabric cluster UUID as 8-4-4-4-12 hex. Returns nothing. */
 static void format_uuid(const unsigned char b[16], char out[37]) {
-        snprintf(out, 37,
-                 "%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x",
-                 b[0], b[1], b[2], b[3], b[4], b[5], b[6], b[7], b[8], b[9], b[10], b[11], b[12], b[13],
-                 b[14], b[15]);
+        snprintf(out, 37, "%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x", b[0], b[1], b[2],
+                 b[3], b[4], b[5], b[6], b[7], b[8], b[9], b[10], b[11], b[12], b[13], b[14], b[15]);
 }
 
 /* Reads one MIG device's memory: nvmlDeviceGetMemoryInfo_v2, else the v1 call. Returns an nvmlReturn_t. */
@@ -56,10 +53,9 @@ static nvmlReturn_t mig_memory(struct nvml_lib *lib, nvmlDevice_t mdev, struct n
         return rc;
 }
 
-
-#define STEP(name)                                           \
-        do {                                                 \
-                if (!nvml_probe_step(st, (name), (int)g->index)) return false; \
+#define STEP(name)                                                                                                     \
+        do {                                                                                                           \
+                if (!nvml_probe_step(st, (name), (int)g->index)) return false;                                         \
         } while (0)
 
 /* GPU instance profile ids by NVML_GPU_INSTANCE_PROFILE_* index, asked once per GPU. */
@@ -80,13 +76,14 @@ static bool probe_mig_profile(struct probe_state *st, struct nvml_gpu_facts *g, 
         STEP("nvmlDeviceGetDeviceHandleFromMigDeviceHandle");
         nvmlDevice_t parent = NULL;
         rc = lib->nvmlDeviceGetDeviceHandleFromMigDeviceHandle
-                     ? lib->nvmlDeviceGetDeviceHandleFromMigDeviceHandle(mdev, &parent) : NS;
+                     ? lib->nvmlDeviceGetDeviceHandleFromMigDeviceHandle(mdev, &parent)
+                     : NS;
         if (rc == NVML_SUCCESS && parent != dev) rc = NVML_ERROR_UNKNOWN;
-        int first = rc != NVML_SUCCESS ? (int)rc
-                    : g->memory_rc != NVML_SUCCESS ? g->memory_rc
+        int first = rc != NVML_SUCCESS                 ? (int)rc
+                    : g->memory_rc != NVML_SUCCESS     ? g->memory_rc
                     : m->attributes_rc != NVML_SUCCESS ? m->attributes_rc
-                    : m->gi_rc != NVML_SUCCESS ? m->gi_rc
-                    : m->ci_rc;
+                    : m->gi_rc != NVML_SUCCESS         ? m->gi_rc
+                                                       : m->ci_rc;
         if (first != NVML_SUCCESS) {
                 m->profile_rc = first;
                 return true;
@@ -99,7 +96,8 @@ static bool probe_mig_profile(struct probe_state *st, struct nvml_gpu_facts *g, 
         if (rc == NVML_SUCCESS) {
                 STEP("nvmlGpuInstanceGetComputeInstanceById");
                 rc = lib->nvmlGpuInstanceGetComputeInstanceById
-                             ? lib->nvmlGpuInstanceGetComputeInstanceById(gi, m->ci_id, &ci) : NS;
+                             ? lib->nvmlGpuInstanceGetComputeInstanceById(gi, m->ci_id, &ci)
+                             : NS;
         }
         nvmlGpuInstanceInfo_t gii;
         memset(&gii, 0, sizeof gii);
@@ -121,7 +119,8 @@ static bool probe_mig_profile(struct probe_state *st, struct nvml_gpu_facts *g, 
                         nvmlGpuInstanceProfileInfo_t pi;
                         memset(&pi, 0, sizeof pi);
                         nvmlReturn_t r = lib->nvmlDeviceGetGpuInstanceProfileInfo
-                                                 ? lib->nvmlDeviceGetGpuInstanceProfileInfo(dev, i, &pi) : NS;
+                                                 ? lib->nvmlDeviceGetGpuInstanceProfileInfo(dev, i, &pi)
+                                                 : NS;
                         if (r == NVML_SUCCESS) {
                                 t->valid[i] = true;
                                 t->id[i] = pi.id;
@@ -143,7 +142,8 @@ static bool probe_mig_profile(struct probe_state *st, struct nvml_gpu_facts *g, 
                                 nvmlComputeInstanceProfileInfo_t cp;
                                 memset(&cp, 0, sizeof cp);
                                 rc = lib->nvmlGpuInstanceGetComputeInstanceProfileInfo
-                                             ? lib->nvmlGpuInstanceGetComputeInstanceProfileInfo(gi, j, k, &cp) : NS;
+                                             ? lib->nvmlGpuInstanceGetComputeInstanceProfileInfo(gi, j, k, &cp)
+                                             : NS;
                                 if (rc == NS || rc == NVML_ERROR_INVALID_ARGUMENT) continue;
                                 if (rc != NVML_SUCCESS) {
                                         m->profile_rc = rc;
@@ -178,7 +178,8 @@ static bool probe_mig_devices(struct probe_state *st, struct nvml_gpu_facts *g, 
         for (unsigned i = 0; i < max && i < NVML_MAX_MIG_DEVICES; i++) {
                 STEP("nvmlDeviceGetMigDeviceHandleByIndex");
                 nvmlDevice_t mdev = NULL;
-                rc = lib->nvmlDeviceGetMigDeviceHandleByIndex ? lib->nvmlDeviceGetMigDeviceHandleByIndex(dev, i, &mdev) : NS;
+                rc = lib->nvmlDeviceGetMigDeviceHandleByIndex ? lib->nvmlDeviceGetMigDeviceHandleByIndex(dev, i, &mdev)
+                                                              : NS;
                 if (rc == NVML_ERROR_NOT_FOUND) continue;
                 if (rc != NVML_SUCCESS) {
                         g->mig_devices_rc = rc;
@@ -187,7 +188,8 @@ static bool probe_mig_devices(struct probe_state *st, struct nvml_gpu_facts *g, 
                 struct nvml_mig_facts *m = &g->mig[g->n_mig++];
                 memset(m, 0, sizeof *m);
                 m->index = i;
-                m->uuid_rc = m->gi_rc = m->ci_rc = m->attributes_rc = m->memory_rc = m->profile_rc = NVML_FACT_NOT_QUERIED;
+                m->uuid_rc = m->gi_rc = m->ci_rc = m->attributes_rc = m->memory_rc = m->profile_rc =
+                        NVML_FACT_NOT_QUERIED;
 
                 STEP("nvmlDeviceGetUUID");
                 m->uuid_rc = lib->nvmlDeviceGetUUID ? lib->nvmlDeviceGetUUID(mdev, m->uuid, sizeof m->uuid) : NS;
@@ -206,10 +208,14 @@ static bool probe_mig_devices(struct probe_state *st, struct nvml_gpu_facts *g, 
                 m->attributes_rc = lib->nvmlDeviceGetAttributes ? lib->nvmlDeviceGetAttributes(mdev, &a) : NS;
                 if (m->attributes_rc == NVML_SUCCESS)
                         m->attributes = (struct nvml_mig_attributes){
-                                .multiprocessors = a.multiprocessorCount, .copy_engines = a.sharedCopyEngineCount,
-                                .decoders = a.sharedDecoderCount, .encoders = a.sharedEncoderCount,
-                                .jpegs = a.sharedJpegCount, .ofas = a.sharedOfaCount,
-                                .gi_slices = a.gpuInstanceSliceCount, .ci_slices = a.computeInstanceSliceCount,
+                                .multiprocessors = a.multiprocessorCount,
+                                .copy_engines = a.sharedCopyEngineCount,
+                                .decoders = a.sharedDecoderCount,
+                                .encoders = a.sharedEncoderCount,
+                                .jpegs = a.sharedJpegCount,
+                                .ofas = a.sharedOfaCount,
+                                .gi_slices = a.gpuInstanceSliceCount,
+                                .ci_slices = a.computeInstanceSliceCount,
                                 .memory_mb = a.memorySizeMB,
                         };
                 STEP("nvmlDeviceGetMemoryInfo");
@@ -247,8 +253,8 @@ bool nvml_probe_gpu(struct probe_state *st, struct nvml_gpu_facts *g) {
         g->pci_rc = lib->nvmlDeviceGetPciInfo ? lib->nvmlDeviceGetPciInfo(dev, &pci) : NS;
         if (g->pci_rc == NVML_SUCCESS) {
                 snprintf(g->pci_bus_id, sizeof g->pci_bus_id, "%.*s", (int)sizeof pci.busId - 1, pci.busId);
-                snprintf(g->pci_bus_id_legacy, sizeof g->pci_bus_id_legacy, "%.*s",
-                         (int)sizeof pci.busIdLegacy - 1, pci.busIdLegacy);
+                snprintf(g->pci_bus_id_legacy, sizeof g->pci_bus_id_legacy, "%.*s", (int)sizeof pci.busIdLegacy - 1,
+                         pci.busIdLegacy);
                 g->pci_domain = pci.domain;
                 g->pci_bus = pci.bus;
                 g->pci_device = pci.device;
@@ -272,7 +278,8 @@ bool nvml_probe_gpu(struct probe_state *st, struct nvml_gpu_facts *g) {
         STEP("nvmlDeviceGetCudaComputeCapability");
         int major = 0, minor_cc = 0;
         g->cc_rc = lib->nvmlDeviceGetCudaComputeCapability
-                           ? lib->nvmlDeviceGetCudaComputeCapability(dev, &major, &minor_cc) : NS;
+                           ? lib->nvmlDeviceGetCudaComputeCapability(dev, &major, &minor_cc)
+                           : NS;
         if (g->cc_rc == NVML_SUCCESS) {
                 g->cc_major = major;
                 g->cc_minor = minor_cc;
@@ -358,14 +365,16 @@ bool nvml_probe_gpu(struct probe_state *st, struct nvml_gpu_facts *g) {
                 STEP("nvmlDeviceGetTotalEccErrors");
                 unsigned long long n = 0;
                 rc = lib->nvmlDeviceGetTotalEccErrors
-                             ? lib->nvmlDeviceGetTotalEccErrors(dev, ecc[i].type, ecc[i].counter, &n) : NS;
+                             ? lib->nvmlDeviceGetTotalEccErrors(dev, ecc[i].type, ecc[i].counter, &n)
+                             : NS;
                 *ecc[i].out = nvml_fact(rc, n);
         }
 
         STEP("nvmlDeviceGetRemappedRows");
         unsigned corr = 0, unc = 0, pending = 0, failure = 0;
         g->remapped_rows_rc = lib->nvmlDeviceGetRemappedRows
-                                      ? lib->nvmlDeviceGetRemappedRows(dev, &corr, &unc, &pending, &failure) : NS;
+                                      ? lib->nvmlDeviceGetRemappedRows(dev, &corr, &unc, &pending, &failure)
+                                      : NS;
         if (g->remapped_rows_rc == NVML_SUCCESS) {
                 g->remapped_correctable = corr;
                 g->remapped_uncorrectable = unc;
@@ -378,13 +387,14 @@ bool nvml_probe_gpu(struct probe_state *st, struct nvml_gpu_facts *g) {
         memset(fv, 0, sizeof fv);
         fv[0].fieldId = NVML_FI_DEV_GET_GPU_RECOVERY_ACTION;
         fv[1].fieldId = NVML_FI_DEV_MEMORY_TEMP;
-        g->field_values_rc = lib->nvmlDeviceGetFieldValues
-                                     ? lib->nvmlDeviceGetFieldValues(dev, (int)ELEMENTSOF(fv), fv) : NS;
+        g->field_values_rc =
+                lib->nvmlDeviceGetFieldValues ? lib->nvmlDeviceGetFieldValues(dev, (int)ELEMENTSOF(fv), fv) : NS;
         struct nvml_fact_u64 *fout[] = { &g->recovery_action, &g->memory_temperature };
         for (size_t i = 0; i < ELEMENTSOF(fv); i++)
-                *fout[i] = g->field_values_rc != NVML_SUCCESS
-                                   ? nvml_fact(g->field_values_rc, 0)
-                                   : nvml_fact(fv[i].nvmlReturn, fv[i].nvmlReturn == NVML_SUCCESS ? field_u64(&fv[i]) : 0);
+                *fout[i] =
+                        g->field_values_rc != NVML_SUCCESS
+                                ? nvml_fact(g->field_values_rc, 0)
+                                : nvml_fact(fv[i].nvmlReturn, fv[i].nvmlReturn == NVML_SUCCESS ? field_u64(&fv[i]) : 0);
 
         STEP("nvmlDeviceGetTemperature");
         rc = NVML_ERROR_FUNCTION_NOT_FOUND;

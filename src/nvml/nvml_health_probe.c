@@ -20,9 +20,9 @@ void nvml_health_facts_init(struct nvml_health_facts *h) {
                 for (size_t c = 0; c < NVML_LINK_COUNTERS; c++) h->links[l].errors[c].rc = NVML_FACT_NOT_QUERIED;
 }
 
-#define STEP(name)                                                             \
-        do {                                                                   \
-                if (!nvml_probe_step(st, (name), (int)g->index)) return false; \
+#define STEP(name)                                                                                                     \
+        do {                                                                                                           \
+                if (!nvml_probe_step(st, (name), (int)g->index)) return false;                                         \
         } while (0)
 
 /* Asks one unsigned int query of the PCIe link (NULL entry point: not supported) into f. Returns nothing. */
@@ -53,7 +53,8 @@ static bool probe_nvlinks(struct probe_state *st, struct nvml_gpu_facts *g, nvml
                         STEP("nvmlDeviceGetNvLinkErrorCounter");
                         unsigned long long n = 0;
                         rc = lib->nvmlDeviceGetNvLinkErrorCounter
-                                     ? lib->nvmlDeviceGetNvLinkErrorCounter(dev, l, (nvmlNvLinkErrorCounter_t)c, &n) : NS;
+                                     ? lib->nvmlDeviceGetNvLinkErrorCounter(dev, l, (nvmlNvLinkErrorCounter_t)c, &n)
+                                     : NS;
                         set_fact(&k->errors[c], rc, n);
                 }
         }
@@ -71,7 +72,8 @@ static bool probe_processes(struct probe_state *st, struct nvml_gpu_facts *g, nv
         STEP("nvmlDeviceGetComputeRunningProcesses");
         unsigned n = ELEMENTSOF(p);
         memset(p, 0, sizeof p);
-        nvmlReturn_t rc = lib->nvmlDeviceGetComputeRunningProcesses ? lib->nvmlDeviceGetComputeRunningProcesses(dev, &n, p) : NS;
+        nvmlReturn_t rc =
+                lib->nvmlDeviceGetComputeRunningProcesses ? lib->nvmlDeviceGetComputeRunningProcesses(dev, &n, p) : NS;
         h->processes_rc = rc;
         if (rc == NVML_SUCCESS || rc == NVML_ERROR_INSUFFICIENT_SIZE) h->n_processes = n;
         if (rc == NVML_SUCCESS)
@@ -107,7 +109,8 @@ bool nvml_probe_gpu_health(struct probe_state *st, struct nvml_gpu_facts *g, nvm
         for (size_t i = 0; i < ELEMENTSOF(viol); i++) {
                 STEP("nvmlDeviceGetViolationStatus");
                 nvmlViolationTime_t t = { 0 };
-                rc = lib->nvmlDeviceGetViolationStatus ? lib->nvmlDeviceGetViolationStatus(dev, viol[i].policy, &t) : NS;
+                rc = lib->nvmlDeviceGetViolationStatus ? lib->nvmlDeviceGetViolationStatus(dev, viol[i].policy, &t)
+                                                       : NS;
                 set_fact((struct nvml_fact_u64 *)((char *)h + viol[i].offset), rc, t.violationTime);
         }
 
@@ -123,7 +126,9 @@ bool nvml_probe_gpu_health(struct probe_state *st, struct nvml_gpu_facts *g, nvm
         for (size_t i = 0; i < ELEMENTSOF(thr); i++) {
                 STEP("nvmlDeviceGetTemperatureThreshold");
                 unsigned t = 0;
-                rc = lib->nvmlDeviceGetTemperatureThreshold ? lib->nvmlDeviceGetTemperatureThreshold(dev, thr[i].type, &t) : NS;
+                rc = lib->nvmlDeviceGetTemperatureThreshold
+                             ? lib->nvmlDeviceGetTemperatureThreshold(dev, thr[i].type, &t)
+                             : NS;
                 set_fact(thr[i].out, rc, t);
         }
 
@@ -157,7 +162,8 @@ bool nvml_probe_gpu_health(struct probe_state *st, struct nvml_gpu_facts *g, nvm
         }
         STEP("nvmlDeviceGetRetiredPagesPendingStatus");
         nvmlEnableState_t pending = NVML_FEATURE_DISABLED;
-        rc = lib->nvmlDeviceGetRetiredPagesPendingStatus ? lib->nvmlDeviceGetRetiredPagesPendingStatus(dev, &pending) : NS;
+        rc = lib->nvmlDeviceGetRetiredPagesPendingStatus ? lib->nvmlDeviceGetRetiredPagesPendingStatus(dev, &pending)
+                                                         : NS;
         set_fact(&h->retired_pending, rc, pending == NVML_FEATURE_ENABLED);
 
         if (!probe_processes(st, g, dev)) return false;
@@ -184,7 +190,8 @@ bool nvml_probe_gpu_health(struct probe_state *st, struct nvml_gpu_facts *g, nvm
 
         STEP("nvmlDeviceGetCurrentClocksEventReasons");
         unsigned long long reasons = 0;
-        rc = lib->nvmlDeviceGetCurrentClocksEventReasons ? lib->nvmlDeviceGetCurrentClocksEventReasons(dev, &reasons) : NS;
+        rc = lib->nvmlDeviceGetCurrentClocksEventReasons ? lib->nvmlDeviceGetCurrentClocksEventReasons(dev, &reasons)
+                                                         : NS;
         set_fact(&h->clocks_event_reasons_again, rc, reasons);
         return true;
 }

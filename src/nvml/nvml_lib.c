@@ -13,7 +13,12 @@ struct nvml_sym {
         const char *names[4];
 };
 
-#define SYM(member, req, ...) { offsetof(struct nvml_lib, member), req, { __VA_ARGS__, NULL } }
+#define SYM(member, req, ...)                                                                                          \
+        {                                                                                                              \
+                offsetof(struct nvml_lib, member), req, {                                                              \
+                        __VA_ARGS__, NULL                                                                              \
+                }                                                                                                      \
+        }
 
 static const struct nvml_sym nvml_syms[] = {
         SYM(nvmlInit, true, "nvmlInit_v2", "nvmlInit"),
@@ -124,8 +129,7 @@ int nvml_lib_open(const char *path, struct nvml_lib **ret, char **ret_error) {
         for (size_t i = 0; i < ELEMENTSOF(nvml_syms); i++) {
                 const struct nvml_sym *s = &nvml_syms[i];
                 void *f = NULL;
-                for (size_t j = 0; s->names[j] && !f; j++)
-                        f = dlsym(h, s->names[j]);
+                for (size_t j = 0; s->names[j] && !f; j++) f = dlsym(h, s->names[j]);
                 if (!f && s->required) {
                         if (ret_error)
                                 *ret_error = xasprintf("%s: no symbol %s: not an NVML library", name, s->names[0]);
@@ -152,8 +156,7 @@ struct nvml_lib *nvml_lib_ref(struct nvml_lib *lib) {
 }
 
 struct nvml_lib *nvml_lib_unref(struct nvml_lib *lib) {
-        if (lib && __atomic_sub_fetch(&lib->refs, 1, __ATOMIC_ACQ_REL) == 0)
-                nvml_lib_free(lib);
+        if (lib && __atomic_sub_fetch(&lib->refs, 1, __ATOMIC_ACQ_REL) == 0) nvml_lib_free(lib);
         return NULL;
 }
 
@@ -222,15 +225,15 @@ const char *nvml_return_message(int rc) {
 nvmlReturn_t nvml_memory_info(const struct nvml_lib *lib, nvmlDevice_t dev, nvmlMemory_v2_t *ret, int *ret_version) {
         nvmlReturn_t rc = NVML_ERROR_FUNCTION_NOT_FOUND;
         if (lib->nvmlDeviceGetMemoryInfo_v2) {
-                *ret = (nvmlMemory_v2_t){.version = nvmlMemory_v2};
+                *ret = (nvmlMemory_v2_t){ .version = nvmlMemory_v2 };
                 rc = lib->nvmlDeviceGetMemoryInfo_v2(dev, ret);
                 if (rc == NVML_SUCCESS && ret_version) *ret_version = 2;
         }
         if (rc == NVML_ERROR_FUNCTION_NOT_FOUND || rc == NVML_ERROR_ARGUMENT_VERSION_MISMATCH) {
-                nvmlMemory_t v = {0};
+                nvmlMemory_t v = { 0 };
                 rc = lib->nvmlDeviceGetMemoryInfo ? lib->nvmlDeviceGetMemoryInfo(dev, &v) : NVML_ERROR_NOT_SUPPORTED;
                 if (rc == NVML_SUCCESS) {
-                        *ret = (nvmlMemory_v2_t){.total = v.total, .free = v.free, .used = v.used};
+                        *ret = (nvmlMemory_v2_t){ .total = v.total, .free = v.free, .used = v.used };
                         if (ret_version) *ret_version = 1;
                 }
         }

@@ -113,7 +113,9 @@ struct nvml_lib *nvml_lib_ref(struct nvml_lib *lib);
 /* Drops one reference; the last one dlcloses the library. Returns NULL. Thread-safe. */
 struct nvml_lib *nvml_lib_unref(struct nvml_lib *lib);
 
-static inline void nvml_lib_unrefp(struct nvml_lib **p) { nvml_lib_unref(*p); }
+static inline void nvml_lib_unrefp(struct nvml_lib **p) {
+        nvml_lib_unref(*p);
+}
 #define _cleanup_nvml_lib_ __attribute__((cleanup(nvml_lib_unrefp)))
 
 /* Asks a GPU's (or a MIG device's) memory: nvmlDeviceGetMemoryInfo_v2 where the library has it and

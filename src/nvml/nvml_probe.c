@@ -1,7 +1,6 @@
 /* nvml_probe.c: a worker thread asks NVML for every fact gpunode needs; the caller waits a bounded time. */
 #include "nvml/nvml_probe_internal.h"
 
-
 #include "basic/util.h"
 
 /* A sanity bound on nvmlDeviceGetCount: no node has more GPUs than this. */
@@ -52,9 +51,9 @@ bool nvml_probe_step(struct probe_state *st, const char *call, int gpu) {
         return go_on;
 }
 
-#define STEP(name)                                  \
-        do {                                        \
-                if (!nvml_probe_step(st, (name), -1)) goto out; \
+#define STEP(name)                                                                                                     \
+        do {                                                                                                           \
+                if (!nvml_probe_step(st, (name), -1)) goto out;                                                        \
         } while (0)
 
 /* The worker: gathers into st->w, then leaves. Returns NULL; frees st if the caller already left. */
@@ -75,12 +74,14 @@ static void *probe_worker(void *arg) {
 
         STEP("nvmlSystemGetDriverVersion");
         w->driver_version_rc = lib->nvmlSystemGetDriverVersion
-                                       ? lib->nvmlSystemGetDriverVersion(w->driver_version, sizeof w->driver_version) : NS;
+                                       ? lib->nvmlSystemGetDriverVersion(w->driver_version, sizeof w->driver_version)
+                                       : NS;
         if (w->driver_version_rc != NVML_SUCCESS) w->driver_version[0] = 0;
 
         STEP("nvmlSystemGetNVMLVersion");
         w->nvml_version_rc = lib->nvmlSystemGetNVMLVersion
-                                     ? lib->nvmlSystemGetNVMLVersion(w->nvml_version, sizeof w->nvml_version) : NS;
+                                     ? lib->nvmlSystemGetNVMLVersion(w->nvml_version, sizeof w->nvml_version)
+                                     : NS;
         if (w->nvml_version_rc != NVML_SUCCESS) w->nvml_version[0] = 0;
 
         STEP("nvmlSystemGetCudaDriverVersion");
@@ -143,7 +144,8 @@ int nvml_probe_run(struct nvml_lib *lib, unsigned timeout_ms, struct nvml_facts 
         return nvml_probe_run_scope(lib, timeout_ms, NVML_PROBE_ALL, ret);
 }
 
-int nvml_probe_run_scope(struct nvml_lib *lib, unsigned timeout_ms, enum nvml_probe_scope scope, struct nvml_facts **ret) {
+int nvml_probe_run_scope(struct nvml_lib *lib, unsigned timeout_ms, enum nvml_probe_scope scope,
+                         struct nvml_facts **ret) {
         struct probe_state *st = xcalloc(1, sizeof *st);
         st->scope = scope;
         pthread_condattr_t ca;
@@ -156,8 +158,7 @@ int nvml_probe_run_scope(struct nvml_lib *lib, unsigned timeout_ms, enum nvml_pr
         pthread_condattr_destroy(&ca);
         st->refs = 2;
         st->call_gpu = -1;
-        st->w.init_rc = st->w.driver_version_rc = st->w.nvml_version_rc = st->w.device_count_rc =
-                NVML_FACT_NOT_QUERIED;
+        st->w.init_rc = st->w.driver_version_rc = st->w.nvml_version_rc = st->w.device_count_rc = NVML_FACT_NOT_QUERIED;
         st->w.cuda_driver_version.rc = NVML_FACT_NOT_QUERIED;
         st->w.blocked_gpu = -1;
         st->w.caller_pid_namespace = -1;
@@ -189,8 +190,8 @@ int nvml_probe_run_scope(struct nvml_lib *lib, unsigned timeout_ms, enum nvml_pr
                         snprintf(f->timeout_message, sizeof f->timeout_message,
                                  "%s on GPU %d did not return within %u ms", st->call, st->call_gpu, timeout_ms);
                 else
-                        snprintf(f->timeout_message, sizeof f->timeout_message,
-                                 "%s did not return within %u ms", st->call, timeout_ms);
+                        snprintf(f->timeout_message, sizeof f->timeout_message, "%s did not return within %u ms",
+                                 st->call, timeout_ms);
                 st->abandoned = true;
                 __atomic_add_fetch(&abandoned_workers, 1, __ATOMIC_ACQ_REL);
         }

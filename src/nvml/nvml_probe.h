@@ -21,7 +21,8 @@ enum nvml_probe_scope {
 };
 
 /* nvml_probe_run asking only what scope names. Returns as nvml_probe_run. */
-int nvml_probe_run_scope(struct nvml_lib *lib, unsigned timeout_ms, enum nvml_probe_scope scope, struct nvml_facts **ret);
+int nvml_probe_run_scope(struct nvml_lib *lib, unsigned timeout_ms, enum nvml_probe_scope scope,
+                         struct nvml_facts **ret);
 
 /* Returns how many probe workers that timed out are still running (stuck in NVML). Never fails. */
 unsigned nvml_probe_abandoned_workers(void);

@@ -17,17 +17,17 @@
 struct probe_state {
         pthread_mutex_t lock;
         pthread_cond_t cond;
-        int refs;       /* under lock: 2 while both caller and worker hold it */
-        bool done;      /* under lock: the worker finished */
-        bool abandoned; /* under lock: the caller gave up waiting */
+        int refs;              /* under lock: 2 while both caller and worker hold it */
+        bool done;             /* under lock: the worker finished */
+        bool abandoned;        /* under lock: the caller gave up waiting */
         struct nvml_facts pub; /* under lock; pub.gpus has room for pub_cap records */
         unsigned pub_cap;
         char call[64]; /* under lock: the call in progress */
         int call_gpu;
 
         enum nvml_probe_scope scope; /* constant */
-        struct nvml_lib *lib; /* worker's reference */
-        struct nvml_facts w;  /* worker only */
+        struct nvml_lib *lib;        /* worker's reference */
+        struct nvml_facts w;         /* worker only */
 };
 
 /* Publishes the worker's progress and names the NVML call about to be made (gpu: its index, -1 for

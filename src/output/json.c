@@ -31,20 +31,16 @@ static json_t *finding_to_json(const struct finding *f) {
         json_t *deps = json_array();
         for (size_t d = 0; d < CHECK_MAX_DEPS && f->def->depends[d]; d++)
                 json_array_append_new(deps, json_string(f->def->depends[d]));
-        return json_pack("{s:s, s:i, s:s, s:s, s:o, s:o, s:o, s:o, s:o}",
-                         "id", f->def->id,
-                         "layer", f->def->layer,
-                         "component", f->def->component,
-                         "status", check_status_name(f->status),
-                         "summary", json_text(f->summary ? f->summary : ""),
-                         "evidence", ev,
-                         "remedy", json_text(f->remedy),
-                         "blocked_by", f->blocked_by ? json_string(f->blocked_by) : json_null(),
-                         "depends_on", deps);
+        return json_pack("{s:s, s:i, s:s, s:s, s:o, s:o, s:o, s:o, s:o}", "id", f->def->id, "layer", f->def->layer,
+                         "component", f->def->component, "status", check_status_name(f->status), "summary",
+                         json_text(f->summary ? f->summary : ""), "evidence", ev, "remedy", json_text(f->remedy),
+                         "blocked_by", f->blocked_by ? json_string(f->blocked_by) : json_null(), "depends_on", deps);
 }
 
 /* Returns text as a JSON string, or null for NULL (a new reference). */
-static json_t *json_text_or_null(const char *text) { return text ? json_text(text) : json_null(); }
+static json_t *json_text_or_null(const char *text) {
+        return text ? json_text(text) : json_null();
+}
 
 /* Returns the report's GPUs as the "gpus" array (a new reference): [{index, uuid, pci_bus_id, name,
  * pods: [{namespace, pod, container}]}], an empty array when NVML named none. */
@@ -54,12 +50,14 @@ static json_t *gpus_to_json(const struct report *r) {
                 const struct report_gpu *g = &r->gpus[i];
                 json_t *pods = json_array();
                 for (size_t p = 0; p < g->n_pods; p++)
-                        json_array_append_new(pods, json_pack("{s:o, s:o, s:o}", "namespace", json_text(g->pods[p].namespace),
-                                                              "pod", json_text(g->pods[p].pod), "container",
-                                                              json_text(g->pods[p].container)));
-                json_array_append_new(gpus, json_pack("{s:I, s:o, s:o, s:o, s:o}", "index", (json_int_t)g->index, "uuid",
-                                                      json_text_or_null(g->uuid), "pci_bus_id", json_text_or_null(g->pci_bus_id),
-                                                      "name", json_text_or_null(g->name), "pods", pods));
+                        json_array_append_new(pods,
+                                              json_pack("{s:o, s:o, s:o}", "namespace", json_text(g->pods[p].namespace),
+                                                        "pod", json_text(g->pods[p].pod), "container",
+                                                        json_text(g->pods[p].container)));
+                json_array_append_new(gpus, json_pack("{s:I, s:o, s:o, s:o, s:o}", "index", (json_int_t)g->index,
+                                                      "uuid", json_text_or_null(g->uuid), "pci_bus_id",
+                                                      json_text_or_null(g->pci_bus_id), "name",
+                                                      json_text_or_null(g->name), "pods", pods));
         }
         return gpus;
 }
@@ -80,30 +78,26 @@ json_t *report_to_json(const struct report *r) {
                         for (size_t s = 0; s < n_seen; s++) dup |= streq(seen[s], d->component);
                         if (dup || n_seen == ELEMENTSOF(seen)) continue;
                         seen[n_seen++] = d->component;
-                        json_array_append_new(components,
+                        json_array_append_new(
+                                components,
                                 json_pack("{s:s, s:s}", "id", d->component, "status",
                                           layer_status_word(report_component_status(r, layer, d->component))));
                 }
-                json_array_append_new(layers, json_pack("{s:i, s:s, s:s, s:o}", "layer", layer, "name", layer_name(layer),
-                                                        "status", layer_status_word(report_layer_status(r, layer)),
-                                                        "components", components));
+                json_array_append_new(
+                        layers, json_pack("{s:i, s:s, s:s, s:o}", "layer", layer, "name", layer_name(layer), "status",
+                                          layer_status_word(report_layer_status(r, layer)), "components", components));
         }
 
         json_t *root_cause = json_null();
         if (r->root_cause) {
                 const struct finding *f = r->root_cause;
-                root_cause = json_pack("{s:i, s:s, s:s, s:o, s:o}", "layer", f->def->layer, "component", f->def->component,
-                                       "check", f->def->id, "summary", json_text(f->summary), "remedy", json_text(f->remedy));
+                root_cause = json_pack("{s:i, s:s, s:s, s:o, s:o}", "layer", f->def->layer, "component",
+                                       f->def->component, "check", f->def->id, "summary", json_text(f->summary),
+                                       "remedy", json_text(f->remedy));
         }
-        return json_pack("{s:s, s:o, s:o, s:s, s:o, s:o, s:o, s:o}",
-                         "schema", REPORT_SCHEMA,
-                         "node", json_text(r->node),
-                         "root", json_text(r->root),
-                         "verdict", verdict_name(r->verdict),
-                         "root_cause", root_cause,
-                         "layers", layers,
-                         "checks", checks,
-                         "gpus", gpus_to_json(r));
+        return json_pack("{s:s, s:o, s:o, s:s, s:o, s:o, s:o, s:o}", "schema", REPORT_SCHEMA, "node",
+                         json_text(r->node), "root", json_text(r->root), "verdict", verdict_name(r->verdict),
+                         "root_cause", root_cause, "layers", layers, "checks", checks, "gpus", gpus_to_json(r));
 }
 
 int output_json(FILE *out, const struct report *r) {

@@ -4,8 +4,8 @@
 #include "engine/check.h"
 
 struct text_options {
-        bool color;     /* ANSI colours: only on a tty and without NO_COLOR */
-        bool verbose;   /* evidence for passing checks too */
+        bool color;   /* ANSI colours: only on a tty and without NO_COLOR */
+        bool verbose; /* evidence for passing checks too */
 };
 
 /* ANSI styles of the terminal renderers (this one and the cluster's). */

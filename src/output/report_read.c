@@ -3,7 +3,6 @@
 #include "output/report_read.h"
 #include "basic/util.h"
 
-
 /* Returns the status for a JSON word, or -1. */
 static int status_of(const char *s) {
         static const struct {
@@ -76,11 +75,13 @@ static int read_gpus(const json_t *doc, struct report *ret, char **ret_error) {
                 const json_t *index = json_object_get(g, "index"), *pods = json_object_get(g, "pods");
                 if (!json_is_object(g) || !json_is_integer(index) || json_integer_value(index) < 0 ||
                     json_integer_value(index) > REPORT_READ_MAX_GPU_INDEX || (pods && !json_is_array(pods)))
-                        return errorf(ret_error, -EBADMSG, "GPU %zu of the report lacks an index 0..%d or its pods "
-                                      "are not an array", i, REPORT_READ_MAX_GPU_INDEX);
+                        return errorf(ret_error, -EBADMSG,
+                                      "GPU %zu of the report lacks an index 0..%d or its pods "
+                                      "are not an array",
+                                      i, REPORT_READ_MAX_GPU_INDEX);
                 if (json_array_size(pods) > REPORT_READ_MAX_PODS)
-                        return errorf(ret_error, -EBADMSG, "GPU %zu of the report is held by %zu pods (at most %d)",
-                                      i, json_array_size(pods), REPORT_READ_MAX_PODS);
+                        return errorf(ret_error, -EBADMSG, "GPU %zu of the report is held by %zu pods (at most %d)", i,
+                                      json_array_size(pods), REPORT_READ_MAX_PODS);
                 struct report_gpu *rg = &ret->gpus[ret->n_gpus++];
                 int rc = 0;
                 rg->index = (unsigned)json_integer_value(index);
@@ -98,8 +99,10 @@ static int read_gpus(const json_t *doc, struct report *ret, char **ret_error) {
                         rp->container = dup_str_or_null(p, "container", &rc);
                 }
                 if (rc < 0)
-                        return errorf(ret_error, rc, "GPU %zu of the report has a name, UUID, PCI bus id or pod "
-                                      "that is neither a string nor null", i);
+                        return errorf(ret_error, rc,
+                                      "GPU %zu of the report has a name, UUID, PCI bus id or pod "
+                                      "that is neither a string nor null",
+                                      i);
         }
         return 0;
 }
@@ -142,7 +145,8 @@ int report_from_json(const json_t *doc, struct report *ret, char **ret_error) {
                         report_read_free(ret);
                         return errorf(ret_error, -EBADMSG,
                                       "check %zu of the report lacks an id or component of [a-z0-9._-], a layer 1..4 "
-                                      "or a status", i);
+                                      "or a status",
+                                      i);
                 }
                 struct check_def *d = xcalloc(1, sizeof *d);
                 d->id = xstrdup(id);

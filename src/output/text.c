@@ -80,7 +80,9 @@ int output_text(FILE *out, const struct report *r, const struct text_options *op
                 }
                 if (!any) fprintf(out, "  %s(no checks in this layer yet)%s\n", COL(TEXT_DIM), COL(TEXT_RESET));
         }
-        const char *vc = r->verdict == VERDICT_FAILED ? TEXT_RED : r->verdict == VERDICT_DEGRADED ? TEXT_YELLOW : TEXT_GREEN;
+        const char *vc = r->verdict == VERDICT_FAILED     ? TEXT_RED
+                         : r->verdict == VERDICT_DEGRADED ? TEXT_YELLOW
+                                                          : TEXT_GREEN;
         fprintf(out, "\n%sVerdict: %s%s", COL(vc), verdict_name(r->verdict), COL(TEXT_RESET));
         if (r->root_cause) {
                 const struct finding *f = r->root_cause;

@@ -15,8 +15,9 @@
 #define NAME_MAX_LEN 4096
 
 struct snapshot_limits snapshot_default_limits(void) {
-        return (struct snapshot_limits){
-                .member_max = SNAPSHOT_MEMBER_MAX, .total_max = SNAPSHOT_TOTAL_MAX, .members_max = SNAPSHOT_MEMBERS_MAX};
+        return (struct snapshot_limits){ .member_max = SNAPSHOT_MEMBER_MAX,
+                                         .total_max = SNAPSHOT_TOTAL_MAX,
+                                         .members_max = SNAPSHOT_MEMBERS_MAX };
 }
 
 /* Checks a member name (leading "./" already dropped). Returns NULL when it is acceptable, else a
@@ -33,7 +34,8 @@ static const char *name_problem(const char *name, unsigned type) {
         bool in_root = streq(name, "root") || startswith(name, "root/");
         bool in_api = streq(name, "api") || startswith(name, "api/");
         bool plain = streq(name, "kmsg") || streq(name, "nvml.json") || streq(name, "MANIFEST.json");
-        if (!in_root && !in_api && !plain) return "not part of a gpunode snapshot (root/, api/, kmsg, nvml.json, MANIFEST.json)";
+        if (!in_root && !in_api && !plain)
+                return "not part of a gpunode snapshot (root/, api/, kmsg, nvml.json, MANIFEST.json)";
         if (plain && type != AE_IFREG) return "not a regular file";
         if (type == AE_IFLNK && !startswith(name, "root/")) return "a link outside root/";
         return NULL;
@@ -50,17 +52,18 @@ static int copy_data(struct archive *in, struct archive *out, const char *name, 
                 if (r == ARCHIVE_EOF) return 0;
                 if (r < ARCHIVE_WARN)
                         return errorf(ret_error, -EINVAL, "snapshot member %s: corrupt or truncated archive: %s", name,
-                                    archive_error_string(in) ?: "read error");
+                                      archive_error_string(in) ?: "read error");
                 if (off < 0 || (uint64_t)off + size > lim->member_max)
                         return errorf(ret_error, -EFBIG, "snapshot member %s: larger than %llu bytes", name,
-                                    (unsigned long long)lim->member_max);
+                                      (unsigned long long)lim->member_max);
                 *total += size;
                 if (*total > lim->total_max)
-                        return errorf(ret_error, -EFBIG, "snapshot member %s: the archive holds more than %llu bytes in all",
-                                    name, (unsigned long long)lim->total_max);
+                        return errorf(ret_error, -EFBIG,
+                                      "snapshot member %s: the archive holds more than %llu bytes in all", name,
+                                      (unsigned long long)lim->total_max);
                 if (archive_write_data_block(out, buf, size, off) < ARCHIVE_WARN)
                         return errorf(ret_error, -EIO, "snapshot member %s: cannot write: %s", name,
-                                    archive_error_string(out) ?: "write error");
+                                      archive_error_string(out) ?: "write error");
         }
 }
 
@@ -77,13 +80,13 @@ static int extract_here(struct archive *in, const struct snapshot_limits *lim, c
                 int ar = archive_read_next_header(in, &e);
                 if (ar == ARCHIVE_EOF) break;
                 if (ar < ARCHIVE_WARN) {
-                        r = errorf(ret_error, -EINVAL, "snapshot: corrupt or truncated archive after %zu members: %s", count,
-                                 archive_error_string(in) ?: "read error");
+                        r = errorf(ret_error, -EINVAL, "snapshot: corrupt or truncated archive after %zu members: %s",
+                                   count, archive_error_string(in) ?: "read error");
                         break;
                 }
                 if (++count > lim->members_max) {
-                        r = errorf(ret_error, -E2BIG, "snapshot: more than %zu members (member %zu: %s)", lim->members_max,
-                                 count, archive_entry_pathname(e) ?: "?");
+                        r = errorf(ret_error, -E2BIG, "snapshot: more than %zu members (member %zu: %s)",
+                                   lim->members_max, count, archive_entry_pathname(e) ?: "?");
                         break;
                 }
                 const char *raw = archive_entry_pathname(e);
@@ -108,8 +111,11 @@ static int extract_here(struct archive *in, const struct snapshot_limits *lim, c
                 }
                 if (type != AE_IFREG && type != AE_IFDIR && type != AE_IFLNK) {
                         r = errorf(ret_error, -EINVAL, "snapshot member %s: a %s, refused", clean,
-                                 type == AE_IFCHR ? "character device" : type == AE_IFBLK ? "block device"
-                                 : type == AE_IFIFO ? "FIFO" : type == AE_IFSOCK ? "socket" : "special file");
+                                   type == AE_IFCHR    ? "character device"
+                                   : type == AE_IFBLK  ? "block device"
+                                   : type == AE_IFIFO  ? "FIFO"
+                                   : type == AE_IFSOCK ? "socket"
+                                                       : "special file");
                         break;
                 }
                 const char *problem = name_problem(clean, type);
@@ -119,14 +125,16 @@ static int extract_here(struct archive *in, const struct snapshot_limits *lim, c
                 }
                 la_int64_t size = archive_entry_size_is_set(e) ? archive_entry_size(e) : 0;
                 if (size < 0 || (uint64_t)size > lim->member_max) {
-                        r = errorf(ret_error, -EFBIG, "snapshot member %s: declares %lld bytes, more than the %llu allowed",
-                                 clean, (long long)size, (unsigned long long)lim->member_max);
+                        r = errorf(ret_error, -EFBIG,
+                                   "snapshot member %s: declares %lld bytes, more than the %llu allowed", clean,
+                                   (long long)size, (unsigned long long)lim->member_max);
                         break;
                 }
                 declared += (uint64_t)size;
                 if (declared > lim->total_max) {
-                        r = errorf(ret_error, -EFBIG, "snapshot member %s: the members declare more than %llu bytes in all",
-                                 clean, (unsigned long long)lim->total_max);
+                        r = errorf(ret_error, -EFBIG,
+                                   "snapshot member %s: the members declare more than %llu bytes in all", clean,
+                                   (unsigned long long)lim->total_max);
                         break;
                 }
                 archive_entry_set_pathname(e, clean);
@@ -139,7 +147,7 @@ static int extract_here(struct archive *in, const struct snapshot_limits *lim, c
                 ar = archive_write_header(out, e);
                 if (ar < ARCHIVE_WARN) {
                         r = errorf(ret_error, -EINVAL, "snapshot member %s: refused: %s", clean,
-                                 archive_error_string(out) ?: "cannot extract");
+                                   archive_error_string(out) ?: "cannot extract");
                         break;
                 }
                 if (type == AE_IFREG && size > 0) {
@@ -148,12 +156,13 @@ static int extract_here(struct archive *in, const struct snapshot_limits *lim, c
                 }
                 if (archive_write_finish_entry(out) < ARCHIVE_WARN) {
                         r = errorf(ret_error, -EIO, "snapshot member %s: cannot write: %s", clean,
-                                 archive_error_string(out) ?: "write error");
+                                   archive_error_string(out) ?: "write error");
                         break;
                 }
         }
         if (archive_write_close(out) < ARCHIVE_WARN && r == 0)
-                r = errorf(ret_error, -EIO, "snapshot: cannot finish extraction: %s", archive_error_string(out) ?: "error");
+                r = errorf(ret_error, -EIO, "snapshot: cannot finish extraction: %s",
+                           archive_error_string(out) ?: "error");
         archive_write_free(out);
         return r;
 }
@@ -195,7 +204,8 @@ int snapshot_extract_memory(const void *data, size_t len, const char *dir, const
         if (lr < 0) return lr;
         struct archive *in = new_reader();
         if (archive_read_open_memory(in, data, len) != ARCHIVE_OK) {
-                int r = errorf(ret_error, -EINVAL, "snapshot: not a gzip tar archive: %s", archive_error_string(in) ?: "?");
+                int r = errorf(ret_error, -EINVAL, "snapshot: not a gzip tar archive: %s",
+                               archive_error_string(in) ?: "?");
                 archive_read_free(in);
                 return r;
         }
@@ -209,7 +219,7 @@ int snapshot_extract_file(const char *path, const char *dir, const struct snapsh
         if (archive_read_open_filename(in, path, 65536) != ARCHIVE_OK) {
                 int e = archive_errno(in);
                 int r = errorf(ret_error, e > 0 ? -e : -EINVAL, "snapshot %s: cannot read: %s", path,
-                             archive_error_string(in) ?: "not a gzip tar archive");
+                               archive_error_string(in) ?: "not a gzip tar archive");
                 archive_read_free(in);
                 return r;
         }
@@ -265,7 +275,8 @@ static void apply_nvml_manifest(struct snapshot *s, const json_t *nv) {
         if (json_is_integer(t)) f->timeout_ms = (unsigned)json_integer_value(t);
         if (!json_is_true(json_object_get(nv, "timed_out"))) return;
         f->timed_out = true;
-        snprintf(f->blocked_call, sizeof f->blocked_call, "%s", json_string_value(json_object_get(nv, "blocked_call")) ?: "");
+        snprintf(f->blocked_call, sizeof f->blocked_call, "%s",
+                 json_string_value(json_object_get(nv, "blocked_call")) ?: "");
         snprintf(f->timeout_message, sizeof f->timeout_message, "%s",
                  json_string_value(json_object_get(nv, "timeout_message")) ?: "");
         json_t *bg = json_object_get(nv, "blocked_gpu");
@@ -348,7 +359,7 @@ int snapshot_open(const char *path, struct snapshot **ret, char **ret_error) {
                 json_decref(manifest);
                 snapshot_close(s);
                 return errorf(ret_error, r, "%s: cannot read api/INDEX.json: %s", path,
-                            r == -EFBIG ? "larger than a gpunode API index may be" : strerror(-r));
+                              r == -EFBIG ? "larger than a gpunode API index may be" : strerror(-r));
         }
 
         s->root_label = json_str(manifest, "root");

@@ -53,8 +53,8 @@ enum redact_action redact_rule(const char *host_path, const char **ret_why) {
         const char *rest = startswith(p, "/proc/");
         if (rest) {
                 const char *slash = strchr(rest, '/');
-                if (slash && (streq(slash, "/environ") ||
-                              (startswith(slash, "/task/") && endswith(slash, "/environ")))) {
+                if (slash &&
+                    (streq(slash, "/environ") || (startswith(slash, "/task/") && endswith(slash, "/environ")))) {
                         *ret_why = "process environment: holds credentials, never copied";
                         return REDACT_OMIT;
                 }
@@ -67,8 +67,9 @@ enum redact_action redact_rule(const char *host_path, const char **ret_why) {
         }
         const char *base = strrchr(p, '/');
         base = base ? base + 1 : p;
-        static const char *const suffixes[] = {".key", ".pem", ".crt", ".cert", ".der", ".p12", ".pfx", ".jks", ".keystore"};
-        static const char *const names[] = {"id_rsa", "id_ecdsa", "id_ed25519", "token"};
+        static const char *const suffixes[] = { ".key", ".pem", ".crt", ".cert",    ".der",
+                                                ".p12", ".pfx", ".jks", ".keystore" };
+        static const char *const names[] = { "id_rsa", "id_ecdsa", "id_ed25519", "token" };
         for (size_t i = 0; i < ELEMENTSOF(suffixes); i++)
                 if (endswith(base, suffixes[i])) {
                         *ret_why = "key or certificate file: content replaced";
@@ -96,11 +97,12 @@ static bool secret_key(const char *key, size_t n) {
         if (n == 0 || n >= sizeof k) return false;
         for (size_t i = 0; i < n; i++) k[i] = key[i] == '_' ? '-' : (char)tolower((unsigned char)key[i]);
         k[n] = 0;
-        static const char *const exact[] = {"identitytoken", "registrytoken", "passwd", "pwd", "authorization",
-                                            "proxy-authorization", "cookie", "set-cookie"};
-        static const char *const contains[] = {"password", "passwd", "secret", "credential"};
-        static const char *const suffix[] = {"token", "auth", "key-data", "certificate-data", "private-key", "access-key",
-                                             "secret-key", "api-key", "apikey"};
+        static const char *const exact[] = { "identitytoken", "registrytoken",       "passwd", "pwd",
+                                             "authorization", "proxy-authorization", "cookie", "set-cookie" };
+        static const char *const contains[] = { "password", "passwd", "secret", "credential" };
+        static const char *const suffix[] = { "token",       "auth",       "key-data",   "certificate-data",
+                                              "private-key", "access-key", "secret-key", "api-key",
+                                              "apikey" };
         for (size_t i = 0; i < ELEMENTSOF(exact); i++)
                 if (streq(k, exact[i])) return true;
         for (size_t i = 0; i < ELEMENTSOF(contains); i++)
@@ -150,7 +152,7 @@ static bool value_stop(char c, bool raw) {
 /* Returns the length of an HTTP authorization scheme word and the blanks after it at s (n bytes)
  * when a credential follows it ("Bearer ", "Basic ", ...), 0 otherwise. */
 static size_t scheme_len(const char *s, size_t n) {
-        static const char *const schemes[] = {"bearer", "basic", "token", "digest", "negotiate"};
+        static const char *const schemes[] = { "bearer", "basic", "token", "digest", "negotiate" };
         for (size_t i = 0; i < ELEMENTSOF(schemes); i++) {
                 size_t m = strlen(schemes[i]), j = m;
                 if (n <= m || strncasecmp(s, schemes[i], m) != 0 || (s[m] != ' ' && s[m] != '\t')) continue;
@@ -211,7 +213,8 @@ static size_t redact_words(const char *s, size_t n, bool raw, struct buf *out) {
                                 continue;
                         }
                 }
-                if (c == ':' && i + 2 < n && s[i + 1] == '/' && s[i + 2] == '/' && i > 0 && isalnum((unsigned char)s[i - 1])) {
+                if (c == ':' && i + 2 < n && s[i + 1] == '/' && s[i + 2] == '/' && i > 0 &&
+                    isalnum((unsigned char)s[i - 1])) {
                         /* a URL: everything up to the last '@' of the authority is user information
                          * (which may hold the sub-delimiters ,;&=!$*+ and '@' itself) */
                         size_t a = i + 3, j = a, at = 0;
@@ -245,7 +248,8 @@ static size_t redact_words(const char *s, size_t n, bool raw, struct buf *out) {
                 }
                 size_t v = p, v0;
                 while (v < n && (s[v] == ' ' || s[v] == '\t')) v++;
-                bool colon = v + 1 < n && s[v] == ':' && s[v + 1] && strchr(" \t\"'", s[v + 1]); /* "key: V", "key":"V" */
+                bool colon =
+                        v + 1 < n && s[v] == ':' && s[v + 1] && strchr(" \t\"'", s[v + 1]); /* "key: V", "key":"V" */
                 if (v < n && (s[v] == '=' || colon)) {
                         v0 = v + 1;
                         while (v0 < n && (s[v0] == ' ' || s[v0] == '\t')) v0++;
@@ -306,7 +310,8 @@ static size_t redact_arg(const char *arg, size_t n, bool *value_next, struct buf
                 buf_puts(out, "REDACTED");
                 return 1;
         }
-        if (!eq && ((n > 2 && arg[0] == '-' && secret_flag(arg, n)) || (n == 6 && strncasecmp(arg, "bearer", 6) == 0))) {
+        if (!eq &&
+            ((n > 2 && arg[0] == '-' && secret_flag(arg, n)) || (n == 6 && strncasecmp(arg, "bearer", 6) == 0))) {
                 buf_append(out, arg, n);
                 *value_next = true;
                 return 0;
@@ -340,7 +345,7 @@ static int redact_prom_line(const char *s, size_t n, struct buf *out) {
         if (n == 0 || !(isalpha((unsigned char)s[0]) || s[0] == '_' || s[0] == ':')) return -1;
         while (i < n && (isalnum((unsigned char)s[i]) || s[i] == '_' || s[i] == ':')) i++;
         if (i >= n || s[i] != '{') return -1;
-        struct buf b = {0};
+        struct buf b = { 0 };
         size_t count = 0, done = 0;
         i++;
         for (;;) {
@@ -359,7 +364,7 @@ static int redact_prom_line(const char *s, size_t n, struct buf *out) {
                 if (secret_key(s + l0, l1 - l0)) {
                         count += replace_span(s, &done, a, e, &b);
                 } else {
-                        struct buf w = {0};
+                        struct buf w = { 0 };
                         size_t c = redact_words(s + a, e - a, true, &w);
                         if (c > 0) {
                                 buf_append(&b, s + done, a - done);
@@ -433,7 +438,8 @@ static bool line_has_key(const char *line, size_t n) {
         if (i == k) return false;
         if (i < n && (line[i] == '"' || line[i] == '\'')) i++;
         while (i < n && (line[i] == ' ' || line[i] == '\t')) i++;
-        return i < n && (line[i] == '=' || (line[i] == ':' && (i + 1 == n || line[i + 1] == ' ' || line[i + 1] == '\t')));
+        return i < n &&
+               (line[i] == '=' || (line[i] == ':' && (i + 1 == n || line[i + 1] == ' ' || line[i + 1] == '\t')));
 }
 
 /* Returns the end of a multi-line TOML string's closing delimiter (3 quotes of delim, with up to two
@@ -472,7 +478,8 @@ static bool redact_line(const char *line, size_t n, struct line_state *st, struc
         }
         while (i < n && (line[i] == ' ' || line[i] == '\t')) i++;
         if (k1 == k0 || i >= n || (line[i] != ':' && line[i] != '=')) return false;
-        if (line[i] == ':' && i + 1 < n && line[i + 1] != ' ' && line[i + 1] != '\t' && line[i + 1] != '\r') return false;
+        if (line[i] == ':' && i + 1 < n && line[i + 1] != ' ' && line[i + 1] != '\t' && line[i + 1] != '\r')
+                return false;
         bool yaml = line[i] == ':'; /* only YAML values go on in deeper lines ("k = v" ones end with theirs) */
         i++;
         while (i < n && (line[i] == ' ' || line[i] == '\t')) i++;
@@ -563,7 +570,7 @@ static bool redact_line(const char *line, size_t n, struct line_state *st, struc
  * number of values replaced; cannot fail. */
 static size_t redact_lines(const char *data, size_t len, struct buf *out) {
         size_t count = 0, pos = 0;
-        struct line_state st = {.cont_col = -1, .name_col = -1};
+        struct line_state st = { .cont_col = -1, .name_col = -1 };
         while (pos < len) {
                 const char *line = data + pos;
                 const char *nl = memchr(line, '\n', len - pos);
@@ -601,11 +608,13 @@ static size_t redact_lines(const char *data, size_t len, struct buf *out) {
                                 if (st.cont_quote) {
                                         /* the line that closes the quoted value keeps the quote and what follows */
                                         for (e = ind; e < n; e++) {
-                                                if (st.cont_quote == '"' && line[e] == '\\') e++;
-                                                else if (line[e] == st.cont_quote && st.cont_quote == '\'' && e + 1 < n &&
-                                                         line[e + 1] == '\'')
+                                                if (st.cont_quote == '"' && line[e] == '\\')
+                                                        e++;
+                                                else if (line[e] == st.cont_quote && st.cont_quote == '\'' &&
+                                                         e + 1 < n && line[e + 1] == '\'')
                                                         e++; /* '' in a single-quoted YAML scalar */
-                                                else if (line[e] == st.cont_quote) break;
+                                                else if (line[e] == st.cont_quote)
+                                                        break;
                                         }
                                 }
                                 if (e < n) {
@@ -711,7 +720,7 @@ static size_t t_string_end(const char *s, size_t n, size_t i) {
 /* Decodes the TOML string token tok (n bytes, quotes included) with toml_parse. Returns 0 and the
  * string (malloc'd, NUL-terminated, its length in *ret_len), or -EINVAL. */
 static int toml_decode(const char *tok, size_t n, char **ret, size_t *ret_len) {
-        struct buf b = {0};
+        struct buf b = { 0 };
         buf_puts(&b, "x = ");
         buf_append(&b, tok, n);
         buf_puts(&b, "\n");
@@ -742,8 +751,10 @@ static void toml_encode(struct buf *out, const char *s, size_t len, size_t newli
                 case '\t': buf_puts(out, "\\t"); break;
                 case '\r': buf_puts(out, "\\r"); break;
                 default:
-                        if (c < 0x20 || c == 0x7f) buf_printf(out, "\\u%04X", c);
-                        else buf_append(out, s + i, 1);
+                        if (c < 0x20 || c == 0x7f)
+                                buf_printf(out, "\\u%04X", c);
+                        else
+                                buf_append(out, s + i, 1);
                 }
         }
         if (newlines) {
@@ -770,7 +781,8 @@ static int t_key(struct tscan *t, char **ret_last) {
                         t->i = e;
                 } else {
                         size_t a = t->i;
-                        while (t->i < t->n && (isalnum((unsigned char)t->s[t->i]) || t->s[t->i] == '_' || t->s[t->i] == '-'))
+                        while (t->i < t->n &&
+                               (isalnum((unsigned char)t->s[t->i]) || t->s[t->i] == '_' || t->s[t->i] == '-'))
                                 t->i++;
                         if (t->i == a) return -EINVAL;
                         last = xstrndup(t->s + a, t->i - a);
@@ -793,7 +805,7 @@ static int t_string(struct tscan *t, const char *key) {
         t->i = e;
         _cleanup_free_ char *val = NULL;
         if (toml_decode(t->s + a, e - a, &val, &len) < 0) return -EINVAL;
-        struct buf nv = {0};
+        struct buf nv = { 0 };
         size_t c = 0;
         if (key && secret_key(key, strlen(key))) {
                 if (!harmless(val, len)) {
@@ -870,9 +882,11 @@ static int t_value(struct tscan *t, const char *key, unsigned depth) {
         /* numbers, booleans, dates and times ("1979-05-27 07:32:00Z" has a blank inside) */
         size_t a = t->i;
         for (;;) {
-                while (t->i < t->n && (isalnum((unsigned char)t->s[t->i]) || (t->s[t->i] && strchr("_:.+-", t->s[t->i])))) t->i++;
-                if (t->i - a == 10 && t->s[a + 4] == '-' && t->s[a + 7] == '-' && t->i + 1 < t->n && t->s[t->i] == ' ' &&
-                    isdigit((unsigned char)t->s[t->i + 1])) {
+                while (t->i < t->n &&
+                       (isalnum((unsigned char)t->s[t->i]) || (t->s[t->i] && strchr("_:.+-", t->s[t->i]))))
+                        t->i++;
+                if (t->i - a == 10 && t->s[a + 4] == '-' && t->s[a + 7] == '-' && t->i + 1 < t->n &&
+                    t->s[t->i] == ' ' && isdigit((unsigned char)t->s[t->i + 1])) {
                         t->i++;
                         continue;
                 }
@@ -889,7 +903,8 @@ static bool toml_same_shape(const struct toml_value *a, const struct toml_value 
                 if (toml_table_size(a) != toml_table_size(b)) return false;
                 for (size_t i = 0; i < toml_table_size(a); i++)
                         if (toml_table_key_len_at(a, i) != toml_table_key_len_at(b, i) ||
-                            memcmp(toml_table_key_at(a, i), toml_table_key_at(b, i), toml_table_key_len_at(a, i)) != 0 ||
+                            memcmp(toml_table_key_at(a, i), toml_table_key_at(b, i), toml_table_key_len_at(a, i)) !=
+                                    0 ||
                             !toml_same_shape(toml_table_value_at(a, i), toml_table_value_at(b, i)))
                                 return false;
         } else if (toml_type_of(a) == TOML_ARRAY) {
@@ -906,7 +921,7 @@ static bool toml_same_shape(const struct toml_value *a, const struct toml_value 
 static int redact_toml(const char *data, size_t len, struct buf *out, size_t *ret_count) {
         _cleanup_toml_ struct toml_value *doc = NULL;
         if (toml_parse(data, len, &doc, NULL) < 0) return -EINVAL;
-        struct tscan t = {.s = data, .n = len};
+        struct tscan t = { .s = data, .n = len };
         if (len >= 3 && memcmp(data, "\xef\xbb\xbf", 3) == 0) t.i = 3;
         for (;;) {
                 t_space(&t);
@@ -957,7 +972,7 @@ static size_t redact_member(json_t *obj, const char *k) {
 /* Returns the free-text redaction of the string x as a new string (NULL when nothing changed) and
  * the number replaced in *ret_count. */
 static json_t *redact_json_words(json_t *x, size_t *ret_count) {
-        struct buf out = {0};
+        struct buf out = { 0 };
         size_t len = json_string_length(x);
         const char *s = json_string_value(x);
         *ret_count = memchr(s, 0, len) ? 0 : redact_words(s, len, false, &out);
@@ -982,7 +997,7 @@ static size_t redact_args(json_t *arr) {
                         value_next = false;
                         continue;
                 }
-                struct buf out = {0};
+                struct buf out = { 0 };
                 size_t c = redact_arg(s, json_string_length(x), &value_next, &out);
                 if (c > 0) {
                         json_t *r = json_stringn(out.data, out.len);
@@ -1076,7 +1091,9 @@ static size_t redact_api_walk(json_t *v, bool secret) {
 }
 
 /* Returns the count of values replaced in an API object or list (snapshot.h); cannot fail. */
-size_t redact_api_json(json_t *v) { return redact_api_walk(v, false); }
+size_t redact_api_json(json_t *v) {
+        return redact_api_walk(v, false);
+}
 
 /* A scan over JSON text, beside the redacted tree of the same document. */
 struct jscan {
@@ -1088,14 +1105,17 @@ struct jscan {
 
 /* Skips JSON whitespace. */
 static void j_space(struct jscan *j) {
-        while (j->i < j->n && (j->s[j->i] == ' ' || j->s[j->i] == '\t' || j->s[j->i] == '\n' || j->s[j->i] == '\r')) j->i++;
+        while (j->i < j->n && (j->s[j->i] == ' ' || j->s[j->i] == '\t' || j->s[j->i] == '\n' || j->s[j->i] == '\r'))
+                j->i++;
 }
 
 /* Returns the end (past the closing quote) of the JSON string at s[i], or 0 when it does not close. */
 static size_t j_string_end(const char *s, size_t n, size_t i) {
         for (i++; i < n; i++) {
-                if (s[i] == '\\') i++;
-                else if (s[i] == '"') return i + 1;
+                if (s[i] == '\\')
+                        i++;
+                else if (s[i] == '"')
+                        return i + 1;
         }
         return 0;
 }
@@ -1178,7 +1198,7 @@ static int redact_json(const char *data, size_t len, struct buf *out, size_t *re
         if (count == 0) {
                 buf_append(out, data, len);
         } else {
-                struct jscan j = {.s = data, .n = len};
+                struct jscan j = { .s = data, .n = len };
                 json_t *check = NULL;
                 if (j_value(&j, doc, 0) == 0) {
                         buf_append(&j.out, data + j.done, len - j.done);

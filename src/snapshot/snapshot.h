@@ -27,8 +27,8 @@ struct net_log;
  */
 
 /* Extraction limits: a member, the whole, and the member count. */
-#define SNAPSHOT_MEMBER_MAX (64ull << 20)
-#define SNAPSHOT_TOTAL_MAX (1ull << 30)
+#define SNAPSHOT_MEMBER_MAX  (64ull << 20)
+#define SNAPSHOT_TOTAL_MAX   (1ull << 30)
 #define SNAPSHOT_MEMBERS_MAX 200000u
 
 struct snapshot_limits {
@@ -128,18 +128,18 @@ size_t redact_cmdline(const char *data, size_t len, struct buf *out);
 /* ---- reading (gpunode check --snapshot) ---- */
 
 struct snapshot {
-        char *dir;             /* the private temporary folder (removed by snapshot_close) */
-        char *root_dir;        /* dir/root: the host root to check */
-        char *kmsg_path;       /* dir/kmsg (may not exist when the node's log was unreadable) */
-        char *kmsg_label;      /* the node's kernel log source, "/dev/kmsg" by default */
-        char *root_label;      /* the root as given on the node, "/" by default */
-        char *node;            /* the node name, NULL when the manifest has none */
-        bool nvml_recorded;    /* the manifest says how NVML went (else: nvml.json alone) */
-        char *nvml_library;    /* library asked for on the node */
-        int nvml_load_rc;      /* < 0 when NVML did not load there */
+        char *dir;          /* the private temporary folder (removed by snapshot_close) */
+        char *root_dir;     /* dir/root: the host root to check */
+        char *kmsg_path;    /* dir/kmsg (may not exist when the node's log was unreadable) */
+        char *kmsg_label;   /* the node's kernel log source, "/dev/kmsg" by default */
+        char *root_label;   /* the root as given on the node, "/" by default */
+        char *node;         /* the node name, NULL when the manifest has none */
+        bool nvml_recorded; /* the manifest says how NVML went (else: nvml.json alone) */
+        char *nvml_library; /* library asked for on the node */
+        int nvml_load_rc;   /* < 0 when NVML did not load there */
         char *nvml_load_error;
         struct nvml_facts *nvml_facts; /* from nvml.json, NULL when absent */
-        struct net_log *net;   /* API and metrics exchanges (api/INDEX.json), empty when absent */
+        struct net_log *net;           /* API and metrics exchanges (api/INDEX.json), empty when absent */
 };
 
 /* Returns the default limits. */

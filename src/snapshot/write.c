@@ -11,7 +11,6 @@
 #include <sys/sysmacros.h>
 #include <time.h>
 
-
 #include "basic/hostfs.h"
 #include "kube/net_replay.h"
 #include "nvml/nvml_facts.h"
@@ -30,13 +29,13 @@ struct snapshot_writer {
         char *path, *tmp_path; /* tmp_path NULL when writing to standard output */
         int root_fd;
         time_t now;
-        json_t *members;       /* array of member objects, in archive order */
-        json_t *names;         /* object used as a set of member names */
+        json_t *members; /* array of member objects, in archive order */
+        json_t *names;   /* object used as a set of member names */
         json_t *redacted, *unreadable;
         json_t *kmsg, *nvml, *api;
-        char **dirs;           /* directories whose entries finish() adds */
+        char **dirs; /* directories whose entries finish() adds */
         size_t n_dirs;
-        int error;             /* first archive error, sticky */
+        int error; /* first archive error, sticky */
         char *error_text;
 };
 
@@ -60,9 +59,9 @@ static int archive_failed(struct snapshot_writer *w, const char *what) {
         return w->error;
 }
 
-/* Writes one member (permission bits perm, modification time mtime): type AE_IFREG (data, len), AE_IFLNK (target) or AE_IFDIR, and lists it in the
- * manifest with extra fields (a new reference or NULL). Returns 0, -EEXIST when the name is there
- * already, or -EIO. */
+/* Writes one member (permission bits perm, modification time mtime): type AE_IFREG (data, len), AE_IFLNK (target) or
+ * AE_IFDIR, and lists it in the manifest with extra fields (a new reference or NULL). Returns 0, -EEXIST when the name
+ * is there already, or -EIO. */
 static int add_member_mode(struct snapshot_writer *w, const char *name, unsigned type, mode_t perm, time_t mtime,
                            const char *data, size_t len, const char *target, json_t *extra) {
         if (w->error) {
@@ -92,7 +91,9 @@ static int add_member_mode(struct snapshot_writer *w, const char *name, unsigned
                 return archive_failed(w, name);
         }
         json_t *m = json_pack("{s:s,s:s}", "name", name, "type",
-                              type == AE_IFREG ? "file" : type == AE_IFLNK ? "symlink" : "directory");
+                              type == AE_IFREG   ? "file"
+                              : type == AE_IFLNK ? "symlink"
+                                                 : "directory");
         if (type == AE_IFREG) {
                 json_object_set_new(m, "size", json_integer((json_int_t)len));
                 _cleanup_free_ char *h = sha256_hex(data ? data : "", len);
@@ -195,18 +196,20 @@ static int add_resolved(struct snapshot_writer *w, const char *rel, const struct
         }
         if (!S_ISREG(st->st_mode) || streq(host, "/dev/kmsg")) {
                 /* Devices, FIFOs and sockets are never opened: an empty placeholder keeps the name. */
-                json_t *x = json_pack("{s:s,s:b}", "host_type", S_ISREG(st->st_mode) ? "file" : special_kind(st->st_mode),
-                                      "placeholder", 1);
+                json_t *x = json_pack("{s:s,s:b}", "host_type",
+                                      S_ISREG(st->st_mode) ? "file" : special_kind(st->st_mode), "placeholder", 1);
                 if (S_ISCHR(st->st_mode) || S_ISBLK(st->st_mode))
                         json_object_set_new(x, "device", json_sprintf("%u:%u", major(st->st_rdev), minor(st->st_rdev)));
-                if (streq(host, "/dev/kmsg")) json_object_set_new(x, "note", json_string("the kernel log is the kmsg member"));
+                if (streq(host, "/dev/kmsg"))
+                        json_object_set_new(x, "note", json_string("the kernel log is the kmsg member"));
                 int r = add_member_mode(w, name, AE_IFREG, st->st_mode, st->st_mtime, "", 0, NULL, x);
                 return r == -EEXIST ? 0 : r;
         }
         const char *why = NULL;
         enum redact_action act = redact_rule(host, &why);
         if (act == REDACT_OMIT) {
-                json_array_append_new(w->redacted, json_pack("{s:s,s:s,s:s}", "path", host, "action", "omitted", "why", why));
+                json_array_append_new(w->redacted,
+                                      json_pack("{s:s,s:s,s:s}", "path", host, "action", "omitted", "why", why));
                 return 0;
         }
         _cleanup_free_ char *data = NULL;
@@ -219,18 +222,21 @@ static int add_resolved(struct snapshot_writer *w, const char *rel, const struct
                 return note_unreadable(w, host, msg);
         }
         if (act == REDACT_REPLACE) {
-                json_array_append_new(w->redacted, json_pack("{s:s,s:s,s:s}", "path", host, "action", "replaced", "why", why));
-                r = add_member_mode(w, name, AE_IFREG, st->st_mode, st->st_mtime, "REDACTED\n", 9, NULL, json_pack("{s:b}", "redacted", 1));
+                json_array_append_new(w->redacted,
+                                      json_pack("{s:s,s:s,s:s}", "path", host, "action", "replaced", "why", why));
+                r = add_member_mode(w, name, AE_IFREG, st->st_mode, st->st_mtime, "REDACTED\n", 9, NULL,
+                                    json_pack("{s:b}", "redacted", 1));
                 return r == -EEXIST ? 0 : r;
         }
         size_t hl = strlen(host);
         if (startswith(host, "/proc/") && hl > 8 && streq(host + hl - 8, "/cmdline")) {
-                struct buf out = {0};
+                struct buf out = { 0 };
                 size_t n = redact_cmdline(data, len, &out);
                 if (n > 0) {
-                        json_array_append_new(w->redacted, json_pack("{s:s,s:s,s:I,s:s}", "path", host, "action",
-                                                                     "values-replaced", "count", (json_int_t)n, "why",
-                                                                     "credential arguments on a command line replaced"));
+                        json_array_append_new(w->redacted,
+                                              json_pack("{s:s,s:s,s:I,s:s}", "path", host, "action", "values-replaced",
+                                                        "count", (json_int_t)n, "why",
+                                                        "credential arguments on a command line replaced"));
                         r = add_member_mode(w, name, AE_IFREG, st->st_mode, st->st_mtime, out.data, out.len, NULL,
                                             json_pack("{s:b}", "redacted", 1));
                         buf_free(&out);
@@ -239,11 +245,12 @@ static int add_resolved(struct snapshot_writer *w, const char *rel, const struct
                 buf_free(&out);
         }
         if (act == REDACT_FILTER && !memchr(data, 0, len)) {
-                struct buf out = {0};
+                struct buf out = { 0 };
                 size_t n = redact_text(data, len, &out);
                 if (n > 0) {
-                        json_array_append_new(w->redacted, json_pack("{s:s,s:s,s:I,s:s}", "path", host, "action",
-                                                                     "values-replaced", "count", (json_int_t)n, "why", why));
+                        json_array_append_new(w->redacted,
+                                              json_pack("{s:s,s:s,s:I,s:s}", "path", host, "action", "values-replaced",
+                                                        "count", (json_int_t)n, "why", why));
                         r = add_member_mode(w, name, AE_IFREG, st->st_mode, st->st_mtime, out.data, out.len, NULL,
                                             json_pack("{s:b}", "redacted", 1));
                         buf_free(&out);
@@ -263,7 +270,7 @@ static char *join(const char *a, const char *b) {
 }
 
 int snapshot_add_host_path(struct snapshot_writer *w, const char *path) {
-        _cleanup_free_ char *todo = xstrdup(path); /* what is left to resolve, from the root */
+        _cleanup_free_ char *todo = xstrdup(path);   /* what is left to resolve, from the root */
         _cleanup_free_ char *resolved = xstrdup(""); /* below the root, no symlinks, no leading '/' */
         unsigned links = 0;
         for (;;) {
@@ -283,8 +290,10 @@ int snapshot_add_host_path(struct snapshot_writer *w, const char *path) {
                 }
                 if (streq(comp, "..")) {
                         char *s = strrchr(resolved, '/');
-                        if (s) *s = 0;
-                        else resolved[0] = 0;
+                        if (s)
+                                *s = 0;
+                        else
+                                resolved[0] = 0;
                         free(todo);
                         todo = TAKE_PTR(rest);
                         continue;
@@ -367,13 +376,15 @@ static int add_dir_entries(struct snapshot_writer *w, const char *rel) {
                         target[k] = 0;
                         r = add_member(w, name, AE_IFLNK, NULL, 0, target, NULL);
                 } else if (S_ISDIR(st.st_mode)) {
-                        r = add_member_mode(w, name, AE_IFDIR, st.st_mode, st.st_mtime, NULL, 0, NULL, json_pack("{s:b}", "listed_only", 1));
+                        r = add_member_mode(w, name, AE_IFDIR, st.st_mode, st.st_mtime, NULL, 0, NULL,
+                                            json_pack("{s:b}", "listed_only", 1));
                 } else {
                         const char *why;
                         _cleanup_free_ char *host = xasprintf("/%s", child);
                         if (S_ISREG(st.st_mode) && redact_rule(host, &why) == REDACT_OMIT) continue;
-                        json_t *x = json_pack("{s:s,s:b,s:b}", "host_type", S_ISREG(st.st_mode) ? "file" : special_kind(st.st_mode),
-                                              "placeholder", 1, "listed_only", 1);
+                        json_t *x = json_pack("{s:s,s:b,s:b}", "host_type",
+                                              S_ISREG(st.st_mode) ? "file" : special_kind(st.st_mode), "placeholder", 1,
+                                              "listed_only", 1);
                         r = add_member_mode(w, name, AE_IFREG, st.st_mode, st.st_mtime, "", 0, NULL, x);
                 }
                 if (r == -EEXIST) r = 0;
@@ -409,11 +420,10 @@ int snapshot_add_nvml(struct snapshot_writer *w, const char *json, const char *l
                 json_object_set_new(w->nvml, "timeout_ms", json_integer(f->timeout_ms));
                 json_object_set_new(w->nvml, "timed_out", json_boolean(f->timed_out));
                 if (f->timed_out)
-                        json_object_update_new(w->nvml,
-                                               json_pack("{s:s,s:i,s:s,s:i,s:i}", "blocked_call", f->blocked_call,
-                                                         "blocked_gpu", f->blocked_gpu, "timeout_message",
-                                                         f->timeout_message, "n_gpus", (int)f->n_gpus, "device_count",
-                                                         (int)f->device_count));
+                        json_object_update_new(
+                                w->nvml, json_pack("{s:s,s:i,s:s,s:i,s:i}", "blocked_call", f->blocked_call,
+                                                   "blocked_gpu", f->blocked_gpu, "timeout_message", f->timeout_message,
+                                                   "n_gpus", (int)f->n_gpus, "device_count", (int)f->device_count));
         }
         return add_member(w, "nvml.json", AE_IFREG, json, strlen(json), NULL, NULL);
 }
@@ -421,7 +431,8 @@ int snapshot_add_nvml(struct snapshot_writer *w, const char *json, const char *l
 int snapshot_add_api(struct snapshot_writer *w, const char *name, const char *json, size_t len) {
         size_t n = strlen(name);
         bool text = n > 4 && streq(name + n - 4, ".txt");
-        if (n == 0 || n > 200 || name[0] == '/' || strstr(name, "..") || n < 5 || !(text || (n > 5 && streq(name + n - 5, ".json"))))
+        if (n == 0 || n > 200 || name[0] == '/' || strstr(name, "..") || n < 5 ||
+            !(text || (n > 5 && streq(name + n - 5, ".json"))))
                 return -EINVAL;
         for (const char *p = name; *p; p++)
                 if (!(isalnum((unsigned char)*p) || *p == '.' || *p == '_' || *p == '-' || *p == '/')) return -EINVAL;
@@ -431,9 +442,10 @@ int snapshot_add_api(struct snapshot_writer *w, const char *name, const char *js
         if (doc) {
                 size_t count = redact_api_json(doc);
                 if (count > 0)
-                        json_array_append_new(w->redacted, json_pack("{s:s,s:s,s:I,s:s}", "path", member, "action",
-                                                                     "values-replaced", "count", (json_int_t)count, "why",
-                                                                     "credential values in an API response replaced"));
+                        json_array_append_new(w->redacted,
+                                              json_pack("{s:s,s:s,s:I,s:s}", "path", member, "action",
+                                                        "values-replaced", "count", (json_int_t)count, "why",
+                                                        "credential values in an API response replaced"));
                 char *s = json_dumps(doc, JSON_INDENT(1) | JSON_PRESERVE_ORDER);
                 json_decref(doc);
                 if (!s) return -ENOMEM;
@@ -441,11 +453,11 @@ int snapshot_add_api(struct snapshot_writer *w, const char *name, const char *js
                 free(s);
                 return r;
         }
-        struct buf out = {0};
+        struct buf out = { 0 };
         size_t count = redact_text(json, len, &out);
         if (count > 0)
-                json_array_append_new(w->redacted, json_pack("{s:s,s:s,s:I,s:s}", "path", member, "action", "values-replaced",
-                                                             "count", (json_int_t)count, "why",
+                json_array_append_new(w->redacted, json_pack("{s:s,s:s,s:I,s:s}", "path", member, "action",
+                                                             "values-replaced", "count", (json_int_t)count, "why",
                                                              "credential values in an API response replaced"));
         int r = add_member(w, member, AE_IFREG, out.data, out.len, NULL, NULL);
         buf_free(&out);
@@ -472,22 +484,22 @@ int snapshot_add_net_log(struct snapshot_writer *w, const struct net_log *log) {
 
 /* Returns the list of redaction rules for the manifest (a new reference). */
 static json_t *rules_json(void) {
-        return json_pack("[s,s,s,s,s,s,s]",
-                         "/proc/<pid>/environ and task environments: never copied",
-                         "/var/run/secrets/** and /run/secrets/**: content replaced by REDACTED",
-                         "*.key *.pem *.crt *.cert *.der *.p12 *.pfx *.jks *.keystore id_rsa id_ecdsa id_ed25519 token: "
-                         "content replaced by REDACTED",
-                         "other files outside /proc and /sys, by format (JSON, TOML, YAML, INI/env, Prometheus text): "
-                         "values of credential keys (token, password, secret, auth, client-key-data, Authorization, "
-                         "...) replaced by REDACTED, the file kept parseable with the same structure; PEM private "
-                         "key blocks replaced",
-                         "everywhere, inside values too: user:password@ in URLs, the token after Bearer, "
-                         "Authorization: Basic V, key=V / key: V / --key V for credential keys",
-                         "/proc/<pid>/cmdline: values of credential arguments (--token=V, --password V, --basic-auth=V, "
-                         "AWS_SECRET_ACCESS_KEY=V) replaced, the argument count kept",
-                         "API responses: also Secrets' data and stringData, env values, httpHeaders values, "
-                         "annotations named like credentials or holding them, kubectl's last-applied-configuration, "
-                         "credential arguments in command/args");
+        return json_pack(
+                "[s,s,s,s,s,s,s]", "/proc/<pid>/environ and task environments: never copied",
+                "/var/run/secrets/** and /run/secrets/**: content replaced by REDACTED",
+                "*.key *.pem *.crt *.cert *.der *.p12 *.pfx *.jks *.keystore id_rsa id_ecdsa id_ed25519 token: "
+                "content replaced by REDACTED",
+                "other files outside /proc and /sys, by format (JSON, TOML, YAML, INI/env, Prometheus text): "
+                "values of credential keys (token, password, secret, auth, client-key-data, Authorization, "
+                "...) replaced by REDACTED, the file kept parseable with the same structure; PEM private "
+                "key blocks replaced",
+                "everywhere, inside values too: user:password@ in URLs, the token after Bearer, "
+                "Authorization: Basic V, key=V / key: V / --key V for credential keys",
+                "/proc/<pid>/cmdline: values of credential arguments (--token=V, --password V, --basic-auth=V, "
+                "AWS_SECRET_ACCESS_KEY=V) replaced, the argument count kept",
+                "API responses: also Secrets' data and stringData, env values, httpHeaders values, "
+                "annotations named like credentials or holding them, kubectl's last-applied-configuration, "
+                "credential arguments in command/args");
 }
 
 void snapshot_writer_counts(const struct snapshot_writer *w, size_t *ret_redacted, size_t *ret_unreadable) {
