@@ -41,7 +41,7 @@ layers="layer1_hardware layer2_container layer3_kubernetes layer4_observability"
 allowed() { # allowed FOLDER: the folders its files may include; "unknown" when the folder has no row
         case $1 in
         basic) echo "basic" ;;
-        nvidia) echo "basic nvidia" ;;
+        nvidia) echo "basic engine nvml nvidia" ;;
         nvml) echo "basic nvml" ;;
         cuda) echo "basic cuda" ;;
         grpc) echo "basic grpc" ;;
@@ -57,7 +57,8 @@ allowed() { # allowed FOLDER: the folders its files may include; "unknown" when 
         layer3_kubernetes) echo "basic engine facts nvidia nvml grpc kube layer1_hardware layer2_container layer3_kubernetes" ;;
         layer4_observability) echo "basic engine facts nvidia nvml grpc kube $layers" ;;
         diagnose) echo "basic engine facts nvidia nvml grpc kube $layers snapshot diagnose" ;;
-        device_plugin) echo "basic engine grpc kube nvml output daemon device_plugin" ;;
+        dpconfig) echo "basic dpconfig" ;;
+        device_plugin) echo "basic engine grpc kube nvidia nvml dpconfig output daemon device_plugin" ;;
         cluster) echo "basic engine grpc kube output cluster" ;;
         validate) echo "basic engine nvidia nvml cuda output daemon validate" ;;
         agent | dra)
@@ -66,7 +67,7 @@ allowed() { # allowed FOLDER: the folders its files may include; "unknown" when 
                 ;;
         cmd)
                 echo "basic engine facts nvidia nvml cuda grpc kube $layers diagnose output exporter snapshot daemon" \
-                        "agent device_plugin cluster validate dra cmd"
+                        "agent device_plugin dpconfig cluster validate dra cmd"
                 ;;
         *) echo "unknown" ;;
         esac

@@ -13,7 +13,7 @@
  */
 #include "device_plugin/dp_health.h"
 #include "basic/util.h"
-#include "layer1_hardware/gpu_health.h"
+#include "nvidia/gpu_recovery.h"
 
 #include <dlfcn.h>
 #include <fcntl.h>

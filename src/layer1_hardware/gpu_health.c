@@ -39,8 +39,7 @@ char *gpu_clock_reasons_text(uint64_t mask, char *buf, size_t size) {
                 if (w < 0 || (size_t)w >= size - n) return buf;
                 n += (size_t)w;
         }
-        if (mask & ~known)
-                snprintf(buf + n, size - n, "%s0x%llx", n ? ", " : "", (unsigned long long)(mask & ~known));
+        if (mask & ~known) snprintf(buf + n, size - n, "%s0x%llx", n ? ", " : "", (unsigned long long)(mask & ~known));
         return buf;
 }
 
@@ -70,9 +69,9 @@ unsigned nvlink_expected_links(const char *name) {
                 const char *word;
                 unsigned links;
         } table[] = {
-                { "GH200", 18 }, { "GB200", 18 }, { "GB300", 18 }, { "B100", 18 }, { "B200", 18 }, { "B300", 18 },
-                { "H100", 18 },  { "H200", 18 },  { "H20", 18 },   { "H800", 8 },   { "A100-SXM", 12 },
-                { "A800-SXM", 8 }, { "V100-SXM2", 6 }, { "V100-SXM3", 6 },
+                { "GH200", 18 },    { "GB200", 18 },   { "GB300", 18 },    { "B100", 18 },     { "B200", 18 },
+                { "B300", 18 },     { "H100", 18 },    { "H200", 18 },     { "H20", 18 },      { "H800", 8 },
+                { "A100-SXM", 12 }, { "A800-SXM", 8 }, { "V100-SXM2", 6 }, { "V100-SXM3", 6 },
         };
         for (size_t i = 0; i < ELEMENTSOF(table); i++) {
                 const char *p = strstr(name, table[i].word);
@@ -89,63 +88,4 @@ bool gpu_fact_error_evidence(struct finding *f, const char *label, const char *w
         if (rc == NVML_SUCCESS || rc == NVML_ERROR_NOT_SUPPORTED || rc == NVML_FACT_NOT_QUERIED) return false;
         finding_evidence(f, "%s: %s unknown: %s (%s)", label, what, nvml_return_message(rc), nvml_return_name(rc));
         return true;
-}
-
-struct gpu_recovery gpu_recovery_of(const struct nvml_gpu_facts *g) {
-        return (struct gpu_recovery){
-                .remapped_rows_rc = g->remapped_rows_rc,
-                .remapped_uncorrectable = g->remapped_uncorrectable,
-                .remapped_pending = g->remapped_pending,
-                .remapped_failure = g->remapped_failure,
-                .retired_pending_rc = g->health.retired_pending.rc,
-                .retired_pending = g->health.retired_pending.value != 0,
-                .action_rc = g->recovery_action.rc,
-                .action = g->recovery_action.value,
-        };
-}
-
-enum check_status gpu_remap_judge(const struct gpu_recovery *r) {
-        if (r->remapped_rows_rc != NVML_SUCCESS) return CHECK_SKIP;
-        return r->remapped_failure ? CHECK_FAIL : r->remapped_pending ? CHECK_WARN : CHECK_PASS;
-}
-
-enum check_status gpu_retired_pages_judge(const struct gpu_recovery *r) {
-        if (r->retired_pending_rc != NVML_SUCCESS) return CHECK_SKIP;
-        return r->retired_pending ? CHECK_FAIL : CHECK_PASS;
-}
-
-enum check_status gpu_recovery_action_judge(const struct gpu_recovery *r) {
-        if (r->action_rc != NVML_SUCCESS) return CHECK_SKIP;
-        return r->action != NVML_GPU_RECOVERY_ACTION_NONE ? CHECK_FAIL : CHECK_PASS;
-}
-
-const char *gpu_recovery_action_text(uint64_t v) {
-        switch (v) {
-        case NVML_GPU_RECOVERY_ACTION_NONE: return "none";
-        case NVML_GPU_RECOVERY_ACTION_GPU_RESET: return "GPU reset";
-        case NVML_GPU_RECOVERY_ACTION_NODE_REBOOT: return "node reboot";
-        case NVML_GPU_RECOVERY_ACTION_DRAIN_P2P: return "drain peer-to-peer traffic";
-        case NVML_GPU_RECOVERY_ACTION_DRAIN_AND_RESET: return "drain and reset";
-        }
-        return "unknown action";
-}
-
-bool gpu_recovery_verdict(const struct gpu_recovery *r, char *why, size_t size) {
-        if (size) why[0] = 0;
-        if (gpu_remap_judge(r) == CHECK_FAIL) {
-                snprintf(why, size,
-                         "row remapping failed (%u uncorrectable rows remapped): the GPU needs a reset and likely RMA",
-                         r->remapped_uncorrectable);
-                return true;
-        }
-        if (gpu_retired_pages_judge(r) == CHECK_FAIL) {
-                snprintf(why, size, "a page retirement is pending: the GPU needs a reset");
-                return true;
-        }
-        if (gpu_recovery_action_judge(r) == CHECK_FAIL) {
-                snprintf(why, size, "NVML's recovery action asks for: %s (field 230 = %llu)",
-                         gpu_recovery_action_text(r->action), (unsigned long long)r->action);
-                return true;
-        }
-        return false;
 }

@@ -7,13 +7,14 @@
 #include <stdint.h>
 
 #include "engine/check.h"
+#include "nvidia/gpu_recovery.h"
 
 /* Clock event (formerly throttle) reasons that mean the hardware itself slowed the clocks: HW
  * slowdown (0x8), HW thermal slowdown (0x40), HW power brake slowdown (0x80). */
-#define GPU_REASONS_HW 0xC8ULL
-#define GPU_REASON_IDLE 0x1ULL
+#define GPU_REASONS_HW          0xC8ULL
+#define GPU_REASON_IDLE         0x1ULL
 #define GPU_REASON_SW_POWER_CAP 0x4ULL
-#define GPU_REASON_SW_THERMAL 0x20ULL
+#define GPU_REASON_SW_THERMAL   0x20ULL
 
 /* Writes the names of the reasons set in mask, comma separated ("HW slowdown, SW power cap"), into
  * buf ("none" for 0; unknown bits as "0x..."). Returns buf; never fails (truncates to size). */
@@ -53,40 +54,3 @@ unsigned nvlink_expected_links(const char *name);
  * success, "not supported" (recorded as such, said by the check's summary) or "not queried". Returns
  * true when it added a line. */
 bool gpu_fact_error_evidence(struct finding *f, const char *label, const char *what, int rc);
-
-/* One GPU's memory repair and recovery as NVML reports them: what the layer-1 checks (driver.memory-errors,
- * driver.recovery-action, gpu.retired-pages) and the device plugin's health loop judge with one verdict. An rc
- * other than NVML_SUCCESS means not read (not supported, an error, not queried). */
-struct gpu_recovery {
-        int remapped_rows_rc;           /* nvmlDeviceGetRemappedRows */
-        unsigned remapped_uncorrectable;
-        bool remapped_pending, remapped_failure;
-        int retired_pending_rc;         /* nvmlDeviceGetRetiredPagesPendingStatus (before Ampere) */
-        bool retired_pending;
-        int action_rc;                  /* field 230 (NVML_FI_DEV_GET_GPU_RECOVERY_ACTION), its per-value nvmlReturn */
-        uint64_t action;                /* NVML_GPU_RECOVERY_ACTION_* */
-};
-
-struct nvml_gpu_facts;
-/* Returns the recovery facts of a probed GPU. Never fails. */
-struct gpu_recovery gpu_recovery_of(const struct nvml_gpu_facts *g);
-
-/* Judges row remapping: CHECK_FAIL remapping failed (the memory cannot be repaired: RMA), CHECK_WARN a remap is
- * pending (it takes effect at the next GPU reset; the GPU still works), CHECK_PASS neither, CHECK_SKIP not read. */
-enum check_status gpu_remap_judge(const struct gpu_recovery *r);
-
-/* Judges page retirement (GPUs before Ampere): CHECK_FAIL a retirement is pending (the GPU needs a reset),
- * CHECK_PASS none, CHECK_SKIP not read. */
-enum check_status gpu_retired_pages_judge(const struct gpu_recovery *r);
-
-/* Judges field 230: CHECK_FAIL the driver asks for any action (a reset, a reboot, a drain: NVIDIA adds values, so
- * an unknown one too), CHECK_PASS none, CHECK_SKIP not read. */
-enum check_status gpu_recovery_action_judge(const struct gpu_recovery *r);
-
-/* Returns the words for a field 230 value ("GPU reset", "node reboot", ...; "unknown action"). Never fails. */
-const char *gpu_recovery_action_text(uint64_t v);
-
-/* The verdict: returns true when the GPU must get no work until it is recovered (any of the three judges above
- * says CHECK_FAIL), with the first reason (remap failure, page retirement, recovery action) as one sentence in why
- * (size bytes; "" when false). Never fails. */
-bool gpu_recovery_verdict(const struct gpu_recovery *r, char *why, size_t size);
