@@ -9,6 +9,7 @@ permission), the taint's circuit breaker, a huge answer; then with a hold-down: 
 bounded by the hold-down), an Event refused alone is retried; the labels loop. Debian's python3, standard library only."""
 import json, os, shutil, signal, subprocess, sys, tempfile, time
 
+sys.dont_write_bytecode = True  # no __pycache__ in the source tree
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 import harness as H  # noqa: E402
 

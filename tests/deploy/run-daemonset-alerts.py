@@ -35,6 +35,7 @@ the generated test right. Exit 77 (skip) when not root or unshare is unavailable
 standard library only."""
 import http.server, json, os, re, shutil, subprocess, sys, tempfile, threading
 
+sys.dont_write_bytecode = True  # no __pycache__ in the source tree
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 import harness as H  # noqa: E402
 

@@ -28,6 +28,7 @@ Toolkit, which injects libnvidia-ml.so.1 into the real pod) and GPUNODE_FAKE_NVM
 unavailable. Debian's python3, standard library only."""
 import json, os, shutil, subprocess, sys, tempfile
 
+sys.dont_write_bytecode = True  # no __pycache__ in the source tree
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 import harness as H  # noqa: E402
 

@@ -14,6 +14,7 @@ clients. Prints "lost->unhealthy ms" figures. Debian's /usr/bin/python3 (python3
 import json, os, shutil, signal, socket, subprocess, sys, tempfile, time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+sys.dont_write_bytecode = True  # no __pycache__ in the source tree
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 import grpc  # noqa: E402
 import dp_kubelet as K  # noqa: E402
