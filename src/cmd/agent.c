@@ -209,18 +209,6 @@ static int parse_argv_agent(int argc, char **argv, struct agent_args *ret) {
         return 0;
 }
 
-/* The main loop's tick: the sampler's watchdog. Returns false (never stops the loop). */
-static bool agent_tick(void *userdata) {
-        struct exporter *e = userdata;
-        exporter_watchdog(e);
-        return false;
-}
-
-/* Returns true once the sampler tried NVML: capabilities may go. */
-static bool sampler_tried(void *userdata) {
-        return exporter_tried_nvml(userdata);
-}
-
 /* The agent's and the device plugin's request for a diagnosis at once. Returns nothing. */
 static void diagnose_now(void *userdata) {
         daemon_diagnose_now(userdata);
@@ -300,13 +288,8 @@ static int run_agent(struct agent_args *a) {
         }
         /* the agent's / (the status page) before the exporter's index */
         daemon_add_route(d, &(struct daemon_route){ .handle = agent_http_route, .userdata = agent });
-        daemon_add_route(d, &(struct daemon_route){ .handle = exporter_http_route, .userdata = e });
-        struct xid_subscriber xs;
-        exporter_xid_subscriber(e, &xs);
-        daemon_add_xid_subscriber(d, &xs);
+        exporter_join_daemon(e, d);
         struct diagnosis_sink sink;
-        exporter_diagnosis_sink(e, &sink);
-        daemon_add_sink(d, &sink);
         agent_diagnosis_sink(agent, &sink);
         daemon_add_sink(d, &sink);
         const char *labels_argv[8] = { "gpunode", "labels", "--root", a->so.root };
@@ -320,7 +303,7 @@ static int run_agent(struct agent_args *a) {
                 labels_argv[n++] = a->labels_output;
         }
         labels_argv[n] = NULL;
-        const struct daemon_options dopt = {
+        struct daemon_options dopt = {
                 .who = "agent",
                 .listen_addr = a->listen_addr,
                 .xid_events = a->xid_events,
@@ -342,11 +325,9 @@ static int run_agent(struct agent_args *a) {
                 .self = self,
                 .loop = { .drop_capabilities = true,
                           .keep_syslog = true,
-                          .drop_timeout_ms = eo.sample_timeout_ms,
-                          .ready_to_drop = sampler_tried,
-                          .tick = agent_tick,
-                          .userdata = e },
+                          },
         };
+        exporter_loop_hooks(e, &dopt.loop);
         _cleanup_free_ char *error = NULL;
         r = daemon_start(d, &dopt, &error);
         if (r < 0) {

@@ -248,17 +248,6 @@ static int parse_argv_exporter(int argc, char **argv, struct exporter_args *ret)
         return 0;
 }
 
-/* The main loop's tick: the sampler's watchdog. Returns false (never stops the loop). */
-static bool watchdog_tick(void *userdata) {
-        exporter_watchdog(userdata);
-        return false;
-}
-
-/* Returns true once the sampler tried NVML: capabilities may go. */
-static bool sampler_tried(void *userdata) {
-        return exporter_tried_nvml(userdata);
-}
-
 /* Runs the exporter: the sampler, its routes (/metrics, /health, /) on the daemon's HTTP server, the
  * daemon's Xid watch feeding DCGM_FI_DEV_XID_ERRORS, and its diagnosis loop feeding the gpunode_*
  * series, until SIGTERM or SIGINT. Returns the exit code. */
@@ -285,14 +274,8 @@ static int run_exporter(struct exporter_args *a) {
         char self[4096];
         child_self_path(self, sizeof self);
         struct daemon *d = daemon_new();
-        daemon_add_route(d, &(struct daemon_route){ .handle = exporter_http_route, .userdata = e });
-        struct xid_subscriber xs;
-        exporter_xid_subscriber(e, &xs);
-        daemon_add_xid_subscriber(d, &xs);
-        struct diagnosis_sink sink;
-        exporter_diagnosis_sink(e, &sink);
-        daemon_add_sink(d, &sink);
-        const struct daemon_options dopt = {
+        exporter_join_daemon(e, d);
+        struct daemon_options dopt = {
                 .who = "exporter",
                 .listen_addr = a->listen_addr,
                 .xid_events = o->xid_events,
@@ -307,11 +290,9 @@ static int run_exporter(struct exporter_args *a) {
                 .self = self,
                 .loop = { .drop_capabilities = true,
                           .keep_syslog = a->check_interval_ms > 0,
-                          .drop_timeout_ms = o->sample_timeout_ms,
-                          .ready_to_drop = sampler_tried,
-                          .tick = watchdog_tick,
-                          .userdata = e },
+                          },
         };
+        exporter_loop_hooks(e, &dopt.loop);
         _cleanup_free_ char *error = NULL;
         r = daemon_start(d, &dopt, &error);
         if (r < 0) {

@@ -63,14 +63,7 @@ static bool stopping(struct xid_watch *w) {
 
 /* Waits ms or until stop. Returns true when stopping. */
 static bool nap(struct xid_watch *w, unsigned ms) {
-        struct timespec t;
-        clock_gettime(CLOCK_MONOTONIC, &t);
-        t.tv_sec += ms / 1000;
-        t.tv_nsec += (long)(ms % 1000) * 1000000L;
-        if (t.tv_nsec >= 1000000000L) {
-                t.tv_sec++;
-                t.tv_nsec -= 1000000000L;
-        }
+        struct timespec t = timespec_after_ms(CLOCK_MONOTONIC, ms);
         pthread_mutex_lock(&w->lock);
         while (!w->stop)
                 if (pthread_cond_timedwait(&w->cond, &w->lock, &t) == ETIMEDOUT) break;
@@ -219,9 +212,7 @@ struct xid_watch *xid_watch_stop(struct xid_watch *w) {
         for (unsigned i = 0; i < XID_WATCH_MAX_SUBSCRIBERS; i++) w->used[i] = false;
         pthread_cond_broadcast(&w->cond);
         pthread_mutex_unlock(&w->lock);
-        struct timespec d;
-        clock_gettime(CLOCK_REALTIME, &d);
-        d.tv_sec += 3;
+        struct timespec d = timespec_after_ms(CLOCK_REALTIME, 3000);
         if (pthread_timedjoin_np(w->thread, NULL, &d) != 0) pthread_detach(w->thread);
         watch_unref(w);
         return NULL;

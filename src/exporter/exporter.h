@@ -419,6 +419,16 @@ struct diagnosis_sink;
  * nothing. */
 void exporter_diagnosis_sink(struct exporter *e, struct diagnosis_sink *ret);
 
+struct daemon;
+/* Adds the exporter to d: its route (/metrics, /health, /), its Xid subscriber and its diagnosis sink,
+ * in that order after what d already has. Returns 0, or -E2BIG when d has no room left. */
+int exporter_join_daemon(struct exporter *e, struct daemon *d);
+
+struct daemon_loop_options;
+/* Sets o's tick (the sampler's watchdog), capability-drop readiness (NVML tried) with its timeout
+ * (the sample timeout) and userdata to e's. Returns nothing. */
+void exporter_loop_hooks(struct exporter *e, struct daemon_loop_options *o);
+
 /* Returns true once the sampler has tried NVML (a sample was published, complete or partial): the
  * daemon may drop its capabilities. Never fails. */
 bool exporter_tried_nvml(struct exporter *e);
