@@ -12,18 +12,6 @@ static json_t *json_text(const char *s) {
         return json_string(clean);
 }
 
-/* Returns the JSON word for a layer's or component's worst status ("failed", "healthy", ...). */
-static const char *layer_status_word(enum check_status s) {
-        switch (s) {
-        case CHECK_FAIL: return "failed";
-        case CHECK_BLOCKED: return "blocked";
-        case CHECK_WARN: return "degraded";
-        case CHECK_PASS: return "healthy";
-        case CHECK_SKIP: return "skipped";
-        }
-        return "unknown";
-}
-
 /* Returns one check of the report as a new JSON object (the v1 contract's fields). */
 static json_t *finding_to_json(const struct finding *f) {
         json_t *ev = json_array();
@@ -81,11 +69,11 @@ json_t *report_to_json(const struct report *r) {
                         json_array_append_new(
                                 components,
                                 json_pack("{s:s, s:s}", "id", d->component, "status",
-                                          layer_status_word(report_component_status(r, layer, d->component))));
+                                          layer_status_name(report_component_status(r, layer, d->component))));
                 }
                 json_array_append_new(
                         layers, json_pack("{s:i, s:s, s:s, s:o}", "layer", layer, "name", layer_name(layer), "status",
-                                          layer_status_word(report_layer_status(r, layer)), "components", components));
+                                          layer_status_name(report_layer_status(r, layer)), "components", components));
         }
 
         json_t *root_cause = json_null();
