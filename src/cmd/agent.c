@@ -292,7 +292,8 @@ static int run_agent(struct agent_args *a) {
         struct diagnosis_sink sink;
         agent_diagnosis_sink(agent, &sink);
         daemon_add_sink(d, &sink);
-        const char *labels_argv[8] = { "gpunode", "labels", "--root", a->so.root };
+        /* gpunode labels --root R [--nvml-library L] [--output F] and the NULL: 9 at most */
+        const char *labels_argv[10] = { "gpunode", "labels", "--root", a->so.root };
         unsigned n = 4;
         if (nvml_library) {
                 labels_argv[n++] = "--nvml-library";
