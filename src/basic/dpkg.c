@@ -20,13 +20,15 @@ static bool blank_line(const char *p, size_t n) {
         return true;
 }
 
-/* Returns the value of the n-byte line when it is "name: value" (name without case), trimmed, and its length in
- * *ret_n; NULL when the line is another field. */
+/* Returns the value of the n-byte line when it is "name: value" (name without case), cut at a NUL, trimmed, and its
+ * length in *ret_n; NULL when the line is another field. */
 static const char *field(const char *p, size_t n, const char *name, size_t *ret_n) {
         size_t l = strlen(name);
         if (n <= l || p[l] != ':' || strncasecmp(p, name, l) != 0) return NULL;
         const char *v = p + l + 1, *e = p + n;
         while (v < e && blank(*v)) v++;
+        const char *nul = memchr(v, 0, (size_t)(e - v));
+        if (nul) e = nul; /* a value ends at a NUL: the strings made of it could not hold more */
         while (e > v && blank(e[-1])) e--;
         *ret_n = (size_t)(e - v);
         return v;

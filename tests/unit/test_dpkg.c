@@ -130,6 +130,13 @@ static void test_parse_edges(void **state) {
         assert_int_equal(s.n_packages, 1);
         assert_string_equal(s.packages[0].name, "x");
         dpkg_status_free(&s);
+        /* a name that a NUL empties names no package; blanks before a NUL are trimmed (a fuzzer's find) */
+        static const char nul_names[] = "Package:\0\0` \nVersion: 1\n\nPackage: y \0z\nVersion: 2 \0\n";
+        dpkg_status_parse(nul_names, sizeof nul_names - 1, &s);
+        assert_int_equal(s.n_packages, 1);
+        assert_string_equal(s.packages[0].name, "y");
+        assert_string_equal(s.packages[0].version, "2");
+        dpkg_status_free(&s);
 }
 
 /* The read through hostfs: no file is -ENOENT and no package; a file is parsed. */
