@@ -659,10 +659,11 @@ static void clocks_event_reasons_from_json(const json_t *d, const json_t *gj, st
 
 /* Writes the NVLinks. The walk ends where a link did not answer: NOT_SUPPORTED on link 0 is no
  * "nvlinks" at all, INVALID_ARGUMENT the array's end, another code a last entry {"error": code}.
- * Returns nothing. */
+ * NOT_SUPPORTED past link 0 (a library built for more links than the GPU has: 36 against an H100's
+ * 18) is such a last entry too, so a replay sees the links the live walk saw. Returns nothing. */
 static void nvlinks_to_json(const struct nvml_gpu_facts *g, json_t *o, json_t *errors) {
         const struct nvml_health_facts *h = &g->health;
-        if (h->nvlink_rc == NS || h->nvlink_rc == NVML_FACT_NOT_QUERIED) return;
+        if ((h->nvlink_rc == NS && h->n_links == 0) || h->nvlink_rc == NVML_FACT_NOT_QUERIED) return;
         json_t *links = json_array();
         for (unsigned l = 0; l < h->n_links && l < NVML_NVLINK_MAX_LINKS; l++) {
                 const struct nvml_link_facts *k = &h->links[l];

@@ -260,6 +260,47 @@ static void test_every_scalar_row(void **state) {
         assert_true(checked >= 25);
 }
 
+/* An 18-link GPU asked by a library built for 36 links answers NOT_SUPPORTED at link 18: the
+ * description keeps the 18 links and that end, and reads back as the live walk saw it (before, it
+ * wrote no "nvlinks" at all and the replay could not tell the NVLink state). */
+static void test_nvlinks_not_supported_past_last_link(void **state) {
+        (void)state;
+        size_t len;
+        _cleanup_free_ char *text = slurp(NVML_TESTDATA "/h200-real.json", &len);
+        struct nvml_facts *f = NULL, *g = NULL;
+        assert_int_equal(nvml_facts_from_json(text, len, &f, NULL), 0);
+        struct nvml_health_facts *h = &f->gpus[0].health;
+        h->n_links = 18;
+        for (unsigned l = 0; l < 18; l++) {
+                h->links[l].active = true;
+                for (unsigned c = 0; c < NVML_LINK_COUNTERS; c++)
+                        h->links[l].errors[c] = (struct nvml_fact_u64){ .rc = NVML_SUCCESS, .value = l };
+        }
+        h->nvlink_rc = NVML_ERROR_NOT_SUPPORTED;
+        json_t *d = write_and_load(f, &g);
+        const json_t *links = json_object_get(json_array_get(json_object_get(d, "gpus"), 0), "nvlinks");
+        assert_int_equal(json_array_size(links), 19);
+        assert_int_equal(json_integer_value(json_object_get(json_array_get(links, 18), "error")),
+                         NVML_ERROR_NOT_SUPPORTED);
+        const struct nvml_health_facts *back = &g->gpus[0].health;
+        assert_int_equal(back->n_links, 18);
+        assert_int_equal(back->nvlink_rc, NVML_ERROR_NOT_SUPPORTED);
+        assert_true(back->links[17].active);
+        assert_int_equal(back->links[17].errors[0].value, 17);
+        json_decref(d);
+        nvml_facts_free(g);
+
+        /* NOT_SUPPORTED at link 0 is still no NVLink at all. */
+        h->n_links = 0;
+        d = write_and_load(f, &g);
+        assert_null(json_object_get(json_array_get(json_object_get(d, "gpus"), 0), "nvlinks"));
+        assert_int_equal(g->gpus[0].health.n_links, 0);
+        assert_int_equal(g->gpus[0].health.nvlink_rc, NVML_ERROR_NOT_SUPPORTED);
+        json_decref(d);
+        nvml_facts_free(g);
+        nvml_facts_free(f);
+}
+
 int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_every_testdata),
@@ -267,6 +308,7 @@ int main(void) {
                 cmocka_unit_test(test_too_many_gpus),
                 cmocka_unit_test(test_real_node_byte_identical),
                 cmocka_unit_test(test_every_scalar_row),
+                cmocka_unit_test(test_nvlinks_not_supported_past_last_link),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }
