@@ -472,7 +472,7 @@ static bool parse_xid(const struct msg *m, char pci[KMSG_PCI_MAX], int *ret_xid)
         while (q < e && *q == ' ') q++;
         if (q >= e || *q != '(') return false;
         q++;
-        int r = kmsg_pci_normalize(q, (size_t)(e - q), pci);
+        int r = pci_address_normalize_delimited(q, (size_t)(e - q), pci);
         if (r < 0) return false;
         q += r;
         if (q >= e || *q != ')') return false;
@@ -856,7 +856,7 @@ const struct kmsg_summary *kmsg_scan_summary(const struct kmsg_scan *s) {
 /* Returns the GPU with address pci (any accepted form), or NULL (also for a bad address). */
 const struct kmsg_gpu *kmsg_summary_gpu(const struct kmsg_summary *sum, const char *pci) {
         char norm[KMSG_PCI_MAX];
-        if (!pci || kmsg_pci_normalize(pci, strlen(pci), norm) < 0) return NULL;
+        if (!pci || pci_address_normalize_delimited(pci, strlen(pci), norm) < 0) return NULL;
         for (size_t i = 0; i < sum->n_gpus; i++)
                 if (streq(sum->gpus[i]->pci, norm)) return sum->gpus[i];
         return NULL;

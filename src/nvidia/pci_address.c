@@ -22,8 +22,9 @@ static unsigned hexval(char c) {
         return (unsigned)((c | 0x20) - 'a' + 10);
 }
 
-/* Returns bytes consumed or -EINVAL (see pci_address.h); reads at most n bytes, no NUL needed. */
-int pci_address_normalize(const char *s, size_t n, char ret[PCI_ADDRESS_MAX]) {
+/* Returns bytes consumed or -EINVAL (see pci_address.h); reads at most n bytes, no NUL needed. A
+ * device number above max_device is no address. */
+static int normalize(const char *s, size_t n, uint32_t max_device, char ret[PCI_ADDRESS_MAX]) {
         size_t i = 0;
         uint32_t f[3];
         int nd[3], k = 0;
@@ -53,9 +54,19 @@ int pci_address_normalize(const char *s, size_t n, char ret[PCI_ADDRESS_MAX]) {
                 dom = f[0];
         else if (nd[0] > 2)
                 return -EINVAL;
-        if (nd[k - 2] > 2 || nd[k - 1] > 2 || dev > 0x1f) return -EINVAL;
+        if (nd[k - 2] > 2 || nd[k - 1] > 2 || dev > max_device) return -EINVAL;
         /* An optional function number: "0000:b3:00.0". */
         if (i + 1 < n && s[i] == '.' && s[i + 1] >= '0' && s[i + 1] <= '7' && (i + 2 >= n || !is_hex(s[i + 2]))) i += 2;
         snprintf(ret, PCI_ADDRESS_MAX, "%04" PRIx32 ":%02" PRIx32 ":%02" PRIx32, dom, bus, dev);
         return (int)i;
+}
+
+/* Returns bytes consumed or -EINVAL (see pci_address.h). */
+int pci_address_normalize(const char *s, size_t n, char ret[PCI_ADDRESS_MAX]) {
+        return normalize(s, n, 0x1f, ret);
+}
+
+/* Returns bytes consumed or -EINVAL (see pci_address.h). */
+int pci_address_normalize_delimited(const char *s, size_t n, char ret[PCI_ADDRESS_MAX]) {
+        return normalize(s, n, 0xff, ret);
 }

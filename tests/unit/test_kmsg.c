@@ -48,6 +48,9 @@ static const struct line_case cases[] = {
           0, KMSG_EV_XID, "0018:01:00", "145", XID_WARNING, false },
         { "NVRM: Xid (PCI:0000:00:00): 149, NETIR_LINK_EVT Fatal XC0 i0 Link 00 (0x025001c6 0x00000000 0x00000000 0x00000000 0x00000000 0x00000000)",
           0, KMSG_EV_XID, "0000:00:00", "149", XID_CRITICAL, false },
+        /* NVSentinel's test data: a non-zero domain, a device number past 0x1f, no function. */
+        { "NVRM: Xid (PCI:0001:ab:cd): 69, pid='<unknown>', name=<unknown>, Graphics Exception: ChID 0010, Class 0000c997, Offset 00000000, Data 00000000",
+          0, KMSG_EV_XID, "0001:ab:cd", "69", XID_APPLICATION, false },
         { "NVRM: Xid (PCI:0000:44:00): 79, GPU has fallen off the bus",
           0, KMSG_EV_XID, "0000:44:00", "79", XID_CRITICAL, true },
         { "NVRM: Xid (PCI:0000:3b:00): 79, pid='<unknown>', name=<unknown>, GPU has fallen off the bus.",
@@ -343,7 +346,7 @@ static void test_whole_file(void **state) {
                 b.len = 0;
                 for (size_t i = 0; i < ELEMENTSOF(cases); i++) {
                         if (i == 5) build(&b, f, fob3, ELEMENTSOF(fob3));
-                        if (i == 14) build(&b, f, api4, ELEMENTSOF(api4));
+                        if (i == 15) build(&b, f, api4, ELEMENTSOF(api4));
                         add_line(&b, f, cases[i].raw + cases[i].prefix);
                 }
                 /* fed in odd-sized chunks */
@@ -352,7 +355,7 @@ static void test_whole_file(void **state) {
                         kmsg_scan_feed(s, b.data + off, b.len - off < 97 ? b.len - off : 97);
                 kmsg_scan_finish(s);
                 const struct kmsg_summary *sum = kmsg_scan_summary(s);
-                assert_int_equal(sum->ev[KMSG_EV_XID].count, 13);
+                assert_int_equal(sum->ev[KMSG_EV_XID].count, 14);
                 assert_int_equal(sum->ev[KMSG_EV_FALLEN_OFF_BUS].count, 3);
                 assert_int_equal(sum->ev[KMSG_EV_API_MISMATCH].count, 2);
                 assert_int_equal(sum->ev[KMSG_EV_MODULE_KEY_REJECTED].count, 4);
@@ -363,7 +366,7 @@ static void test_whole_file(void **state) {
                 assert_int_equal(sum->ev[KMSG_EV_LIB_MISMATCH].count, 1);
                 assert_int_equal(sum->ev[KMSG_EV_CUDA_802].count, 1);
                 assert_int_equal(sum->ev[KMSG_EV_PEERMEM_ERROR].count, 1);
-                assert_int_equal(sum->n_gpus, 12);      /* 11 Xid addresses (07 and cb twice) + b3 */
+                assert_int_equal(sum->n_gpus, 13); /* 12 Xid addresses (07 and cb twice) + b3 */
                 const struct kmsg_gpu *g = kmsg_summary_gpu(sum, "PCI:0000:07:00");
                 assert_non_null(g);
                 assert_true(kmsg_gpu_xid_before(g, 48, 64));
@@ -375,8 +378,8 @@ static void test_whole_file(void **state) {
                 assert_true(kmsg_gpu_xid_before(g, 13, 109));
                 assert_int_equal(g->worst, XID_CRITICAL);
                 assert_int_equal(sum->ev[KMSG_EV_XID].first.seq < sum->ev[KMSG_EV_XID].last.seq, 1);
-                /* 33 reference lines (+2 continuation lines each for kmsg) */
-                assert_int_equal(sum->lines, f == FMT_KMSG ? 99 : 33);
+                /* 34 reference lines (+2 continuation lines each for kmsg) */
+                assert_int_equal(sum->lines, f == FMT_KMSG ? 102 : 34);
                 kmsg_scan_free(s);
         }
         buf_free(&b);
