@@ -432,3 +432,8 @@ void exporter_loop_hooks(struct exporter *e, struct daemon_loop_options *o);
 /* Returns true once the sampler has tried NVML (a sample was published, complete or partial): the
  * daemon may drop its capabilities. Never fails. */
 bool exporter_tried_nvml(struct exporter *e);
+
+/* Returns the err_msg label dcgm-exporter writes on DCGM_FI_DEV_XID_ERRORS for Xid code ("No Error"
+ * for 0, "Double Bit ECC Error" for 48, "Unknown Error" past its table), so dashboards and alert
+ * rules written for dcgm-exporter match. Never NULL; never fails. */
+const char *exp_dcgm_xid_err_msg(int code);

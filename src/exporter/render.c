@@ -1,7 +1,6 @@
 /* render.c: the exporter's page as Prometheus text: DCGM-compatible GPU series, its own health, gzip. */
 #include "exporter/exporter.h"
 
-#include "nvidia/xid.h"
 
 #include <inttypes.h>
 #include <math.h>
@@ -358,13 +357,13 @@ bool exp_gpu_value(const struct exp_gpu *g, int inst, enum exp_metric m, double 
 
 /*
  * Appends dcgm-exporter's Xid labels for the last Xid v (0: none yet) to b: err_code, the number,
- * and err_msg, its meaning from gpunode's Xid catalog ("No Error" for 0, as dcgm-exporter says).
+ * and err_msg, dcgm-exporter's own text for it ("No Error" for 0), not gpunode's catalog wording.
  * Returns nothing; never fails.
  */
 static void xid_labels(struct buf *b, double v) {
         int code = v >= 0 && v < 1e9 ? (int)v : -1;
         buf_printf(b, ",err_code=\"%d\",err_msg=\"", code);
-        exp_escape_label(b, code == 0 ? "No Error" : xid_lookup(code)->meaning);
+        exp_escape_label(b, exp_dcgm_xid_err_msg(code));
         buf_puts(b, "\"");
 }
 

@@ -183,6 +183,19 @@ static void test_mig_lines(void **state) {
         buf_free(&b);
 }
 
+/* err_msg is dcgm-exporter's text, not gpunode's catalog wording: dashboards match on it. */
+static void test_dcgm_xid_err_msg(void **state) {
+        (void)state;
+        assert_string_equal(exp_dcgm_xid_err_msg(0), "No Error");
+        assert_string_equal(exp_dcgm_xid_err_msg(48), "Double Bit ECC Error");
+        assert_string_equal(exp_dcgm_xid_err_msg(79), "GPU has fallen off the bus");
+        assert_string_equal(exp_dcgm_xid_err_msg(119), "GSP RPC Timeout");
+        assert_string_equal(exp_dcgm_xid_err_msg(172), "Uncorrectable SRAM Error");
+        assert_string_equal(exp_dcgm_xid_err_msg(173), "Unknown Error");
+        assert_string_equal(exp_dcgm_xid_err_msg(-1), "Unknown Error");
+        for (int x = 0; x < 173; x++) assert_true(exp_dcgm_xid_err_msg(x)[0] != 0);
+}
+
 static void test_gzip_framing(void **state) {
         (void)state;
         const char page[] = "# TYPE a gauge\na 1\n", tail[] = "b 2\n";
@@ -217,6 +230,7 @@ int main(void) {
                 cmocka_unit_test(test_gpu_lines),
                 cmocka_unit_test(test_mig_lines),
                 cmocka_unit_test(test_gzip_framing),
+                cmocka_unit_test(test_dcgm_xid_err_msg),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }
