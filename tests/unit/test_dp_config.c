@@ -92,8 +92,8 @@ static void test_mps_and_one_refusal(void **state) {
                         dp_config_init(&c);
                         err = NULL;
                         assert_int_equal(dp_config_parse(text, strlen(text), flags, &c, &err), -EINVAL);
-                        _cleanup_free_ char *want = xasprintf("sharing.%s.resources[0].replicas: more than 1024",
-                                                              kinds[k]);
+                        _cleanup_free_ char *want =
+                                xasprintf("sharing.%s.resources[0].replicas: more than 1024", kinds[k]);
                         if (k == 0 || flags) assert_string_equal(err, want);
                         free(err);
                         dp_config_done(&c);
@@ -236,6 +236,22 @@ static void test_refusals(void **state) {
                 { "- a\n- b\n", "not a mapping" },
                 { "version: v1\nflags: [1]\n", "flags" },
                 { "version: [v1\n", "invalid YAML" },
+                /* a NUL (YAML's "\0", JSON's \u0000) would cut the C string the plugin keeps */
+                { "version: v1\nsharing:\n  timeSlicing:\n    resources:\n    - name: nvidia.com/gpu\n      replicas: "
+                  "2\n      rename: \"gpu\\0evil\"\n",
+                  "rename: contains a NUL" },
+                { "{\"version\": \"v1\", \"sharing\": {\"timeSlicing\": {\"resources\": [{\"name\": "
+                  "\"nvidia.com/gpu\\u0000x\", \"replicas\": 2}]}}}",
+                  "name: contains a NUL" },
+                { "version: v1\nsharing:\n  timeSlicing:\n    resources:\n    - name: nvidia.com/gpu\n      replicas: "
+                  "2\n      devices: [\"GPU-aa\\0\"]\n",
+                  "devices[0]" },
+                { "version: v1\nflags:\n  migStrategy: \"mixed\\0\"\n", "migStrategy: contains a NUL" },
+                { "version: v1\nflags:\n  failOnInitError: \"true\\0\"\n", "failOnInitError: contains a NUL" },
+                { "version: v1\nflags:\n  plugin:\n    deviceListStrategy: \"envvar\\0x\"\n", "deviceListStrategy" },
+                { "version: v1\nsharing:\n  timeSlicing:\n    resources:\n    - name: nvidia.com/gpu\n      replicas: "
+                  "\"2\\0\"\n",
+                  "replicas must be a whole number" },
         };
         for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
                 struct dp_config c;
