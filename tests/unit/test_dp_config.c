@@ -9,6 +9,8 @@
 #include "dpconfig/dp_config.h"
 #include "device_plugin/dp_devices.h"
 #include "device_plugin/dp_health.h"
+#include "device_plugin/dp_allocate.h"
+#include "grpc/grpc_wire.h"
 
 /* Parses text into c (initialised here). Returns the parser's answer; *ret_error kept for the caller. */
 static int parse(const char *text, struct dp_config *c, char **ret_error) {
@@ -346,13 +348,129 @@ static void test_dev_root(void **state) {
         dp_config_done(&c);
 }
 
+/* Appends a length-delimited protobuf field (tag, n bytes of s) to b. Returns nothing. */
+static void pb_field(struct buf *b, unsigned tag, const void *s, size_t n) {
+        uint8_t head[12];
+        size_t k = 0;
+        head[k++] = (uint8_t)(tag << 3 | 2);
+        for (size_t v = n;; v >>= 7) {
+                head[k++] = (uint8_t)((v & 0x7f) | (v > 0x7f ? 0x80 : 0));
+                if (v <= 0x7f) break;
+        }
+        buf_append(b, (const char *)head, k);
+        buf_append(b, s, n);
+}
+
+/* One container request of ids (n each, NUL bytes allowed) under tags 1 (available or devices_ids)
+ * and 2 (must_include), allocation_size (field 3) when size >= 0, wrapped as container_requests
+ * (field 1) of the request. Returns the request bytes in *b. */
+static void pb_request(struct buf *b, const char *const *ids, const size_t *lens, size_t n, const char *const *must,
+                       size_t n_must, int size) {
+        struct buf c = { 0 };
+        for (size_t i = 0; i < n; i++) pb_field(&c, 1, ids[i], lens ? lens[i] : strlen(ids[i]));
+        for (size_t i = 0; i < n_must; i++) pb_field(&c, 2, must[i], strlen(must[i]));
+        if (size >= 0) {
+                uint8_t v[2] = { 3 << 3, (uint8_t)size };
+                buf_append(&c, (const char *)v, 2);
+        }
+        *b = (struct buf){ 0 };
+        pb_field(b, 1, c.data ? c.data : "", c.len);
+        buf_free(&c);
+}
+
+/* Three whole GPUs as one resource, for Allocate and GetPreferredAllocation. */
+static const char *const alloc_ids[] = { "GPU-aaaa", "GPU-bbbb", "GPU-cccc" };
+
+/* Fills r, devs, gpus and ctx with the three GPUs of alloc_ids. Returns nothing. */
+static void alloc_setup(struct dp_resource *r, struct dp_device *devs, struct dp_gpu *gpus,
+                        struct dp_alloc_context *ctx) {
+        for (size_t i = 0; i < 3; i++) {
+                devs[i] = (struct dp_device){ .id = (char *)alloc_ids[i],
+                                              .visible = (char *)alloc_ids[i],
+                                              .uuid = (char *)alloc_ids[i],
+                                              .gpu = i };
+                gpus[i] = (struct dp_gpu){ .index = (unsigned)i, .numa = 0, .minor = (int)i };
+                snprintf(gpus[i].uuid, sizeof gpus[i].uuid, "%s", alloc_ids[i]);
+        }
+        *r = (struct dp_resource){ .name = (char *)"nvidia.com/gpu", .devices = devs, .n_devices = 3 };
+        *ctx = (struct dp_alloc_context){ .resource = r,
+                                          .list_strategies = DP_LIST_ENVVAR,
+                                          .cdi_annotation_prefix = "cdi.k8s.io/",
+                                          .gpus = gpus,
+                                          .n_gpus = 3 };
+}
+
+/* Issue 20: an ID with a NUL byte inside (protobuf strings are length-delimited) was allocated as
+ * the GPU named before the NUL; it is refused, named escaped, in Allocate and GetPreferredAllocation. */
+static void test_allocate_nul_id(void **state) {
+        struct dp_resource r;
+        struct dp_device devs[3];
+        struct dp_gpu gpus[3];
+        struct dp_alloc_context ctx;
+        alloc_setup(&r, devs, gpus, &ctx);
+        static const char evil[] = "GPU-aaaa\0junk";
+        const char *ids[] = { evil };
+        const size_t lens[] = { sizeof evil - 1 };
+        struct buf req;
+        uint8_t *out = NULL;
+        size_t out_len = 0;
+        char *err = NULL;
+
+        /* a sane request is answered with the GPU */
+        pb_request(&req, alloc_ids, NULL, 1, NULL, 0, -1);
+        assert_int_equal(dp_allocate(&ctx, (const uint8_t *)req.data, req.len, &out, &out_len, &err), 0);
+        assert_non_null(memmem(out, out_len, "GPU-aaaa", 8));
+        free(out);
+        out = NULL;
+        buf_free(&req);
+
+        pb_request(&req, ids, lens, 1, NULL, 0, -1);
+        int rc = dp_allocate(&ctx, (const uint8_t *)req.data, req.len, &out, &out_len, &err);
+        if (rc != GRPC_INVALID_ARGUMENT)
+                fail_msg("Allocate of an id with a NUL: %d (%s), wanted INVALID_ARGUMENT", rc, err ? err : "answered");
+        assert_non_null(strstr(err, "devices_ids: device id \"GPU-aaaa\\0junk\" holds a NUL byte"));
+        assert_null(out);
+        free(err);
+        err = NULL;
+        buf_free(&req);
+
+        /* GetPreferredAllocation: in available, and in must_include */
+        pb_request(&req, ids, lens, 1, NULL, 0, 1);
+        rc = dp_preferred(&ctx, (const uint8_t *)req.data, req.len, &out, &out_len, &err);
+        if (rc != GRPC_INVALID_ARGUMENT) fail_msg("preferred, NUL in available: %d (%s)", rc, err ? err : "answered");
+        assert_non_null(strstr(err, "available_deviceIDs: device id \"GPU-aaaa\\0junk\""));
+        free(err);
+        err = NULL;
+        buf_free(&req);
+        struct buf c = { 0 };
+        for (size_t i = 0; i < 3; i++) pb_field(&c, 1, alloc_ids[i], 8);
+        pb_field(&c, 2, evil, sizeof evil - 1);
+        uint8_t size1[2] = { 3 << 3, 1 };
+        buf_append(&c, (const char *)size1, 2);
+        req = (struct buf){ 0 };
+        pb_field(&req, 1, c.data, c.len);
+        buf_free(&c);
+        rc = dp_preferred(&ctx, (const uint8_t *)req.data, req.len, &out, &out_len, &err);
+        if (rc != GRPC_INVALID_ARGUMENT)
+                fail_msg("preferred, NUL in must_include: %d (%s)", rc, err ? err : "answered");
+        assert_non_null(strstr(err, "must_include_deviceIDs: device id \"GPU-aaaa\\0junk\""));
+        free(err);
+        buf_free(&req);
+}
+
 int main(void) {
         const struct CMUnitTest tests[] = {
-                cmocka_unit_test(test_readme_flags),   cmocka_unit_test(test_readme_time_slicing),
-                cmocka_unit_test(test_operator_mixed), cmocka_unit_test(test_devices_rename_json),
-                cmocka_unit_test(test_refusals),       cmocka_unit_test(test_list_strategy),
-                cmocka_unit_test(test_xid_policy),     cmocka_unit_test(test_mig_minors),
-                cmocka_unit_test(test_dev_root),       cmocka_unit_test(test_mps_and_one_refusal),
+                cmocka_unit_test(test_readme_flags),
+                cmocka_unit_test(test_readme_time_slicing),
+                cmocka_unit_test(test_operator_mixed),
+                cmocka_unit_test(test_devices_rename_json),
+                cmocka_unit_test(test_refusals),
+                cmocka_unit_test(test_list_strategy),
+                cmocka_unit_test(test_xid_policy),
+                cmocka_unit_test(test_mig_minors),
+                cmocka_unit_test(test_allocate_nul_id),
+                cmocka_unit_test(test_dev_root),
+                cmocka_unit_test(test_mps_and_one_refusal),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }
