@@ -411,8 +411,7 @@ int dp_preferred(const struct dp_alloc_context *ctx, const uint8_t *req, size_t 
                                    DP_MAX_REQUEST_IDS);
                         goto done;
                 }
-                if (q->allocation_size < 0 ||
-                    (size_t)q->allocation_size > q->n_available_deviceids + q->n_must_include_deviceids) {
+                if (q->allocation_size < 0 || (size_t)q->allocation_size > q->n_available_deviceids) {
                         r = errorf(ret_error, GRPC_INVALID_ARGUMENT,
                                    "allocation_size %d cannot be met from %zu available devices", q->allocation_size,
                                    q->n_available_deviceids);
@@ -448,6 +447,17 @@ int dp_preferred(const struct dp_alloc_context *ctx, const uint8_t *req, size_t 
                         const struct dp_device *d = lookup(ctx, q->must_include_deviceids[i], ret_error);
                         if (!d) {
                                 r = GRPC_INVALID_ARGUMENT;
+                                break;
+                        }
+                        /* The kubelet's contract: must_include is a subset of available. One that is not would be
+                         * answered as a preference for a device that is taken or not offered. */
+                        bool offered = false;
+                        for (size_t k = 0; k < na && !offered; k++) offered = avail[k] == d;
+                        if (!offered) {
+                                _cleanup_free_ char *safe = utf8_sanitize(q->must_include_deviceids[i]);
+                                r = errorf(ret_error, GRPC_INVALID_ARGUMENT,
+                                           "must_include device id \"%.100s\" is not among the available devices",
+                                           safe);
                                 break;
                         }
                         bool dup = false;

@@ -41,6 +41,7 @@ int dp_allocate(const struct dp_alloc_context *ctx, const uint8_t *req, size_t l
  * available devices best connected to them (NVLink, then PCIe switch, then NUMA node), or for
  * shared devices replicas spread over the GPUs with the most replicas free. Returns like
  * dp_allocate (GRPC_INVALID_ARGUMENT: does not decode, an unknown device, an ID holding a NUL
- * byte, a size that cannot be met). */
+ * byte, a must_include ID that is not among the available ones (the kubelet's contract: a subset),
+ * a size that cannot be met from the available devices). */
 int dp_preferred(const struct dp_alloc_context *ctx, const uint8_t *req, size_t len, uint8_t **ret, size_t *ret_len,
                  char **ret_error);

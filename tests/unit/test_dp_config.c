@@ -458,19 +458,57 @@ static void test_allocate_nul_id(void **state) {
         buf_free(&req);
 }
 
+/* Issue 20: GetPreferredAllocation answered a must_include ID that is not in available; the
+ * kubelet's contract makes it a subset, so one that is not is INVALID_ARGUMENT naming it. */
+static void test_preferred_must_include_subset(void **state) {
+        struct dp_resource r;
+        struct dp_device devs[3];
+        struct dp_gpu gpus[3];
+        struct dp_alloc_context ctx;
+        alloc_setup(&r, devs, gpus, &ctx);
+        const char *avail[] = { "GPU-aaaa", "GPU-cccc" };
+        const char *must_b[] = { "GPU-bbbb" }, *must_c[] = { "GPU-cccc" };
+        struct buf req;
+        uint8_t *out = NULL;
+        size_t out_len = 0;
+        char *err = NULL;
+
+        pb_request(&req, avail, NULL, 2, must_c, 1, 1);
+        assert_int_equal(dp_preferred(&ctx, (const uint8_t *)req.data, req.len, &out, &out_len, &err), 0);
+        assert_non_null(memmem(out, out_len, "GPU-cccc", 8));
+        assert_null(memmem(out, out_len, "GPU-aaaa", 8));
+        free(out);
+        out = NULL;
+        buf_free(&req);
+
+        pb_request(&req, avail, NULL, 2, must_b, 1, 2);
+        int rc = dp_preferred(&ctx, (const uint8_t *)req.data, req.len, &out, &out_len, &err);
+        if (rc != GRPC_INVALID_ARGUMENT)
+                fail_msg("must_include outside available: %d (%s), wanted INVALID_ARGUMENT", rc,
+                         err ? err : "answered");
+        assert_non_null(strstr(err, "must_include device id \"GPU-bbbb\" is not among the available devices"));
+        assert_null(out);
+        free(err);
+        err = NULL;
+        buf_free(&req);
+
+        /* a size past the available devices (must_include no longer counts twice) */
+        pb_request(&req, avail, NULL, 2, must_c, 1, 3);
+        assert_int_equal(dp_preferred(&ctx, (const uint8_t *)req.data, req.len, &out, &out_len, &err),
+                         GRPC_INVALID_ARGUMENT);
+        assert_non_null(strstr(err, "cannot be met"));
+        free(err);
+        buf_free(&req);
+}
+
 int main(void) {
         const struct CMUnitTest tests[] = {
-                cmocka_unit_test(test_readme_flags),
-                cmocka_unit_test(test_readme_time_slicing),
-                cmocka_unit_test(test_operator_mixed),
-                cmocka_unit_test(test_devices_rename_json),
-                cmocka_unit_test(test_refusals),
-                cmocka_unit_test(test_list_strategy),
-                cmocka_unit_test(test_xid_policy),
-                cmocka_unit_test(test_mig_minors),
-                cmocka_unit_test(test_allocate_nul_id),
-                cmocka_unit_test(test_dev_root),
-                cmocka_unit_test(test_mps_and_one_refusal),
+                cmocka_unit_test(test_readme_flags),    cmocka_unit_test(test_readme_time_slicing),
+                cmocka_unit_test(test_operator_mixed),  cmocka_unit_test(test_devices_rename_json),
+                cmocka_unit_test(test_refusals),        cmocka_unit_test(test_list_strategy),
+                cmocka_unit_test(test_xid_policy),      cmocka_unit_test(test_mig_minors),
+                cmocka_unit_test(test_allocate_nul_id), cmocka_unit_test(test_preferred_must_include_subset),
+                cmocka_unit_test(test_dev_root),        cmocka_unit_test(test_mps_and_one_refusal),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }
