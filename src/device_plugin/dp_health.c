@@ -87,7 +87,30 @@ struct dp_health {
         bool nvml_failed_once, nvml_back;
         int *links; /* n*n, -1 unknown */
         bool stop, exited;
+        int refs; /* atomic: the owner and, while it runs, the thread; the last one frees */
 };
+
+/* How many monitors are not freed yet (atomic). */
+static size_t live_monitors;
+
+size_t dp_health_live(void) {
+        return __atomic_load_n(&live_monitors, __ATOMIC_ACQUIRE);
+}
+
+/* Drops a reference to h; the last one closes its pipe, drops the library and frees it (a thread
+ * stuck in NVML past dp_health_stop frees it when the call finally returns). Returns nothing. */
+static void health_unref(struct dp_health *h) {
+        if (__atomic_sub_fetch(&h->refs, 1, __ATOMIC_ACQ_REL) > 0) return;
+        close(h->pipe[0]);
+        close(h->pipe[1]);
+        nvml_lib_unref(h->lib);
+        pthread_mutex_destroy(&h->lock);
+        pthread_cond_destroy(&h->cond);
+        free(h->g);
+        free(h->links);
+        free(h);
+        __atomic_sub_fetch(&live_monitors, 1, __ATOMIC_ACQ_REL);
+}
 
 /* Publishes the GPUs' health; signals the pipe when any changed. Called with the lock held. */
 static void publish_locked(struct dp_health *h) {
@@ -322,6 +345,7 @@ static void *health_main(void *arg) {
         h->exited = true;
         pthread_cond_broadcast(&h->cond);
         pthread_mutex_unlock(&h->lock);
+        health_unref(h);
         return NULL;
 }
 
@@ -332,6 +356,8 @@ int dp_health_start(struct nvml_lib *lib, const struct dp_gpu *gpus, size_t n_gp
                 free(h);
                 return -errno;
         }
+        h->refs = 1;
+        __atomic_add_fetch(&live_monitors, 1, __ATOMIC_ACQ_REL);
         pthread_mutex_init(&h->lock, NULL);
         pthread_condattr_t ca;
         pthread_condattr_init(&ca);
@@ -369,8 +395,10 @@ int dp_health_start(struct nvml_lib *lib, const struct dp_gpu *gpus, size_t n_gp
                 snprintf(h->driver_reason, sizeof h->driver_reason, "%s",
                          "NVML did not list the GPUs when the plugin started");
         }
+        h->refs = 2;
         int r = pthread_create(&h->thread, NULL, health_main, h);
         if (r != 0) {
+                h->refs = 1;
                 h->exited = true;
                 dp_health_stop(h);
                 return -r;
@@ -390,16 +418,14 @@ void dp_health_stop(struct dp_health *h) {
                 if (pthread_cond_timedwait(&h->cond, &h->lock, &t) == ETIMEDOUT) break;
         bool exited = h->exited;
         pthread_mutex_unlock(&h->lock);
-        if (!exited) return; /* stuck inside NVML: it keeps what it uses */
-        if (had_thread) pthread_join(h->thread, NULL);
-        close(h->pipe[0]);
-        close(h->pipe[1]);
-        nvml_lib_unref(h->lib);
-        pthread_mutex_destroy(&h->lock);
-        pthread_cond_destroy(&h->cond);
-        free(h->g);
-        free(h->links);
-        free(h);
+        if (had_thread) {
+                /* Stuck inside NVML: detached, it drops its own reference (and frees h) when the call returns. */
+                if (exited)
+                        pthread_join(h->thread, NULL);
+                else
+                        pthread_detach(h->thread);
+        }
+        health_unref(h);
 }
 
 int dp_health_fd(const struct dp_health *h) {

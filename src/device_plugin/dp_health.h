@@ -43,9 +43,14 @@ int dp_health_start(struct nvml_lib *lib, const struct dp_gpu *gpus, size_t n_gp
  * Unhealthy until the driver comes back. Returns nothing; an unknown UUID is ignored. */
 void dp_health_xid(struct dp_health *h, const char *uuid, unsigned long long xid);
 
-/* Stops the thread (waits up to 2 s for an NVML call to return; one that does not is left behind)
- * and frees h. */
+/* Stops the thread and drops the caller's hold on h, which must not be used again: waits up to 2 s
+ * (and one interval) for an NVML call to return; a thread still inside NVML then is detached and
+ * frees h itself when the call returns. Returns nothing; never fails. */
 void dp_health_stop(struct dp_health *h);
+
+/* Returns how many monitors are not freed yet, stopped ones whose thread is still inside NVML
+ * included (for tests and leak checks). Never fails. */
+size_t dp_health_live(void);
 
 /* Returns an fd that is readable when a GPU's health changed, or when NVML answered again after
  * it did not (dp_health_take_nvml_back). */

@@ -11,6 +11,10 @@
 #include "device_plugin/dp_health.h"
 #include "device_plugin/dp_allocate.h"
 #include "grpc/grpc_wire.h"
+#include "nvml/nvml_lib.h"
+
+#include <sys/stat.h>
+#include <time.h>
 
 /* Parses text into c (initialised here). Returns the parser's answer; *ret_error kept for the caller. */
 static int parse(const char *text, struct dp_config *c, char **ret_error) {
@@ -501,14 +505,77 @@ static void test_preferred_must_include_subset(void **state) {
         buf_free(&req);
 }
 
+/* Sleeps ms milliseconds. Returns nothing. */
+static void sleep_ms(unsigned ms) {
+        struct timespec t = { ms / 1000, (long)(ms % 1000) * 1000000L };
+        nanosleep(&t, NULL);
+}
+
+/* Writes the fake NVML's description text to dir/nvml.json and points GPUNODE_FAKE_NVML at it.
+ * Returns its malloc'd path. */
+static char *fake_nvml_desc(const char *dir, const char *text) {
+        char *p = xasprintf("%s/nvml.json", dir);
+        _cleanup_free_ char *tmp = xasprintf("%s.tmp", p);
+        FILE *f = fopen(tmp, "w");
+        assert_non_null(f);
+        fputs(text, f);
+        fclose(f);
+        assert_int_equal(rename(tmp, p), 0);
+        setenv("GPUNODE_FAKE_NVML", p, 1);
+        return p;
+}
+
+/* Issue 20 (#15): a health thread stuck in NVML past dp_health_stop's 2 s was left holding its
+ * monitor for good (a leak per stop); stop now returns on time and the thread frees the monitor
+ * when the call returns. */
+static void test_health_stop_stuck(void **state) {
+        char dir[] = "/tmp/test-dp-health-XXXXXX";
+        assert_non_null(mkdtemp(dir));
+        _cleanup_free_ char *desc = fake_nvml_desc(
+                dir,
+                "{\"driver_version\": \"570.133.20\", \"block\": {\"call\": \"nvmlDeviceGetCount\", \"seconds\": 3},"
+                " \"gpus\": [{\"name\": \"NVIDIA H200\", \"uuid\": \"GPU-aaaa\"}]}");
+        struct nvml_lib *lib = NULL;
+        char *err = NULL;
+        assert_int_equal(nvml_lib_open(getenv("GPUNODE_FAKE_NVML_LIB"), &lib, &err), 0);
+        struct dp_xid_policy pol;
+        assert_int_equal(dp_xid_policy_parse(NULL, NULL, &pol, &err), 0);
+        struct dp_gpu g = { .index = 0, .uuid = "GPU-aaaa", .numa = -1, .minor = -1 };
+        size_t before = dp_health_live();
+        struct dp_health *h = NULL;
+        assert_int_equal(dp_health_start(lib, &g, 1, 50, &pol, false, &h), 0);
+        assert_int_equal(dp_health_live(), before + 1);
+        sleep_ms(300); /* the thread is inside nvmlDeviceGetCount, for 3 s */
+        uint64_t t0 = monotonic_ms();
+        dp_health_stop(h);
+        uint64_t took = monotonic_ms() - t0;
+        if (took < 1900 || took > 2600)
+                fail_msg("dp_health_stop took %llu ms, wanted about 2050", (unsigned long long)took);
+        assert_int_equal(dp_health_live(), before + 1); /* the thread still holds it */
+        for (int i = 0; i < 80 && dp_health_live() > before; i++) sleep_ms(50);
+        if (dp_health_live() != before)
+                fail_msg("the stuck thread's monitor was never freed (%zu live, %zu before)", dp_health_live(), before);
+        nvml_lib_unref(lib);
+        unsetenv("GPUNODE_FAKE_NVML");
+        unlink(desc);
+        rmdir(dir);
+}
+
 int main(void) {
         const struct CMUnitTest tests[] = {
-                cmocka_unit_test(test_readme_flags),    cmocka_unit_test(test_readme_time_slicing),
-                cmocka_unit_test(test_operator_mixed),  cmocka_unit_test(test_devices_rename_json),
-                cmocka_unit_test(test_refusals),        cmocka_unit_test(test_list_strategy),
-                cmocka_unit_test(test_xid_policy),      cmocka_unit_test(test_mig_minors),
-                cmocka_unit_test(test_allocate_nul_id), cmocka_unit_test(test_preferred_must_include_subset),
-                cmocka_unit_test(test_dev_root),        cmocka_unit_test(test_mps_and_one_refusal),
+                cmocka_unit_test(test_readme_flags),
+                cmocka_unit_test(test_readme_time_slicing),
+                cmocka_unit_test(test_operator_mixed),
+                cmocka_unit_test(test_devices_rename_json),
+                cmocka_unit_test(test_refusals),
+                cmocka_unit_test(test_list_strategy),
+                cmocka_unit_test(test_xid_policy),
+                cmocka_unit_test(test_mig_minors),
+                cmocka_unit_test(test_allocate_nul_id),
+                cmocka_unit_test(test_preferred_must_include_subset),
+                cmocka_unit_test(test_health_stop_stuck),
+                cmocka_unit_test(test_dev_root),
+                cmocka_unit_test(test_mps_and_one_refusal),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }
