@@ -44,12 +44,12 @@ static void report_error(struct xid_watch *w, const char *call) {
         pthread_mutex_unlock(&w->lock);
 }
 
-/* Hands an Xid on GPU index to every subscriber. Returns nothing. */
-static void deliver(struct xid_watch *w, unsigned index, const char *uuid, unsigned long long xid) {
+/* Hands an Xid event to every subscriber. Returns nothing. */
+static void deliver(struct xid_watch *w, const struct xid_event *ev) {
         pthread_mutex_lock(&w->lock);
         w->events++;
         for (unsigned i = 0; i < XID_WATCH_MAX_SUBSCRIBERS; i++)
-                if (w->used[i] && w->subs[i].on_xid) w->subs[i].on_xid(w->subs[i].userdata, index, uuid, xid);
+                if (w->used[i] && w->subs[i].on_xid) w->subs[i].on_xid(w->subs[i].userdata, ev);
         pthread_mutex_unlock(&w->lock);
 }
 
@@ -117,7 +117,11 @@ static bool watch_session(struct xid_watch *w, struct nvml_lib *lib, struct watc
                 if (rc == NVML_SUCCESS && (d.eventType & nvmlEventTypeXidCriticalError))
                         for (unsigned i = 0; i < count; i++)
                                 if (gpus[i].handle && gpus[i].handle == d.device)
-                                        deliver(w, i, gpus[i].uuid, (unsigned long long)d.eventData);
+                                        deliver(w, &(struct xid_event){ .index = i,
+                                                                        .uuid = gpus[i].uuid,
+                                                                        .xid = (unsigned long long)d.eventData,
+                                                                        .gpu_instance_id = d.gpuInstanceId,
+                                                                        .compute_instance_id = d.computeInstanceId });
                 if (stopping(w)) {
                         stopped = true;
                         break;

@@ -4,13 +4,24 @@
 #include <stddef.h>
 #include <stdint.h>
 
+/* nvmlEventData_t's gpuInstanceId and computeInstanceId of an event that is not MIG-specific. */
+#define XID_NO_INSTANCE 0xFFFFFFFFu
+
+/* One Xid event, as NVML's event data gives it. */
+struct xid_event {
+        unsigned index;               /* the GPU's (nvmlDeviceGetHandleByIndex) */
+        const char *uuid;             /* the GPU's UUID; "" when NVML did not give one */
+        unsigned long long xid;       /* eventData */
+        unsigned gpu_instance_id;     /* the MIG GPU instance it hit; XID_NO_INSTANCE: the whole GPU */
+        unsigned compute_instance_id; /* its compute instance; XID_NO_INSTANCE when not given */
+};
+
 /* Who hears of Xid events: the exporter's DCGM_FI_DEV_XID_ERRORS, the device plugin's GPU health,
  * the diagnosis trigger. Callbacks run in the watch's thread with its subscriber lock held: they must
  * be quick and must not call back into the watch. */
 struct xid_subscriber {
-        /* An Xid on the GPU at index (nvmlDeviceGetHandleByIndex) with that UUID ("" when NVML did not
-         * give one). NULL: not wanted. */
-        void (*on_xid)(void *userdata, unsigned index, const char *uuid, unsigned long long xid);
+        /* An Xid event (ev and its uuid valid during the call only). NULL: not wanted. */
+        void (*on_xid)(void *userdata, const struct xid_event *ev);
         /* An NVML call of the watch failed (other than NOT_SUPPORTED and the wait's TIMEOUT): call is its
          * name, e.g. "nvmlEventSetCreate". NULL: not wanted. */
         void (*on_nvml_error)(void *userdata, const char *call);

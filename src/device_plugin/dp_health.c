@@ -68,7 +68,8 @@ struct gpu_state {
         struct dp_gpu gpu;
         nvmlDevice_t handle; /* thread only */
         bool lost, layer1_bad, xid_bad;
-        char lost_reason[200], layer1_reason[200], xid_reason[200];
+        uint64_t xid_instances; /* MIG GPU instances hit by an Xid */
+        char lost_reason[200], layer1_reason[200], xid_reason[200], instance_reason[200];
         struct dp_gpu_health now; /* what was last published */
 };
 
@@ -127,7 +128,11 @@ static void publish_locked(struct dp_health *h) {
                         v.healthy = false;
                         snprintf(v.reason, sizeof v.reason, "%s", why);
                 }
-                if (v.healthy != s->now.healthy || strcmp(v.reason, s->now.reason) != 0) {
+                v.unhealthy_instances = s->xid_instances;
+                if (s->xid_instances) snprintf(v.instance_reason, sizeof v.instance_reason, "%s", s->instance_reason);
+                if (v.healthy != s->now.healthy || strcmp(v.reason, s->now.reason) != 0 ||
+                    v.unhealthy_instances != s->now.unhealthy_instances ||
+                    strcmp(v.instance_reason, s->now.instance_reason) != 0) {
                         s->now = v;
                         changed = true;
                 }
@@ -223,7 +228,10 @@ static void poll_presence(struct dp_health *h, unsigned count) {
                 if (rc == NVML_SUCCESS) {
                         s->lost = false;
                         s->handle = dev;
-                        if (was_lost) s->xid_bad = false; /* it came back: it went through a reset */
+                        if (was_lost) { /* it came back: it went through a reset */
+                                s->xid_bad = false;
+                                s->xid_instances = 0;
+                        }
                 } else if (rc == NVML_ERROR_GPU_IS_LOST || rc == NVML_ERROR_NOT_FOUND) {
                         s->lost = true;
                         s->handle = rc == NVML_ERROR_GPU_IS_LOST ? dev : NULL;
@@ -274,19 +282,35 @@ static void poll_layer1(struct dp_health *h) {
         }
 }
 
-void dp_health_xid(struct dp_health *h, const char *uuid, unsigned long long xid) {
+void dp_health_xid(struct dp_health *h, const char *uuid, unsigned long long xid, unsigned gpu_instance_id) {
         if (!uuid || !*uuid || !dp_xid_counts(&h->policy, xid)) return;
         pthread_mutex_lock(&h->lock);
-        for (size_t i = 0; i < h->n; i++)
-                if (streq(h->g[i].gpu.uuid, uuid)) {
-                        h->g[i].xid_bad = true;
-                        snprintf(h->g[i].xid_reason, sizeof h->g[i].xid_reason,
-                                 "Xid %llu (a critical error that is not the application's; NVIDIA's plugin marks it "
-                                 "too)",
-                                 xid);
+        for (size_t i = 0; i < h->n; i++) {
+                struct gpu_state *s = &h->g[i];
+                if (!streq(s->gpu.uuid, uuid)) continue;
+                if (gpu_instance_id <= DP_MAX_INSTANCE_ID) {
+                        /* NVML names the MIG GPU instance it hit: only that instance's devices */
+                        s->xid_instances |= (uint64_t)1 << gpu_instance_id;
+                        snprintf(s->instance_reason, sizeof s->instance_reason,
+                                 "Xid %llu on MIG GPU instance %u (a critical error that is not the application's)",
+                                 xid, gpu_instance_id);
+                        continue;
                 }
+                s->xid_bad = true;
+                snprintf(s->xid_reason, sizeof s->xid_reason,
+                         "Xid %llu (a critical error that is not the application's; NVIDIA's plugin marks it too)",
+                         xid);
+        }
         publish_locked(h);
         pthread_mutex_unlock(&h->lock);
+}
+
+bool dp_device_healthy(const struct dp_gpu_health *gh, const struct dp_device *d) {
+        if (!gh->healthy) return false;
+        if (!gh->unhealthy_instances) return true;
+        if (d->gi >= 0 && (unsigned)d->gi <= DP_MAX_INSTANCE_ID)
+                return !(gh->unhealthy_instances & ((uint64_t)1 << d->gi));
+        return false; /* the whole GPU, or a MIG device of an instance NVML did not name: some of it is hit */
 }
 
 /* The thread: init, poll every interval; after any NVML failure, the same again (Xid events come from
@@ -327,7 +351,10 @@ static void *health_main(void *arg) {
                         if (h->driver_gone) {
                                 /* NVML back after it failed: the driver was reloaded, its GPUs reset */
                                 h->driver_gone = false;
-                                for (size_t i = 0; i < h->n; i++) h->g[i].xid_bad = false;
+                                for (size_t i = 0; i < h->n; i++) {
+                                        h->g[i].xid_bad = false;
+                                        h->g[i].xid_instances = 0;
+                                }
                                 if (h->nvml_failed_once && count > 0) h->nvml_back = true;
                                 char one = 1;
                                 if (h->nvml_back) (void)!write(h->pipe[1], &one, 1);

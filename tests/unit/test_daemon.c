@@ -28,16 +28,19 @@ struct xid_seen {
         unsigned index[8];
         char uuid[8][96];
         unsigned long long xid[8];
+        unsigned gi[8], ci[8];
 };
 
 /* Records an Xid. Returns nothing. */
-static void record_xid(void *userdata, unsigned index, const char *uuid, unsigned long long xid) {
+static void record_xid(void *userdata, const struct xid_event *ev) {
         struct xid_seen *s = userdata;
         pthread_mutex_lock(&s->lock);
         if (s->n < 8) {
-                s->index[s->n] = index;
-                snprintf(s->uuid[s->n], sizeof s->uuid[s->n], "%s", uuid);
-                s->xid[s->n] = xid;
+                s->index[s->n] = ev->index;
+                snprintf(s->uuid[s->n], sizeof s->uuid[s->n], "%s", ev->uuid);
+                s->xid[s->n] = ev->xid;
+                s->gi[s->n] = ev->gpu_instance_id;
+                s->ci[s->n] = ev->compute_instance_id;
                 s->n++;
         }
         pthread_mutex_unlock(&s->lock);
@@ -71,7 +74,7 @@ static void test_xid_fan_out(void **state) {
                 dir, "nvml.json",
                 "{\"driver_version\": \"570.133.20\", \"gpus\": ["
                 "{\"name\": \"NVIDIA H200\", \"uuid\": \"GPU-aaaaaaaa-0000-0000-0000-000000000000\", \"xid_events\": []},"
-                "{\"name\": \"NVIDIA H200\", \"uuid\": \"GPU-bbbbbbbb-0000-0000-0000-000000000001\", \"xid_events\": [79, 48]}]}",
+                "{\"name\": \"NVIDIA H200\", \"uuid\": \"GPU-bbbbbbbb-0000-0000-0000-000000000001\", \"xid_events\": [79, {\"xid\": 48, \"gi\": 3, \"ci\": 1}]}]}",
                 false);
         setenv("GPUNODE_FAKE_NVML", desc, 1);
         struct xid_seen a = { .lock = PTHREAD_MUTEX_INITIALIZER }, b = { .lock = PTHREAD_MUTEX_INITIALIZER };
@@ -86,6 +89,12 @@ static void test_xid_fan_out(void **state) {
         assert_int_equal(a.index[0], 1);
         assert_string_equal(a.uuid[0], "GPU-bbbbbbbb-0000-0000-0000-000000000001");
         assert_true((a.xid[0] == 79 && a.xid[1] == 48) || (a.xid[0] == 48 && a.xid[1] == 79));
+        /* NVML's instance ids reach the subscribers: none for 79, MIG GPU instance 3 / compute 1 for 48 */
+        unsigned k48 = a.xid[0] == 48 ? 0 : 1;
+        assert_int_equal(a.gi[k48], 3);
+        assert_int_equal(a.ci[k48], 1);
+        assert_int_equal(a.gi[1 - k48], XID_NO_INSTANCE);
+        assert_int_equal(a.ci[1 - k48], XID_NO_INSTANCE);
         assert_int_equal(xid_watch_events(w), 2);
         xid_watch_unsubscribe(w, ia);
         for (int i = 0; i < XID_WATCH_MAX_SUBSCRIBERS - 1; i++)

@@ -12,6 +12,8 @@
 #include "device_plugin/dp_allocate.h"
 #include "grpc/grpc_wire.h"
 #include "nvml/nvml_lib.h"
+#include "nvml/nvml_facts.h"
+#include "basic/hostfs.h"
 
 #include <sys/stat.h>
 #include <time.h>
@@ -561,21 +563,112 @@ static void test_health_stop_stuck(void **state) {
         rmdir(dir);
 }
 
+/* Issue 20 (#15): an Xid on one MIG GPU instance marked every MIG device of its GPU. The inventory
+ * keeps each MIG device's GPU instance, NVML's instance id reaches the monitor, and only that
+ * instance's devices go Unhealthy; an Xid naming no instance still takes the whole GPU. */
+static void test_health_mig_instance(void **state) {
+        /* the inventory: GPU 0 in MIG mode with instances 3 and 5, GPU 1 whole */
+        struct nvml_gpu_facts gf[2];
+        for (unsigned i = 0; i < 2; i++) {
+                nvml_gpu_facts_init(&gf[i], i);
+                gf[i].uuid_rc = NVML_SUCCESS;
+                snprintf(gf[i].uuid, sizeof gf[i].uuid, "GPU-%u000", i);
+        }
+        gf[0].mig_rc = NVML_SUCCESS;
+        gf[0].mig_current = 1;
+        gf[0].n_mig = 2;
+        for (unsigned m = 0; m < 2; m++) {
+                struct nvml_mig_facts *mf = &gf[0].mig[m];
+                *mf = (struct nvml_mig_facts){ .index = m,
+                                               .uuid_rc = NVML_SUCCESS,
+                                               .gi_rc = NVML_SUCCESS,
+                                               .gi_id = m ? 5 : 3,
+                                               .ci_rc = NVML_SUCCESS,
+                                               .profile = "1g.10gb" };
+                snprintf(mf->uuid, sizeof mf->uuid, "MIG-%u", mf->gi_id);
+        }
+        struct nvml_facts f = { .init_rc = NVML_SUCCESS, .n_gpus = 2, .gpus = gf };
+        struct dp_config cfg;
+        dp_config_init(&cfg);
+        cfg.mig_strategy = DP_MIG_MIXED;
+        struct dp_inventory *inv = NULL;
+        char *err = NULL;
+        assert_int_equal(hostfs_init("/"), 0);
+        if (dp_inventory_build(&f, &cfg, &inv, &err) < 0) fail_msg("inventory: %s", err);
+        const struct dp_device *mig3 = NULL, *mig5 = NULL, *whole = NULL;
+        for (size_t r = 0; r < inv->n_resources; r++)
+                for (size_t k = 0; k < inv->resources[r].n_devices; k++) {
+                        const struct dp_device *d = &inv->resources[r].devices[k];
+                        if (streq(d->id, "MIG-3")) mig3 = d;
+                        if (streq(d->id, "MIG-5")) mig5 = d;
+                        if (streq(d->id, "GPU-1000")) whole = d;
+                }
+        assert_non_null(mig3);
+        assert_non_null(mig5);
+        assert_non_null(whole);
+        assert_int_equal(mig3->gi, 3);
+        assert_int_equal(mig5->gi, 5);
+        assert_int_equal(whole->gi, DP_GI_NONE);
+
+        /* the monitor, over the fake NVML answering both GPUs */
+        char dir[] = "/tmp/test-dp-health-XXXXXX";
+        assert_non_null(mkdtemp(dir));
+        _cleanup_free_ char *desc = fake_nvml_desc(
+                dir,
+                "{\"driver_version\": \"570.133.20\", \"gpus\": [{\"name\": \"NVIDIA H200\", \"uuid\": \"GPU-0000\"},"
+                " {\"name\": \"NVIDIA H200\", \"uuid\": \"GPU-1000\"}]}");
+        struct nvml_lib *lib = NULL;
+        assert_int_equal(nvml_lib_open(getenv("GPUNODE_FAKE_NVML_LIB"), &lib, &err), 0);
+        struct dp_xid_policy pol;
+        assert_int_equal(dp_xid_policy_parse(NULL, NULL, &pol, &err), 0);
+        struct dp_health *h = NULL;
+        assert_int_equal(dp_health_start(lib, inv->gpus, inv->n_gpus, 50, &pol, false, &h), 0);
+        struct dp_gpu_health gh[2];
+        dp_health_xid(h, "GPU-0000", 79, 3);
+        dp_health_get(h, gh);
+        assert_true(gh[0].healthy);
+        assert_true(gh[1].healthy);
+        assert_int_equal(gh[0].unhealthy_instances, (uint64_t)1 << 3);
+        assert_non_null(strstr(gh[0].instance_reason, "Xid 79 on MIG GPU instance 3"));
+        assert_false(dp_device_healthy(&gh[0], mig3));
+        assert_true(dp_device_healthy(&gh[0], mig5)); /* before: Unhealthy, its GPU's Xid */
+        assert_true(dp_device_healthy(&gh[1], whole));
+        /* a whole device, or a MIG device of an unnamed instance, on a GPU with a hit instance is hit */
+        struct dp_device unknown = *mig5;
+        unknown.gi = DP_GI_UNKNOWN;
+        assert_false(dp_device_healthy(&gh[0], &unknown));
+        unknown.gi = DP_GI_NONE;
+        assert_false(dp_device_healthy(&gh[0], &unknown));
+        /* an application Xid on instance 5 changes nothing; an Xid naming no instance takes the GPU */
+        dp_health_xid(h, "GPU-0000", 13, 5);
+        dp_health_get(h, gh);
+        assert_true(dp_device_healthy(&gh[0], mig5));
+        dp_health_xid(h, "GPU-0000", 79, DP_NO_INSTANCE);
+        dp_health_get(h, gh);
+        assert_false(gh[0].healthy);
+        assert_false(dp_device_healthy(&gh[0], mig5));
+        assert_true(gh[1].healthy);
+        dp_health_xid(h, "GPU-1000", 48, 200); /* an instance id past the tracked ones: the whole GPU */
+        dp_health_get(h, gh);
+        assert_false(gh[1].healthy);
+        dp_health_stop(h);
+        nvml_lib_unref(lib);
+        dp_inventory_free(inv);
+        dp_config_done(&cfg);
+        unsetenv("GPUNODE_FAKE_NVML");
+        unlink(desc);
+        rmdir(dir);
+}
+
 int main(void) {
         const struct CMUnitTest tests[] = {
-                cmocka_unit_test(test_readme_flags),
-                cmocka_unit_test(test_readme_time_slicing),
-                cmocka_unit_test(test_operator_mixed),
-                cmocka_unit_test(test_devices_rename_json),
-                cmocka_unit_test(test_refusals),
-                cmocka_unit_test(test_list_strategy),
-                cmocka_unit_test(test_xid_policy),
-                cmocka_unit_test(test_mig_minors),
-                cmocka_unit_test(test_allocate_nul_id),
-                cmocka_unit_test(test_preferred_must_include_subset),
-                cmocka_unit_test(test_health_stop_stuck),
-                cmocka_unit_test(test_dev_root),
-                cmocka_unit_test(test_mps_and_one_refusal),
+                cmocka_unit_test(test_readme_flags),      cmocka_unit_test(test_readme_time_slicing),
+                cmocka_unit_test(test_operator_mixed),    cmocka_unit_test(test_devices_rename_json),
+                cmocka_unit_test(test_refusals),          cmocka_unit_test(test_list_strategy),
+                cmocka_unit_test(test_xid_policy),        cmocka_unit_test(test_mig_minors),
+                cmocka_unit_test(test_allocate_nul_id),   cmocka_unit_test(test_preferred_must_include_subset),
+                cmocka_unit_test(test_health_stop_stuck), cmocka_unit_test(test_health_mig_instance),
+                cmocka_unit_test(test_dev_root),          cmocka_unit_test(test_mps_and_one_refusal),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }
