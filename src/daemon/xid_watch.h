@@ -29,15 +29,24 @@ struct xid_subscriber {
 };
 
 #define XID_WATCH_MAX_SUBSCRIBERS 8
+/* How often a GPU whose handle or event registration failed (lost, resetting) is tried again. */
+#define XID_WATCH_REREGISTER_MS 30000u
 
 struct xid_watch;
 
 /* Starts the watch's thread with the subscribers subs[0..n) (copied; more may subscribe later, and
  * hear the events from then on): it loads nvml_library (NULL: libnvidia-ml.so.1), holds its own
  * nvmlInit, registers one event set for Xid critical errors on every GPU, waits on it, and after any
- * failure starts over 5 s later (a node whose driver comes back is watched again). Returns 0 and
- * *ret; -E2BIG past XID_WATCH_MAX_SUBSCRIBERS, or -errno when the thread cannot start. */
+ * failure starts over 5 s later (a node whose driver comes back is watched again). A GPU whose
+ * handle or registration failed (other than NOT_SUPPORTED: a GPU lost or resetting then) is tried
+ * again every XID_WATCH_REREGISTER_MS, and its return logged on stderr. Returns 0 and *ret; -E2BIG
+ * past XID_WATCH_MAX_SUBSCRIBERS, or -errno when the thread cannot start. */
 int xid_watch_start(const char *nvml_library, const struct xid_subscriber *subs, size_t n, struct xid_watch **ret);
+
+/* xid_watch_start with the retry of failed GPUs every reregister_ms (0: XID_WATCH_REREGISTER_MS), for
+ * tests. Returns like xid_watch_start. */
+int xid_watch_start_retrying(const char *nvml_library, const struct xid_subscriber *subs, size_t n,
+                             unsigned reregister_ms, struct xid_watch **ret);
 
 /* Adds a subscriber (copied). Returns its id (>= 0), or -ENOSPC past XID_WATCH_MAX_SUBSCRIBERS. */
 int xid_watch_subscribe(struct xid_watch *w, const struct xid_subscriber *s);

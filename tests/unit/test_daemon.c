@@ -14,6 +14,7 @@
 #include "daemon/diagnosis.h"
 #include "daemon/supervisor.h"
 #include "daemon/xid_watch.h"
+#include "nvml/nvml_lib.h"
 
 /* Sleeps ms milliseconds. Returns nothing. */
 static void sleep_ms(unsigned ms) {
@@ -102,6 +103,44 @@ static void test_xid_fan_out(void **state) {
         assert_int_equal(xid_watch_subscribe(w, &(struct xid_subscriber){ .on_xid = record_xid, .userdata = &b }),
                          -ENOSPC);
         xid_watch_stop(w);
+        unsetenv("GPUNODE_FAKE_NVML");
+        unlink(desc);
+        rmdir(dir);
+}
+
+/* Issue 20 (#15): a GPU whose event registration failed when the set was made (lost, resetting) was
+ * never registered again while the session lasted; it is tried again every reregister_ms, and its
+ * Xids are heard once it answers. */
+static void test_xid_reregister(void **state) {
+        char dir[] = "/tmp/test-daemon-XXXXXX";
+        assert_non_null(mkdtemp(dir));
+#define GPU_C "{\"name\": \"NVIDIA H200\", \"uuid\": \"GPU-cccccccc-0000-0000-0000-000000000000\", \"xid_events\": [79]%s}"
+        _cleanup_free_ char *lost = xasprintf(GPU_C, ", \"errors\": {\"nvmlDeviceRegisterEvents\": 15}");
+        _cleanup_free_ char *back = xasprintf(GPU_C, "");
+#undef GPU_C
+        _cleanup_free_ char *d1 = xasprintf("{\"driver_version\": \"570.133.20\", \"gpus\": [%s]}", lost);
+        _cleanup_free_ char *d2 = xasprintf("{\"driver_version\": \"570.133.20\", \"gpus\": [%s]}", back);
+        _cleanup_free_ char *desc = write_file(dir, "nvml.json", d1, false);
+        setenv("GPUNODE_FAKE_NVML", desc, 1);
+        struct xid_seen a = { .lock = PTHREAD_MUTEX_INITIALIZER };
+        struct xid_watch *w = NULL;
+        const struct xid_subscriber subs[] = { { .on_xid = record_xid, .userdata = &a } };
+        assert_int_equal(xid_watch_start_retrying(getenv("GPUNODE_FAKE_NVML_LIB"), subs, 1, 200, &w), 0);
+        sleep_ms(700);
+        assert_int_equal(seen(&a), 0); /* NVML_ERROR_GPU_IS_LOST on registration: nothing heard */
+        /* the GPU answers again; the fake reads its description anew at an nvmlInit */
+        _cleanup_free_ char *tmp = write_file(dir, "nvml.json.new", d2, false);
+        assert_int_equal(rename(tmp, desc), 0);
+        struct nvml_lib *lib = NULL;
+        assert_int_equal(nvml_lib_open(getenv("GPUNODE_FAKE_NVML_LIB"), &lib, NULL), 0);
+        assert_int_equal(lib->nvmlInit(), NVML_SUCCESS);
+        lib->nvmlShutdown();
+        for (int i = 0; i < 60 && seen(&a) < 1; i++) sleep_ms(50);
+        if (seen(&a) != 1) fail_msg("the GPU back: %u Xid events heard, wanted 1 (never registered again)", seen(&a));
+        assert_int_equal(a.xid[0], 79);
+        assert_int_equal(a.index[0], 0);
+        xid_watch_stop(w);
+        nvml_lib_unref(lib);
         unsetenv("GPUNODE_FAKE_NVML");
         unlink(desc);
         rmdir(dir);
@@ -237,6 +276,7 @@ static void test_supervisor_restarts(void **state) {
 int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_xid_fan_out),
+                cmocka_unit_test(test_xid_reregister),
                 cmocka_unit_test(test_diagnosis_report_to_every_sink),
                 cmocka_unit_test(test_diagnosis_invalid),
                 cmocka_unit_test(test_diagnosis_failed_and_timeout),
