@@ -41,9 +41,13 @@ int daemon_add_sink(struct daemon *d, const struct diagnosis_sink *sink) {
 }
 
 /* The Xid watch's subscriber that starts a diagnosis. Returns nothing. */
-static void xid_diagnose(void *userdata, unsigned index, const char *uuid, unsigned long long xid) {
+static void xid_diagnose(void *userdata, const struct xid_event *ev) {
         struct daemon *d = userdata;
-        fprintf(stderr, "gpunode %s: Xid %llu on GPU %u: diagnosing now\n", d->o.who, xid, index);
+        if (ev->gpu_instance_id != XID_NO_INSTANCE)
+                fprintf(stderr, "gpunode %s: Xid %llu on GPU %u (MIG GPU instance %u): diagnosing now\n", d->o.who,
+                        ev->xid, ev->index, ev->gpu_instance_id);
+        else
+                fprintf(stderr, "gpunode %s: Xid %llu on GPU %u: diagnosing now\n", d->o.who, ev->xid, ev->index);
         daemon_diagnose_now(d);
 }
 

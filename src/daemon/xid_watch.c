@@ -13,6 +13,7 @@
 struct watched_gpu {
         nvmlDevice_t handle;
         char uuid[NVML_DEVICE_UUID_V2_BUFFER_SIZE];
+        bool pending; /* its handle or registration failed (not NOT_SUPPORTED): tried again */
 };
 
 struct xid_watch {
@@ -23,6 +24,7 @@ struct xid_watch {
         pthread_cond_t cond;
         bool stop;
         uint64_t events;
+        unsigned reregister_ms; /* how often GPUs whose registration failed are tried again */
         struct xid_subscriber subs[XID_WATCH_MAX_SUBSCRIBERS];
         bool used[XID_WATCH_MAX_SUBSCRIBERS];
 };
@@ -44,12 +46,12 @@ static void report_error(struct xid_watch *w, const char *call) {
         pthread_mutex_unlock(&w->lock);
 }
 
-/* Hands an Xid on GPU index to every subscriber. Returns nothing. */
-static void deliver(struct xid_watch *w, unsigned index, const char *uuid, unsigned long long xid) {
+/* Hands an Xid event to every subscriber. Returns nothing. */
+static void deliver(struct xid_watch *w, const struct xid_event *ev) {
         pthread_mutex_lock(&w->lock);
         w->events++;
         for (unsigned i = 0; i < XID_WATCH_MAX_SUBSCRIBERS; i++)
-                if (w->used[i] && w->subs[i].on_xid) w->subs[i].on_xid(w->subs[i].userdata, index, uuid, xid);
+                if (w->used[i] && w->subs[i].on_xid) w->subs[i].on_xid(w->subs[i].userdata, ev);
         pthread_mutex_unlock(&w->lock);
 }
 
@@ -70,6 +72,31 @@ static bool nap(struct xid_watch *w, unsigned ms) {
         bool s = w->stop;
         pthread_mutex_unlock(&w->lock);
         return s;
+}
+
+/* Registers GPU index i (g) on set for Xid critical errors: its handle, UUID and registration.
+ * Returns true when it is registered; false with g->pending set when it is to be tried again (a
+ * failure other than NOT_SUPPORTED, reported to the subscribers the first time when report). */
+static bool register_gpu(struct xid_watch *w, struct nvml_lib *lib, nvmlEventSet_t set, unsigned i,
+                         struct watched_gpu *g, bool report) {
+        g->pending = false;
+        g->handle = NULL;
+        g->uuid[0] = 0;
+        nvmlReturn_t r = lib->nvmlDeviceGetHandleByIndex(i, &g->handle);
+        if (r != NVML_SUCCESS) {
+                g->handle = NULL;
+                g->pending = r != NVML_ERROR_NOT_SUPPORTED;
+                return false;
+        }
+        if (lib->nvmlDeviceGetUUID(g->handle, g->uuid, sizeof g->uuid) != NVML_SUCCESS) g->uuid[0] = 0;
+        r = lib->nvmlDeviceRegisterEvents(g->handle, nvmlEventTypeXidCriticalError, set);
+        if (r == NVML_SUCCESS) return true;
+        if (r != NVML_ERROR_NOT_SUPPORTED) {
+                g->pending = true;
+                if (report) report_error(w, "nvmlDeviceRegisterEvents");
+        }
+        g->handle = NULL; /* no events come from it: none is matched to it */
+        return false;
 }
 
 /*
@@ -99,25 +126,39 @@ static bool watch_session(struct xid_watch *w, struct nvml_lib *lib, struct watc
                 if (rc != NVML_ERROR_NOT_SUPPORTED) report_error(w, "nvmlEventSetCreate");
                 goto done;
         }
+        bool any_pending = false;
         for (unsigned i = 0; i < count; i++) {
                 gpus[i] = (struct watched_gpu){ 0 };
-                if (lib->nvmlDeviceGetHandleByIndex(i, &gpus[i].handle) != NVML_SUCCESS) {
-                        gpus[i].handle = NULL;
-                        continue;
-                }
-                if (lib->nvmlDeviceGetUUID(gpus[i].handle, gpus[i].uuid, sizeof gpus[i].uuid) != NVML_SUCCESS)
-                        gpus[i].uuid[0] = 0;
-                nvmlReturn_t r = lib->nvmlDeviceRegisterEvents(gpus[i].handle, nvmlEventTypeXidCriticalError, set);
-                if (r != NVML_SUCCESS && r != NVML_ERROR_NOT_SUPPORTED) report_error(w, "nvmlDeviceRegisterEvents");
+                register_gpu(w, lib, set, i, &gpus[i], true);
+                any_pending |= gpus[i].pending;
         }
+        uint64_t retry_at = monotonic_ms() + w->reregister_ms;
         for (;;) {
+                if (any_pending && monotonic_ms() >= retry_at) {
+                        /* A GPU lost (or resetting) when the set was made: tried again, every reregister_ms. */
+                        any_pending = false;
+                        for (unsigned i = 0; i < count; i++) {
+                                if (!gpus[i].pending) continue;
+                                if (register_gpu(w, lib, set, i, &gpus[i], false))
+                                        fprintf_escaped(stderr,
+                                                        "gpunode: Xid watch: GPU %u (%s) answers again: its Xid "
+                                                        "events are watched from now on\n",
+                                                        i, *gpus[i].uuid ? gpus[i].uuid : "no UUID");
+                                any_pending |= gpus[i].pending;
+                        }
+                        retry_at = monotonic_ms() + w->reregister_ms;
+                }
                 nvmlEventData_t d;
                 memset(&d, 0, sizeof d);
                 rc = lib->nvmlEventSetWait(set, &d, EVENT_WAIT_MS);
                 if (rc == NVML_SUCCESS && (d.eventType & nvmlEventTypeXidCriticalError))
                         for (unsigned i = 0; i < count; i++)
                                 if (gpus[i].handle && gpus[i].handle == d.device)
-                                        deliver(w, i, gpus[i].uuid, (unsigned long long)d.eventData);
+                                        deliver(w, &(struct xid_event){ .index = i,
+                                                                        .uuid = gpus[i].uuid,
+                                                                        .xid = (unsigned long long)d.eventData,
+                                                                        .gpu_instance_id = d.gpuInstanceId,
+                                                                        .compute_instance_id = d.computeInstanceId });
                 if (stopping(w)) {
                         stopped = true;
                         break;
@@ -154,8 +195,14 @@ static void *watch_main(void *arg) {
 }
 
 int xid_watch_start(const char *nvml_library, const struct xid_subscriber *subs, size_t n, struct xid_watch **ret) {
+        return xid_watch_start_retrying(nvml_library, subs, n, XID_WATCH_REREGISTER_MS, ret);
+}
+
+int xid_watch_start_retrying(const char *nvml_library, const struct xid_subscriber *subs, size_t n,
+                             unsigned reregister_ms, struct xid_watch **ret) {
         if (n > XID_WATCH_MAX_SUBSCRIBERS) return -E2BIG;
         struct xid_watch *w = xcalloc(1, sizeof *w);
+        w->reregister_ms = reregister_ms ? reregister_ms : XID_WATCH_REREGISTER_MS;
         for (size_t i = 0; i < n; i++) {
                 w->subs[i] = subs[i];
                 w->used[i] = true;

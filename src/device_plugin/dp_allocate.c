@@ -39,6 +39,95 @@ static int pack(const ProtobufCMessage *m, uint8_t **ret, size_t *ret_len) {
         return 0;
 }
 
+/* Returns a malloc'd, quotable spelling of the bytes s[0..n) (at most 100 of them, then "..."):
+ * printable ASCII as is, NUL as \0, every other byte (and '"', '\\') as \xNN. Never fails. */
+static char *escape_bytes(const uint8_t *s, size_t n) {
+        struct buf b = { 0 };
+        for (size_t i = 0; i < n && i < 100; i++) {
+                if (s[i] == 0)
+                        buf_puts(&b, "\\0");
+                else if (s[i] >= 0x20 && s[i] < 0x7f && s[i] != '"' && s[i] != '\\')
+                        buf_append(&b, (const char *)&s[i], 1);
+                else
+                        buf_printf(&b, "\\x%02x", s[i]);
+        }
+        if (n > 100) buf_puts(&b, "...");
+        return b.data ? b.data : xstrdup("");
+}
+
+/* Reads a base-128 varint at *p (before e), advancing *p. Returns 0 with *ret, or -1 when it is
+ * truncated or longer than 10 bytes. */
+static int read_varint(const uint8_t **p, const uint8_t *e, uint64_t *ret) {
+        uint64_t v = 0;
+        for (unsigned shift = 0; shift < 70 && *p < e; shift += 7) {
+                uint8_t c = *(*p)++;
+                v |= (uint64_t)(c & 0x7f) << shift;
+                if (!(c & 0x80)) {
+                        *ret = v;
+                        return 0;
+                }
+        }
+        return -1;
+}
+
+/* Looks through the wire bytes buf[0..len) of a message of descriptor desc, and the messages it
+ * holds (depth levels more), for a string field with a NUL byte in it: protobuf strings are
+ * length-delimited, protobuf-c's unpacked C strings would end at the NUL. Returns the field's
+ * descriptor with the string's bytes in *ret_s, *ret_n; NULL when there is none (or when the bytes do
+ * not parse, which the unpack reports). */
+static const ProtobufCFieldDescriptor *find_nul_string(const ProtobufCMessageDescriptor *desc, const uint8_t *buf,
+                                                       size_t len, int depth, const uint8_t **ret_s, size_t *ret_n) {
+        const uint8_t *p = buf, *e = buf + len;
+        while (p < e) {
+                uint64_t key, n;
+                if (read_varint(&p, e, &key) < 0) return NULL;
+                switch (key & 7) {
+                case 0:
+                        if (read_varint(&p, e, &n) < 0) return NULL;
+                        continue;
+                case 1:
+                        if (e - p < 8) return NULL;
+                        p += 8;
+                        continue;
+                case 5:
+                        if (e - p < 4) return NULL;
+                        p += 4;
+                        continue;
+                case 2: break;
+                default: return NULL; /* groups: none in deviceplugin.proto */
+                }
+                if (read_varint(&p, e, &n) < 0 || n > (uint64_t)(e - p)) return NULL;
+                const ProtobufCFieldDescriptor *f = NULL;
+                for (unsigned i = 0; i < desc->n_fields && !f; i++)
+                        if (desc->fields[i].id == key >> 3) f = &desc->fields[i];
+                if (f && f->type == PROTOBUF_C_TYPE_STRING && memchr(p, 0, n)) {
+                        *ret_s = p;
+                        *ret_n = n;
+                        return f;
+                }
+                if (f && f->type == PROTOBUF_C_TYPE_MESSAGE && depth > 0) {
+                        const ProtobufCFieldDescriptor *g =
+                                find_nul_string(f->descriptor, p, n, depth - 1, ret_s, ret_n);
+                        if (g) return g;
+                }
+                p += n;
+        }
+        return NULL;
+}
+
+/* Refuses a request (desc, req, len bytes) naming a device ID with a NUL byte in it. Returns 0, or
+ * GRPC_INVALID_ARGUMENT with a sentence naming the field and the ID, escaped. */
+static int refuse_nul_ids(const ProtobufCMessageDescriptor *desc, const uint8_t *req, size_t len, char **ret_error) {
+        const uint8_t *s;
+        size_t n;
+        const ProtobufCFieldDescriptor *f = find_nul_string(desc, req, len, 4, &s, &n);
+        if (!f) return 0;
+        _cleanup_free_ char *safe = escape_bytes(s, n);
+        return errorf(ret_error, GRPC_INVALID_ARGUMENT,
+                      "%s: device id \"%s\" holds a NUL byte (no device is named so; it is not the ID before the NUL)",
+                      f->name, safe);
+}
+
 /* Returns the device of id in the resource, or NULL; a sentence for the unknown one in *ret_error. */
 static const struct dp_device *lookup(const struct dp_alloc_context *ctx, const char *id, char **ret_error) {
         const struct dp_device *d = dp_resource_find(ctx->resource, id);
@@ -59,6 +148,11 @@ int dp_allocate(const struct dp_alloc_context *ctx, const uint8_t *req, size_t l
         V1beta1__AllocateRequest *in = v1beta1__allocate_request__unpack(&b.allocator, len, req);
         if (!in)
                 return errorf(ret_error, GRPC_INVALID_ARGUMENT, "the AllocateRequest (%zu bytes) does not decode", len);
+        r = refuse_nul_ids(in->base.descriptor, req, len, ret_error);
+        if (r) {
+                protobuf_c_message_free_unpacked(&in->base, &b.allocator);
+                return r;
+        }
         size_t total = 0;
         for (size_t c = 0; c < in->n_container_requests; c++) total += in->container_requests[c]->n_devices_ids;
         size_t n = in->n_container_requests;
@@ -296,6 +390,11 @@ int dp_preferred(const struct dp_alloc_context *ctx, const uint8_t *req, size_t 
         if (!in)
                 return errorf(ret_error, GRPC_INVALID_ARGUMENT,
                               "the PreferredAllocationRequest (%zu bytes) does not decode", len);
+        r = refuse_nul_ids(in->base.descriptor, req, len, ret_error);
+        if (r) {
+                protobuf_c_message_free_unpacked(&in->base, &b.allocator);
+                return r;
+        }
         size_t n = in->n_container_requests;
         V1beta1__PreferredAllocationResponse out = V1BETA1__PREFERRED_ALLOCATION_RESPONSE__INIT;
         V1beta1__ContainerPreferredAllocationResponse *cr = xcalloc(n ? n : 1, sizeof *cr);
@@ -312,8 +411,7 @@ int dp_preferred(const struct dp_alloc_context *ctx, const uint8_t *req, size_t 
                                    DP_MAX_REQUEST_IDS);
                         goto done;
                 }
-                if (q->allocation_size < 0 ||
-                    (size_t)q->allocation_size > q->n_available_deviceids + q->n_must_include_deviceids) {
+                if (q->allocation_size < 0 || (size_t)q->allocation_size > q->n_available_deviceids) {
                         r = errorf(ret_error, GRPC_INVALID_ARGUMENT,
                                    "allocation_size %d cannot be met from %zu available devices", q->allocation_size,
                                    q->n_available_deviceids);
@@ -347,13 +445,24 @@ int dp_preferred(const struct dp_alloc_context *ctx, const uint8_t *req, size_t 
                                    ctx->resource->n_devices, ctx->resource->name);
                 for (size_t i = 0; i < q->n_must_include_deviceids && !r; i++) {
                         const struct dp_device *d = lookup(ctx, q->must_include_deviceids[i], ret_error);
-                        if (!d)
+                        if (!d) {
                                 r = GRPC_INVALID_ARGUMENT;
-                        else {
-                                bool dup = false;
-                                for (size_t k = 0; k < np; k++) dup |= pickd[k] == d;
-                                if (!dup && np < size) pickd[np++] = d;
+                                break;
                         }
+                        /* The kubelet's contract: must_include is a subset of available. One that is not would be
+                         * answered as a preference for a device that is taken or not offered. */
+                        bool offered = false;
+                        for (size_t k = 0; k < na && !offered; k++) offered = avail[k] == d;
+                        if (!offered) {
+                                _cleanup_free_ char *safe = utf8_sanitize(q->must_include_deviceids[i]);
+                                r = errorf(ret_error, GRPC_INVALID_ARGUMENT,
+                                           "must_include device id \"%.100s\" is not among the available devices",
+                                           safe);
+                                break;
+                        }
+                        bool dup = false;
+                        for (size_t k = 0; k < np; k++) dup |= pickd[k] == d;
+                        if (!dup && np < size) pickd[np++] = d;
                 }
                 if (!r) pick(ctx, avail, na, size, pickd, &np);
                 ids[c] = xcalloc(np + 1, sizeof **ids);

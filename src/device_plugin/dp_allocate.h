@@ -31,7 +31,8 @@ struct dp_alloc_context {
 /* Answers an AllocateRequest (req, len bytes). Returns 0 with the packed AllocateResponse in
  * *ret (malloc'd, *ret_len bytes); or a gRPC status code > 0 with a sentence in *ret_error:
  * GRPC_INVALID_ARGUMENT for a request that does not decode, names a device this resource does
- * not have, or asks more than one shared device with failRequestsGreaterThanOne; or -errno
+ * not have or an ID holding a NUL byte (named escaped: never read as the ID before the NUL), or
+ * asks more than one shared device with failRequestsGreaterThanOne; or -errno
  * (libprotobuf-c missing). */
 int dp_allocate(const struct dp_alloc_context *ctx, const uint8_t *req, size_t len, uint8_t **ret, size_t *ret_len,
                 char **ret_error);
@@ -39,7 +40,8 @@ int dp_allocate(const struct dp_alloc_context *ctx, const uint8_t *req, size_t l
 /* Answers a PreferredAllocationRequest: for each container, must_include first, then the
  * available devices best connected to them (NVLink, then PCIe switch, then NUMA node), or for
  * shared devices replicas spread over the GPUs with the most replicas free. Returns like
- * dp_allocate (GRPC_INVALID_ARGUMENT: does not decode, an unknown device, a size that cannot be
- * met). */
+ * dp_allocate (GRPC_INVALID_ARGUMENT: does not decode, an unknown device, an ID holding a NUL
+ * byte, a must_include ID that is not among the available ones (the kubelet's contract: a subset),
+ * a size that cannot be met from the available devices). */
 int dp_preferred(const struct dp_alloc_context *ctx, const uint8_t *req, size_t len, uint8_t **ret, size_t *ret_len,
                  char **ret_error);

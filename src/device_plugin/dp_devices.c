@@ -5,6 +5,7 @@
 #include "kube/kube_checkpoint.h"
 
 #include <ctype.h>
+#include <limits.h>
 
 /* Returns resource "name" of inv, added (with its socket) when missing. */
 static struct dp_resource *resource_get(struct dp_inventory *inv, const char *name) {
@@ -30,13 +31,14 @@ static char **strv_copy(char *const *v) {
 }
 
 /* Appends a device to r, with a copy of its device nodes. */
-static void device_add(struct dp_resource *r, const char *id, const char *visible, const char *uuid, size_t gpu,
+static void device_add(struct dp_resource *r, const char *id, const char *visible, const char *uuid, size_t gpu, int gi,
                        bool replicated, unsigned replica, char *const *nodes) {
         r->devices = xrealloc(r->devices, (r->n_devices + 1) * sizeof *r->devices);
         r->devices[r->n_devices++] = (struct dp_device){ .id = xstrdup(id),
                                                          .visible = xstrdup(visible),
                                                          .uuid = xstrdup(uuid),
                                                          .gpu = gpu,
+                                                         .gi = gi,
                                                          .replicated = replicated,
                                                          .replica = replica,
                                                          .nodes = strv_copy(nodes) };
@@ -103,6 +105,7 @@ struct base {
         char *uuid;
         char *visible;
         size_t gpu;
+        int gi;         /* DP_GI_NONE, a MIG device's GPU instance id, DP_GI_UNKNOWN */
         char *index;    /* "0", "0:1": for a devices list */
         char *nodes[4]; /* its device nodes, NULL-terminated */
 };
@@ -186,6 +189,7 @@ int dp_inventory_build(const struct nvml_facts *f, const struct dp_config *cfg, 
                                                           .uuid = xstrdup(g->uuid),
                                                           .visible = xstrdup(idx),
                                                           .gpu = gi,
+                                                          .gi = DP_GI_NONE,
                                                           .index = xstrdup(idx) };
                         if (o->minor >= 0) bases[n_bases - 1].nodes[0] = xasprintf("/dev/nvidia%d", o->minor);
                         continue;
@@ -216,13 +220,16 @@ int dp_inventory_build(const struct nvml_facts *f, const struct dp_config *cfg, 
                         char midx[32];
                         snprintf(midx, sizeof midx, "%u:%u", g->index, mf->index);
                         bases = xrealloc(bases, (n_bases + 1) * sizeof *bases);
-                        bases[n_bases++] = (struct base){ .resource = cfg->mig_strategy == DP_MIG_SINGLE
-                                                                              ? xstrdup("nvidia.com/gpu")
-                                                                              : mig_resource(prof),
-                                                          .uuid = xstrdup(mf->uuid),
-                                                          .visible = xstrdup(midx),
-                                                          .gpu = gi,
-                                                          .index = xstrdup(midx) };
+                        bases[n_bases++] =
+                                (struct base){ .resource = cfg->mig_strategy == DP_MIG_SINGLE
+                                                                   ? xstrdup("nvidia.com/gpu")
+                                                                   : mig_resource(prof),
+                                               .uuid = xstrdup(mf->uuid),
+                                               .visible = xstrdup(midx),
+                                               .gpu = gi,
+                                               .gi = mf->gi_rc == NVML_SUCCESS && mf->gi_id <= INT_MAX ? (int)mf->gi_id
+                                                                                                       : DP_GI_UNKNOWN,
+                                               .index = xstrdup(midx) };
                         /* its parent's node and its GPU and compute instances' capability nodes, as NVIDIA's plugin
                          * passes them */
                         char **nodes = bases[n_bases - 1].nodes;
@@ -268,13 +275,13 @@ int dp_inventory_build(const struct nvml_facts *f, const struct dp_config *cfg, 
                         struct dp_resource *res = resource_get(inv, dp_replicated_advertised(rr));
                         for (unsigned k = 0; k < rr->replicas; k++) {
                                 _cleanup_free_ char *id = xasprintf("%s::%u", bs->uuid, k);
-                                device_add(res, id, cfg->id_index ? bs->index : bs->uuid, bs->uuid, bs->gpu, true, k,
-                                           bs->nodes);
+                                device_add(res, id, cfg->id_index ? bs->index : bs->uuid, bs->uuid, bs->gpu, bs->gi,
+                                           true, k, bs->nodes);
                         }
                 } else {
                         struct dp_resource *res = resource_get(inv, bs->resource);
-                        device_add(res, bs->uuid, cfg->id_index ? bs->index : bs->uuid, bs->uuid, bs->gpu, false, 0,
-                                   bs->nodes);
+                        device_add(res, bs->uuid, cfg->id_index ? bs->index : bs->uuid, bs->uuid, bs->gpu, bs->gi,
+                                   false, 0, bs->nodes);
                 }
         }
         free(seen);
@@ -323,7 +330,8 @@ int dp_inventory_from_checkpoint(struct dp_inventory **ret) {
                                         *o = (struct dp_gpu){ .index = (unsigned)g, .numa = -1, .minor = -1 };
                                         snprintf(o->uuid, sizeof o->uuid, "%s", uuid);
                                 }
-                                device_add(res, id, uuid, uuid, g, bl != strlen(id), 0, NULL);
+                                /* a checkpoint's MIG device is its own GPU here: an Xid on it is on that GPU */
+                                device_add(res, id, uuid, uuid, g, DP_GI_NONE, bl != strlen(id), 0, NULL);
                         }
                 }
                 kube_checkpoint_free(cp);

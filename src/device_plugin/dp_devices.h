@@ -23,6 +23,9 @@ struct dp_gpu {
         int minor;           /* /dev/nvidia<minor>; -1: NVML did not say */
 };
 
+#define DP_GI_NONE    (-1)
+#define DP_GI_UNKNOWN (-2)
+
 /* One device advertised to the kubelet. */
 struct dp_device {
         char *id;      /* the ID: "GPU-...", "MIG-...", "GPU-...::3" */
@@ -30,6 +33,8 @@ struct dp_device {
                           index */
         char *uuid;    /* the GPU's or MIG device's UUID (CDI names nvidia.com/gpu=<uuid>) */
         size_t gpu;    /* its physical GPU: index into dp_inventory.gpus */
+        int gi;        /* a MIG device's GPU instance id; DP_GI_NONE for a whole GPU, DP_GI_UNKNOWN when NVML did
+                          not give it */
         unsigned replica; /* 0.. with time-slicing */
         bool replicated;
         char **nodes; /* its device nodes (passDeviceSpecs): /dev/nvidia<minor>, MIG's /dev/nvidia-caps/nvidia-cap<n>;

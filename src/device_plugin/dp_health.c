@@ -68,7 +68,8 @@ struct gpu_state {
         struct dp_gpu gpu;
         nvmlDevice_t handle; /* thread only */
         bool lost, layer1_bad, xid_bad;
-        char lost_reason[200], layer1_reason[200], xid_reason[200];
+        uint64_t xid_instances; /* MIG GPU instances hit by an Xid */
+        char lost_reason[200], layer1_reason[200], xid_reason[200], instance_reason[200];
         struct dp_gpu_health now; /* what was last published */
 };
 
@@ -87,7 +88,30 @@ struct dp_health {
         bool nvml_failed_once, nvml_back;
         int *links; /* n*n, -1 unknown */
         bool stop, exited;
+        int refs; /* atomic: the owner and, while it runs, the thread; the last one frees */
 };
+
+/* How many monitors are not freed yet (atomic). */
+static size_t live_monitors;
+
+size_t dp_health_live(void) {
+        return __atomic_load_n(&live_monitors, __ATOMIC_ACQUIRE);
+}
+
+/* Drops a reference to h; the last one closes its pipe, drops the library and frees it (a thread
+ * stuck in NVML past dp_health_stop frees it when the call finally returns). Returns nothing. */
+static void health_unref(struct dp_health *h) {
+        if (__atomic_sub_fetch(&h->refs, 1, __ATOMIC_ACQ_REL) > 0) return;
+        close(h->pipe[0]);
+        close(h->pipe[1]);
+        nvml_lib_unref(h->lib);
+        pthread_mutex_destroy(&h->lock);
+        pthread_cond_destroy(&h->cond);
+        free(h->g);
+        free(h->links);
+        free(h);
+        __atomic_sub_fetch(&live_monitors, 1, __ATOMIC_ACQ_REL);
+}
 
 /* Publishes the GPUs' health; signals the pipe when any changed. Called with the lock held. */
 static void publish_locked(struct dp_health *h) {
@@ -104,7 +128,11 @@ static void publish_locked(struct dp_health *h) {
                         v.healthy = false;
                         snprintf(v.reason, sizeof v.reason, "%s", why);
                 }
-                if (v.healthy != s->now.healthy || strcmp(v.reason, s->now.reason) != 0) {
+                v.unhealthy_instances = s->xid_instances;
+                if (s->xid_instances) snprintf(v.instance_reason, sizeof v.instance_reason, "%s", s->instance_reason);
+                if (v.healthy != s->now.healthy || strcmp(v.reason, s->now.reason) != 0 ||
+                    v.unhealthy_instances != s->now.unhealthy_instances ||
+                    strcmp(v.instance_reason, s->now.instance_reason) != 0) {
                         s->now = v;
                         changed = true;
                 }
@@ -200,7 +228,10 @@ static void poll_presence(struct dp_health *h, unsigned count) {
                 if (rc == NVML_SUCCESS) {
                         s->lost = false;
                         s->handle = dev;
-                        if (was_lost) s->xid_bad = false; /* it came back: it went through a reset */
+                        if (was_lost) { /* it came back: it went through a reset */
+                                s->xid_bad = false;
+                                s->xid_instances = 0;
+                        }
                 } else if (rc == NVML_ERROR_GPU_IS_LOST || rc == NVML_ERROR_NOT_FOUND) {
                         s->lost = true;
                         s->handle = rc == NVML_ERROR_GPU_IS_LOST ? dev : NULL;
@@ -251,19 +282,35 @@ static void poll_layer1(struct dp_health *h) {
         }
 }
 
-void dp_health_xid(struct dp_health *h, const char *uuid, unsigned long long xid) {
+void dp_health_xid(struct dp_health *h, const char *uuid, unsigned long long xid, unsigned gpu_instance_id) {
         if (!uuid || !*uuid || !dp_xid_counts(&h->policy, xid)) return;
         pthread_mutex_lock(&h->lock);
-        for (size_t i = 0; i < h->n; i++)
-                if (streq(h->g[i].gpu.uuid, uuid)) {
-                        h->g[i].xid_bad = true;
-                        snprintf(h->g[i].xid_reason, sizeof h->g[i].xid_reason,
-                                 "Xid %llu (a critical error that is not the application's; NVIDIA's plugin marks it "
-                                 "too)",
-                                 xid);
+        for (size_t i = 0; i < h->n; i++) {
+                struct gpu_state *s = &h->g[i];
+                if (!streq(s->gpu.uuid, uuid)) continue;
+                if (gpu_instance_id <= DP_MAX_INSTANCE_ID) {
+                        /* NVML names the MIG GPU instance it hit: only that instance's devices */
+                        s->xid_instances |= (uint64_t)1 << gpu_instance_id;
+                        snprintf(s->instance_reason, sizeof s->instance_reason,
+                                 "Xid %llu on MIG GPU instance %u (a critical error that is not the application's)",
+                                 xid, gpu_instance_id);
+                        continue;
                 }
+                s->xid_bad = true;
+                snprintf(s->xid_reason, sizeof s->xid_reason,
+                         "Xid %llu (a critical error that is not the application's; NVIDIA's plugin marks it too)",
+                         xid);
+        }
         publish_locked(h);
         pthread_mutex_unlock(&h->lock);
+}
+
+bool dp_device_healthy(const struct dp_gpu_health *gh, const struct dp_device *d) {
+        if (!gh->healthy) return false;
+        if (!gh->unhealthy_instances) return true;
+        if (d->gi >= 0 && (unsigned)d->gi <= DP_MAX_INSTANCE_ID)
+                return !(gh->unhealthy_instances & ((uint64_t)1 << d->gi));
+        return false; /* the whole GPU, or a MIG device of an instance NVML did not name: some of it is hit */
 }
 
 /* The thread: init, poll every interval; after any NVML failure, the same again (Xid events come from
@@ -304,7 +351,10 @@ static void *health_main(void *arg) {
                         if (h->driver_gone) {
                                 /* NVML back after it failed: the driver was reloaded, its GPUs reset */
                                 h->driver_gone = false;
-                                for (size_t i = 0; i < h->n; i++) h->g[i].xid_bad = false;
+                                for (size_t i = 0; i < h->n; i++) {
+                                        h->g[i].xid_bad = false;
+                                        h->g[i].xid_instances = 0;
+                                }
                                 if (h->nvml_failed_once && count > 0) h->nvml_back = true;
                                 char one = 1;
                                 if (h->nvml_back) (void)!write(h->pipe[1], &one, 1);
@@ -322,6 +372,7 @@ static void *health_main(void *arg) {
         h->exited = true;
         pthread_cond_broadcast(&h->cond);
         pthread_mutex_unlock(&h->lock);
+        health_unref(h);
         return NULL;
 }
 
@@ -332,6 +383,8 @@ int dp_health_start(struct nvml_lib *lib, const struct dp_gpu *gpus, size_t n_gp
                 free(h);
                 return -errno;
         }
+        h->refs = 1;
+        __atomic_add_fetch(&live_monitors, 1, __ATOMIC_ACQ_REL);
         pthread_mutex_init(&h->lock, NULL);
         pthread_condattr_t ca;
         pthread_condattr_init(&ca);
@@ -369,8 +422,10 @@ int dp_health_start(struct nvml_lib *lib, const struct dp_gpu *gpus, size_t n_gp
                 snprintf(h->driver_reason, sizeof h->driver_reason, "%s",
                          "NVML did not list the GPUs when the plugin started");
         }
+        h->refs = 2;
         int r = pthread_create(&h->thread, NULL, health_main, h);
         if (r != 0) {
+                h->refs = 1;
                 h->exited = true;
                 dp_health_stop(h);
                 return -r;
@@ -390,16 +445,14 @@ void dp_health_stop(struct dp_health *h) {
                 if (pthread_cond_timedwait(&h->cond, &h->lock, &t) == ETIMEDOUT) break;
         bool exited = h->exited;
         pthread_mutex_unlock(&h->lock);
-        if (!exited) return; /* stuck inside NVML: it keeps what it uses */
-        if (had_thread) pthread_join(h->thread, NULL);
-        close(h->pipe[0]);
-        close(h->pipe[1]);
-        nvml_lib_unref(h->lib);
-        pthread_mutex_destroy(&h->lock);
-        pthread_cond_destroy(&h->cond);
-        free(h->g);
-        free(h->links);
-        free(h);
+        if (had_thread) {
+                /* Stuck inside NVML: detached, it drops its own reference (and frees h) when the call returns. */
+                if (exited)
+                        pthread_join(h->thread, NULL);
+                else
+                        pthread_detach(h->thread);
+        }
+        health_unref(h);
 }
 
 int dp_health_fd(const struct dp_health *h) {

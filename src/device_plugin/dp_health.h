@@ -3,6 +3,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #include "device_plugin/dp_devices.h"
 #include "nvml/nvml_lib.h"
@@ -27,10 +28,23 @@ int dp_xid_policy_parse(const char *disable, const char *enable, struct dp_xid_p
 /* Returns true when Xid x marks a GPU Unhealthy under p. */
 bool dp_xid_counts(const struct dp_xid_policy *p, unsigned long long x);
 
+/* NVML's gpuInstanceId of an Xid that is not MIG-specific: the whole GPU. */
+#define DP_NO_INSTANCE 0xFFFFFFFFu
+/* MIG GPU instance ids tracked one by one (NVML's are 0..14 on A100/H100); an Xid naming a larger one
+ * marks the whole GPU. */
+#define DP_MAX_INSTANCE_ID 63u
+
 struct dp_gpu_health {
-        bool healthy;
+        bool healthy;     /* the whole GPU (and so every device of it) */
         char reason[200]; /* why not ("GPU is lost (NVML_ERROR_GPU_IS_LOST)", "Xid 79 ..."); "" when healthy */
+        uint64_t unhealthy_instances; /* bit g: an Xid hit MIG GPU instance g (only its MIG devices are Unhealthy) */
+        char instance_reason[200];    /* the last such Xid; "" when none */
 };
+
+/* Returns true when device d, of the GPU whose health is gh, is Healthy: the GPU is, and no Xid hit
+ * d's MIG GPU instance (a whole GPU, or a MIG device whose instance is unknown, counts as hit by any).
+ * Never fails. */
+bool dp_device_healthy(const struct dp_gpu_health *gh, const struct dp_device *d);
 
 struct dp_health;
 
@@ -39,13 +53,21 @@ struct dp_health;
 int dp_health_start(struct nvml_lib *lib, const struct dp_gpu *gpus, size_t n_gpus, unsigned interval_ms,
                     const struct dp_xid_policy *policy, bool unproven, struct dp_health **ret);
 
-/* An Xid event on the GPU with this UUID (from the daemon's Xid watch): under the policy, the GPU is
- * Unhealthy until the driver comes back. Returns nothing; an unknown UUID is ignored. */
-void dp_health_xid(struct dp_health *h, const char *uuid, unsigned long long xid);
+/* An Xid event on the GPU with this UUID (from the daemon's Xid watch), on its MIG GPU instance
+ * gpu_instance_id (NVML's event data; DP_NO_INSTANCE: not MIG-specific): under the policy, that
+ * instance's MIG devices (the whole GPU for DP_NO_INSTANCE or an id past DP_MAX_INSTANCE_ID) are
+ * Unhealthy until the GPU is reset or the driver comes back. Returns nothing; an unknown UUID is
+ * ignored. */
+void dp_health_xid(struct dp_health *h, const char *uuid, unsigned long long xid, unsigned gpu_instance_id);
 
-/* Stops the thread (waits up to 2 s for an NVML call to return; one that does not is left behind)
- * and frees h. */
+/* Stops the thread and drops the caller's hold on h, which must not be used again: waits up to 2 s
+ * (and one interval) for an NVML call to return; a thread still inside NVML then is detached and
+ * frees h itself when the call returns. Returns nothing; never fails. */
 void dp_health_stop(struct dp_health *h);
+
+/* Returns how many monitors are not freed yet, stopped ones whose thread is still inside NVML
+ * included (for tests and leak checks). Never fails. */
+size_t dp_health_live(void);
 
 /* Returns an fd that is readable when a GPU's health changed, or when NVML answered again after
  * it did not (dp_health_take_nvml_back). */

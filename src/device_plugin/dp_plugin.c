@@ -182,7 +182,7 @@ static void pack_list(struct plugin *p, const struct dp_resource *r, uint8_t **r
                 const struct dp_device *dev = &r->devices[i];
                 v1beta1__device__init(&d[i]);
                 d[i].id = dev->id;
-                d[i].health = p->gh[dev->gpu].healthy ? (char *)"Healthy" : (char *)"Unhealthy";
+                d[i].health = dp_device_healthy(&p->gh[dev->gpu], dev) ? (char *)"Healthy" : (char *)"Unhealthy";
                 int numa = p->inv->gpus[dev->gpu].numa;
                 if (numa >= 0) {
                         v1beta1__topology_info__init(&t[i]);
@@ -263,9 +263,9 @@ static void h_prestart(struct grpc_call *c, const uint8_t *req, size_t len, void
 
 /* An Xid from the daemon's watch: the health monitor judges it. Runs in the watch's thread, while
  * subscribed (between dp_health_start and dp_health_stop). Returns nothing. */
-static void on_xid(void *userdata, unsigned index, const char *uuid, unsigned long long xid) {
+static void on_xid(void *userdata, const struct xid_event *ev) {
         struct plugin *p = userdata;
-        dp_health_xid(p->health, uuid, xid);
+        dp_health_xid(p->health, ev->uuid, ev->xid, ev->gpu_instance_id);
 }
 
 /* dp_health_link through the plugin's health monitor. */
@@ -335,6 +335,26 @@ static const struct grpc_method methods[] = {
 
 /* ---- health ---- */
 
+/* Logs (and tells health_event of) each device of GPU gpu, the first replica of each, that a change of
+ * its MIG instances' health from was to now made Unhealthy or Healthy again. Returns nothing. */
+static void health_instances(struct plugin *p, size_t gpu, const struct dp_gpu_health *was,
+                             const struct dp_gpu_health *now) {
+        for (size_t r = 0; r < p->inv->n_resources; r++)
+                for (size_t k = 0; k < p->inv->resources[r].n_devices; k++) {
+                        const struct dp_device *d = &p->inv->resources[r].devices[k];
+                        if (d->gpu != gpu || d->replica > 0) continue;
+                        bool before = dp_device_healthy(was, d), after = dp_device_healthy(now, d);
+                        if (before == after) continue;
+                        if (after)
+                                plog(p, "%s (on GPU %u) is Healthy again", d->uuid, p->inv->gpus[gpu].index);
+                        else
+                                plog(p, "%s (on GPU %u) is Unhealthy: %s", d->uuid, p->inv->gpus[gpu].index,
+                                     now->instance_reason);
+                        if (p->o->health_event)
+                                p->o->health_event(p->o->userdata, d->uuid, after, after ? "" : now->instance_reason);
+                }
+}
+
 /* Takes in the health monitor's news: logs each GPU's change and sends the new lists. */
 static void on_health(int fd, void *userdata) {
         struct plugin *p = userdata;
@@ -343,13 +363,17 @@ static void on_health(int fd, void *userdata) {
         _cleanup_free_ struct dp_gpu_health *now = xcalloc(p->inv->n_gpus + 1, sizeof *now);
         dp_health_get(p->health, now);
         for (size_t i = 0; i < p->inv->n_gpus; i++) {
-                if (now[i].healthy == p->gh[i].healthy && streq(now[i].reason, p->gh[i].reason)) continue;
                 const struct dp_gpu *g = &p->inv->gpus[i];
-                if (now[i].healthy)
-                        plog(p, "%s (GPU %u) is Healthy again", g->uuid, g->index);
-                else
-                        plog(p, "%s (GPU %u) is Unhealthy: %s", g->uuid, g->index, now[i].reason);
-                if (p->o->health_event) p->o->health_event(p->o->userdata, g->uuid, now[i].healthy, now[i].reason);
+                if (now[i].healthy != p->gh[i].healthy || !streq(now[i].reason, p->gh[i].reason)) {
+                        if (now[i].healthy)
+                                plog(p, "%s (GPU %u) is Healthy again", g->uuid, g->index);
+                        else
+                                plog(p, "%s (GPU %u) is Unhealthy: %s", g->uuid, g->index, now[i].reason);
+                        if (p->o->health_event)
+                                p->o->health_event(p->o->userdata, g->uuid, now[i].healthy, now[i].reason);
+                }
+                if (now[i].unhealthy_instances != p->gh[i].unhealthy_instances && now[i].healthy && p->gh[i].healthy)
+                        health_instances(p, i, &p->gh[i], &now[i]);
                 p->gh[i] = now[i];
         }
         send_lists(p);

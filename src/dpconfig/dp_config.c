@@ -64,6 +64,12 @@ int dp_mig_strategy_parse(const char *s, enum dp_mig_strategy *ret) {
         return 0;
 }
 
+/* Returns true when the JSON string v holds a NUL byte (YAML's "\0", JSON's \u0000): the C string
+ * kept of it would end there, silently. */
+static bool has_nul(json_t *v) {
+        return memchr(json_string_value(v), 0, json_string_length(v)) != NULL;
+}
+
 /* Reads a boolean field (YAML gives strings "true"/"false"; JSON gives booleans). Returns 0 (absent
  * or null leaves *ret), or -EINVAL with a sentence naming where. */
 static int get_bool(json_t *obj, const char *key, const char *where, bool *ret, char **ret_error) {
@@ -74,6 +80,7 @@ static int get_bool(json_t *obj, const char *key, const char *where, bool *ret, 
                 return 0;
         }
         const char *s = json_string_value(v);
+        if (s && has_nul(v)) return errorf(ret_error, -EINVAL, "%s%s: contains a NUL byte (\\0)", where, key);
         if (s && (streq(s, "true") || streq(s, "True") || streq(s, "TRUE")))
                 *ret = true;
         else if (s && (streq(s, "false") || streq(s, "False") || streq(s, "FALSE")))
@@ -83,12 +90,14 @@ static int get_bool(json_t *obj, const char *key, const char *where, bool *ret, 
         return 0;
 }
 
-/* Reads a string field. Returns 0 with *ret borrowed (NULL when absent or null), or -EINVAL. */
+/* Reads a string field. Returns 0 with *ret borrowed (NULL when absent or null), or -EINVAL (not a
+ * string, or one holding a NUL byte) with a sentence naming the field. */
 static int get_string(json_t *obj, const char *key, const char *where, const char **ret, char **ret_error) {
         json_t *v = json_object_get(obj, key);
         *ret = NULL;
         if (!v || json_is_null(v)) return 0;
         if (!json_is_string(v)) return errorf(ret_error, -EINVAL, "%s%s must be a string", where, key);
+        if (has_nul(v)) return errorf(ret_error, -EINVAL, "%s%s: contains a NUL byte (\\0)", where, key);
         *ret = json_string_value(v);
         return 0;
 }
@@ -102,7 +111,7 @@ static int get_int(json_t *v, int64_t *ret) {
                 return 0;
         }
         const char *s = json_string_value(v);
-        if (!s || parse_i64(s, ret) < 0) return -EINVAL;
+        if (!s || has_nul(v) || parse_i64(s, ret) < 0) return -EINVAL;
         return 0;
 }
 
@@ -121,7 +130,7 @@ static int read_devices(json_t *v, struct dp_replicated *r, const char *where, c
         r->all = true;
         if (!v || json_is_null(v)) return 0;
         int64_t n;
-        if (json_is_string(v) && streq(json_string_value(v), "all")) return 0;
+        if (json_is_string(v) && !has_nul(v) && streq(json_string_value(v), "all")) return 0;
         if (!json_is_array(v) && get_int(v, &n) == 0) {
                 if (n <= 0 || n > 1024)
                         return errorf(ret_error, -EINVAL, "%sdevices: a count of devices must be 1..1024", where);
@@ -144,9 +153,10 @@ static int read_devices(json_t *v, struct dp_replicated *r, const char *where, c
                         snprintf(buf, sizeof buf, "%lld", (long long)json_integer_value(e));
                         s = buf;
                 }
-                if (!s || !*s || strlen(s) > 128)
+                if (!s || !*s || strlen(s) > 128 || (json_is_string(e) && has_nul(e)))
                         return errorf(ret_error, -EINVAL,
-                                      "%sdevices[%zu] must be a GPU index, a MIG index (0:1) or a UUID", where, i);
+                                      "%sdevices[%zu] must be a GPU index, a MIG index (0:1) or a UUID%s", where, i,
+                                      json_is_string(e) && has_nul(e) ? " (it contains a NUL byte)" : "");
                 r->devices[r->n_devices++] = xstrdup(s);
         }
         return 0;
@@ -257,12 +267,12 @@ int dp_config_from_json(json_t *root, unsigned parse_flags, struct dp_config *c,
                                 json_t *one;
                                 size_t i;
                                 if (json_is_string(ls)) {
-                                        int k = dp_list_strategy_parse(json_string_value(ls));
+                                        int k = has_nul(ls) ? -EINVAL : dp_list_strategy_parse(json_string_value(ls));
                                         if (k < 0) goto bad_list;
                                         set = (unsigned)k;
                                 } else if (json_is_array(ls) && json_array_size(ls) > 0) {
                                         json_array_foreach(ls, i, one) {
-                                                int k = json_is_string(one)
+                                                int k = json_is_string(one) && !has_nul(one)
                                                                 ? dp_list_strategy_parse(json_string_value(one))
                                                                 : -EINVAL;
                                                 if (k < 0) goto bad_list;

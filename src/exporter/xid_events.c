@@ -2,11 +2,12 @@
 #include "exporter/exporter_internal.h"
 #include "daemon/xid_watch.h"
 
-/* An Xid on GPU index: recorded for DCGM_FI_DEV_XID_ERRORS and counted. Returns nothing. */
-static void on_xid(void *userdata, unsigned index, const char *uuid, unsigned long long xid) {
+/* An Xid on a GPU (any of its MIG instances included): recorded for its DCGM_FI_DEV_XID_ERRORS and
+ * counted. Returns nothing. */
+static void on_xid(void *userdata, const struct xid_event *ev) {
         struct exporter *e = userdata;
         pthread_mutex_lock(&e->lock);
-        if (index < MAX_GPUS) e->xid_last[index] = (int64_t)xid;
+        if (ev->index < MAX_GPUS) e->xid_last[ev->index] = (int64_t)ev->xid;
         e->stats.xid_events_total++;
         pthread_mutex_unlock(&e->lock);
 }

@@ -51,7 +51,7 @@
  *     "retired_pages": {"sbe": 0, "dbe": 0, "pending": false},   before Ampere only
  *     "processes": [{"pid": 4242, "used_memory": 1073741824}], "graphics_processes": [],
  *     "drain_state": 0,                                    nvmlDeviceQueryDrainState (by PCI address)
- *     "xid_events": [48, 64],                              delivered once each by nvmlEventSetWait
+ *     "xid_events": [48, {"xid": 79, "gi": 1, "ci": 0}],   delivered once each by nvmlEventSetWait
  *     "lost": false,                                       true: every per-device call returns 15
  *     "errors": {"nvmlDeviceGetPowerUsage": 3}             per call name, an nvmlReturn_t
  *   } ]
@@ -1262,9 +1262,19 @@ static nvmlReturn_t event_wait(nvmlEventSet_t set, nvmlEventData_t *data, unsign
                         memset(data, 0, sizeof *data);
                         data->device = &devices[i];
                         data->eventType = nvmlEventTypeXidCriticalError;
-                        data->eventData = (unsigned long long)json_integer_value(json_array_get(x, set->next[i]));
-                        data->gpuInstanceId = 0xFFFFFFFFu;
-                        data->computeInstanceId = 0xFFFFFFFFu;
+                        /* a number, or {"xid": N, "gi": G, "ci": C}: an Xid on MIG GPU instance G (compute
+                         * instance C), as the driver names the instance of a MIG-specific error */
+                        json_t *e = json_array_get(x, set->next[i]);
+                        unsigned long long xid = 0, gi = 0xFFFFFFFFu, ci = 0xFFFFFFFFu;
+                        if (json_is_object(e)) {
+                                get_u64(e, "xid", &xid);
+                                get_u64(e, "gi", &gi);
+                                get_u64(e, "ci", &ci);
+                        } else
+                                xid = (unsigned long long)json_integer_value(e);
+                        data->eventData = xid;
+                        data->gpuInstanceId = (unsigned)gi;
+                        data->computeInstanceId = (unsigned)ci;
                         set->next[i]++;
                         pthread_mutex_unlock(&fake_lock);
                         return NVML_SUCCESS;

@@ -14,6 +14,7 @@
 #include "daemon/diagnosis.h"
 #include "daemon/supervisor.h"
 #include "daemon/xid_watch.h"
+#include "nvml/nvml_lib.h"
 
 /* Sleeps ms milliseconds. Returns nothing. */
 static void sleep_ms(unsigned ms) {
@@ -28,16 +29,19 @@ struct xid_seen {
         unsigned index[8];
         char uuid[8][96];
         unsigned long long xid[8];
+        unsigned gi[8], ci[8];
 };
 
 /* Records an Xid. Returns nothing. */
-static void record_xid(void *userdata, unsigned index, const char *uuid, unsigned long long xid) {
+static void record_xid(void *userdata, const struct xid_event *ev) {
         struct xid_seen *s = userdata;
         pthread_mutex_lock(&s->lock);
         if (s->n < 8) {
-                s->index[s->n] = index;
-                snprintf(s->uuid[s->n], sizeof s->uuid[s->n], "%s", uuid);
-                s->xid[s->n] = xid;
+                s->index[s->n] = ev->index;
+                snprintf(s->uuid[s->n], sizeof s->uuid[s->n], "%s", ev->uuid);
+                s->xid[s->n] = ev->xid;
+                s->gi[s->n] = ev->gpu_instance_id;
+                s->ci[s->n] = ev->compute_instance_id;
                 s->n++;
         }
         pthread_mutex_unlock(&s->lock);
@@ -71,7 +75,7 @@ static void test_xid_fan_out(void **state) {
                 dir, "nvml.json",
                 "{\"driver_version\": \"570.133.20\", \"gpus\": ["
                 "{\"name\": \"NVIDIA H200\", \"uuid\": \"GPU-aaaaaaaa-0000-0000-0000-000000000000\", \"xid_events\": []},"
-                "{\"name\": \"NVIDIA H200\", \"uuid\": \"GPU-bbbbbbbb-0000-0000-0000-000000000001\", \"xid_events\": [79, 48]}]}",
+                "{\"name\": \"NVIDIA H200\", \"uuid\": \"GPU-bbbbbbbb-0000-0000-0000-000000000001\", \"xid_events\": [79, {\"xid\": 48, \"gi\": 3, \"ci\": 1}]}]}",
                 false);
         setenv("GPUNODE_FAKE_NVML", desc, 1);
         struct xid_seen a = { .lock = PTHREAD_MUTEX_INITIALIZER }, b = { .lock = PTHREAD_MUTEX_INITIALIZER };
@@ -86,6 +90,12 @@ static void test_xid_fan_out(void **state) {
         assert_int_equal(a.index[0], 1);
         assert_string_equal(a.uuid[0], "GPU-bbbbbbbb-0000-0000-0000-000000000001");
         assert_true((a.xid[0] == 79 && a.xid[1] == 48) || (a.xid[0] == 48 && a.xid[1] == 79));
+        /* NVML's instance ids reach the subscribers: none for 79, MIG GPU instance 3 / compute 1 for 48 */
+        unsigned k48 = a.xid[0] == 48 ? 0 : 1;
+        assert_int_equal(a.gi[k48], 3);
+        assert_int_equal(a.ci[k48], 1);
+        assert_int_equal(a.gi[1 - k48], XID_NO_INSTANCE);
+        assert_int_equal(a.ci[1 - k48], XID_NO_INSTANCE);
         assert_int_equal(xid_watch_events(w), 2);
         xid_watch_unsubscribe(w, ia);
         for (int i = 0; i < XID_WATCH_MAX_SUBSCRIBERS - 1; i++)
@@ -93,6 +103,44 @@ static void test_xid_fan_out(void **state) {
         assert_int_equal(xid_watch_subscribe(w, &(struct xid_subscriber){ .on_xid = record_xid, .userdata = &b }),
                          -ENOSPC);
         xid_watch_stop(w);
+        unsetenv("GPUNODE_FAKE_NVML");
+        unlink(desc);
+        rmdir(dir);
+}
+
+/* Issue 20 (#15): a GPU whose event registration failed when the set was made (lost, resetting) was
+ * never registered again while the session lasted; it is tried again every reregister_ms, and its
+ * Xids are heard once it answers. */
+static void test_xid_reregister(void **state) {
+        char dir[] = "/tmp/test-daemon-XXXXXX";
+        assert_non_null(mkdtemp(dir));
+#define GPU_C "{\"name\": \"NVIDIA H200\", \"uuid\": \"GPU-cccccccc-0000-0000-0000-000000000000\", \"xid_events\": [79]%s}"
+        _cleanup_free_ char *lost = xasprintf(GPU_C, ", \"errors\": {\"nvmlDeviceRegisterEvents\": 15}");
+        _cleanup_free_ char *back = xasprintf(GPU_C, "");
+#undef GPU_C
+        _cleanup_free_ char *d1 = xasprintf("{\"driver_version\": \"570.133.20\", \"gpus\": [%s]}", lost);
+        _cleanup_free_ char *d2 = xasprintf("{\"driver_version\": \"570.133.20\", \"gpus\": [%s]}", back);
+        _cleanup_free_ char *desc = write_file(dir, "nvml.json", d1, false);
+        setenv("GPUNODE_FAKE_NVML", desc, 1);
+        struct xid_seen a = { .lock = PTHREAD_MUTEX_INITIALIZER };
+        struct xid_watch *w = NULL;
+        const struct xid_subscriber subs[] = { { .on_xid = record_xid, .userdata = &a } };
+        assert_int_equal(xid_watch_start_retrying(getenv("GPUNODE_FAKE_NVML_LIB"), subs, 1, 200, &w), 0);
+        sleep_ms(700);
+        assert_int_equal(seen(&a), 0); /* NVML_ERROR_GPU_IS_LOST on registration: nothing heard */
+        /* the GPU answers again; the fake reads its description anew at an nvmlInit */
+        _cleanup_free_ char *tmp = write_file(dir, "nvml.json.new", d2, false);
+        assert_int_equal(rename(tmp, desc), 0);
+        struct nvml_lib *lib = NULL;
+        assert_int_equal(nvml_lib_open(getenv("GPUNODE_FAKE_NVML_LIB"), &lib, NULL), 0);
+        assert_int_equal(lib->nvmlInit(), NVML_SUCCESS);
+        lib->nvmlShutdown();
+        for (int i = 0; i < 60 && seen(&a) < 1; i++) sleep_ms(50);
+        if (seen(&a) != 1) fail_msg("the GPU back: %u Xid events heard, wanted 1 (never registered again)", seen(&a));
+        assert_int_equal(a.xid[0], 79);
+        assert_int_equal(a.index[0], 0);
+        xid_watch_stop(w);
+        nvml_lib_unref(lib);
         unsetenv("GPUNODE_FAKE_NVML");
         unlink(desc);
         rmdir(dir);
@@ -228,6 +276,7 @@ static void test_supervisor_restarts(void **state) {
 int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_xid_fan_out),
+                cmocka_unit_test(test_xid_reregister),
                 cmocka_unit_test(test_diagnosis_report_to_every_sink),
                 cmocka_unit_test(test_diagnosis_invalid),
                 cmocka_unit_test(test_diagnosis_failed_and_timeout),
