@@ -85,6 +85,17 @@ done
 expect 0 "explain by text" -- "$gpunode" explain "version mismatch"
 contains "driver.version-match" "explain text search finds the check"
 expect 1 "explain unknown" -- "$gpunode" explain "no such symptom anywhere"
+# explain xid N, explain N, explain sxid N: from the catalogs the binary holds.
+expect 0 "explain xid 119" -- "$gpunode" explain xid 119
+contains "GSP_RPC_TIMEOUT" "explain xid 119 names the Xid"
+contains "reset-gpu" "explain xid 119 gives gpunode's remedy"
+contains 'err_msg "GSP RPC Timeout"' "explain xid 119 gives dcgm-exporter's err_msg"
+expect 0 "explain 154" -- "$gpunode" explain 154
+contains "recovery action" "a bare number is an Xid: 154 says the line decides"
+expect 0 "explain sxid 12028" -- "$gpunode" explain sxid 12028
+contains "SXid 12028" "explain sxid 12028 names the SXid"
+expect 1 "explain an Xid not in the catalog" -- "$gpunode" explain xid 9999
+expect 64 "explain xid with no number" -- "$gpunode" explain xid abc
 
 # The device nodes are facts: --record-paths lists them (what collect copies), and the files gpunode
 # writes have their mode whatever the umask.
