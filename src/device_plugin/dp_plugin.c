@@ -32,8 +32,7 @@ struct res_state {
         int listener;
         struct grpc_call **watchers;
         size_t n_watchers;
-        uint8_t *last; /* the last ListAndWatchResponse sent (packed) */
-        size_t last_len;
+        struct grpc_msg *last; /* the last ListAndWatchResponse sent (packed), shared by every watcher */
 };
 
 /* Shared with registration threads, which may outlive a round of registration (or the plugin). */
@@ -210,19 +209,28 @@ static void pack_list(struct plugin *p, const struct dp_resource *r, uint8_t **r
         *ret_len = len;
 }
 
-/* Sends every resource's list to its watchers when it changed. */
+/* Packs resource s's list into s->last (kept when the same). Returns true when it changed. */
+static bool update_last(struct plugin *p, struct res_state *s) {
+        _cleanup_free_ uint8_t *m = NULL;
+        size_t len, old_len = 0;
+        pack_list(p, s->r, &m, &len);
+        const uint8_t *old = s->last ? grpc_msg_body(s->last, &old_len) : NULL;
+        if (old && old_len == len && memcmp(old, m, len) == 0) return false;
+        struct grpc_msg *n = grpc_msg_new(m, len);
+        if (!n) return false; /* past 4 GiB: cannot be framed; the old list stays */
+        grpc_msg_unref(s->last);
+        s->last = n;
+        return true;
+}
+
+/* Sends every resource's list to its watchers when it changed: one buffer shared by all of them,
+ * replacing a list a watcher has not begun to take (only the newest matters). A watcher past the
+ * server's bounds is reset and closes. */
 static void send_lists(struct plugin *p) {
         for (size_t i = 0; i < p->n_rs; i++) {
                 struct res_state *s = &p->rs[i];
-                uint8_t *m;
-                size_t len;
-                pack_list(p, s->r, &m, &len);
-                bool same = s->last && s->last_len == len && memcmp(s->last, m, len) == 0;
-                free(s->last);
-                s->last = m;
-                s->last_len = len;
-                if (same) continue;
-                for (size_t w = 0; w < s->n_watchers; w++) (void)grpc_call_send(s->watchers[w], m, len);
+                if (!update_last(p, s)) continue;
+                for (size_t w = 0; w < s->n_watchers; w++) (void)grpc_call_send_latest(s->watchers[w], s->last);
         }
 }
 
@@ -241,10 +249,8 @@ static void h_list_and_watch(struct grpc_call *c, const uint8_t *req, size_t len
         s->watchers = xrealloc(s->watchers, (s->n_watchers + 1) * sizeof *s->watchers);
         s->watchers[s->n_watchers++] = c;
         grpc_call_on_close(c, watcher_closed, s);
-        if (!s->last) {
-                pack_list(s->p, s->r, &s->last, &s->last_len);
-        }
-        (void)grpc_call_send(c, s->last, s->last_len);
+        if (!s->last) (void)update_last(s->p, s);
+        if (s->last) (void)grpc_call_send_latest(c, s->last);
 }
 
 /* ---- unary calls ---- */
@@ -462,7 +468,7 @@ static void teardown(struct plugin *p) {
         p->srv = NULL;
         for (size_t i = 0; i < p->n_rs; i++) {
                 free(p->rs[i].watchers);
-                free(p->rs[i].last);
+                grpc_msg_unref(p->rs[i].last);
         }
         free(p->rs);
         p->rs = NULL;

@@ -12,13 +12,20 @@
  * max_message (nothing of it buffered), header lists capped at GRPC_SERVER_MAX_HEADER_BYTES, a
  * connection that sends no preface in preface_timeout_ms closed, a request not whole in
  * call_timeout_ms (or its grpc-timeout) answered DEADLINE_EXCEEDED, and answers a peer does not
- * read capped at max_queued bytes per call. Anything nghttp2 finds broken closes that connection
- * only.
+ * read capped at max_queued bytes per call and max_queued_total bytes for the whole server (a
+ * message queued on many calls is one refcounted buffer, counted once). A call the server ends
+ * while the client's side is still open is reset with NO_ERROR after its trailers (as grpc-go and
+ * grpc-c++ do), so it gives its slot back at once; a call whose answer is not taken for
+ * send_timeout_ms (bytes queued, or trailers the peer never lets out) is reset with CANCEL, and a
+ * connection whose socket takes nothing for that long is closed. When max_connections are open a
+ * new connection always gets in: the one idle longest goes, preferring one without calls, then
+ * one whose calls all ended. Anything nghttp2 finds broken closes that connection only.
  */
 #include "grpc/grpc_server.h"
 #include "basic/hostfs.h"
 
 #include <fcntl.h>
+#include <limits.h>
 #include <poll.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -39,6 +46,14 @@ struct listener {
 };
 
 struct conn;
+
+/* A framed message (prefix and body), shared by every call it is queued on. */
+struct grpc_msg {
+        unsigned refs;   /* holders: the maker and each call's queue */
+        unsigned queued; /* call queues holding it: counted in the server's stats.queued_bytes while > 0 */
+        size_t len;      /* of data: GRPC_PREFIX_LEN + the body */
+        uint8_t data[];
+};
 
 struct grpc_call {
         struct conn *conn;
@@ -62,10 +77,15 @@ struct grpc_call {
         /* the answer */
         bool headers_sent; /* response HEADERS submitted (with a data provider) */
         bool ended;        /* status decided: nothing more may be queued */
+        bool remote_ended; /* the client ended its side (END_STREAM) */
+        bool reset;        /* RST_STREAM submitted: the stream closes when it goes out */
+        bool rst_after;    /* trailers queued while the client still sends: reset (NO_ERROR) once they are out */
         int status;
         char *status_text;
-        struct buf out;
-        size_t out_off;
+        struct grpc_msg **q;  /* messages queued, not yet (wholly) handed to nghttp2 */
+        size_t n_q, q_off;    /* q_off: bytes of q[0] already handed out */
+        size_t q_bytes;       /* unsent bytes of the queue */
+        uint64_t progress_ms; /* when the peer last took bytes of the answer (or it was queued) */
         bool deferred;
         void (*on_close)(struct grpc_call *c, void *userdata);
         void *close_data;
@@ -78,6 +98,7 @@ struct conn {
         void *listener_data;
         uint64_t started_ms;
         uint64_t active_ms; /* when it last sent something */
+        uint64_t write_ms;  /* when its socket last took bytes (or bytes became pending) */
         bool got_frame;     /* the preface and a frame arrived */
         bool dead;          /* close at the end of this round */
         const uint8_t *pending;
@@ -102,7 +123,7 @@ struct grpc_server {
         struct watched watched[GRPC_SERVER_MAX_WATCHED];
         size_t n_watched;
         nghttp2_session_callbacks *callbacks;
-        struct grpc_server_stats stats;
+        struct grpc_server_stats stats; /* stats.queued_bytes: of the distinct messages queued on calls */
 };
 
 /* ---- calls ---- */
@@ -110,6 +131,66 @@ struct grpc_server {
 /* Returns the call attached to a stream, or NULL. */
 static struct grpc_call *call_of(nghttp2_session *session, int32_t id) {
         return nghttp2_session_get_stream_user_data(session, id);
+}
+
+struct grpc_msg *grpc_msg_new(const void *msg, size_t len) {
+        uint8_t prefix[GRPC_PREFIX_LEN];
+        if (grpc_prefix_write(len, prefix) < 0 || len > SIZE_MAX - sizeof(struct grpc_msg) - GRPC_PREFIX_LEN)
+                return NULL;
+        struct grpc_msg *m = xmalloc(sizeof *m + GRPC_PREFIX_LEN + len);
+        *m = (struct grpc_msg){ .refs = 1, .len = GRPC_PREFIX_LEN + len };
+        memcpy(m->data, prefix, GRPC_PREFIX_LEN);
+        if (len) memcpy(m->data + GRPC_PREFIX_LEN, msg, len);
+        return m;
+}
+
+struct grpc_msg *grpc_msg_ref(struct grpc_msg *m) {
+        if (m) m->refs++;
+        return m;
+}
+
+void grpc_msg_unref(struct grpc_msg *m) {
+        if (m && --m->refs == 0) free(m);
+}
+
+const uint8_t *grpc_msg_body(const struct grpc_msg *m, size_t *ret_len) {
+        *ret_len = m->len - GRPC_PREFIX_LEN;
+        return m->data + GRPC_PREFIX_LEN;
+}
+
+/* Appends m to c's queue (a reference taken; the server's total counts m once). */
+static void q_push(struct grpc_call *c, struct grpc_msg *m) {
+        if (m->queued++ == 0) c->conn->server->stats.queued_bytes += m->len;
+        if (c->n_q == 0) c->progress_ms = monotonic_ms();
+        c->q = xrealloc(c->q, (c->n_q + 1) * sizeof *c->q);
+        c->q[c->n_q++] = grpc_msg_ref(m);
+        c->q_bytes += m->len;
+}
+
+/* Drops entry i of c's queue (its unsent bytes: all of it but q_off for entry 0). */
+static void q_drop(struct grpc_call *c, size_t i) {
+        struct grpc_msg *m = c->q[i];
+        c->q_bytes -= m->len - (i == 0 ? c->q_off : 0);
+        if (i == 0) c->q_off = 0;
+        if (--m->queued == 0) c->conn->server->stats.queued_bytes -= m->len;
+        grpc_msg_unref(m);
+        memmove(&c->q[i], &c->q[i + 1], (c->n_q - i - 1) * sizeof *c->q);
+        c->n_q--;
+}
+
+/* Decides c's end: nothing more may be queued, and its stream must close within send_timeout_ms
+ * of the peer's last taking bytes (its trailers included). */
+static void mark_ended(struct grpc_call *c) {
+        c->ended = true;
+        if (!c->n_q) c->progress_ms = monotonic_ms();
+}
+
+/* Resets c's stream with an HTTP/2 error code (once); nothing more is sent on it. */
+static void call_reset(struct grpc_call *c, uint32_t code) {
+        if (c->reset || c->id < 0) return;
+        c->reset = c->ended = true;
+        while (c->n_q) q_drop(c, c->n_q - 1);
+        nghttp2_submit_rst_stream(c->conn->session, NGHTTP2_FLAG_NONE, c->id, code);
 }
 
 /* Unlinks c from its connection and frees it, after its close callback. */
@@ -130,7 +211,8 @@ static void call_free(struct grpc_call *c) {
         free(c->msg);
         free(c->path);
         free(c->status_text);
-        buf_free(&c->out);
+        while (c->n_q) q_drop(c, c->n_q - 1);
+        free(c->q);
         free(c);
 }
 
@@ -139,13 +221,18 @@ static void call_free(struct grpc_call *c) {
 static ssize_t read_answer(nghttp2_session *session, int32_t id, uint8_t *buf, size_t length, uint32_t *data_flags,
                            nghttp2_data_source *source, void *userdata) {
         struct grpc_call *c = source->ptr;
-        size_t left = c->out.len - c->out_off;
-        size_t k = left < length ? left : length;
-        if (k) memcpy(buf, c->out.data + c->out_off, k);
-        c->out_off += k;
-        if (c->out_off < c->out.len) return (ssize_t)k;
-        buf_free(&c->out);
-        c->out_off = 0;
+        size_t k = 0;
+        while (k < length && c->n_q) {
+                struct grpc_msg *m = c->q[0];
+                size_t n = m->len - c->q_off < length - k ? m->len - c->q_off : length - k;
+                memcpy(buf + k, m->data + c->q_off, n);
+                k += n;
+                c->q_off += n;
+                c->q_bytes -= n;
+                if (c->q_off == m->len) q_drop(c, 0); /* wholly out: no unsent bytes left to count */
+        }
+        if (k) c->progress_ms = monotonic_ms();
+        if (c->n_q) return (ssize_t)k;
         if (!c->ended) {
                 if (k) return (ssize_t)k;
                 c->deferred = true;
@@ -162,6 +249,7 @@ static ssize_t read_answer(nghttp2_session *session, int32_t id, uint8_t *buf, s
                 nv[n++] = (nghttp2_nv){ (uint8_t *)"grpc-message", (uint8_t *)text, 12, strlen(text),
                                         NGHTTP2_NV_FLAG_NONE };
         if (nghttp2_submit_trailer(session, id, nv, n) != 0) return NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE;
+        c->rst_after = !c->remote_ended;
         return (ssize_t)k;
 }
 
@@ -186,21 +274,34 @@ static void resume(struct grpc_call *c) {
         }
 }
 
-/* Queues one framed message. Returns 0, -EMSGSIZE or -ENOBUFS (past max_queued). */
-static int queue_message(struct grpc_call *c, const void *msg, size_t len) {
-        uint8_t prefix[GRPC_PREFIX_LEN];
-        if (grpc_prefix_write(len, prefix) < 0) return -EMSGSIZE;
-        if (c->out.len - c->out_off + len + GRPC_PREFIX_LEN > c->conn->server->limits.max_queued) return -ENOBUFS;
-        buf_append(&c->out, (const char *)prefix, sizeof prefix);
-        if (len) buf_append(&c->out, msg, len);
+/* Queues message m on c; latest: messages of c not yet begun are dropped first (only the newest
+ * matters). Returns 0, or -ENOBUFS past max_queued bytes for the call or max_queued_total for the
+ * server (nothing queued). */
+static int queue_msg(struct grpc_call *c, struct grpc_msg *m, bool latest) {
+        struct grpc_server *s = c->conn->server;
+        if (latest)
+                for (size_t i = c->n_q; i > 0; i--)
+                        if (i - 1 > 0 || c->q_off == 0) q_drop(c, i - 1);
+        if (c->q_bytes + m->len > s->limits.max_queued) return -ENOBUFS;
+        if (m->queued == 0 && s->stats.queued_bytes + m->len > s->limits.max_queued_total) return -ENOBUFS;
+        q_push(c, m);
         return 0;
+}
+
+/* Queues a copy of msg (len bytes) on c. Returns 0, -EMSGSIZE or -ENOBUFS (see queue_msg). */
+static int queue_message(struct grpc_call *c, const void *msg, size_t len) {
+        struct grpc_msg *m = grpc_msg_new(msg, len);
+        if (!m) return -EMSGSIZE;
+        int r = queue_msg(c, m, false);
+        grpc_msg_unref(m);
+        return r;
 }
 
 int grpc_call_reply(struct grpc_call *c, const void *msg, size_t len) {
         if (!c || c->ended || c->id < 0) return -EPIPE;
         int r = queue_message(c, msg, len);
         if (r < 0) return r;
-        c->ended = true;
+        mark_ended(c);
         c->status = GRPC_OK;
         r = start_answer(c);
         if (r < 0) return r;
@@ -214,7 +315,7 @@ static int end_call(struct grpc_call *c, int code, char *text) {
                 free(text);
                 return -EPIPE;
         }
-        c->ended = true;
+        mark_ended(c);
         c->status = code;
         c->status_text = text;
         if (code != GRPC_OK) c->conn->server->stats.failed_calls++;
@@ -235,7 +336,9 @@ static int end_call(struct grpc_call *c, int code, char *text) {
         if (enc) NV("grpc-message", enc);
 #undef NV
         c->headers_sent = true;
-        return nghttp2_submit_response(c->conn->session, c->id, nv, n, NULL) == 0 ? 0 : -EIO;
+        if (nghttp2_submit_response(c->conn->session, c->id, nv, n, NULL) != 0) return -EIO;
+        c->rst_after = !c->remote_ended;
+        return 0;
 }
 
 int grpc_call_fail(struct grpc_call *c, int code, const char *fmt, ...) {
@@ -253,13 +356,14 @@ int grpc_call_end(struct grpc_call *c) {
         return end_call(c, GRPC_OK, NULL);
 }
 
-int grpc_call_send(struct grpc_call *c, const void *msg, size_t len) {
+/* Sends m on c (latest: replacing what is not yet begun). Returns 0, -EPIPE, -ENOBUFS (reset). */
+static int call_send(struct grpc_call *c, struct grpc_msg *m, bool latest) {
         if (!c || c->ended || c->id < 0) return -EPIPE;
-        int r = queue_message(c, msg, len);
+        int r = queue_msg(c, m, latest);
         if (r == -ENOBUFS) {
                 /* The peer stopped reading: no memory is promised to it. */
-                nghttp2_submit_rst_stream(c->conn->session, NGHTTP2_FLAG_NONE, c->id, NGHTTP2_ENHANCE_YOUR_CALM);
-                c->ended = true;
+                call_reset(c, NGHTTP2_ENHANCE_YOUR_CALM);
+                c->conn->server->stats.reset_calls++;
                 return r;
         }
         if (r < 0) return r;
@@ -267,6 +371,19 @@ int grpc_call_send(struct grpc_call *c, const void *msg, size_t len) {
         if (r < 0) return r;
         resume(c);
         return 0;
+}
+
+int grpc_call_send(struct grpc_call *c, const void *msg, size_t len) {
+        if (!c || c->ended || c->id < 0) return -EPIPE;
+        struct grpc_msg *m = grpc_msg_new(msg, len);
+        if (!m) return -EMSGSIZE;
+        int r = call_send(c, m, false);
+        grpc_msg_unref(m);
+        return r;
+}
+
+int grpc_call_send_latest(struct grpc_call *c, struct grpc_msg *m) {
+        return call_send(c, m, true);
 }
 
 void grpc_call_on_close(struct grpc_call *c, void (*fn)(struct grpc_call *c, void *userdata), void *userdata) {
@@ -307,8 +424,10 @@ static void headers_done(struct grpc_call *c) {
                 s->stats.protocol_errors++;
                 /* gRPC over HTTP/2: a request that is not gRPC gets HTTP 415 (no gRPC status). */
                 nghttp2_nv nv[] = { { (uint8_t *)":status", (uint8_t *)"415", 7, 3, NGHTTP2_NV_FLAG_NONE } };
-                c->ended = c->headers_sent = true;
+                mark_ended(c);
+                c->headers_sent = true;
                 nghttp2_submit_response(c->conn->session, c->id, nv, 1, NULL);
+                c->rst_after = !c->remote_ended;
                 return;
         }
         for (size_t i = 0; i < s->n_methods; i++)
@@ -407,6 +526,7 @@ static int on_frame_recv(nghttp2_session *session, const nghttp2_frame *frame, v
         if (frame->hd.type != NGHTTP2_HEADERS && frame->hd.type != NGHTTP2_DATA) return 0;
         struct grpc_call *c = call_of(session, frame->hd.stream_id);
         if (!c) return 0;
+        if (frame->hd.flags & NGHTTP2_FLAG_END_STREAM) c->remote_ended = true;
         if (frame->hd.type == NGHTTP2_HEADERS && frame->headers.cat == NGHTTP2_HCAT_REQUEST) headers_done(c);
         if ((frame->hd.flags & NGHTTP2_FLAG_END_STREAM) && !c->ended) dispatch(c);
         return 0;
@@ -437,6 +557,20 @@ static void conn_free(struct conn *k) {
         free(k);
 }
 
+/* Resets (NO_ERROR) the streams of k whose trailers went out while their client still sends, as
+ * grpc-go and grpc-c++ servers do, so that they give their slot back. Only once nghttp2 has
+ * framed all it had: a reset submitted earlier would drop the trailers still queued. Returns
+ * true when it submitted one. */
+static bool conn_reset_answered(struct conn *k) {
+        bool any = false;
+        for (struct grpc_call *c = k->calls; c; c = c->next)
+                if (c->rst_after && !c->reset && !c->remote_ended) {
+                        call_reset(c, NGHTTP2_NO_ERROR);
+                        any = true;
+                }
+        return any;
+}
+
 /* Writes what nghttp2 has queued until the socket is full. Returns 0 or -errno (close it). */
 static int conn_flush(struct conn *k) {
         for (;;) {
@@ -444,9 +578,11 @@ static int conn_flush(struct conn *k) {
                         const uint8_t *data;
                         ssize_t n = nghttp2_session_mem_send(k->session, &data);
                         if (n < 0) return -EIO;
+                        if (n == 0 && conn_reset_answered(k)) continue;
                         if (n == 0) return 0;
                         k->pending = data;
                         k->pending_len = (size_t)n;
+                        k->write_ms = monotonic_ms();
                 }
                 ssize_t w = send(k->fd, k->pending, k->pending_len, MSG_NOSIGNAL | MSG_DONTWAIT);
                 if (w < 0) {
@@ -454,6 +590,7 @@ static int conn_flush(struct conn *k) {
                         if (errno == EAGAIN || errno == EWOULDBLOCK) return 0;
                         return -errno;
                 }
+                if (w > 0) k->write_ms = monotonic_ms();
                 k->pending += w;
                 k->pending_len -= (size_t)w;
         }
@@ -481,21 +618,31 @@ static int conn_receive(struct conn *k) {
         return 0;
 }
 
-/* Makes a connection of fd (non-blocking). Returns 0, or -EMFILE / -ENOMEM with fd closed. */
+/* Returns the number of calls of k not yet ended (a handler or a stream still at work). */
+static size_t conn_live_calls(const struct conn *k) {
+        size_t n = 0;
+        for (const struct grpc_call *c = k->calls; c; c = c->next) n += !c->ended;
+        return n;
+}
+
+/* Makes a connection of fd (non-blocking); past max_connections another one is closed to make
+ * room. Returns 0, or -ENOMEM with fd closed. */
 static int conn_add(struct grpc_server *s, int fd, void *listener_data) {
         if (s->n_conns >= s->limits.max_connections) {
-                /* Full: the oldest connection without a call makes room (idle clients cannot lock
-                 * out the kubelet, whose ListAndWatch keeps its own busy); else the new one goes. */
+                /* Full: a new connection always gets in (a restarted kubelet must), and the one
+                 * idle longest makes room: one without calls first, then one whose calls all
+                 * ended, then any. Dead ones are closed later this round anyway: they count. */
                 ssize_t idle = -1;
-                for (size_t i = 0; i < s->n_conns; i++)
-                        if (s->conns[i]->n_streams == 0 && !s->conns[i]->dead &&
-                            (idle < 0 || s->conns[i]->active_ms < s->conns[idle]->active_ms))
+                unsigned best = UINT_MAX;
+                for (size_t i = 0; i < s->n_conns; i++) {
+                        const struct conn *o = s->conns[i];
+                        unsigned rank = o->dead ? 0 : o->n_streams == 0 ? 1 : conn_live_calls(o) == 0 ? 2 : 3;
+                        if (rank < best || (rank == best && o->active_ms < s->conns[idle]->active_ms)) {
+                                best = rank;
                                 idle = (ssize_t)i;
-                s->stats.refused_connections++;
-                if (idle < 0) {
-                        close(fd);
-                        return -EMFILE;
+                        }
                 }
+                s->stats.refused_connections++;
                 struct conn *old = s->conns[idle];
                 memmove(&s->conns[idle], &s->conns[idle + 1], (s->n_conns - (size_t)idle - 1) * sizeof *s->conns);
                 s->n_conns--;
@@ -505,7 +652,7 @@ static int conn_add(struct grpc_server *s, int fd, void *listener_data) {
         k->server = s;
         k->fd = fd;
         k->listener_data = listener_data;
-        k->started_ms = k->active_ms = monotonic_ms();
+        k->started_ms = k->active_ms = k->write_ms = monotonic_ms();
         if (nghttp2_session_server_new(&k->session, s->callbacks, k) != 0) {
                 k->session = NULL;
                 conn_free(k);
@@ -541,7 +688,16 @@ size_t grpc_server_connections(const struct grpc_server *s) {
         return s->n_conns;
 }
 
-/* Ends calls past their deadline and connections that never spoke. */
+/* Returns when c is reset for an answer not taken: send_timeout_ms after the peer last took bytes
+ * of it, while bytes are queued or the call ended and its stream is still open; 0: never. */
+static uint64_t send_deadline(const struct grpc_server *s, const struct grpc_call *c) {
+        if (c->reset || c->id < 0 || (!c->n_q && !c->ended)) return 0;
+        if (!c->progress_ms) return 0;
+        return c->progress_ms + s->limits.send_timeout_ms;
+}
+
+/* Ends calls past their deadline, resets answers not taken, closes connections that never spoke
+ * or whose socket takes nothing. */
 static void enforce_deadlines(struct grpc_server *s, uint64_t now) {
         for (size_t i = 0; i < s->n_conns; i++) {
                 struct conn *k = s->conns[i];
@@ -550,7 +706,13 @@ static void enforce_deadlines(struct grpc_server *s, uint64_t now) {
                         k->dead = true;
                         continue;
                 }
-                for (struct grpc_call *c = k->calls; c; c = c->next)
+                if (k->pending_len && now - k->write_ms >= s->limits.send_timeout_ms) {
+                        /* The peer takes nothing from the socket: nothing can go out, not even a reset. */
+                        s->stats.timeouts++;
+                        k->dead = true;
+                        continue;
+                }
+                for (struct grpc_call *c = k->calls; c; c = c->next) {
                         if (c->deadline_ms && now >= c->deadline_ms && !c->ended) {
                                 s->stats.timeouts++;
                                 c->deadline_ms = 0;
@@ -558,6 +720,14 @@ static void enforce_deadlines(struct grpc_server *s, uint64_t now) {
                                                c->dispatched ? "the call's deadline passed"
                                                              : "the request did not arrive in time");
                         }
+                        uint64_t d = send_deadline(s, c);
+                        if (d && now >= d) {
+                                /* An answer the peer does not take (or trailers it never lets out). */
+                                s->stats.timeouts++;
+                                s->stats.reset_calls++;
+                                call_reset(c, NGHTTP2_CANCEL);
+                        }
+                }
         }
 }
 
@@ -568,8 +738,13 @@ static uint64_t next_deadline(const struct grpc_server *s) {
                 const struct conn *k = s->conns[i];
                 if (!k->got_frame && k->started_ms + s->limits.preface_timeout_ms < d)
                         d = k->started_ms + s->limits.preface_timeout_ms;
-                for (const struct grpc_call *c = k->calls; c; c = c->next)
+                if (k->pending_len && k->write_ms + s->limits.send_timeout_ms < d)
+                        d = k->write_ms + s->limits.send_timeout_ms;
+                for (const struct grpc_call *c = k->calls; c; c = c->next) {
                         if (c->deadline_ms && !c->ended && c->deadline_ms < d) d = c->deadline_ms;
+                        uint64_t sd = send_deadline(s, c);
+                        if (sd && sd < d) d = sd;
+                }
         }
         return d;
 }
@@ -590,6 +765,8 @@ int grpc_server_new(const struct grpc_server_limits *limits, const struct grpc_m
         DEF(call_timeout_ms, GRPC_SERVER_CALL_TIMEOUT_MS_DEFAULT);
         DEF(preface_timeout_ms, GRPC_SERVER_PREFACE_TIMEOUT_MS_DEFAULT);
         DEF(max_queued, GRPC_SERVER_MAX_QUEUED_DEFAULT);
+        DEF(max_queued_total, GRPC_SERVER_MAX_QUEUED_TOTAL_DEFAULT);
+        DEF(send_timeout_ms, GRPC_SERVER_SEND_TIMEOUT_MS_DEFAULT);
 #undef DEF
         s->methods = methods;
         s->n_methods = n_methods;

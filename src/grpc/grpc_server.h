@@ -11,11 +11,14 @@
 /* The bounds of a server; zero fields take the defaults below. */
 struct grpc_server_limits {
         size_t max_message;          /* a request message past this is refused (RESOURCE_EXHAUSTED) */
-        unsigned max_connections;    /* past it, the oldest connection without a call is closed, else the new one */
+        unsigned max_connections;    /* past it, the connection idle longest is closed (see grpc_server_adopt) */
         unsigned max_streams;        /* per connection: SETTINGS_MAX_CONCURRENT_STREAMS, more refused */
         unsigned call_timeout_ms;    /* a request must be whole this soon (or its grpc-timeout, if shorter) */
         unsigned preface_timeout_ms; /* a new connection must send its HTTP/2 preface this soon */
         size_t max_queued;           /* answer bytes queued for one call that the peer does not take: past it, reset */
+        size_t max_queued_total;     /* answer bytes queued on the whole server (a shared message counted once) */
+        unsigned send_timeout_ms;    /* an answer (or its trailers) not taken this long: the call is reset; a
+                                      * socket that takes nothing this long: the connection is closed */
 };
 #define GRPC_SERVER_MAX_MESSAGE_DEFAULT        ((size_t)4 << 20) /* grpc-go's default receive limit */
 #define GRPC_SERVER_MAX_CONNECTIONS_DEFAULT    16u
@@ -23,6 +26,8 @@ struct grpc_server_limits {
 #define GRPC_SERVER_CALL_TIMEOUT_MS_DEFAULT    10000u
 #define GRPC_SERVER_PREFACE_TIMEOUT_MS_DEFAULT 10000u
 #define GRPC_SERVER_MAX_QUEUED_DEFAULT         ((size_t)8 << 20)
+#define GRPC_SERVER_MAX_QUEUED_TOTAL_DEFAULT   ((size_t)32 << 20)
+#define GRPC_SERVER_SEND_TIMEOUT_MS_DEFAULT    30000u
 
 struct grpc_server;
 /* One call being served. Valid from its handler until it is finished (unary: the handler answered)
@@ -46,6 +51,8 @@ struct grpc_method {
 /* What the server counted (for logs and tests). */
 struct grpc_server_stats {
         uint64_t connections, refused_connections, calls, failed_calls, protocol_errors, timeouts;
+        uint64_t reset_calls;  /* streams reset for an answer not taken (past max_queued, send_timeout_ms) */
+        uint64_t queued_bytes; /* now: answer bytes queued on calls, each shared message once */
 };
 
 /* Makes a server for methods (the array is kept, not copied; it must outlive the server); limits
@@ -77,8 +84,10 @@ void grpc_server_unlisten(struct grpc_server *s, int id);
 bool grpc_server_listener_present(struct grpc_server *s, int id);
 
 /* Serves an already connected stream socket (made non-blocking here; owned from here on) as if it
- * had been accepted on a listener with listener_data: for tests and the fuzz target. Returns 0, or
- * -EMFILE past max_connections when every connection has a call open (fd closed). */
+ * had been accepted on a listener with listener_data: for tests and the fuzz target. Past
+ * max_connections it still gets in and the connection idle longest (last bytes received) is
+ * closed, preferring one without calls, then one whose calls all ended (counted in
+ * refused_connections). Returns 0, or -ENOMEM (fd closed). */
 int grpc_server_adopt(struct grpc_server *s, int fd, void *listener_data);
 
 /* Returns the number of open connections. */
@@ -109,6 +118,25 @@ int grpc_call_end(struct grpc_call *c);
 /* Sends one message on a streaming call. Returns 0, -EPIPE (the call ended), -ENOBUFS (the peer
  * has not taken max_queued bytes: the call is reset and will close). */
 int grpc_call_send(struct grpc_call *c, const void *msg, size_t len);
+
+/* A framed message that many calls can queue without a copy each (a ListAndWatch answer for
+ * every watcher). Single-threaded like the server; a message is queued on one server's calls. */
+struct grpc_msg;
+
+/* Returns a new message holding a copy of msg (len bytes), one reference; NULL past 4 GiB. */
+struct grpc_msg *grpc_msg_new(const void *msg, size_t len);
+/* Takes a reference to m (NULL: nothing). Returns m. */
+struct grpc_msg *grpc_msg_ref(struct grpc_msg *m);
+/* Drops a reference to m (NULL: nothing); the last one frees it. */
+void grpc_msg_unref(struct grpc_msg *m);
+/* Returns m's body (what grpc_msg_new copied) with its length in *ret_len. */
+const uint8_t *grpc_msg_body(const struct grpc_msg *m, size_t *ret_len);
+
+/* Sends m on a streaming call where only the newest message matters: messages queued on c that
+ * have not begun to go out are dropped first (one half sent is finished). The call takes its own
+ * reference. Returns 0, -EPIPE (the call ended), -ENOBUFS (past max_queued for the call or
+ * max_queued_total for the server: the call is reset and will close). */
+int grpc_call_send_latest(struct grpc_call *c, struct grpc_msg *m);
 
 /* Sets what runs when a streaming call ends (the peer cancelled, the connection closed, or the
  * server is freed); the call is freed after fn returns. */

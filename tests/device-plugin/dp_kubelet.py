@@ -74,10 +74,12 @@ def pairs(repeated):
 class PluginClient:
     """The kubelet's calls to a plugin socket (unix path)."""
 
-    def __init__(self, path):
+    def __init__(self, path, timeout=10, own_connection=False):
+        """Connects to path within timeout seconds; own_connection: a connection of its own, not one
+        grpc-core shares among channels to the same socket."""
         self.path = path
-        self.channel = grpc.insecure_channel("unix://" + path)
-        grpc.channel_ready_future(self.channel).result(timeout=10)
+        self.channel = grpc.insecure_channel("unix://" + path, options=OWN if own_connection else None)
+        grpc.channel_ready_future(self.channel).result(timeout=timeout)
 
     def unary(self, method, req_bytes, timeout=5):
         call = self.channel.unary_unary("/v1beta1.DevicePlugin/" + method, request_serializer=IDENT,
@@ -116,6 +118,93 @@ class PluginClient:
         return stream
 
     def close(self):
+        self.channel.close()
+
+
+# A channel's own subchannel, hence its own connection (grpc-core shares one per target otherwise).
+OWN = [("grpc.use_local_subchannel_pool", 1)]
+
+
+class answered_early:
+    """A connection of its own holding one stream the server answers at once: a client-streaming call
+    to a method no plugin has, whose request stream never ends (the client's side stays open)."""
+
+    def __init__(self, path):
+        self.channel = grpc.insecure_channel("unix://" + path, options=OWN)
+        self.stop = threading.Event()
+
+        def requests():
+            yield b""
+            self.stop.wait()   # never half-closes while held
+        call = self.channel.stream_unary("/v1beta1.DevicePlugin/NoSuchMethod", request_serializer=IDENT,
+                                         response_deserializer=IDENT)
+        self.future = call.future(requests())
+
+    def code(self, timeout):
+        """Returns the status the server answered with, or None when none came within timeout seconds."""
+        try:
+            self.future.result(timeout=timeout)
+            return grpc.StatusCode.OK
+        except grpc.FutureTimeoutError:
+            return None
+        except grpc.RpcError as e:
+            return e.code()
+
+    def close(self):
+        self.stop.set()
+        self.channel.close()
+
+
+def raw_frames(path, method, timeout=3):
+    """Opens a raw HTTP/2 connection to path, starts one call to method with its headers only (no
+    END_STREAM: the client's side stays open) and returns the frames the server sends on stream 1
+    as (type, flags, payload) until it resets the stream or timeout seconds pass."""
+    def lit(name, value):  # HPACK literal header field without indexing, new name, no Huffman
+        return bytes([0, len(name)]) + name + bytes([len(value)]) + value
+    block = b"".join([lit(b":method", b"POST"), lit(b":scheme", b"http"), lit(b":path", method.encode()),
+                      lit(b":authority", b"localhost"), lit(b"content-type", b"application/grpc"),
+                      lit(b"te", b"trailers")])
+    s = socket.socket(socket.AF_UNIX)
+    s.settimeout(timeout)
+    s.connect(path)
+    s.sendall(b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n" + bytes([0, 0, 0, 4, 0, 0, 0, 0, 0]) +
+              len(block).to_bytes(3, "big") + bytes([1, 4]) + (1).to_bytes(4, "big") + block)
+    buf, frames, end = b"", [], time.monotonic() + timeout
+    try:
+        while time.monotonic() < end:
+            while len(buf) >= 9 and len(buf) >= 9 + int.from_bytes(buf[:3], "big"):
+                n = int.from_bytes(buf[:3], "big")
+                t, fl, sid = buf[3], buf[4], int.from_bytes(buf[5:9], "big") & 0x7fffffff
+                payload, buf = buf[9:9 + n], buf[9 + n:]
+                if t == 4 and not fl & 1:
+                    s.sendall(bytes([0, 0, 0, 4, 1, 0, 0, 0, 0]))  # SETTINGS ack
+                if sid == 1:
+                    frames.append((t, fl, payload))
+                    if t == 3:
+                        return frames
+            d = s.recv(65536)
+            if not d:
+                break
+            buf += d
+    except OSError:
+        pass
+    finally:
+        s.close()
+    return frames
+
+
+class UnreadWatches:
+    """A connection of its own with n ListAndWatch streams that are started and never read."""
+
+    def __init__(self, path, n):
+        self.channel = grpc.insecure_channel("unix://" + path, options=OWN)
+        call = self.channel.unary_stream("/v1beta1.DevicePlugin/ListAndWatch", request_serializer=IDENT,
+                                         response_deserializer=IDENT)
+        self.streams = [call(b"") for _ in range(n)]
+
+    def close(self):
+        for s in self.streams:
+            s.cancel()
         self.channel.close()
 
 

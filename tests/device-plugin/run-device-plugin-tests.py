@@ -10,7 +10,9 @@ recovery; a kubelet restart (sockets removed: the plugin re-creates its socket a
 again); SIGTERM (socket removed, exit 0); MIG mixed; time-slicing with 4 replicas and
 failRequestsGreaterThanOne; a kubelet that never answers Register (bounded retries, one clear
 line); the driver gone at start (the kubelet's last devices Unhealthy) and back; hostile HTTP/2
-clients. Prints "lost->unhealthy ms" figures. Debian's /usr/bin/python3 (python3-grpcio)."""
+clients; a call answered early reset after its trailers, a new connection let in when 16 hold
+streams, and 4 x 32 ListAndWatch streams that never read against 8,192 devices (VmHWM growth).
+Prints "lost->unhealthy ms" and the VmHWM figures. Debian's /usr/bin/python3 (python3-grpcio)."""
 import json, os, shutil, signal, socket, subprocess, sys, tempfile, time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -424,6 +426,93 @@ check(bool(gpu_events()), "agent --device-plugin: a GPUUnhealthy Event naming th
 rc = stop(p)
 check(rc == 0 and not os.path.exists(folder + "/gpunode-nvidia-gpu.sock") and "device-plugin: registered" in log_of(root),
       "agent --device-plugin: SIGTERM stops both, socket removed")
+kubelet.stop()
+
+# ---- bounds (issue 20): streams the plugin answered early, connections full, unread ListAndWatch ----
+def vm_hwm(pid):
+    """Returns the peak resident memory of process pid in KiB (VmHWM), 0 when unreadable."""
+    try:
+        for line in open("/proc/%d/status" % pid):
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1])
+    except OSError:
+        pass
+    return 0
+
+
+root = make_root("full")
+folder = root + "/var/lib/kubelet/device-plugins"
+kubelet = K.FakeKubelet(folder)
+p, nv = start_plugin(root, eight_gpus())
+kubelet.wait(lambda: kubelet.last_list("nvidia.com/gpu"), 10)
+sock = folder + "/gpunode-nvidia-gpu.sock"
+# A call answered at once (UNIMPLEMENTED) while the client still sends: trailers, then RST_STREAM NO_ERROR.
+frames = K.raw_frames(sock, "/v1beta1.DevicePlugin/NoSuchMethod")
+kinds = [(t, fl & 1) for t, fl, _ in frames]
+check(len(frames) >= 2 and kinds[-2] == (1, 1) and frames[-1][0] == 3 and frames[-1][2] == bytes(4),
+      "a call answered early: trailers-only HEADERS (END_STREAM), then RST_STREAM NO_ERROR (%s)" % kinds)
+# 16 connections (the plugin's max) each holding a ListAndWatch stream, beside the kubelet's: a new one still gets in.
+holders = []
+for _ in range(16):
+    try:
+        h = K.PluginClient(sock, timeout=3, own_connection=True)
+        h.stream = h.watch(lambda m, t: None)
+        holders.append(h)
+    except Exception:
+        break
+t0 = time.monotonic()
+try:
+    fresh = K.PluginClient(sock, timeout=3, own_connection=True)
+    ok = fresh.options().get_preferred_allocation_available
+    fresh.close()
+except Exception:
+    ok = False
+ms = (time.monotonic() - t0) * 1000
+print("new connection with 17 connections holding streams: %s in %.0f ms" % ("answered" if ok else "refused", ms),
+      flush=True)
+check(ok and ms < 2000, "connections full, every one holding a stream: a new one still gets in, answered (%.0f ms)" % ms)
+for h in holders:
+    h.stream.cancel()
+    h.close()
+check(p.poll() is None, "the plugin runs on")
+stop(p)
+kubelet.stop()
+
+# 4 connections x 32 ListAndWatch streams that never read, 8,192 devices (8 GPUs x 1024 replicas), 8 health changes.
+root = make_root("unread")
+folder = root + "/var/lib/kubelet/device-plugins"
+kubelet = K.FakeKubelet(folder)
+cfg = root + "/config.yaml"
+open(cfg, "w").write("version: v1\nsharing:\n  timeSlicing:\n    resources:\n    - name: nvidia.com/gpu\n"
+                     "      replicas: 1024\n")
+p, nv = start_plugin(root, eight_gpus(), "--config-file", cfg)
+got = kubelet.wait(lambda: kubelet.last_list("nvidia.com/gpu"), 15)
+check(len(health(got)) == 8192, "8 GPUs x 1024 replicas: 8,192 devices listed (%d)" % len(health(got)))
+time.sleep(0.3)
+idle = vm_hwm(p.pid)
+sock = folder + "/gpunode-nvidia-gpu.sock"
+unread = [K.UnreadWatches(sock, 32) for _ in range(4)]
+time.sleep(0.5)
+desc = eight_gpus()
+changes = 0
+for rep in range(4):
+    for lost in (True, False):
+        desc["gpus"][rep]["lost"] = lost
+        write_desc(nv, desc)
+        want = "Unhealthy" if lost else "Healthy"
+        changes += bool(kubelet.wait(lambda: health(kubelet.last_list("nvidia.com/gpu")).get(uuid(rep) + "::0") == want, 5))
+time.sleep(0.3)
+peak = vm_hwm(p.pid)
+print("VmHWM KiB with 128 unread ListAndWatch streams, 8,192 devices, %d health changes: idle %d, peak %d" %
+      (changes, idle, peak), flush=True)
+check(changes == 8, "the kubelet's own stream sees all 8 health changes meanwhile (%d)" % changes)
+check(peak - idle < 8 << 10, "unread ListAndWatch streams: the plugin's peak grows < 8 MiB (%d -> %d KiB)" % (idle, peak))
+c = K.PluginClient(sock, own_connection=True)
+check(c.options().get_preferred_allocation_available, "the plugin still answers a new connection")
+c.close()
+for u in unread:
+    u.close()
+stop(p)
 kubelet.stop()
 
 H.stop_all()
