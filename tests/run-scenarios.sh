@@ -40,6 +40,7 @@ for name in "${scenarios[@]}"; do
                         -e "s|127\.0\.0\.1:$closed_port\b|127.0.0.1:@CLOSED_PORT@|g" "$out"
                 [ -n "$api_port" ] && sed -i -e "s|127\.0\.0\.1:$api_port\b|127.0.0.1:@API_PORT@|g" "$out"
                 [ -n "$metrics_port" ] && sed -i -e "s|127\.0\.0\.1:$metrics_port\b|127.0.0.1:@METRICS_PORT@|g" "$out"
+                report_placeholders "$out"
                 expected=$dir/expected.$fmt
                 if [ "$update" = 1 ]; then
                         cp "$out" "$expected"

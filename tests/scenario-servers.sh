@@ -103,3 +103,10 @@ fill_ports() {
 no_cluster_env=(env -u KUBECONFIG -u KUBERNETES_SERVICE_HOST -u KUBERNETES_SERVICE_PORT -u http_proxy -u https_proxy
                 -u HTTP_PROXY -u HTTPS_PROXY -u ALL_PROXY -u all_proxy HOME="$tmp/home")
 mkdir -p "$tmp/home"
+
+# report_placeholders FILE...: writes a report's time and version (JSON or text), which differ between
+# runs and releases, as @TIME@ and @VERSION@, in place.
+report_placeholders() {
+        sed -E -i -e 's/^(  "time": )"[^"]*"/\1"@TIME@"/' -e 's/^(  "version": )"[^"]*"/\1"@VERSION@"/' \
+                -e 's/^(gpunode check: node .*\)) at [0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}Z$/\1 at @TIME@/' "$@"
+}

@@ -75,6 +75,7 @@ struct analysis {
         struct kube_probe_options kube;
         const char *node;         /* NULL: node_name_resolve()'s rule */
         const char *display_root; /* the root as the report names it */
+        int64_t time;             /* when the facts were read: a snapshot's collection time; 0: now */
 };
 
 /* Refuses the options --snapshot replaces. Returns 0, or -EINVAL after saying so on stderr. */
@@ -169,6 +170,7 @@ static int analyse(const struct check_args *args, struct analysis *an, FILE *rec
         if (record) hostfs_set_recorder(record_path, record);
         /* Layers 3 and 4: the API and the node's endpoints; a snapshot is analysed offline. */
         an->probe.kube = &an->kube;
+        int64_t when = an->time > 0 ? an->time : (int64_t)time(NULL);
         struct node_facts facts;
         probe_all(&an->probe, &facts);
         hostfs_set_recorder(NULL, NULL);
@@ -182,6 +184,7 @@ static int analyse(const struct check_args *args, struct analysis *an, FILE *rec
         size_t n_checks;
         const struct check_def *const *checks = check_registry(&n_checks);
         report_build(&facts, checks, n_checks, name, an->display_root, &rep);
+        rep.time = when;
         report_add_gpus(&rep, &facts);
         int r = 0;
         switch (args->format) {
@@ -213,6 +216,7 @@ static int analyse_root(const char *root, const struct check_args *args, struct 
 static void analysis_from_snapshot(const struct check_args *args, const struct snapshot *snap, struct analysis *ret) {
         *ret = (struct analysis){ .probe = args->so.probe, .kube = args->so.kube, .node = args->so.node };
         ret->display_root = snap->root_label ? snap->root_label : snap->root_dir;
+        ret->time = snap->created;
         ret->probe.kmsg_file = snap->kmsg_path;
         ret->probe.kmsg_label = snap->kmsg_label;
         ret->probe.nvml_replay = true;

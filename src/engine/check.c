@@ -95,6 +95,7 @@ int report_run(const struct check_def *const *checks, size_t n_checks, const str
                 .node = xstrdup(node ? node : "unknown"),
                 .root = xstrdup(root ? root : "/"),
                 .findings = xcalloc(n_checks + 1, sizeof(struct finding)),
+                .version = GPUNODE_VERSION,
         };
         for (size_t i = 0; i < n_checks; i++) {
                 struct finding *f = &r.findings[i];

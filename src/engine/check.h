@@ -1,6 +1,8 @@
 /* check.h: the check engine: check definitions, findings, bottom-up attribution. */
 #pragma once
 
+#include <stdint.h>
+
 #include "basic/util.h"
 
 struct node_facts;
@@ -91,6 +93,8 @@ struct report_gpu {
 struct report {
         char *node;
         char *root;
+        int64_t time;     /* when the facts were read (seconds since the epoch; 0: unknown), set by the caller */
+        char version[32]; /* the gpunode that judged ("0.1.0"); report_build() writes its own */
         struct finding *findings;
         size_t n_findings;
         enum verdict verdict;

@@ -1,5 +1,6 @@
 /* json.c: the gpunode.report/v1 JSON document (a contract: never rename or drop fields). */
 #include "output/output.h"
+#include "basic/rfc3339.h"
 
 #include <jansson.h>
 
@@ -83,9 +84,12 @@ json_t *report_to_json(const struct report *r) {
                                        f->def->component, "check", f->def->id, "summary", json_text(f->summary),
                                        "remedy", json_text(f->remedy));
         }
-        return json_pack("{s:s, s:o, s:o, s:s, s:o, s:o, s:o, s:o}", "schema", REPORT_SCHEMA, "node",
-                         json_text(r->node), "root", json_text(r->root), "verdict", verdict_name(r->verdict),
-                         "root_cause", root_cause, "layers", layers, "checks", checks, "gpus", gpus_to_json(r));
+        char when[RFC3339_MAX];
+        json_t *time = r->time > 0 ? json_string(rfc3339_format(r->time, when)) : json_null();
+        return json_pack("{s:s, s:s, s:o, s:o, s:o, s:s, s:o, s:o, s:o, s:o}", "schema", REPORT_SCHEMA, "version",
+                         r->version, "node", json_text(r->node), "root", json_text(r->root), "time", time, "verdict",
+                         verdict_name(r->verdict), "root_cause", root_cause, "layers", layers, "checks", checks, "gpus",
+                         gpus_to_json(r));
 }
 
 int output_json(FILE *out, const struct report *r) {

@@ -1,6 +1,7 @@
 /* report_read.c: the one reader of gpunode.report/v1: a report's JSON (a diagnosis child's output, an agent's
  * /report) back into a struct report for the agent, its page and the cluster command. */
 #include "output/report_read.h"
+#include "basic/rfc3339.h"
 #include "basic/util.h"
 
 /* Returns the status for a JSON word, or -1. */
@@ -133,6 +134,12 @@ int report_from_json(const json_t *doc, struct report *ret, char **ret_error) {
         if (!ret->node) ret->node = xstrdup("unknown");
         ret->root = dup_str(doc, "root");
         if (!ret->root) ret->root = xstrdup("/");
+        /* Additive members: a report without them (an older gpunode), or whose time is no RFC 3339
+         * time, has time 0 (unknown) and no version; the rest of it still counts. */
+        const json_t *version = json_object_get(doc, "version");
+        if (json_is_string(version) && plain_token(json_string_value(version)))
+                snprintf(ret->version, sizeof ret->version, "%s", json_string_value(version));
+        if (rfc3339_parse(json_string_value(json_object_get(doc, "time")), &ret->time) < 0) ret->time = 0;
         ret->findings = xcalloc(json_array_size(checks) + 1, sizeof *ret->findings);
         size_t i;
         const json_t *c;

@@ -1,5 +1,6 @@
 /* text.c: the terminal report: layers bottom-up, failures with evidence and remedy. */
 #include "output/output.h"
+#include "basic/rfc3339.h"
 
 const char *text_status_color(enum check_status s) {
         switch (s) {
@@ -51,7 +52,8 @@ int output_text(FILE *out, const struct report *r, const struct text_options *op
         put_clean(out, r->node);
         fputs(" (root ", out);
         put_clean(out, r->root);
-        fputs(")\n", out);
+        char when[RFC3339_MAX];
+        fprintf(out, ")%s%s\n", r->time > 0 ? " at " : "", r->time > 0 ? rfc3339_format(r->time, when) : "");
         for (int layer = LAYER_MIN; layer <= LAYER_MAX; layer++) {
                 enum check_status ls = report_layer_status(r, layer);
                 fprintf(out, "\n%sLayer %d  %s%s  %s%s%s\n", COL(TEXT_BOLD), layer, layer_name(layer), COL(TEXT_RESET),

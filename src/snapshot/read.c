@@ -364,6 +364,8 @@ int snapshot_open(const char *path, struct snapshot **ret, char **ret_error) {
 
         s->root_label = json_str(manifest, "root");
         s->node = json_str(manifest, "node");
+        json_int_t created = json_integer_value(json_object_get(manifest, "created_unix"));
+        s->created = created > 0 ? (int64_t)created : 0;
         s->kmsg_label = json_str(json_object_get(manifest, "kmsg"), "source");
         apply_nvml_manifest(s, json_object_get(manifest, "nvml"));
         if (!s->root_label) s->root_label = xstrdup("/");

@@ -134,6 +134,7 @@ struct snapshot {
         char *kmsg_label;   /* the node's kernel log source, "/dev/kmsg" by default */
         char *root_label;   /* the root as given on the node, "/" by default */
         char *node;         /* the node name, NULL when the manifest has none */
+        int64_t created;    /* when it was collected (seconds since the epoch), 0 when the manifest does not say */
         bool nvml_recorded; /* the manifest says how NVML went (else: nvml.json alone) */
         char *nvml_library; /* library asked for on the node */
         int nvml_load_rc;   /* < 0 when NVML did not load there */

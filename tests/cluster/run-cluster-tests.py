@@ -40,8 +40,11 @@ os.makedirs(tmp + "/empty", exist_ok=True)
 scen = os.path.join(tests, "scenarios", "k8s-driver-broken")
 report_text = open(os.path.join(scen, "expected.json")).read()
 report_text = report_text[:report_text.rindex("\nexit ")] + "\n"
+# The placeholders as an agent fills them: its check's time survives into `kubectl gpunode check`.
+agent_time = "2026-12-02T02:14:00Z"
+report_text = report_text.replace('"@TIME@"', '"%s"' % agent_time).replace('"@VERSION@"', '"0.1.0"')
 expected_check_text = open(os.path.join(scen, "expected.text")).read()
-expected_check_text = expected_check_text[:expected_check_text.rindex("exit ")]
+expected_check_text = expected_check_text[:expected_check_text.rindex("exit ")].replace("@TIME@", agent_time)
 agent_state = {"code": 200}
 
 

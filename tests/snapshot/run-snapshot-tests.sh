@@ -48,6 +48,8 @@ for name in "${scenarios[@]}"; do
                 "${no_cluster_env[@]}" TMPDIR=$tmp/tmpdir NO_COLOR=1 NODE_NAME=elsewhere timeout 60 "$gpunode" check \
                         --snapshot "$tmp/$name.tar.gz" --output "$fmt" > "$tmp/$name.snap.$fmt" 2> "$tmp/$name.snap.err"
                 echo "exit $?" >> "$tmp/$name.snap.$fmt"
+                # The replay's time is the collection's, a moment before the node's own check.
+                report_placeholders "$tmp/$name.node.$fmt" "$tmp/$name.snap.$fmt"
                 if ! diff -u "$tmp/$name.node.$fmt" "$tmp/$name.snap.$fmt" > "$tmp/diff"; then
                         fail "$name ($fmt): check --snapshot differs from check on the node"; head -40 "$tmp/diff"
                         echo "(check --snapshot: $(tail -n 1 "$tmp/$name.snap.$fmt"); stderr:)"; cat "$tmp/$name.snap.err"; continue
@@ -168,6 +170,7 @@ r = [x for x in m["redacted"] if x["path"].startswith("api/")]
 assert r and r[0]["count"] == 6, r
 print("ok   API responses: env values, token annotations and arguments redacted (%d)" % r[0]["count"])
 PY
+                report_placeholders "$tmp/leaky.node" "$tmp/leaky.snap"
                 cmp -s "$tmp/leaky.node" "$tmp/leaky.snap" || fail "API redaction changed the replayed report"
         else
                 fail "leaky: a test server did not start"; stop_servers

@@ -222,6 +222,7 @@ PY
 TMPDIR=$tmp "${no_cluster_env[@]}" NO_COLOR=1 NODE_NAME=elsewhere timeout 60 "$gpunode" check --snapshot "$tmp/node.tar.gz" \
         --output json > "$tmp/snap.json" 2> "$tmp/snap.err"
 echo "exit $?" >> "$tmp/snap.json"
+report_placeholders "$tmp/node.json" "$tmp/snap.json"
 if diff -u "$tmp/node.json" "$tmp/snap.json" > "$tmp/diff"; then
         ok "check --snapshot gives the node's report"
 else

@@ -40,6 +40,13 @@ static void drop_depends(json_t *doc) {
         json_array_foreach(json_object_get(doc, "checks"), i, c) json_object_del(c, "depends_on");
 }
 
+/* Fills the placeholders run-scenarios.sh writes for what differs between runs (time, version) as a
+ * gpunode fills them. */
+static void fill_placeholders(json_t *doc) {
+        json_object_set_new(doc, "time", json_string("2026-12-02T02:14:00Z"));
+        json_object_set_new(doc, "version", json_string(GPUNODE_VERSION));
+}
+
 /* Every report the built binary wrote for a scenario (tests/scenarios/x/expected*.json) reads back into a struct
  * report that writes the same document again: node, root, verdict, root cause, layers recomputed by the engine,
  * every check, every GPU with its pods. */
@@ -62,6 +69,7 @@ static void test_round_trip_scenarios(void **state) {
                         if (!startswith(fe->d_name, "expected") || !json_name(fe->d_name)) continue;
                         _cleanup_free_ char *path = xasprintf("%s/%s", sub, fe->d_name);
                         json_t *doc = load(path);
+                        fill_placeholders(doc);
                         struct report r;
                         char *err = NULL;
                         if (report_from_json(doc, &r, &err) < 0) fail_msg("%s: %s", path, err);
@@ -218,6 +226,43 @@ static void test_bounds(void **state) {
 }
 
 /* The text form: bytes that are not UTF-8 read as '?', text that is not JSON refused with jansson's reason. */
+/* time and version (additive to gpunode.report/v1): read when they are there, written back the same; a
+ * report without them, or with a time that is no RFC 3339 time, is still read, its time unknown. */
+static void test_time_and_version(void **state) {
+        (void)state;
+        static const char base[] = "{\"schema\": \"gpunode.report/v1\", \"verdict\": \"healthy\", \"checks\": []%s}";
+        static const struct {
+                const char *members;
+                int64_t time;
+                const char *version;
+        } t[] = {
+                { ", \"version\": \"0.1.0\", \"time\": \"2026-12-02T02:14:00Z\"", 1796177640, "0.1.0" },
+                { ", \"time\": \"2026-12-02T04:14:00+02:00\"", 1796177640, "" },
+                { "", 0, "" },
+                { ", \"time\": null, \"version\": null", 0, "" },
+                { ", \"time\": \"@TIME@\", \"version\": \"@VERSION@\"", 0, "" },
+                { ", \"time\": 1796177640, \"version\": \"0.1.0\\u001b[2J\"", 0, "" },
+        };
+        for (size_t i = 0; i < ELEMENTSOF(t); i++) {
+                _cleanup_free_ char *text = xasprintf(base, t[i].members);
+                json_t *doc = parse(text);
+                struct report r;
+                char *err = NULL;
+                assert_int_equal(report_from_json(doc, &r, &err), 0);
+                assert_int_equal(r.time, t[i].time);
+                assert_string_equal(r.version, t[i].version);
+                json_t *back = report_to_json(&r);
+                const json_t *tj = json_object_get(back, "time");
+                if (t[i].time)
+                        assert_string_equal(json_string_value(tj), "2026-12-02T02:14:00Z");
+                else
+                        assert_true(json_is_null(tj));
+                json_decref(back);
+                report_read_free(&r);
+                json_decref(doc);
+        }
+}
+
 static void test_from_text(void **state) {
         (void)state;
         static const char text[] = "{\"schema\":\"gpunode.report/v1\",\"node\":\"n\xff\",\"verdict\":\"failed\","
@@ -247,6 +292,7 @@ int main(void) {
                 cmocka_unit_test(test_gpus),
                 cmocka_unit_test(test_bounds),
                 cmocka_unit_test(test_from_text),
+                cmocka_unit_test(test_time_and_version),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }
