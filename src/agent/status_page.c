@@ -2,8 +2,12 @@
  * bounded. */
 #include "agent/status_page.h"
 
+#include "basic/rfc3339.h"
 #include "basic/util.h"
 #include "engine/check.h"
+
+#include <inttypes.h>
+#include <time.h>
 
 #ifndef GPUNODE_VERSION
 #define GPUNODE_VERSION "unknown"
@@ -202,6 +206,26 @@ static void put_remedy(struct buf *b, const char *remedy) {
         buf_puts(b, "</p>\n");
 }
 
+/* Appends when the report's facts were read, "checked at 2026-12-02T02:14:00Z (40 s ago)", as of now
+ * (seconds since the epoch); nothing when the report does not say. A time ahead of now says so. Cannot
+ * fail. */
+static void put_checked_at(struct buf *b, const struct report *report, int64_t now) {
+        if (report->time <= 0) return;
+        char when[RFC3339_MAX];
+        int64_t age = now - report->time;
+        buf_printf(b, "<p id=\"checked\" class=\"muted\">checked at <time datetime=\"%s\">%s</time> ",
+                   rfc3339_format(report->time, when), when);
+        if (age >= 0)
+                buf_printf(b, "(%" PRId64 " s ago)", age);
+        else
+                buf_printf(b, "(%" PRId64 " s ahead of this node's clock)", -age);
+        if (report->version[0]) {
+                buf_puts(b, " by gpunode ");
+                put_text(b, report->version);
+        }
+        buf_puts(b, "</p>\n");
+}
+
 /* Appends the verdict banner: the verdict word large, in its colour with its sign, and the count of
  * checks by status. Cannot fail. */
 static void put_verdict(struct buf *b, const struct report *report) {
@@ -393,6 +417,10 @@ static void put_gpus(struct buf *b, const struct report *report) {
 }
 
 char *status_page_html(const struct report *report, const char *node) {
+        return status_page_html_at(report, node, (int64_t)time(NULL));
+}
+
+char *status_page_html_at(const struct report *report, const char *node, int64_t now) {
         if (!report)
                 return message_page(node, "diagnosis running",
                                     "The first diagnosis has not finished yet. This page reloads itself every "
@@ -407,8 +435,9 @@ char *status_page_html(const struct report *report, const char *node) {
                  : streq(cls, "warn") ? " - degraded"
                  : streq(cls, "bad")  ? " - FAILED"
                                       : "",
-                 0);
+                 STATUS_PAGE_REFRESH_S);
         put_verdict(&b, report);
+        put_checked_at(&b, report, now);
         put_root_cause(&b, report);
         put_layers(&b, report);
         put_gpus(&b, report);

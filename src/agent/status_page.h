@@ -2,6 +2,7 @@
 #pragma once
 
 #include <stddef.h>
+#include <stdint.h>
 
 struct report;
 
@@ -14,6 +15,7 @@ struct report;
 #define STATUS_PAGE_MAX_COMPONENTS 64         /* components listed per layer */
 #define STATUS_PAGE_MAX_STRING     2048       /* bytes of one string from the report, then an ellipsis */
 #define STATUS_PAGE_BUDGET         (4u << 20) /* bytes of HTML after which evidence is no longer shown */
+#define STATUS_PAGE_REFRESH_S      30         /* the report page reloads itself this often */
 
 /* Returns the malloc'd HTML page (plain HTML and CSS, no JavaScript) showing report (a diagnosis
  * read back by report_from_json()) for node (NULL: the report's own node): the verdict, the root
@@ -23,3 +25,8 @@ struct report;
  * visible. report NULL gives a page saying the first diagnosis has not finished. Never returns NULL
  * (aborts on out-of-memory, as the allocation helpers do). */
 char *status_page_html(const struct report *report, const char *node);
+
+/* As status_page_html(), as of now (seconds since the epoch): the page says when the report's facts
+ * were read and how long before now ("checked at ... (40 s ago)"), and reloads itself every
+ * STATUS_PAGE_REFRESH_S seconds (a meta refresh: still no JavaScript). Never returns NULL. */
+char *status_page_html_at(const struct report *report, const char *node, int64_t now);

@@ -106,6 +106,30 @@ static void test_root_cause_shown(void **state) {
         assert_null(strstr(html, "<script"));
 }
 
+/* The page says when the report's facts were read and how long ago, and reloads itself; a report that
+ * does not say when shows no time, and a time ahead of the clock is said as such. */
+static void test_checked_at(void **state) {
+        (void)state;
+        _cleanup_free_ char *json = report_with("node-a", json_pack("[]"));
+        json_t *doc = json_loads(json, 0, NULL);
+        json_object_set_new(doc, "time", json_string("2026-12-02T02:14:00Z"));
+        json_object_set_new(doc, "version", json_string("0.1.0"));
+        _cleanup_free_ char *timed = json_dumps(doc, JSON_COMPACT);
+        json_decref(doc);
+        struct report r;
+        _cleanup_free_ char *err = NULL;
+        assert_int_equal(report_from_text(timed, strlen(timed), &r, &err), 0);
+        _cleanup_free_ char *html = status_page_html_at(&r, NULL, 1796177640 + 40);
+        assert_non_null(strstr(html, "checked at <time datetime=\"2026-12-02T02:14:00Z\">2026-12-02T02:14:00Z</time> "
+                                     "(40 s ago) by gpunode 0.1.0"));
+        assert_non_null(strstr(html, "<meta http-equiv=\"refresh\" content=\"30\">"));
+        _cleanup_free_ char *ahead = status_page_html_at(&r, NULL, 1796177640 - 5);
+        assert_non_null(strstr(ahead, "(5 s ahead of this node's clock)"));
+        report_read_free(&r);
+        _cleanup_free_ char *untimed = page_of(json, NULL);
+        assert_null(strstr(untimed, "checked at"));
+}
+
 static void test_hostile_strings_escaped(void **state) {
         const char *hostile = "<script>alert(1)</script><img src=x onerror=alert(2)> \"dq\" 'sq' & \x1b[2J end";
         _cleanup_free_ char *json = report_with("<b>node</b>\"'", json_pack("[s]", hostile));
@@ -186,6 +210,7 @@ int main(void) {
                 cmocka_unit_test(test_null_report),
                 cmocka_unit_test(test_unreadable_report),
                 cmocka_unit_test(test_root_cause_shown),
+                cmocka_unit_test(test_checked_at),
                 cmocka_unit_test(test_hostile_strings_escaped),
                 cmocka_unit_test(test_invalid_utf8),
                 cmocka_unit_test(test_huge_report_bounded),
