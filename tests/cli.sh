@@ -136,14 +136,26 @@ contains_file() { # contains_file FILE TEXT DESCRIPTION
 }
 contains_file "$tmp/out" 'node evil\x1b]0;pwned\x07\x1b[2j' "the host name, escaped"
 contains_file "$tmp/out" 'name=?]0;pwned??[2J' "the kernel log line, control bytes replaced by its parser"
+# --node and $NODE_NAME must be node names (DNS-1123 subdomains): refused with exit 64, the value shown escaped
+expect 64 "check --node with control characters" -- \
+        "$gpunode" check --root "$tmp/evil" --node "x$evil" --nvml-library /nonexistent/libnvidia-ml.so.1
 "$gpunode" check --root "$tmp/evil" --node "x$evil" --nvml-library /nonexistent/libnvidia-ml.so.1 > "$tmp/out" 2>&1
 noesc "$tmp/out" "check --node"
-# the case: the node name in a snapshot's manifest
-NODE_NAME= "$gpunode" collect --root "$tmp/evil" --node "snap$evil" --nvml-library /nonexistent/libnvidia-ml.so.1 \
+contains_file "$tmp/out" "--node 'x?]0;pwned??[2J' is not a node name" "check --node: the error names the option"
+for bad in Gpu-1 gpu_1 -gpu gpu-1. gpu..1 "$(printf 'a%.0s' $(seq 254))"; do
+        expect 64 "check --node '${bad:0:20}'" -- "$gpunode" check --root "$tmp/evil" --node "$bad" \
+                --nvml-library /nonexistent/libnvidia-ml.so.1
+done
+NODE_NAME="gpu/../x" expect 64 "check with \$NODE_NAME gpu/../x" -- \
+        "$gpunode" check --root "$tmp/evil" --nvml-library /nonexistent/libnvidia-ml.so.1
+NODE_NAME="gpu/../x" "$gpunode" check --root "$tmp/evil" --nvml-library /nonexistent/libnvidia-ml.so.1 > "$tmp/out" 2>&1
+contains_file "$tmp/out" "\$NODE_NAME 'gpu/../x' is not a node name" "\$NODE_NAME: the error names it"
+# the case: the node name in a snapshot's manifest (the host name's, which no rule refuses)
+NODE_NAME= "$gpunode" collect --root "$tmp/evil" --nvml-library /nonexistent/libnvidia-ml.so.1 \
         -o "$tmp/evil.tar.gz" > /dev/null 2>&1
 "$gpunode" check --snapshot "$tmp/evil.tar.gz" > "$tmp/out" 2>&1
 noesc "$tmp/out" "check --snapshot: the manifest's node name"
-contains_file "$tmp/out" 'node snap\x1b]0;pwned\x07\x1b[2J' "the manifest's node name, escaped"
+contains_file "$tmp/out" 'node evil\x1b]0;pwned\x07\x1b[2j' "the manifest's node name, escaped"
 # errors naming outside things: a root, a member of a hostile archive
 "$gpunode" check --root "/nonexistent/$evil" > "$tmp/out" 2>&1
 noesc "$tmp/out" "check --root error"

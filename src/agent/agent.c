@@ -12,9 +12,16 @@
 #include "agent/status_page.h"
 #include "agent/taint.h"
 #include "basic/http_server.h"
+#include "kube/kube_client.h"
+#include "kube/kube_list.h"
+#include "kube/kube_objects.h"
 
 #define EVENT_QUEUE_MAX 16                /* Events not yet written, kept for retry (the oldest dropped) */
 #define API_MAX_BODY    ((size_t)8 << 20) /* an API answer larger than this is refused (-EFBIG) */
+#define TAINT_LIST_PAGE 100u              /* Nodes a page of the circuit breaker's list: 100 x 80 KiB fits */
+/* What the agent reads of its Node (the kube-call child cuts the rest) and of the GPU nodes it counts. */
+#define NODE_FIELDS      "metadata.name,metadata.uid,metadata.resourceVersion,spec.taints,status.conditions"
+#define NODE_LIST_FIELDS "metadata.name,spec.taints"
 
 struct agent {
         struct agent_options o;
@@ -98,22 +105,6 @@ static char *api_failure(int r, const char *what, const char *msg) {
         return xasprintf("%s failed: %s", what, msg ? msg : strerror(-r));
 }
 
-/* Percent-escapes s for a path segment or query value (as kube_client.c does). Returns it malloc'd. */
-static char *api_escape(const char *s) {
-        static const char hex[] = "0123456789ABCDEF";
-        struct buf b = { 0 };
-        for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
-                if ((*p >= '0' && *p <= '9') || (*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') || *p == '-' ||
-                    *p == '.' || *p == '_' || *p == '~') {
-                        buf_append(&b, (const char *)p, 1);
-                } else {
-                        char e[3] = { '%', hex[*p >> 4], hex[*p & 15] };
-                        buf_append(&b, e, 3);
-                }
-        }
-        return b.data ? b.data : xstrdup("");
-}
-
 /* Makes one API request (method, path, patch_type as api_child_call() takes them) in a kube-call
  * child with the agent's kubeconfig, API timeout and API_MAX_BODY. Returns 0 with *ret (may be NULL
  * when not wanted), or -errno with a malloc'd line in *ret_error: the configuration's or client's
@@ -131,11 +122,31 @@ static int api_call(struct agent *a, const char *method, const char *path, const
         return r;
 }
 
-/* GETs the agent's Node (what: the failure's words). Returns as api_call(). */
+/* GETs path in a kube-call child that cuts the answer to fields (what: the failure's words). Returns as
+ * api_call(). */
+static int api_get_fields(struct agent *a, const char *path, const char *fields, const char *what, json_t **ret,
+                          char **ret_error) {
+        char *err = NULL;
+        bool setup = false;
+        int r = api_child_get_fields(path, fields, a->kubeconfig, a->o.api_timeout_ms, API_MAX_BODY, ret, &err, &setup);
+        if (r < 0) {
+                *ret_error = setup ? err : api_failure(r, what, err);
+                if (!setup) free(err);
+        }
+        return r;
+}
+
+/* Returns the API path of the agent's Node, then suffix (e.g. "/status"), the name escaped as every
+ * name put into a path is (kube_query_escape). Malloc'd; never fails. */
+static char *node_path(const struct agent *a, const char *suffix) {
+        _cleanup_free_ char *n = kube_query_escape(a->node);
+        return xasprintf("/api/v1/nodes/%s%s", n, suffix);
+}
+
+/* GETs the agent's Node, cut to what the agent reads (NODE_FIELDS). Returns as api_call(). */
 static int api_get_node(struct agent *a, json_t **ret, char **ret_error) {
-        _cleanup_free_ char *n = api_escape(a->node);
-        _cleanup_free_ char *path = xasprintf("/api/v1/nodes/%s", n);
-        return api_call(a, "GET", path, NULL, NULL, "get nodes", ret, ret_error);
+        _cleanup_free_ char *path = node_path(a, "");
+        return api_get_fields(a, path, NODE_FIELDS, "get nodes", ret, ret_error);
 }
 
 /* Makes sure the node's uid (and, once, its conditions) are known. Returns 0, or -errno with a
@@ -145,7 +156,8 @@ static int api_ready(struct agent *a, char **ret_error) {
                 json_t *node = NULL;
                 int r = api_get_node(a, &node, ret_error);
                 if (r < 0) return r;
-                const char *uid = json_string_value(json_object_get(json_object_get(node, "metadata"), "uid"));
+                /* a uid holding a NUL is no uid: the Events go without one rather than with a cut one */
+                const char *uid = kube_json_str(json_object_get(json_object_get(node, "metadata"), "uid"));
                 free(a->node_uid);
                 a->node_uid = xstrdup(uid ? uid : "");
                 if (!a->seeded) {
@@ -163,7 +175,7 @@ static int patch_conditions(struct agent *a, const struct agent_cond_state state
         json_t *body = agent_conditions_patch(state);
         _cleanup_free_ char *text = json_dumps(body, JSON_COMPACT);
         json_decref(body);
-        _cleanup_free_ char *path = xasprintf("/api/v1/nodes/%s/status", a->node);
+        _cleanup_free_ char *path = node_path(a, "/status");
         int r = -EIO;
         for (int attempt = 0; attempt < 2; attempt++) {
                 char *err = NULL;
@@ -194,7 +206,8 @@ static int write_event(struct agent *a, const struct agent_event *ev, char **ret
                 json_t *p = agent_event_patch(ev);
                 _cleanup_free_ char *text = json_dumps(p, JSON_COMPACT);
                 json_decref(p);
-                _cleanup_free_ char *path = xasprintf("/api/v1/namespaces/default/events/%s", ev->name);
+                _cleanup_free_ char *en = kube_query_escape(ev->name);
+                _cleanup_free_ char *path = xasprintf("/api/v1/namespaces/default/events/%s", en);
                 r = api_call(a, "PATCH", path, "merge", text, "patch events", NULL, &err);
                 if (r == -ENOENT) {
                         free(err);
@@ -285,6 +298,62 @@ static void take_posted(struct agent *a) {
         pthread_mutex_unlock(&a->lock);
 }
 
+struct list_get_ctx {
+        struct agent *a;
+};
+
+/* kube_list_all_with's page getter: a kube-call child that cuts each Node to NODE_LIST_FIELDS.
+ * Returns as api_get_fields(). */
+static int taint_list_get(void *userdata, const char *path, json_t **ret, char **ret_error) {
+        struct list_get_ctx *g = userdata;
+        return api_get_fields(g->a, path, NODE_LIST_FIELDS, "list nodes", ret, ret_error);
+}
+
+/* kube_list_all_with's callback: counts one GPU node. Returns 0. */
+static int taint_count_item(const json_t *item, void *userdata) {
+        agent_taint_counter_add(userdata, item);
+        return 0;
+}
+
+/* Counts the GPU nodes (those with either label of AGENT_GPU_NODE_SELECTORS, the agent's own node
+ * always) and the others that carry the taint: each selector's list paged (TAINT_LIST_PAGE Nodes a
+ * page, continue tokens followed as kube_list_all() does), each page cut to names and taints in its
+ * kube-call child. Returns 0 with the counts, or -errno with a malloc'd sentence in *ret_error. */
+static int count_gpu_nodes(struct agent *a, unsigned *ret_gpu_nodes, unsigned *ret_tainted, char **ret_error) {
+        static const char *const selectors[] = AGENT_GPU_NODE_SELECTORS;
+        struct agent_taint_counter c;
+        agent_taint_counter_init(&c, a->node);
+        struct list_get_ctx g = { a };
+        for (size_t i = 0; i < ELEMENTSOF(selectors); i++) {
+                const struct kube_list_request req = { .path = "/api/v1/nodes",
+                                                       .label_selector = selectors[i],
+                                                       .limit = TAINT_LIST_PAGE };
+                char *err = NULL;
+                struct kube_list_stats st = { 0 };
+                int r = kube_list_all_with(taint_list_get, &g, &req, taint_count_item, &c, &st, &err);
+                if (r == -ESTALE) {
+                        /* the continue token expired (410): start the list again, once, as client-go's pager
+                         * does; a node counted twice is counted once (by name) */
+                        free(err);
+                        err = NULL;
+                        r = kube_list_all_with(taint_list_get, &g, &req, taint_count_item, &c, &st, &err);
+                }
+                if (r < 0) {
+                        unsigned n, t;
+                        agent_taint_counter_done(&c, &n, &t);
+                        *ret_error = xasprintf("the circuit breaker cannot count the GPU nodes (%s): %s", selectors[i],
+                                               err ? err : strerror(-r));
+                        free(err);
+                        return r;
+                }
+                if (getenv("GPUNODE_AGENT_DEBUG"))
+                        fprintf(stderr, "gpunode agent: GPU nodes by %s: %zu in %zu page(s)\n", selectors[i], st.items,
+                                st.pages);
+        }
+        agent_taint_counter_done(&c, ret_gpu_nodes, ret_tainted);
+        return 0;
+}
+
 /* Adds, changes or removes the taint as the conditions ask, with the circuit breaker. Returns 0 or
  * -errno with *ret_error. */
 static int sync_taint(struct agent *a, char **ret_error) {
@@ -296,24 +365,9 @@ static int sync_taint(struct agent *a, char **ret_error) {
                 if (r < 0) return r;
                 const char *has = agent_taint_current(node);
                 unsigned gpu_nodes = 1, tainted = 0;
-                if (want && !has) {
-                        static const char *const selectors[] = AGENT_GPU_NODE_SELECTORS;
-                        json_t *lists[2] = { NULL, NULL };
-                        for (unsigned i = 0; i < 2; i++) {
-                                _cleanup_free_ char *ls =
-                                        selectors[i] && *selectors[i] ? api_escape(selectors[i]) : NULL;
-                                _cleanup_free_ char *lpath =
-                                        ls ? xasprintf("/api/v1/nodes?labelSelector=%s", ls) : xstrdup("/api/v1/nodes");
-                                r = api_call(a, "GET", lpath, NULL, NULL, "list nodes", &lists[i], ret_error);
-                                if (r < 0) {
-                                        json_decref(lists[0]);
-                                        json_decref(node);
-                                        return r;
-                                }
-                        }
-                        agent_taint_count((const json_t **)lists, 2, a->node, &gpu_nodes, &tainted);
-                        json_decref(lists[0]);
-                        json_decref(lists[1]);
+                if (want && !has && (r = count_gpu_nodes(a, &gpu_nodes, &tainted, ret_error)) < 0) {
+                        json_decref(node);
+                        return r;
                 }
                 enum agent_taint_action act = agent_taint_decide(want, has, gpu_nodes, tainted, a->o.taint_max_share);
                 if (act == AGENT_TAINT_NONE) {
@@ -340,7 +394,7 @@ static int sync_taint(struct agent *a, char **ret_error) {
                 json_decref(node);
                 _cleanup_free_ char *text = json_dumps(p, JSON_COMPACT);
                 json_decref(p);
-                _cleanup_free_ char *path = xasprintf("/api/v1/nodes/%s", a->node);
+                _cleanup_free_ char *path = node_path(a, "");
                 r = api_call(a, "PATCH", path, "merge", text, "patch nodes", NULL, &err);
                 if (r == -EBUSY && attempt == 0) {
                         free(err);
@@ -350,9 +404,11 @@ static int sync_taint(struct agent *a, char **ret_error) {
                         *ret_error = err;
                         return r;
                 }
-                fprintf(stderr, "gpunode agent: taint %s%s%s\n",
-                        act == AGENT_TAINT_REMOVE ? "removed: " : "set: ", AGENT_TAINT_KEY,
-                        act == AGENT_TAINT_REMOVE ? "" : want);
+                /* as kubectl writes a taint: key=value:effect */
+                if (act == AGENT_TAINT_REMOVE)
+                        fprintf(stderr, "gpunode agent: taint removed: %s:NoSchedule\n", AGENT_TAINT_KEY);
+                else
+                        fprintf_escaped(stderr, "gpunode agent: taint set: %s=%s:NoSchedule\n", AGENT_TAINT_KEY, want);
                 return 0;
         }
         return 0;

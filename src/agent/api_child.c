@@ -15,7 +15,8 @@
 static int api_child_parse(const char *text, size_t len, const char *what, json_t **ret, char **ret_error,
                            bool *ret_setup) {
         json_error_t jerr;
-        json_t *o = json_loadb(text, len, 0, &jerr);
+        /* the answer's strings may hold U+0000 (the child wrote them as \u0000): kept, with their length */
+        json_t *o = json_loadb(text, len, JSON_ALLOW_NUL, &jerr);
         json_t *rc = json_object_get(o, "rc"), *error = json_object_get(o, "error"), *body = json_object_get(o, "body");
         const char *stage = json_string_value(json_object_get(o, "stage"));
         if (!json_is_object(o) || !json_is_integer(rc) || json_integer_value(rc) > 0 ||
@@ -36,16 +37,18 @@ static int api_child_parse(const char *text, size_t len, const char *what, json_
         return r;
 }
 
-int api_child_call_setup(const char *method, const char *path, const char *patch_type, const char *body,
-                         const char *kubeconfig, unsigned timeout_ms, size_t max_body, json_t **ret, char **ret_error,
-                         bool *ret_setup) {
+/* Runs the kube-call child for one request (fields: its --fields, NULL for the whole answer). Returns
+ * as api_child_call_setup(). */
+static int call(const char *method, const char *path, const char *patch_type, const char *body, const char *fields,
+                const char *kubeconfig, unsigned timeout_ms, size_t max_body, json_t **ret, char **ret_error,
+                bool *ret_setup) {
         if (ret) *ret = NULL;
         if (ret_setup) *ret_setup = false;
         _cleanup_free_ char *what = xasprintf("%s %s", method, path);
         char timeout[32], maxb[32];
         snprintf(timeout, sizeof timeout, "%ums", timeout_ms ? timeout_ms : 1);
         snprintf(maxb, sizeof maxb, "%zu", max_body);
-        const char *argv[16];
+        const char *argv[20];
         unsigned n = 0;
         argv[n++] = "gpunode";
         argv[n++] = "kube-call";
@@ -53,6 +56,10 @@ int api_child_call_setup(const char *method, const char *path, const char *patch
         argv[n++] = timeout;
         argv[n++] = "--max-body";
         argv[n++] = maxb;
+        if (fields) {
+                argv[n++] = "--fields";
+                argv[n++] = fields;
+        }
         if (kubeconfig) {
                 argv[n++] = "--kubeconfig";
                 argv[n++] = kubeconfig;
@@ -101,6 +108,17 @@ int api_child_call_setup(const char *method, const char *path, const char *patch
         r = api_child_parse(out, out_len, what, ret, ret_error, ret_setup);
         free(out);
         return r;
+}
+
+int api_child_call_setup(const char *method, const char *path, const char *patch_type, const char *body,
+                         const char *kubeconfig, unsigned timeout_ms, size_t max_body, json_t **ret, char **ret_error,
+                         bool *ret_setup) {
+        return call(method, path, patch_type, body, NULL, kubeconfig, timeout_ms, max_body, ret, ret_error, ret_setup);
+}
+
+int api_child_get_fields(const char *path, const char *fields, const char *kubeconfig, unsigned timeout_ms,
+                         size_t max_body, json_t **ret, char **ret_error, bool *ret_setup) {
+        return call("GET", path, NULL, NULL, fields, kubeconfig, timeout_ms, max_body, ret, ret_error, ret_setup);
 }
 
 int api_child_call(const char *method, const char *path, const char *patch_type, const char *body,

@@ -25,3 +25,10 @@ int api_child_call(const char *method, const char *path, const char *patch_type,
 int api_child_call_setup(const char *method, const char *path, const char *patch_type, const char *body,
                          const char *kubeconfig, unsigned timeout_ms, size_t max_body, json_t **ret, char **ret_error,
                          bool *ret_setup);
+
+/* As api_child_call_setup() for a GET whose answer the child cuts to fields (comma-separated dotted
+ * paths, e.g. "metadata.name,spec.taints"; of a list, of each item, the list's metadata kept): a Node
+ * of megabytes, or a page of whole Nodes, is parsed in the child and only what the agent reads
+ * crosses into it. max_body bounds the answer the child reads. Returns as api_child_call_setup(). */
+int api_child_get_fields(const char *path, const char *fields, const char *kubeconfig, unsigned timeout_ms,
+                         size_t max_body, json_t **ret, char **ret_error, bool *ret_setup);

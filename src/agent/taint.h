@@ -22,6 +22,22 @@ const char *agent_taint_current(const json_t *node);
  * single broken node of a small cluster is still fenced). */
 unsigned agent_taint_allowed(unsigned gpu_nodes, double max_share);
 
+/* Counts GPU nodes page by page: distinct names (self included) and those other than self with the taint. */
+struct agent_taint_counter {
+        json_t *seen; /* name -> true */
+        const char *self;
+        unsigned tainted;
+};
+
+/* Starts counting for the node self (borrowed). Returns nothing. */
+void agent_taint_counter_init(struct agent_taint_counter *c, const char *self);
+
+/* Counts one Node (a name holding a NUL, or none, is not counted). Returns nothing. */
+void agent_taint_counter_add(struct agent_taint_counter *c, const json_t *node);
+
+/* Gives the counts (*ret_gpu_nodes with self, *ret_tainted_others) and frees what c holds. Returns nothing. */
+void agent_taint_counter_done(struct agent_taint_counter *c, unsigned *ret_gpu_nodes, unsigned *ret_tainted_others);
+
 /* Counts, in a NodeList or array of Nodes, the distinct node names (*ret_gpu_nodes, self included) and
  * those other than self that carry the taint (*ret_tainted_others). Returns nothing. */
 void agent_taint_count(const json_t *lists[], unsigned n_lists, const char *self, unsigned *ret_gpu_nodes,

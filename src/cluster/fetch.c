@@ -80,8 +80,8 @@ static void strv_from_map(struct cl_strv *kv, const json_t *o) {
         const char *k;
         const json_t *v;
         json_object_foreach((json_t *)o, k, v) {
-                if (kv->n >= 64 || !json_is_string(v)) continue;
-                _cleanup_free_ char *s = xasprintf("%.253s=%.253s", k, json_string_value(v));
+                if (kv->n >= 64 || !kube_json_str(v)) continue; /* a value cut at a NUL would be another */
+                _cleanup_free_ char *s = xasprintf("%.253s=%.253s", k, kube_json_str(v));
                 strv_add(&kv->v, &kv->n, s, false);
         }
 }
@@ -108,7 +108,7 @@ void cluster_facts_finish(struct cluster_facts *f) {
 
 /* Returns the label value key of labels, or NULL. */
 static const char *label(const json_t *labels, const char *key) {
-        return json_string_value(json_object_get(labels, key));
+        return kube_json_str(json_object_get(labels, key));
 }
 
 /* Returns the GPUs a pod asks for: the larger of its containers' sum and its largest init container,
@@ -128,7 +128,7 @@ static int64_t pod_gpus(const json_t *spec) {
                         json_object_foreach((json_t *)m, k, v) {
                                 int64_t q = 0;
                                 if (!streq(k, "nvidia.com/gpu") && !startswith(k, "nvidia.com/mig-")) continue;
-                                if (json_is_string(v) && kube_quantity_int(json_string_value(v), &q) == 0 && q > 0)
+                                if (kube_quantity_int(kube_json_str(v), &q) == 0 && q > 0)
                                         n += q > CL_QUANTITY_MAX ? CL_QUANTITY_MAX : q;
                                 else if (json_is_integer(v) && json_integer_value(v) > 0)
                                         n += json_integer_value(v) > CL_QUANTITY_MAX ? CL_QUANTITY_MAX
@@ -148,8 +148,8 @@ static bool pod_ready(const json_t *status) {
         size_t i;
         const json_t *c;
         json_array_foreach(json_object_get(status, "conditions"), i, c) {
-                const char *t = json_string_value(json_object_get(c, "type"));
-                const char *s = json_string_value(json_object_get(c, "status"));
+                const char *t = kube_json_str(json_object_get(c, "type"));
+                const char *s = kube_json_str(json_object_get(c, "status"));
                 if (t && s && streq(t, "Ready")) return streq(s, "True");
         }
         return false;
@@ -161,7 +161,7 @@ static int agent_port(const json_t *spec) {
         const json_t *c, *p;
         json_array_foreach(json_object_get(spec, "containers"), i, c)
                 json_array_foreach(json_object_get(c, "ports"), j, p) {
-                const char *n = json_string_value(json_object_get(p, "name"));
+                const char *n = kube_json_str(json_object_get(p, "name"));
                 json_int_t port = json_integer_value(json_object_get(p, "containerPort"));
                 if (n && streq(n, "metrics") && port > 0 && port < 65536) return (int)port;
         }
@@ -198,17 +198,17 @@ static void pending_index_free(struct cluster_facts *f);
 /* Reads one pod. Returns 0, 1 when of no concern, -EBADMSG without a name. */
 static int add_pod(struct cluster_facts *f, const json_t *pod) {
         const json_t *meta = json_object_get(pod, "metadata");
-        const char *ns = json_string_value(json_object_get(meta, "namespace"));
-        const char *name = json_string_value(json_object_get(meta, "name"));
+        const char *ns = kube_json_str(json_object_get(meta, "namespace"));
+        const char *name = kube_json_str(json_object_get(meta, "name"));
         if (!name || !*name) return -EBADMSG;
         if (!ns) ns = "default";
         f->n_pods++;
         const json_t *spec = json_object_get(pod, "spec"), *status = json_object_get(pod, "status");
         const json_t *labels = json_object_get(meta, "labels");
-        const char *node = json_string_value(json_object_get(spec, "nodeName"));
-        const char *phase = json_string_value(json_object_get(status, "phase"));
+        const char *node = kube_json_str(json_object_get(spec, "nodeName"));
+        const char *phase = kube_json_str(json_object_get(status, "phase"));
         if (!phase) phase = "Unknown";
-        const char *rc = json_string_value(json_object_get(spec, "runtimeClassName"));
+        const char *rc = kube_json_str(json_object_get(spec, "runtimeClassName"));
         if (rc && *rc) strv_add(&f->pod_runtimeclasses, &f->n_pod_runtimeclasses, rc, true);
         struct cl_node *n = node && *node ? cluster_node_find(f, node) : NULL;
         bool running = streq(phase, "Running");
@@ -250,7 +250,7 @@ static int add_pod(struct cluster_facts *f, const json_t *pod) {
                 f->pending = xrealloc(f->pending, (f->n_pending + 1) * sizeof *f->pending);
                 struct cl_pending *p = &f->pending[f->n_pending++];
                 *p = (struct cl_pending){ .namespace = xstrndup(ns, 253), .name = xstrndup(name, 253), .gpus = gpus };
-                p->since = cl_parse_time(json_string_value(json_object_get(meta, "creationTimestamp")));
+                p->since = cl_parse_time(kube_json_str(json_object_get(meta, "creationTimestamp")));
                 pending_index_free(f); /* rebuilt on the next look-up */
         }
         return 0;
@@ -287,11 +287,11 @@ static void pending_index_free(struct cluster_facts *f) {
 /* Reads one event (FailedScheduling): its message goes to the pending pod it is about. Returns 0 or 1. */
 static int add_event(struct cluster_facts *f, const json_t *ev) {
         const json_t *obj = json_object_get(ev, "involvedObject");
-        const char *kind = json_string_value(json_object_get(obj, "kind"));
-        const char *ns = json_string_value(json_object_get(obj, "namespace"));
-        const char *name = json_string_value(json_object_get(obj, "name"));
-        const char *reason = json_string_value(json_object_get(ev, "reason"));
-        const char *msg = json_string_value(json_object_get(ev, "message"));
+        const char *kind = kube_json_str(json_object_get(obj, "kind"));
+        const char *ns = kube_json_str(json_object_get(obj, "namespace"));
+        const char *name = kube_json_str(json_object_get(obj, "name"));
+        const char *reason = kube_json_str(json_object_get(ev, "reason"));
+        _cleanup_free_ char *msg = kube_json_strdup(json_object_get(ev, "message")); /* NULs as \\0 */
         f->n_events++;
         if (!kind || !streq(kind, "Pod") || !name || !msg || (reason && !streq(reason, "FailedScheduling"))) return 1;
         struct cl_pending *p = pending_find(f, ns ? ns : "default", name);
@@ -303,7 +303,7 @@ static int add_event(struct cluster_facts *f, const json_t *ev) {
 
 /* Reads one CSINode: the drivers registered on its node. Returns 0 or 1. */
 static int add_csinode(struct cluster_facts *f, const json_t *o) {
-        const char *name = json_string_value(json_object_get(json_object_get(o, "metadata"), "name"));
+        const char *name = kube_json_str(json_object_get(json_object_get(o, "metadata"), "name"));
         struct cl_node *n = name ? cluster_node_find(f, name) : NULL;
         if (!name) return -EBADMSG;
         if (!n) return 1;
@@ -311,7 +311,7 @@ static int add_csinode(struct cluster_facts *f, const json_t *o) {
         size_t i;
         const json_t *d;
         json_array_foreach(json_object_get(json_object_get(o, "spec"), "drivers"), i, d) {
-                const char *dn = json_string_value(json_object_get(d, "name"));
+                const char *dn = kube_json_str(json_object_get(d, "name"));
                 if (dn && n->n_csi_drivers < 64) strv_add(&n->csi_drivers, &n->n_csi_drivers, dn, true);
         }
         return 0;
@@ -331,8 +331,8 @@ static bool selects(const struct cl_strv *sel, const struct cl_strv *labels) {
 /* Reads one Service: kept when it selects the agent's or an exporter's pods. Returns 0 or 1. */
 static int add_service(struct cluster_facts *f, const json_t *o) {
         const json_t *meta = json_object_get(o, "metadata");
-        const char *ns = json_string_value(json_object_get(meta, "namespace"));
-        const char *name = json_string_value(json_object_get(meta, "name"));
+        const char *ns = kube_json_str(json_object_get(meta, "namespace"));
+        const char *name = kube_json_str(json_object_get(meta, "name"));
         if (!name) return -EBADMSG;
         if (!ns) ns = "default";
         struct cl_service s = { 0 };
@@ -358,8 +358,8 @@ static int add_service(struct cluster_facts *f, const json_t *o) {
 /* Reads one ServiceMonitor. Returns 0, or -EBADMSG without a name. */
 static int add_monitor(struct cluster_facts *f, const json_t *o) {
         const json_t *meta = json_object_get(o, "metadata"), *spec = json_object_get(o, "spec");
-        const char *ns = json_string_value(json_object_get(meta, "namespace"));
-        const char *name = json_string_value(json_object_get(meta, "name"));
+        const char *ns = kube_json_str(json_object_get(meta, "namespace"));
+        const char *name = kube_json_str(json_object_get(meta, "name"));
         if (!name) return -EBADMSG;
         if (f->n_monitors >= 10000) return 1;
         struct cl_monitor m = { .namespace = xstrndup(ns ? ns : "default", 253), .name = xstrndup(name, 253) };
@@ -369,14 +369,14 @@ static int add_monitor(struct cluster_facts *f, const json_t *o) {
         const json_t *ex;
         json_array_foreach(json_object_get(selector, "matchExpressions"), e, ex) {
                 if (m.match_expressions.n >= 32) break;
-                const char *key = json_string_value(json_object_get(ex, "key"));
-                const char *op = json_string_value(json_object_get(ex, "operator"));
+                const char *key = kube_json_str(json_object_get(ex, "key"));
+                const char *op = kube_json_str(json_object_get(ex, "operator"));
                 _cleanup_free_ char *values = xstrdup("");
                 size_t k;
                 const json_t *val;
                 bool ok = key && op && *key && !strchr(key, ' ') && strlen(key) <= 317;
                 json_array_foreach(json_object_get(ex, "values"), k, val) {
-                        const char *sv = json_string_value(val);
+                        const char *sv = kube_json_str(val);
                         if (!sv || strchr(sv, ',') || strchr(sv, ' ') || strlen(sv) > 63 || k >= 64) {
                                 ok = false;
                                 break;
@@ -392,8 +392,8 @@ static int add_monitor(struct cluster_facts *f, const json_t *o) {
         m.any_namespace = json_is_true(json_object_get(nss, "any"));
         size_t i;
         const json_t *v;
-        json_array_foreach(json_object_get(nss, "matchNames"), i, v) if (json_is_string(v) && m.n_namespaces < 64)
-                strv_add(&m.namespaces, &m.n_namespaces, json_string_value(v), true);
+        json_array_foreach(json_object_get(nss, "matchNames"), i, v) if (kube_json_str(v) && m.n_namespaces < 64)
+                strv_add(&m.namespaces, &m.n_namespaces, kube_json_str(v), true);
         f->monitors = xrealloc(f->monitors, (f->n_monitors + 1) * sizeof *f->monitors);
         f->monitors[f->n_monitors++] = m;
         return 0;
@@ -402,7 +402,7 @@ static int add_monitor(struct cluster_facts *f, const json_t *o) {
 int cluster_facts_add(struct cluster_facts *f, enum cl_list l, const json_t *item) {
         if (!json_is_object(item)) return -EBADMSG;
         const json_t *meta = json_object_get(item, "metadata");
-        const char *name = json_string_value(json_object_get(meta, "name"));
+        const char *name = kube_json_str(json_object_get(meta, "name"));
         int r;
         switch (l) {
         case CL_LIST_NODES: {
@@ -440,7 +440,7 @@ int cluster_facts_add(struct cluster_facts *f, enum cl_list l, const json_t *ite
                 return 0;
         case CL_LIST_RUNTIMECLASSES: {
                 if (!name) return -EBADMSG;
-                const char *h = json_string_value(json_object_get(item, "handler"));
+                const char *h = kube_json_str(json_object_get(item, "handler"));
                 _cleanup_free_ char *s = xasprintf("%.253s=%.253s", name, h ? h : "");
                 strv_add(&f->runtimeclasses, &f->n_runtimeclasses, s, true);
                 return 0;

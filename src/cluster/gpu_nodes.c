@@ -1,6 +1,7 @@
 /* gpu_nodes.c: which Nodes are GPU nodes: GPU capacity (nvidia.com/gpu, nvidia.com/mig-*), NFD's PCI vendor label, the
  * GPU Operator's label. */
 #include "cluster/cluster.h"
+#include "kube/kube_objects.h"
 #include "basic/util.h"
 
 /* Returns whether resources (a capacity or allocatable map) name a GPU resource with a non-zero count. */
@@ -9,7 +10,7 @@ static bool has_gpu_resource(const json_t *resources) {
         const json_t *v;
         json_object_foreach((json_t *)resources, k, v) {
                 if (!streq(k, "nvidia.com/gpu") && !startswith(k, "nvidia.com/mig-")) continue;
-                const char *q = json_string_value(v);
+                const char *q = kube_json_str(v);
                 if (q && *q && !streq(q, "0")) return true;
         }
         return false;
@@ -17,7 +18,7 @@ static bool has_gpu_resource(const json_t *resources) {
 
 /* Returns whether label key of labels is "true". */
 static bool label_true(const json_t *labels, const char *key) {
-        const char *v = json_string_value(json_object_get(labels, key));
+        const char *v = kube_json_str(json_object_get(labels, key));
         return v && streq(v, "true");
 }
 
@@ -29,6 +30,6 @@ const char *cl_gpu_node_reason(const json_t *node) {
         if (label_true(labels, "feature.node.kubernetes.io/pci-10de.present"))
                 return "label feature.node.kubernetes.io/pci-10de.present=true";
         /* a node whose device plugin has not registered yet still has GFD's product label */
-        if (json_string_value(json_object_get(labels, "nvidia.com/gpu.product"))) return "label nvidia.com/gpu.product";
+        if (kube_json_str(json_object_get(labels, "nvidia.com/gpu.product"))) return "label nvidia.com/gpu.product";
         return NULL;
 }

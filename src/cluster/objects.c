@@ -16,14 +16,14 @@ static const char *const layer_types[CLUSTER_LAYERS] = {
 
 /* Returns a malloc'd copy of the string member key of o (bounded to 4 KiB), or NULL. */
 static char *dup_member(const json_t *o, const char *key) {
-        const char *s = json_string_value(json_object_get(o, key));
+        const char *s = kube_json_str(json_object_get(o, key));
         return s ? xstrndup(s, 4096) : NULL;
 }
 
 /* Returns the count of a resource quantity, 0 when it is not an integer. */
 static int64_t quantity(const json_t *v) {
         int64_t n = 0;
-        const char *q = json_string_value(v);
+        const char *q = kube_json_str(v);
         if (json_is_integer(v))
                 return json_integer_value(v) <= 0                ? 0
                        : json_integer_value(v) > CL_QUANTITY_MAX ? CL_QUANTITY_MAX
@@ -79,9 +79,9 @@ int64_t cl_parse_time(const char *s) {
 static char *driver_version(const json_t *labels) {
         char *full = dup_member(labels, "nvidia.com/cuda.driver-version.full");
         if (full) return full;
-        const char *ma = json_string_value(json_object_get(labels, "nvidia.com/cuda.driver.major"));
-        const char *mi = json_string_value(json_object_get(labels, "nvidia.com/cuda.driver.minor"));
-        const char *rev = json_string_value(json_object_get(labels, "nvidia.com/cuda.driver.rev"));
+        const char *ma = kube_json_str(json_object_get(labels, "nvidia.com/cuda.driver.major"));
+        const char *mi = kube_json_str(json_object_get(labels, "nvidia.com/cuda.driver.minor"));
+        const char *rev = kube_json_str(json_object_get(labels, "nvidia.com/cuda.driver.rev"));
         if (!ma) return NULL;
         return xasprintf("%.32s%s%.32s%s%.32s", ma, mi ? "." : "", mi ? mi : "", rev && *rev ? "." : "",
                          rev ? rev : "");
@@ -91,15 +91,15 @@ static char *driver_version(const json_t *labels) {
 static char *cuda_version(const json_t *labels) {
         char *full = dup_member(labels, "nvidia.com/cuda.runtime-version.full");
         if (full) return full;
-        const char *ma = json_string_value(json_object_get(labels, "nvidia.com/cuda.runtime.major"));
-        const char *mi = json_string_value(json_object_get(labels, "nvidia.com/cuda.runtime.minor"));
+        const char *ma = kube_json_str(json_object_get(labels, "nvidia.com/cuda.runtime.major"));
+        const char *mi = kube_json_str(json_object_get(labels, "nvidia.com/cuda.runtime.minor"));
         if (!ma) return NULL;
         return xasprintf("%.32s.%.32s", ma, mi ? mi : "0");
 }
 
 int cl_node_parse(const json_t *node, struct cl_node *ret) {
         const json_t *meta = json_object_get(node, "metadata");
-        const char *name = json_string_value(json_object_get(meta, "name"));
+        const char *name = kube_json_str(json_object_get(meta, "name"));
         memset(ret, 0, sizeof *ret);
         if (!json_is_object(node) || !name || !*name) return -EBADMSG;
         const char *why = cl_gpu_node_reason(node);
@@ -117,7 +117,7 @@ int cl_node_parse(const json_t *node, struct cl_node *ret) {
                 ret->taints = xcalloc(n, sizeof *ret->taints);
                 for (size_t i = 0; i < n; i++) {
                         const json_t *t = json_array_get(taints, i);
-                        if (!json_string_value(json_object_get(t, "key"))) continue;
+                        if (!kube_json_str(json_object_get(t, "key"))) continue;
                         struct cl_taint *d = &ret->taints[ret->n_taints++];
                         d->key = dup_member(t, "key");
                         d->value = dup_member(t, "value");
@@ -136,10 +136,10 @@ int cl_node_parse(const json_t *node, struct cl_node *ret) {
         ret->mig_config_state = dup_member(labels, "nvidia.com/mig.config.state");
         ret->sharing_strategy = dup_member(labels, "nvidia.com/gpu.sharing-strategy");
         ret->replicas = dup_member(labels, "nvidia.com/gpu.replicas");
-        const char *v = json_string_value(json_object_get(labels, "feature.node.kubernetes.io/pci-15b3.present"));
-        const char *rc = json_string_value(json_object_get(labels, "feature.node.kubernetes.io/rdma.capable"));
+        const char *v = kube_json_str(json_object_get(labels, "feature.node.kubernetes.io/pci-15b3.present"));
+        const char *rc = kube_json_str(json_object_get(labels, "feature.node.kubernetes.io/rdma.capable"));
         ret->rdma_nic = (v && streq(v, "true")) || (rc && streq(rc, "true"));
-        const char *tk = json_string_value(json_object_get(labels, "nvidia.com/gpu.deploy.container-toolkit"));
+        const char *tk = kube_json_str(json_object_get(labels, "nvidia.com/gpu.deploy.container-toolkit"));
         ret->operator_toolkit = tk && streq(tk, "true");
         ret->gpu_capacity = gpu_sum(json_object_get(status, "capacity"));
         ret->gpu_allocatable = gpu_sum(json_object_get(status, "allocatable"));
@@ -147,8 +147,8 @@ int cl_node_parse(const json_t *node, struct cl_node *ret) {
         size_t i;
         const json_t *c;
         json_array_foreach(json_object_get(status, "conditions"), i, c) {
-                const char *type = json_string_value(json_object_get(c, "type"));
-                const char *st = json_string_value(json_object_get(c, "status"));
+                const char *type = kube_json_str(json_object_get(c, "type"));
+                const char *st = kube_json_str(json_object_get(c, "status"));
                 if (!type || !st) continue;
                 if (streq(type, "Ready")) {
                         ret->ready = streq(st, "True") ? 1 : streq(st, "False") ? 0 : -1;
@@ -166,7 +166,7 @@ int cl_node_parse(const json_t *node, struct cl_node *ret) {
                                                          : CL_COND_UNKNOWN;
                         d->reason = dup_member(c, "reason");
                         d->message = dup_member(c, "message");
-                        d->heartbeat = cl_parse_time(json_string_value(json_object_get(c, "lastHeartbeatTime")));
+                        d->heartbeat = cl_parse_time(kube_json_str(json_object_get(c, "lastHeartbeatTime")));
                 }
         }
         return 0;

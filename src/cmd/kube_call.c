@@ -13,7 +13,9 @@
 
 #define KUBE_CALL_BODY_MAX ((size_t)1 << 20) /* a request body (stdin) larger than this is refused */
 
-enum { OPT_MAX_BODY = 0x200 };
+enum { OPT_MAX_BODY = 0x200, OPT_FIELDS };
+
+#define KUBE_CALL_FIELDS_MAX 16 /* --fields names at most this many paths */
 
 /* Reads standard input up to KUBE_CALL_BODY_MAX bytes. Returns 0 with the malloc'd, NUL-terminated
  * text in *ret; -EFBIG when it is larger; -errno when it cannot be read. */
@@ -60,11 +62,65 @@ static int print_outcome(int rc, const char *error, json_t *body, const char *st
         return 0;
 }
 
+/* Copies into dst the member at the dotted path field (e.g. "spec.taints") of src, creating the
+ * objects on the way, when src has it. Returns nothing. */
+static void project_field(json_t *dst, const json_t *src, const char *field) {
+        _cleanup_free_ char *copy = xstrdup(field);
+        char *save = NULL;
+        const json_t *s = src;
+        json_t *d = dst;
+        for (char *part = strtok_r(copy, ".", &save); part; part = strtok_r(NULL, ".", &save)) {
+                const json_t *next = json_object_get(s, part);
+                if (!next) return;
+                char *rest = save && *save ? save : NULL;
+                if (!rest) {
+                        json_object_set(d, part, (json_t *)next);
+                        return;
+                }
+                if (!json_is_object(next)) return;
+                json_t *sub = json_object_get(d, part);
+                if (!sub) {
+                        sub = json_object();
+                        json_object_set_new(d, part, sub);
+                }
+                s = next;
+                d = sub;
+        }
+}
+
+/* Returns a new object with only the fields (dotted paths, n of them) of o; of a list (an object with
+ * an items array), its kind, apiVersion and metadata (the continue token) and each item so cut. Takes
+ * o. Never fails. */
+static json_t *project(json_t *o, char *const *fields, size_t n) {
+        const json_t *items = json_object_get(o, "items");
+        json_t *out = json_object();
+        if (json_is_array(items)) {
+                for (const char *const *k = (const char *const[]){ "kind", "apiVersion", "metadata", NULL }; *k; k++)
+                        if (json_object_get(o, *k)) json_object_set(out, *k, json_object_get(o, *k));
+                json_t *cut = json_array();
+                size_t i;
+                const json_t *it;
+                json_array_foreach(items, i, it) {
+                        json_t *c = json_object();
+                        for (size_t f = 0; f < n; f++) project_field(c, it, fields[f]);
+                        json_array_append_new(cut, c);
+                }
+                json_object_set_new(out, "items", cut);
+        } else {
+                for (size_t f = 0; f < n; f++) project_field(out, o, fields[f]);
+        }
+        json_decref(o);
+        return out;
+}
+
 /* What `gpunode kube-call` was asked: one request and its client's options. */
 struct kube_call_args {
         struct command_args base;
         struct shared_options so;
         size_t max_body;
+        char fields_text[512];              /* --fields, split in place into fields */
+        char *fields[KUBE_CALL_FIELDS_MAX]; /* n_fields 0: the whole answer */
+        size_t n_fields;
         const char *method, *path;
         enum kube_patch_type type;
         bool patch, post;
@@ -115,6 +171,7 @@ static int parse_argv_kube_call(int argc, char **argv, struct kube_call_args *ar
         static const struct option longopts[] = {
                 OPTIONS_KUBE,
                 { "max-body", required_argument, NULL, OPT_MAX_BODY },
+                { "fields", required_argument, NULL, OPT_FIELDS },
                 { 0 },
         };
         shared_options_init(&args->so);
@@ -133,6 +190,32 @@ static int parse_argv_kube_call(int argc, char **argv, struct kube_call_args *ar
                                 return -EINVAL;
                         }
                         args->max_body = (size_t)v;
+                        continue;
+                }
+                if (c == OPT_FIELDS) {
+                        char *save = NULL;
+                        args->n_fields = 0;
+                        if (strlen(optarg) >= sizeof args->fields_text) {
+                                fprintf(stderr, "gpunode kube-call: --fields is longer than %zu characters\n",
+                                        sizeof args->fields_text - 1);
+                                return -EINVAL;
+                        }
+                        snprintf(args->fields_text, sizeof args->fields_text, "%s", optarg);
+                        for (char *f = strtok_r(args->fields_text, ",", &save); f; f = strtok_r(NULL, ",", &save)) {
+                                bool ok = f[0] != '.' && f[strlen(f) - 1] != '.' && !strstr(f, "..");
+                                if (!ok || args->n_fields == KUBE_CALL_FIELDS_MAX) {
+                                        fprintf_escaped(stderr,
+                                                        "gpunode kube-call: --fields takes at most %d dotted paths "
+                                                        "(metadata.name,spec.taints), not '%s'\n",
+                                                        KUBE_CALL_FIELDS_MAX, optarg);
+                                        return -EINVAL;
+                                }
+                                args->fields[args->n_fields++] = f;
+                        }
+                        if (!args->n_fields) {
+                                fprintf(stderr, "gpunode kube-call: --fields names no path\n");
+                                return -EINVAL;
+                        }
                         continue;
                 }
                 _cleanup_free_ char *error = NULL;
@@ -180,6 +263,9 @@ static int run_kube_call(struct kube_call_args *args) {
         if (r < 0) {
                 json_decref(answer);
                 answer = NULL;
+        } else if (answer && args->n_fields) {
+                /* only what the agent reads crosses into it: a Node of megabytes is parsed here, once */
+                answer = project(answer, args->fields, args->n_fields);
         }
         return print_outcome(r, r < 0 ? (err ? err : strerror(-r)) : NULL, answer, "request");
 }
@@ -197,7 +283,10 @@ const struct command command_kube_call = {
                    "  PATH                  the API path, query included and escaped (e.g. "
                    "/api/v1/nodes?labelSelector=a%3Db)\n"
                    "                        the body of a PATCH or POST is read from standard input (at most 1 MiB)\n"
-                   "  --max-body BYTES      the largest answer accepted (default 64 MiB)\n",
+                   "  --max-body BYTES      the largest answer accepted (default 64 MiB)\n"
+                   "  --fields F,...        print only these dotted paths of the answer (of each item of a "
+                   "list;\n"
+                   "                        the list's metadata is kept), e.g. metadata.name,spec.taints\n",
         .shared = SHARED_OPT_KUBECONFIG | SHARED_OPT_TIMEOUT,
         .notes =
                 "prints one JSON object: {\"rc\": 0 or a negative errno, \"error\": a sentence or null, \"body\": the\n"

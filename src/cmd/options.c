@@ -160,7 +160,10 @@ int shared_option(int c, const char *arg, struct shared_options *o, char **ret_e
                 }
                 o->probe.nvml_timeout_ms = (unsigned)ms;
                 return 1;
-        case OPT_NODE: o->node = arg; return 1;
+        case OPT_NODE:
+                if (node_name_check(arg, "--node", ret_error) < 0) return -EINVAL;
+                o->node = arg;
+                return 1;
         case OPT_KUBECONFIG: o->kube.kubeconfig = arg; return 1;
         case OPT_TIMEOUT:
                 if (parse_duration_ms(arg, 1, 600000, &ms) < 0) {
@@ -178,10 +181,43 @@ int shared_option(int c, const char *arg, struct shared_options *o, char **ret_e
         }
 }
 
+int node_name_check(const char *name, const char *what, char **ret_error) {
+        size_t n = name ? strlen(name) : 0;
+        const char *why = NULL;
+        if (n == 0)
+                why = "it is empty";
+        else if (n > 253)
+                why = "it is longer than 253 characters";
+        else
+                for (size_t i = 0; i < n && !why; i++) {
+                        unsigned char c = (unsigned char)name[i];
+                        bool alnum = (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9');
+                        bool edge = i == 0 || i == n - 1 || name[i - 1] == '.' || name[i + 1] == '.';
+                        if (!alnum && c != '-' && c != '.')
+                                why = "only lowercase letters, digits, '-' and '.' may be in it";
+                        else if (!alnum && edge)
+                                why = "it and each of its dot-separated parts must start and end with a lowercase "
+                                      "letter or digit";
+                }
+        if (!why) return 0;
+        _cleanup_free_ char *shown = utf8_sanitize(name ? name : "");
+        for (char *p = shown; *p; p++)
+                if ((unsigned char)*p < ' ' || *p == 0x7f) *p = '?';
+        return errorf(ret_error, -EINVAL, "%s '%.300s' is not a node name (a DNS-1123 subdomain): %s", what, shown,
+                      why);
+}
+
 char *node_name_resolve(const char *flag) {
         if (flag && *flag) return xstrdup(flag);
         const char *env = getenv("NODE_NAME");
-        if (env && *env) return xstrdup(env);
+        if (env && *env) {
+                _cleanup_free_ char *err = NULL;
+                if (node_name_check(env, "$NODE_NAME", &err) < 0) {
+                        fprintf(stderr, "gpunode: %s\n", err);
+                        exit(64); /* EXIT_USAGE: what the downward API sets is never refused */
+                }
+                return xstrdup(env);
+        }
         char *name = NULL;
         if (hostfs_read_line("/proc/sys/kernel/hostname", &name) == 0 && name && *name) {
                 for (char *p = name; *p; p++) *p = (char)tolower((unsigned char)*p);

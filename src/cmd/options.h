@@ -108,8 +108,15 @@ int parse_go_bool(const char *s, bool *ret);
  * environment, with its name in *ret_name (when not NULL), or NULL when none is. Never fails. */
 const char *env_first(const char *const *names, const char **ret_name);
 
-/* The node's name, by the one rule every command follows: flag (--node) when not NULL or empty,
- * else $NODE_NAME, else the host name under the root (/proc/sys/kernel/hostname, through hostfs, so
- * hostfs_init() must have run) lowercased as the kubelet does, else "unknown". Returns it malloc'd
- * (aborts on OOM; never fails otherwise). */
+/* Checks that name is a node name as the API server takes one: a DNS-1123 subdomain (lowercase
+ * letters, digits, '-' and '.', each dot-separated part starting and ending with a letter or digit,
+ * at most 253 characters). Returns 0, or -EINVAL with a malloc'd sentence in *ret_error naming what
+ * (e.g. "--node") and the value (control characters shown as '?'). */
+int node_name_check(const char *name, const char *what, char **ret_error);
+
+/* The node's name, by the one rule every command follows: flag (--node, checked by shared_option())
+ * when not NULL or empty, else $NODE_NAME, else the host name under the root
+ * (/proc/sys/kernel/hostname, through hostfs, so hostfs_init() must have run) lowercased as the
+ * kubelet does, else "unknown". Returns it malloc'd (aborts on OOM). A $NODE_NAME that is not a node
+ * name (node_name_check()) is a usage error: the sentence on stderr, then exit 64. */
 char *node_name_resolve(const char *flag);

@@ -248,7 +248,7 @@ static size_t write_body(char *ptr, size_t size, size_t nmemb, void *userdata) {
 /* Returns the API's Status message in body (malloc'd, control characters replaced), or NULL. */
 static char *status_message(const struct buf *body) {
         if (!body->data) return NULL;
-        json_t *j = json_loadb(body->data, body->len, 0, NULL);
+        json_t *j = json_loadb(body->data, body->len, JSON_ALLOW_NUL, NULL);
         const char *m = json_string_value(json_object_get(j, "message"));
         char *s = m && *m ? xstrndup(m, 512) : NULL;
         json_decref(j);
@@ -287,20 +287,48 @@ static int curl_errno(CURLcode e) {
 /* Returns the API's Status reason in body (e.g. "AlreadyExists"; malloc'd), or NULL. */
 static char *status_reason(const struct buf *body) {
         if (!body->data) return NULL;
-        json_t *j = json_loadb(body->data, body->len, 0, NULL);
+        json_t *j = json_loadb(body->data, body->len, JSON_ALLOW_NUL, NULL);
         const char *m = json_string_value(json_object_get(j, "reason"));
         char *s = m && *m ? xstrndup(m, 64) : NULL;
         json_decref(j);
         return s;
 }
 
-/* Parses a 2xx answer's body (len bytes, data may be NULL) for method on shown. Returns 0 with *ret
- * (not kept when ret is NULL), or -EBADMSG with *ret_error naming shown. */
+/* Returns a copy of text[0..len) (malloc'd, NUL-terminated) in which every \u0000 escape is written
+ * \ufffd, so that jansson, which refuses a NUL in an object key even with JSON_ALLOW_NUL, can parse
+ * it. Only escapes are touched (a backslash is only ever in a string in JSON). Never fails. */
+static char *nul_escapes_replaced(const char *text, size_t len) {
+        char *out = xmalloc(len + 1);
+        memcpy(out, text, len);
+        out[len] = 0;
+        for (size_t i = 0; i + 1 < len; i++) {
+                if (out[i] != '\\') continue;
+                if (out[i + 1] == 'u' && i + 5 < len && !memcmp(out + i + 2, "0000", 4)) memcpy(out + i + 2, "fffd", 4);
+                i++; /* the escaped character: "\\u0000" is a backslash, then text */
+        }
+        return out;
+}
+
+/* Parses a 2xx answer's body (len bytes, data may be NULL) for method on shown. Strings may hold
+ * U+0000 (the API server stores such values): they are kept, with their length (json_string_length);
+ * an object key holding one, which jansson cannot store, is read as U+FFFD. Returns 0 with *ret (not
+ * kept when ret is NULL), or -EBADMSG with *ret_error naming shown and, for a body that is not JSON,
+ * jansson's line, column and words. */
 static int parse_answer(const char *method, const char *data, size_t len, const char *shown, json_t **ret,
                         char **ret_error) {
-        json_error_t jerr;
-        json_t *j = data ? json_loadb(data, len, 0, &jerr) : NULL;
-        if (!j) return errorf(ret_error, -EBADMSG, "%s %s: the answer is not JSON", method, shown);
+        json_error_t jerr = { 0 };
+        json_t *j = data ? json_loadb(data, len, JSON_ALLOW_NUL, &jerr) : NULL;
+        if (!j && data && json_error_code(&jerr) == json_error_null_byte_in_key) {
+                _cleanup_free_ char *fixed = nul_escapes_replaced(data, len);
+                j = json_loadb(fixed, len, JSON_ALLOW_NUL, &jerr);
+        }
+        if (!j && !data)
+                return errorf(ret_error, -EBADMSG, "%s %s: the answer is not JSON (an empty body)", method, shown);
+        if (!j) {
+                _cleanup_free_ char *why = utf8_sanitize(jerr.text);
+                return errorf(ret_error, -EBADMSG, "%s %s: the answer is not JSON (line %d, column %d: %s)", method,
+                              shown, jerr.line, jerr.column, why);
+        }
         if (!json_is_object(j) && !json_is_array(j)) {
                 json_decref(j);
                 return errorf(ret_error, -EBADMSG, "%s %s: the answer is not a JSON object", method, shown);
@@ -477,11 +505,7 @@ int kube_post(struct kube_client *c, const char *path, const char *body, json_t 
         return kube_write(c, "POST", path, "application/json", body, ret, ret_error);
 }
 
-/* Returns s escaped for a URL path segment or query value (malloc'd): every byte but ALPHA, DIGIT
- * and "-._~" as %XX, as curl_easy_escape() does, written here so that a snapshot replays without
- * libcurl. Never fails (aborts on out-of-memory). */
-static char *escape(struct kube_client *c, const char *s) {
-        (void)c;
+char *kube_query_escape(const char *s) {
         static const char hex[] = "0123456789ABCDEF";
         struct buf b = { 0 };
         for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
@@ -497,7 +521,7 @@ static char *escape(struct kube_client *c, const char *s) {
 
 int kube_get_node(struct kube_client *c, const char *name, json_t **ret, char **ret_error) {
         if (!name || !*name) return errorf(ret_error, -EINVAL, "no node name");
-        _cleanup_free_ char *n = escape(c, name);
+        _cleanup_free_ char *n = kube_query_escape(name);
         _cleanup_free_ char *path = xasprintf("/api/v1/nodes/%s", n);
         return kube_get(c, path, ret, ret_error);
 }
@@ -506,16 +530,16 @@ int kube_list_pods(struct kube_client *c, const char *node, const char *namespac
                    json_t **ret, char **ret_error) {
         if (!node || !*node) return errorf(ret_error, -EINVAL, "no node name");
         _cleanup_free_ char *sel = xasprintf("spec.nodeName=%s", node);
-        _cleanup_free_ char *fs = escape(c, sel);
+        _cleanup_free_ char *fs = kube_query_escape(sel);
         struct buf p = { 0 };
         if (namespace && *namespace) {
-                _cleanup_free_ char *ns = escape(c, namespace);
+                _cleanup_free_ char *ns = kube_query_escape(namespace);
                 buf_printf(&p, "/api/v1/namespaces/%s/pods", ns);
         } else
                 buf_puts(&p, "/api/v1/pods");
         buf_printf(&p, "?fieldSelector=%s", fs);
         if (label_selector && *label_selector) {
-                _cleanup_free_ char *ls = escape(c, label_selector);
+                _cleanup_free_ char *ls = kube_query_escape(label_selector);
                 buf_printf(&p, "&labelSelector=%s", ls);
         }
         int r = kube_get(c, p.data, ret, ret_error);
@@ -529,7 +553,7 @@ int kube_list_namespaces(struct kube_client *c, json_t **ret, char **ret_error) 
 
 int kube_list_nodes(struct kube_client *c, const char *label_selector, json_t **ret, char **ret_error) {
         if (!label_selector || !*label_selector) return kube_get(c, "/api/v1/nodes", ret, ret_error);
-        _cleanup_free_ char *ls = escape(c, label_selector);
+        _cleanup_free_ char *ls = kube_query_escape(label_selector);
         _cleanup_free_ char *path = xasprintf("/api/v1/nodes?labelSelector=%s", ls);
         return kube_get(c, path, ret, ret_error);
 }

@@ -51,6 +51,12 @@ const char *kube_client_server(const struct kube_client *c);
  * only the outcome matters. */
 int kube_get(struct kube_client *c, const char *path, json_t **ret, char **ret_error);
 
+/* Returns s escaped for a URL path segment or query value (malloc'd): every byte but ALPHA, DIGIT and
+ * "-._~" as %XX, as curl_easy_escape() does (written here so that a snapshot replays without libcurl):
+ * the one escape for every name put into an API path (a node's, an Event's) and every query value.
+ * Never fails (aborts on out-of-memory). */
+char *kube_query_escape(const char *s);
+
 /* GETs /api/v1/nodes/<name>. Returns as kube_get(); -ENOENT when the node does not exist. */
 int kube_get_node(struct kube_client *c, const char *name, json_t **ret, char **ret_error);
 

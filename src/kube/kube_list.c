@@ -6,20 +6,6 @@
 
 #define KUBE_LIST_MAX_PAGES 100000u
 
-char *kube_query_escape(const char *s) {
-        static const char hex[] = "0123456789ABCDEF";
-        struct buf b = { 0 };
-        for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
-                if (isalnum(*p) || *p == '-' || *p == '.' || *p == '_' || *p == '~') {
-                        buf_append(&b, (const char *)p, 1);
-                } else {
-                        char e[3] = { '%', hex[*p >> 4], hex[*p & 15] };
-                        buf_append(&b, e, 3);
-                }
-        }
-        return b.data ? b.data : xstrdup("");
-}
-
 /* Returns the path of one page (malloc'd): req's selectors and limit, and the continue token when not NULL. */
 static char *page_path(const struct kube_list_request *req, const char *cont) {
         struct buf b = { 0 };
@@ -39,9 +25,60 @@ static char *page_path(const struct kube_list_request *req, const char *cont) {
         return b.data;
 }
 
+/* The continue tokens a list was answered, as 64-bit FNV-1a hashes (open addressing, grown at half
+ * full): a token seen before means the server leads the list round in a cycle. */
+struct token_set {
+        uint64_t *h; /* 0: a free slot (a hash of 0 is stored as 1) */
+        size_t cap, n;
+};
+
+/* Returns the FNV-1a hash of s, never 0. */
+static uint64_t token_hash(const char *s) {
+        uint64_t h = 1469598103934665603ull;
+        for (; *s; s++) h = (h ^ (unsigned char)*s) * 1099511628211ull;
+        return h ? h : 1;
+}
+
+/* Adds token to t. Returns true when it was there already; aborts on out-of-memory. */
+static bool token_seen(struct token_set *t, const char *token) {
+        if ((t->n + 1) * 2 > t->cap) {
+                struct token_set g = { .cap = t->cap ? t->cap * 2 : 64 };
+                g.h = xcalloc(g.cap, sizeof *g.h);
+                for (size_t i = 0; i < t->cap; i++) {
+                        if (!t->h[i]) continue;
+                        size_t j = t->h[i] & (g.cap - 1);
+                        while (g.h[j]) j = (j + 1) & (g.cap - 1);
+                        g.h[j] = t->h[i];
+                        g.n++;
+                }
+                free(t->h);
+                *t = g;
+        }
+        uint64_t h = token_hash(token);
+        size_t j = h & (t->cap - 1);
+        while (t->h[j]) {
+                if (t->h[j] == h) return true;
+                j = (j + 1) & (t->cap - 1);
+        }
+        t->h[j] = h;
+        t->n++;
+        return false;
+}
+
+/* kube_list_all's page getter: kube_get() on the client. */
+static int client_get(void *userdata, const char *path, json_t **ret, char **ret_error) {
+        return kube_get(userdata, path, ret, ret_error);
+}
+
 int kube_list_all(struct kube_client *c, const struct kube_list_request *req, kube_list_item_fn fn, void *userdata,
                   struct kube_list_stats *ret_stats, char **ret_error) {
+        return kube_list_all_with(client_get, c, req, fn, userdata, ret_stats, ret_error);
+}
+
+int kube_list_all_with(kube_list_get_fn get, void *get_userdata, const struct kube_list_request *req,
+                       kube_list_item_fn fn, void *userdata, struct kube_list_stats *ret_stats, char **ret_error) {
         struct kube_list_stats st = { 0 };
+        struct token_set seen = { 0 };
         _cleanup_free_ char *cont = NULL;
         int r = 0;
         if (!req || !req->path || req->path[0] != '/') return errorf(ret_error, -EINVAL, "no list path");
@@ -53,7 +90,7 @@ int kube_list_all(struct kube_client *c, const struct kube_list_request *req, ku
                 _cleanup_free_ char *path = page_path(req, cont);
                 json_t *page = NULL;
                 _cleanup_free_ char *err = NULL;
-                r = kube_get(c, path, &page, &err);
+                r = get(get_userdata, path, &page, &err);
                 if (r < 0) {
                         if (st.pages == 0)
                                 r = errorf(ret_error, r, "%s", err ? err : strerror(-r));
@@ -83,6 +120,8 @@ int kube_list_all(struct kube_client *c, const struct kube_list_request *req, ku
                 }
                 const char *next = json_string_value(json_object_get(json_object_get(page, "metadata"), "continue"));
                 bool stuck = next && cont && streq(next, cont);
+                /* any token answered before (A -> B -> A): the list goes round for ever, the items counted again */
+                bool cycle = !stuck && next && *next && token_seen(&seen, next);
                 free(cont);
                 cont = next && *next ? xstrdup(next) : NULL;
                 json_decref(page);
@@ -95,12 +134,20 @@ int kube_list_all(struct kube_client *c, const struct kube_list_request *req, ku
                                    req->path);
                         break;
                 }
+                if (r >= 0 && cycle) {
+                        r = errorf(ret_error, -EBADMSG,
+                                   "list %s: page %zu answered a continue token already answered on an earlier page: "
+                                   "the list goes round in a cycle (%zu items so far, counted again)",
+                                   req->path, st.pages, st.items);
+                        break;
+                }
                 if (r < 0) {
                         errorf(ret_error, r, "list %s: %s", req->path, strerror(-r));
                         break;
                 }
                 if (!cont) break;
         }
+        free(seen.h);
         if (ret_stats) *ret_stats = st;
         return r;
 }

@@ -4,10 +4,36 @@
 
 #include <inttypes.h>
 
-/* Returns a malloc'd copy of a string member, or NULL. */
+const char *kube_json_str(const json_t *v) {
+        const char *s = json_string_value(v);
+        return s && strlen(s) == json_string_length(v) ? s : NULL;
+}
+
+char *kube_json_strdup(const json_t *v) {
+        const char *s = json_string_value(v);
+        if (!s) return NULL;
+        size_t n = json_string_length(v);
+        if (strlen(s) == n) return xstrdup(s);
+        struct buf b = { 0 };
+        for (size_t i = 0; i < n; i++) {
+                if (s[i])
+                        buf_append(&b, s + i, 1);
+                else
+                        buf_append(&b, "\\0", 2);
+        }
+        return b.data;
+}
+
+/* Returns a malloc'd copy of an identifying string member (kube_json_str: NULL when it holds a NUL),
+ * or NULL. */
 static char *str_member(const json_t *o, const char *key) {
-        const char *s = json_string_value(json_object_get(o, key));
+        const char *s = kube_json_str(json_object_get(o, key));
         return s ? xstrdup(s) : NULL;
+}
+
+/* Returns a malloc'd copy of a free-text member (a message: NULs written "\\0"), or NULL. */
+static char *text_member(const json_t *o, const char *key) {
+        return kube_json_strdup(json_object_get(o, key));
 }
 
 /* Copies the string values of a JSON object into *ret and *ret_n (non-strings skipped). */
@@ -16,8 +42,8 @@ static void kv_copy(const json_t *o, struct kube_kv **ret, size_t *ret_n) {
         const char *k;
         const json_t *v;
         json_object_foreach((json_t *)o, k, v) {
-                const char *s = json_string_value(v);
-                if (!s) continue;
+                const char *s = kube_json_str(v);
+                if (!s) continue; /* a value cut at a NUL would be another value */
                 *ret = xrealloc(*ret, (*ret_n + 1) * sizeof **ret);
                 (*ret)[(*ret_n)++] = (struct kube_kv){ xstrdup(k), xstrdup(s) };
         }
@@ -66,9 +92,9 @@ static int condition(const json_t *conds, const char *type, const json_t **ret_c
         const json_t *c;
         *ret_cond = NULL;
         json_array_foreach(conds, i, c) {
-                if (!streq_ptr(json_string_value(json_object_get(c, "type")), type)) continue;
+                if (!streq_ptr(kube_json_str(json_object_get(c, "type")), type)) continue;
                 *ret_cond = c;
-                const char *s = json_string_value(json_object_get(c, "status"));
+                const char *s = kube_json_str(json_object_get(c, "status"));
                 return streq_ptr(s, "True") ? 1 : streq_ptr(s, "False") ? 0 : -1;
         }
         return -1;
@@ -77,7 +103,7 @@ static int condition(const json_t *conds, const char *type, const json_t **ret_c
 int kube_node_info_parse(const json_t *node, struct kube_node_info *ret) {
         *ret = (struct kube_node_info){ .ready = -1 };
         const json_t *meta = json_object_get(node, "metadata");
-        const char *name = json_string_value(json_object_get(meta, "name"));
+        const char *name = kube_json_str(json_object_get(meta, "name"));
         if (!json_is_object(node) || !name) return -EBADMSG;
         ret->name = xstrdup(name);
         kv_copy(json_object_get(meta, "labels"), &ret->labels, &ret->n_labels);
@@ -90,7 +116,7 @@ int kube_node_info_parse(const json_t *node, struct kube_node_info *ret) {
         ret->ready = condition(json_object_get(st, "conditions"), "Ready", &c);
         if (c) {
                 ret->ready_reason = str_member(c, "reason");
-                ret->ready_message = str_member(c, "message");
+                ret->ready_message = text_member(c, "message");
         }
         return 0;
 }
@@ -111,7 +137,7 @@ static void add_containers(struct kube_pod_info *p, const json_t *arr, bool init
         size_t i;
         const json_t *cs;
         json_array_foreach(arr, i, cs) {
-                const char *name = json_string_value(json_object_get(cs, "name"));
+                const char *name = kube_json_str(json_object_get(cs, "name"));
                 if (!name) continue;
                 struct kube_container c = { .name = xstrdup(name), .init = init };
                 c.ready = json_is_true(json_object_get(cs, "ready"));
@@ -125,14 +151,14 @@ static void add_containers(struct kube_pod_info *p, const json_t *arr, bool init
                         c.state = KUBE_STATE_RUNNING;
                 if (s && c.state != KUBE_STATE_RUNNING) {
                         c.reason = str_member(s, "reason");
-                        c.message = str_member(s, "message");
+                        c.message = text_member(s, "message");
                         c.exit_code = (int)json_integer_value(json_object_get(s, "exitCode"));
                 }
                 const json_t *last = json_object_get(json_object_get(cs, "lastState"), "terminated");
                 if (json_is_object(last)) {
                         c.has_last = true;
                         c.last_reason = str_member(last, "reason");
-                        c.last_message = str_member(last, "message");
+                        c.last_message = text_member(last, "message");
                         c.last_exit_code = (int)json_integer_value(json_object_get(last, "exitCode"));
                 }
                 p->containers = xrealloc(p->containers, (p->n_containers + 1) * sizeof *p->containers);
@@ -167,7 +193,7 @@ int kube_pod_list_parse(const json_t *list, struct kube_pod_info **ret, size_t *
         const json_t *it;
         json_array_foreach(items, i, it) {
                 const json_t *meta = json_object_get(it, "metadata");
-                const char *name = json_string_value(json_object_get(meta, "name"));
+                const char *name = kube_json_str(json_object_get(meta, "name"));
                 if (!name) continue;
                 struct kube_pod_info p = { .name = xstrdup(name), .ready = -1 };
                 p.namespace = str_member(meta, "namespace");
@@ -177,7 +203,7 @@ int kube_pod_list_parse(const json_t *list, struct kube_pod_info **ret, size_t *
                 p.phase = str_member(st, "phase");
                 p.pod_ip = str_member(st, "podIP");
                 p.reason = str_member(st, "reason");
-                p.message = str_member(st, "message");
+                p.message = text_member(st, "message");
                 const json_t *c;
                 p.ready = condition(json_object_get(st, "conditions"), "Ready", &c);
                 const json_t *spec = json_object_get(it, "spec");

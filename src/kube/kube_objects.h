@@ -50,6 +50,16 @@ struct kube_pod_info {
         bool requests_gpu;   /* a container's limits or requests name an nvidia.com/ resource */
 };
 
+/* Returns v's string when v is a JSON string without an embedded U+0000 (owned by v), else NULL. For
+ * what identifies something (a name, a uid, a label's or taint's key and value): a string cut at a
+ * NUL would silently be another value, so such a string counts as absent. Never fails. */
+const char *kube_json_str(const json_t *v);
+
+/* Returns a malloc'd copy of v's string with each embedded U+0000 written as the two characters
+ * "\\0" (for messages and evidence: nothing is cut), or NULL when v is not a string. Never fails
+ * (aborts on out-of-memory). */
+char *kube_json_strdup(const json_t *v);
+
 /* Fills *ret from a Node object. Returns 0, or -EBADMSG when node is not a JSON object with
  * metadata.name. Missing optional parts are left empty. */
 int kube_node_info_parse(const json_t *node, struct kube_node_info *ret);

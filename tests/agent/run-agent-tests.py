@@ -5,8 +5,10 @@
 Healthy node (conditions False, the kubelet's Ready and another tool's condition kept), a driver
 failure (layer 1 True, a Warning Event, the layers above Unknown), healing (a Normal Event, back to
 False), flapping (bounded Events), the API down then back, 409 once, 403 (the log names the
-permission), the taint's circuit breaker, a huge answer; then with a hold-down: flapping (Events
-bounded by the hold-down), an Event refused alone is retried; the labels loop. Debian's python3, standard library only."""
+permission), the taint's circuit breaker, a huge answer, U+0000 in an annotation of the Node; then with
+a hold-down: flapping (Events bounded by the hold-down), an Event refused alone is retried; the labels
+loop; then a cluster of 2,000 GPU nodes of 5.8 KiB (the circuit breaker's list paged, the taint set).
+Debian's python3, standard library only."""
 import json, os, shutil, signal, subprocess, sys, tempfile, time
 
 sys.dont_write_bytecode = True  # no __pycache__ in the source tree
@@ -29,6 +31,9 @@ node = json.load(open(node_file))
 node["status"]["conditions"].append({"type": "OtherToolProblem", "status": "False", "reason": "Fine",
                                      "message": "another tool's", "lastTransitionTime": "2026-01-01T00:00:00Z",
                                      "lastHeartbeatTime": "2026-01-01T00:00:00Z"})
+# U+0000 in an annotation (the API server stores such values): before, every answer about the Node was
+# refused as "not JSON", no condition was written and kubelet.api-access said the API refused gpunode
+node["metadata"].setdefault("annotations", {})["example.com/nul"] = "before\u0000after"
 json.dump(node, open(node_file, "w"))
 for name, tainted in (("gpu-b", True), ("gpu-c", False)):
     other = json.loads(json.dumps(node))
@@ -81,9 +86,9 @@ for k in ("KUBERNETES_SERVICE_HOST", "KUBERNETES_SERVICE_PORT", "http_proxy", "h
     env.pop(k, None)
 
 
-def start_agent(*extra, labels=False, interval="1s", hold_down="0"):
+def start_agent(*extra, labels=False, interval="1s", hold_down="0", kubeconfig=None):
     p = subprocess.Popen([gpunode, "agent", "--listen", "127.0.0.1:%d" % port, "--root", root, "--nvml-library", fake_nvml,
-                          "--kubeconfig", tmp + "/kubeconfig", "--check-interval", interval, "--heartbeat", "30s",
+                          "--kubeconfig", kubeconfig or tmp + "/kubeconfig", "--check-interval", interval, "--heartbeat", "30s",
                           "--event-hold-down", hold_down, "--api-backoff-max", "2s", "--timeout", "3s"] +
                          ([] if labels else ["--no-labels"]) +
                          ["--dcgm-url", "http://127.0.0.1:%d/dcgm/metrics" % metrics_port,
@@ -133,6 +138,11 @@ try:
     check(conds.get("OtherToolProblem", {}).get("message") == "another tool's", "another tool's condition is kept")
     st, body = http("/report")
     check(st == 200 and json.loads(body)["schema"] == "gpunode.report/v1", "/report serves the report")
+    api_access = next((c for c in json.loads(body).get("checks", []) if c.get("id") == "kubelet.api-access"), {})
+    check(api_access.get("status") == "pass", "with U+0000 in a Node annotation, kubelet.api-access passes (%s: %s)"
+          % (api_access.get("status"), api_access.get("summary")))
+    check(api_get("/api/v1/nodes/k8s-healthy")["metadata"]["annotations"]["example.com/nul"] == "before\u0000after",
+          "the annotation with U+0000 is kept as it was")
     st, body = http("/")
     check(st == 200 and b"<html" in body.lower(), "/ serves the status page")
     st, body = http("/metrics")
@@ -294,6 +304,47 @@ try:
     ev = [e for e in events() if e["type"] == "Warning" and e["reason"] == "DriverModuleSignature"]
     check(bool(ev) and ev[0]["message"].startswith("GPUHardwareProblem is True"), "the Warning Event is stored")
     check(agent.poll() is None, "the second agent is still running")
+    agent.send_signal(signal.SIGTERM)
+    agent.wait(10)
+
+    # A third agent in a cluster of 2,000 GPU nodes of 5.8 KiB (11.6 MB of Nodes, past the agent's 8 MiB
+    # answer bound): before, the circuit breaker's one unpaged list was "too large" and the failing node
+    # was never tainted; now the list is paged (100 a page) and cut to names and taints in the child.
+    big = tmp + "/api-big"
+    shutil.copytree(api, big)
+    plain = json.loads(json.dumps(node))  # this cluster's Nodes hold no U+0000: one defect at a time
+    del plain["metadata"]["annotations"]["example.com/nul"]
+    json.dump(plain, open(big + "/api/v1/nodes/k8s-healthy.json", "w"))
+    pad = "x" * 3550
+    for i in range(2000):
+        o = json.loads(json.dumps(node))
+        o["metadata"].update({"name": "gpu-%04d" % i, "uid": "uid-%d" % i,
+                              "labels": {"nvidia.com/gpu.present": "true", "kubernetes.io/hostname": "gpu-%04d" % i},
+                              "annotations": {"example.com/pad": pad}})
+        o["spec"]["taints"] = []
+        with open(big + "/api/v1/nodes/gpu-%04d.json" % i, "w") as f:
+            json.dump(o, f)
+    size = os.path.getsize(big + "/api/v1/nodes/gpu-0000.json")
+    check(5500 <= size <= 6500, "a GPU node of the big cluster is %d bytes" % size)
+    big_srv, big_port = H.start_kube_server(tmp + "/certs", big, "agent-token-0123456789", tmp + "/api-big.out",
+                                            lifetime=120, log=tmp + "/requests-big.log")
+    H.write_kubeconfig(tmp + "/kubeconfig-big", big_port, tmp + "/certs/ca.crt", "agent-token-0123456789")
+    BIG = H.Api(big_port, tmp + "/certs/ca.crt", "agent-token-0123456789")
+    set_root("broken")
+    t0 = time.time()
+    agent = start_agent("--taint", kubeconfig=tmp + "/kubeconfig-big")
+    tainted = wait(lambda: [t for t in BIG.get("/api/v1/nodes/k8s-healthy")["spec"].get("taints", [])
+                            if t["key"] == "gpunode.io/unhealthy"], 40)
+    check(bool(tainted) and tainted[0]["value"] == "hardware",
+          "2,000 GPU nodes: the failing node is tainted gpunode.io/unhealthy=hardware (%.1f s)" % (time.time() - t0))
+    lists = [json.loads(l) for l in open(tmp + "/requests-big.log") if '"/api/v1/nodes"' in l]
+    limits = {e["query"].get("limit") for e in lists}
+    check(len(lists) >= 21 and limits == {"100"} and any("continue" in e["query"] for e in lists) and
+          all(e["status"] == 200 for e in lists),
+          "the circuit breaker's lists are paged: %d pages, limit %s" % (len(lists), sorted(limits)))
+    check("taint set: gpunode.io/unhealthy=hardware:NoSchedule" in open(tmp + "/agent.log").read(),
+          "the log writes the taint as kubectl does (key=value:effect)")
+    check(agent.poll() is None, "the third agent is still running")
 finally:
     H.stop_all(term_first=True)
     if H.failed:

@@ -182,6 +182,23 @@ check(w.returncode == 1 and rest.count("Verdict: degraded") == 1 and "Verdict: h
 srv.control({"lists": {"forbid": []}})
 srv.stop()
 
+# ---- U+0000 in API strings (the API server stores such values) ----
+# Before: one such pod anywhere made every list "not JSON" and `gpunode cluster` exit 69. Now the
+# cluster is judged; a name holding U+0000 is no name (never cut into another one).
+d = base()
+d["pods"][0]["metadata"].setdefault("annotations", {})["example.com/nul"] = "a\u0000b"
+d["pods"][0]["metadata"].setdefault("labels", {})["example.com/cut"] = "gpu-0001\u0000evil"
+d["nodes"][0]["metadata"].setdefault("annotations", {})["example.com/nul"] = "\u0000"
+evil = copy.deepcopy(d["nodes"][1])
+evil["metadata"]["name"] = d["nodes"][1]["metadata"]["name"] + "\u0000evil"
+d["nodes"].append(evil)
+srv = Server(d, "nul")
+r, doc = cluster_json(srv)
+check(r.returncode == 0 and doc and doc["verdict"] == "healthy" and doc["summary"]["gpu_nodes"] == 4,
+      "U+0000 in a pod's label and annotation, a Node's annotation and a Node's name: still judged, healthy, "
+      "the node named with U+0000 not counted (exit %d)" % r.returncode, r.stderr[-1500:])
+srv.stop()
+
 # ---- one node's driver broken ----
 d = base()
 bad = get_node(d, "gpu-0001")
@@ -394,6 +411,13 @@ srv.control({"lists": {"expire": "never", "repeat_continue": True}})
 r = srv.run("--chunk-size", "2")
 check(r.returncode == 69 and r.stdout == "" and "continue" in r.stderr,
       "a continue token that does not advance: exit 69 at once, no partial verdict", r.stderr)
+# A -> B -> A: before, followed until 100,000 pages (1,314 pages in 60 s); now caught on page 3
+srv.control({"lists": {"repeat_continue": False, "cycle_continue": True}})
+t0 = time.monotonic()
+r = srv.run("--chunk-size", "2", timeout=20)
+check(r.returncode == 69 and r.stdout == "" and "cycle" in r.stderr and "/api/v1/nodes" in r.stderr and
+      time.monotonic() - t0 < 5, "a continue-token cycle A -> B -> A: exit 69 at once (%.1f s), naming the list"
+      % (time.monotonic() - t0), r.stderr)
 srv.stop()
 
 # ---- usage ----

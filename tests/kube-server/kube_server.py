@@ -88,7 +88,9 @@ responses folder, as the API server lists them:
     gpunode:gpunode" cannot list resource "nodes" in API group "" at the cluster scope); hang_after_pages:
     a list's page N+1 and later never answer (a timeout part-way); expire: continue tokens answer 410
     Expired (once: the next one only); "repeat_continue": true answers every continued page with the
-    token it was sent, as a broken proxy might. Answers {"lists": ...}.
+    token it was sent, as a broken proxy might; "cycle_continue": true answers the second continued
+    page and later ones with the token the first page answered (A -> B -> A -> B ...). Answers
+    {"lists": ...}.
 
 Controls (no authentication; for the tests that drive an agent against one running server):
   POST /_control {"writes": W, "down_seconds": N}  sets how writes (PATCH, POST) are answered:
@@ -400,6 +402,7 @@ class State:
         self.down_until = 0.0
         self.requests = []
         self.lists = {"forbid": [], "hang_after_pages": 0, "expire": "never"}
+        self.folder = None             # name -> node of the responses folder, read once
 
     def next_rv(self):
         self.rv += 1
@@ -772,7 +775,7 @@ class Handler(http.server.BaseHTTPRequestHandler):
             return
         q = dict(urllib.parse.parse_qsl(u.query, keep_blank_values=True))
         if path == "/api/v1/nodes":
-            self.send_json(200, self.node_list(q.get("labelSelector")))
+            self.node_list(q)
             return
         if e and not e.group(2):
             with st.lock:
@@ -882,10 +885,23 @@ class Handler(http.server.BaseHTTPRequestHandler):
                 {"v": "meta.k8s.io/v1", "rv": int(cl.rv), "start": nxt, "page": page + 1, "t": time.time()}).encode()).decode()
         if cont and lists.get("repeat_continue"):
             meta["continue"] = cont  # a broken server or proxy: the token it was sent, again
+        self.cycle_token(meta, cont, page)
         head = json.dumps({"kind": kind, "apiVersion": "v1" if col.startswith("/api/") else col.split("/")[2] + "/" + col.split("/")[3],
                            "metadata": meta})[:-1].encode()
         self.send_body(200, head + b',"items":[' + b",".join(out) + b"]}")
         return True
+
+    def cycle_token(self, meta, cont, page):
+        """With the cycle_continue control: the first page's token is remembered, and every continued page
+        after the first answers it again (A -> B -> A), as a broken proxy might."""
+        st = self.server.state
+        with st.lock:
+            if not st.lists.get("cycle_continue"):
+                return
+            if not cont and meta.get("continue"):
+                st.lists["_first_token"] = meta["continue"]
+            elif cont and page >= 2 and st.lists.get("_first_token"):
+                meta["continue"] = st.lists["_first_token"]
 
     def discovery(self, path):
         """Returns the legacy discovery document for path (/api, /apis, /api/v1, /apis/G/V), or None: what
@@ -935,24 +951,79 @@ class Handler(http.server.BaseHTTPRequestHandler):
             self.send_body(503, status_body(503, "ServiceUnavailable", "error trying to reach service: dial tcp %s:%s: %s" %
                                             (ip, port, getattr(ex, "reason", ex))))
 
-    def node_list(self, selector):
-        """Returns a NodeList of the folder's nodes as now stored, filtered by selector."""
+    def folder_nodes(self):
+        """Returns {name: node} of the folder's Node files, read once (a test may put thousands there)."""
         st = self.server.state
-        d = os.path.join(self.server.cfg.responses, "api", "v1", "nodes")
-        names = set()
-        try:
-            names = {f[:-5] for f in os.listdir(d) if f.endswith(".json") and "?" not in f}
-        except OSError:
-            pass
-        items = []
         with st.lock:
-            names |= set(st.nodes)
-            for n in sorted(names):
-                node = st.nodes.get(n) or load_json_file(os.path.join(d, n + ".json"))
-                if is_node(node) and selector_matches(selector, node["metadata"].get("labels") or {}):
-                    items.append(node)
-            return {"kind": "NodeList", "apiVersion": "v1", "metadata": {"resourceVersion": str(st.rv)},
-                    "items": items}
+            if st.folder is None:
+                d = os.path.join(self.server.cfg.responses, "api", "v1", "nodes")
+                st.folder = {}
+                try:
+                    names = [f[:-5] for f in os.listdir(d) if f.endswith(".json") and "?" not in f]
+                except OSError:
+                    names = []
+                for n in names:
+                    node = load_json_file(os.path.join(d, n + ".json"))
+                    if is_node(node):
+                        st.folder[n] = node
+            return st.folder
+
+    def node_list(self, q):
+        """Answers a NodeList of the folder's nodes as now stored, filtered by the labelSelector and paged
+        (limit, continue) as the API server pages."""
+        st = self.server.state
+        selector = q.get("labelSelector")
+        try:
+            limit = int(q.get("limit") or 0)
+        except ValueError:
+            limit = 0
+        folder = self.folder_nodes()
+        with st.lock:
+            lists = dict(st.lists)
+            names = sorted(set(folder) | set(st.nodes))
+            rv = str(st.rv)
+        start, page = "", 0
+        cont = q.get("continue")
+        if cont:
+            import base64
+            try:
+                tok = json.loads(base64.b64decode(cont))
+                start, page, issued = tok["start"], int(tok["page"]), float(tok["t"])
+            except (ValueError, KeyError, TypeError):
+                self.send_body(400, status_body(400, "BadRequest", "continue key is not valid: illegal base64 data"))
+                return
+            expire = lists.get("expire", "never")
+            if expire in ("once", "always") or time.time() - issued > self.server.cfg.continue_ttl:
+                if expire == "once":
+                    with st.lock:
+                        st.lists["expire"] = "never"
+                self.send_body(410, status_body(410, "Expired", EXPIRED_MESSAGE))
+                return
+        items, nxt, remaining = [], None, 0
+        with st.lock:
+            for n in names:
+                if start and n < start:
+                    continue
+                node = st.nodes.get(n) or folder.get(n)
+                if not is_node(node) or not selector_matches(selector, node["metadata"].get("labels") or {}):
+                    continue
+                if limit and len(items) == limit:
+                    if nxt is None:
+                        nxt = n
+                    remaining += 1
+                    continue
+                items.append(json.dumps(node, separators=(",", ":")))
+        meta = {"resourceVersion": rv}
+        if nxt is not None:
+            import base64
+            meta["continue"] = base64.b64encode(json.dumps(
+                {"v": "meta.k8s.io/v1", "rv": int(rv), "start": nxt, "page": page + 1, "t": time.time()}).encode()).decode()
+            meta["remainingItemCount"] = remaining
+        if cont and lists.get("repeat_continue"):
+            meta["continue"] = cont
+        self.cycle_token(meta, cont, page)
+        head = json.dumps({"kind": "NodeList", "apiVersion": "v1", "metadata": meta})[:-1]
+        self.send_body(200, (head + ',"items":[' + ",".join(items) + "]}").encode())
 
     # ---- writes ----
 

@@ -203,6 +203,23 @@ static void test_taint(void **state) {
         agent_taint_count(lists, 2, "a", &n, &tainted);
         assert_int_equal(n, 4);
         assert_int_equal(tainted, 1);
+        /* page by page: a name seen on an earlier page counts once; a name or taint key holding U+0000
+         * is not another node's or the taint ("b\0x" is not "b", "gpunode.io/unhealthy\0" not the key) */
+        json_t *page3 = json_loads("[{\"metadata\":{\"name\":\"b\\u0000x\"},\"spec\":{\"taints\":[{\"key\":"
+                                   "\"gpunode.io/unhealthy\"}]}},{\"metadata\":{\"name\":\"e\"},\"spec\":{\"taints\":"
+                                   "[{\"key\":\"gpunode.io/unhealthy\\u0000\"}]}},{\"metadata\":{\"name\":\"b\"}}]",
+                                   JSON_ALLOW_NUL, &err);
+        assert_non_null(page3);
+        struct agent_taint_counter counter;
+        agent_taint_counter_init(&counter, "a");
+        for (size_t i = 0; i < json_array_size(json_object_get(list, "items")); i++)
+                agent_taint_counter_add(&counter, json_array_get(json_object_get(list, "items"), i));
+        for (size_t i = 0; i < json_array_size(page3); i++) agent_taint_counter_add(&counter, json_array_get(page3, i));
+        unsigned n3, t3;
+        agent_taint_counter_done(&counter, &n3, &t3);
+        assert_int_equal(n3, 4); /* a b c e */
+        assert_int_equal(t3, 1); /* b, once */
+        json_decref(page3);
         assert_int_equal(agent_taint_decide("hardware", NULL, n, tainted, 0.1), AGENT_TAINT_REFUSE);
         assert_int_equal(agent_taint_decide("hardware", NULL, n, 0, 0.1), AGENT_TAINT_ADD);
         assert_int_equal(agent_taint_decide("hardware", "hardware", n, tainted, 0.1), AGENT_TAINT_NONE);

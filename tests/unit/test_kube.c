@@ -13,6 +13,8 @@
 #include <cmocka.h>
 
 #include "kube/kube_client.h"
+#include "kube/kube_list.h"
+#include "kube/kube_objects.h"
 #include "kube/kubeconfig.h"
 #include "basic/util.h"
 
@@ -225,6 +227,16 @@ static int group_setup(void **state) {
         free(tfile("responses/api/v1/namespaces.json",
                    "{\"kind\":\"NamespaceList\",\"apiVersion\":\"v1\",\"items\":[{\"metadata\":{\"name\":\"default\"}},{\"metadata\":{\"name\":\"gpu-operator\"}}]}\n"));
         free(tfile("responses/api/v1/nodes/notjson.json", "this is not json"));
+        /* U+0000 in an annotation's value, a label's value and an annotation's key: the API server stores such */
+        free(tfile("responses/api/v1/nodes/nul-node.json",
+                   "{\"kind\":\"Node\",\"metadata\":{\"name\":\"nul-node\",\"uid\":\"u-1\",\"annotations\":"
+                   "{\"note\":\"a\\u0000b\",\"esc\":\"\\\\u0000\"},\"labels\":{\"nvidia.com/gpu.present\":"
+                   "\"true\",\"cut\":\"gpu-1\\u0000evil\"}},\"status\":{\"conditions\":[{\"type\":\"Ready\","
+                   "\"status\":\"True\",\"message\":\"ok\\u0000then\"}]}}\n"));
+        free(tfile("responses/api/v1/nodes/nulkey-node.json",
+                   "{\"kind\":\"Node\",\"metadata\":{\"name\":\"nulkey-node\",\"annotations\":{\"k\\u0000x\":\"v\","
+                   "\"esc\":\"\\\\u0000\",\"note\":\"a\\u0000b\"}}}\n"));
+        free(tfile("responses/api/v1/nodes/badjson.json", "{\"kind\":\"Node\",\n \"metadata\": {\"name\": }}"));
 
         /* fake exec plugins found through $PATH, as kubectl finds aws */
         const struct { const char *name, *text; } plugins[] = {
@@ -791,6 +803,110 @@ static void test_get_ok(void **state) {
         json_decref(j);
 }
 
+/* U+0000 in any string of an answer: the answer is still read (the API server stores such values),
+ * each string with its length; what identifies something and holds a NUL counts as absent, a
+ * message keeps all of it. Before: "the answer is not JSON" for the whole Node. */
+static void test_get_nul(void **state) {
+        (void)state;
+        NEED_SERVER();
+        _cleanup_kube_config_ struct kube_config *cfg = server_config(srv_normal.port, TOKEN, "ca.crt");
+        _cleanup_kube_client_ struct kube_client *k = client_for(cfg, 5000);
+        json_t *j = NULL;
+        char *err = NULL;
+        int r = kube_get_node(k, "nul-node", &j, &err);
+        if (r < 0) print_error("%s\n", err);
+        assert_int_equal(r, 0);
+        const json_t *meta = json_object_get(j, "metadata"), *ann = json_object_get(meta, "annotations");
+        const json_t *note = json_object_get(ann, "note");
+        assert_int_equal(json_string_length(note), 3);
+        assert_memory_equal(json_string_value(note), "a\0b", 3);
+        assert_null(kube_json_str(note));
+        _cleanup_free_ char *shown = kube_json_strdup(note);
+        assert_string_equal(shown, "a\\0b");
+        assert_string_equal(json_string_value(json_object_get(ann, "esc")), "\\u0000");
+        assert_string_equal(kube_json_str(json_object_get(meta, "name")), "nul-node");
+        struct kube_node_info ni;
+        assert_int_equal(kube_node_info_parse(j, &ni), 0);
+        assert_string_equal(ni.name, "nul-node");
+        assert_string_equal(kube_kv_get(ni.labels, ni.n_labels, "nvidia.com/gpu.present"), "true");
+        assert_null(kube_kv_get(ni.labels, ni.n_labels, "cut")); /* not "gpu-1" */
+        assert_int_equal(ni.ready, 1);
+        assert_string_equal(ni.ready_message, "ok\\0then");
+        kube_node_info_free(&ni);
+        json_decref(j);
+
+        /* a key holding U+0000, which jansson cannot store: every U+0000 of that answer is read as U+FFFD
+         * (never a cut string); an escaped backslash before "u0000" is text */
+        r = kube_get_node(k, "nulkey-node", &j, &err);
+        if (r < 0) print_error("%s\n", err);
+        assert_int_equal(r, 0);
+        ann = json_object_get(json_object_get(j, "metadata"), "annotations");
+        assert_string_equal(json_string_value(json_object_get(ann, "k\xef\xbf\xbdx")), "v");
+        assert_string_equal(json_string_value(json_object_get(ann, "esc")), "\\u0000");
+        assert_string_equal(json_string_value(json_object_get(ann, "note")), "a\xef\xbf\xbd" "b");
+        json_decref(j);
+
+        /* a body that is not JSON: jansson's line, column and words in the sentence */
+        r = kube_get_node(k, "badjson", &j, &err);
+        assert_int_equal(r, -EBADMSG);
+        assert_non_null(strstr(err, "not JSON (line 2, column"));
+        assert_non_null(strstr(err, "/api/v1/nodes/badjson"));
+        free(err);
+}
+
+/* Pages served by fake_pages(): the continue tokens each page answers ("" for the last). */
+struct fake_list {
+        const char *const *tokens;
+        size_t n, calls;
+};
+
+/* A kube_list_get_fn: page i (the i-th call) with one item and tokens[i] as metadata.continue (the
+ * last token repeated past the end). Returns 0. */
+static int fake_pages(void *userdata, const char *path, json_t **ret, char **ret_error) {
+        (void)path;
+        (void)ret_error;
+        struct fake_list *f = userdata;
+        const char *t = f->tokens[f->calls < f->n ? f->calls : f->n - 1];
+        f->calls++;
+        *ret = json_pack("{s:{s:s}, s:[{s:{s:i}}]}", "metadata", "continue", t, "items", "metadata", "n", (int)f->calls);
+        return 0;
+}
+
+static int count_item(const json_t *item, void *userdata) {
+        (void)item;
+        (*(size_t *)userdata)++;
+        return 0;
+}
+
+/* A continue-token cycle A -> B -> A is caught on the page that repeats A (before: followed until
+ * 100,000 pages); A -> A as before; a list that ends is read whole. */
+static void test_list_cycle(void **state) {
+        (void)state;
+        const struct kube_list_request req = { .path = "/api/v1/nodes", .limit = 1 };
+        static const char *const cycle[] = { "A", "B", "A", "B", "A" }, *const same[] = { "A", "A" },
+                                 *const ok[] = { "A", "B", "C", "" }, *const long_cycle[] = { "A", "B", "C", "D", "B" };
+        struct { const char *const *t; size_t n; int want; size_t pages; const char *words; } cases[] = {
+                { cycle, 5, -EBADMSG, 3, "cycle" },
+                { same, 2, -EBADMSG, 2, "the continue token it was sent" },
+                { ok, 4, 0, 4, NULL },
+                { long_cycle, 5, -EBADMSG, 5, "cycle" },
+        };
+        for (size_t i = 0; i < ELEMENTSOF(cases); i++) {
+                struct fake_list f = { cases[i].t, cases[i].n, 0 };
+                size_t items = 0;
+                struct kube_list_stats st;
+                char *err = NULL;
+                int r = kube_list_all_with(fake_pages, &f, &req, count_item, &items, &st, &err);
+                assert_int_equal(r, cases[i].want);
+                assert_int_equal(f.calls, cases[i].pages);
+                if (cases[i].words) {
+                        assert_non_null(strstr(err, cases[i].words));
+                        assert_non_null(strstr(err, "/api/v1/nodes"));
+                }
+                free(err);
+        }
+}
+
 static void test_get_404_403(void **state) {
         (void)state;
         NEED_SERVER();
@@ -1158,6 +1274,8 @@ int main(void) {
                 cmocka_unit_test(test_post_event),
                 cmocka_unit_test(test_write_failures),
                 cmocka_unit_test(test_write_offline),
+                cmocka_unit_test(test_get_nul),
+                cmocka_unit_test(test_list_cycle),
                 cmocka_unit_test(test_get_500_and_refused),
         };
         return cmocka_run_group_tests_name("kube", tests, group_setup, group_teardown);

@@ -123,6 +123,46 @@ static void test_shared_option_errors(void **state) {
         assert_null(err);
 }
 
+/* --node takes node names only (DNS-1123 subdomains); before, any string was taken and went raw
+ * into API paths. */
+static void test_node_names(void **state) {
+        (void)state;
+        static const char *const good[] = { "a", "gpu-1", "ip-10-0-0-1.ec2.internal", "0", "a.b-c.d" };
+        static const char *const bad[] = { "", "Gpu-1", "gpu_1", "-gpu", "gpu-", "gpu.", ".gpu", "gpu..1",
+                                           "gpu-.x", "gpu/../x", "gpu 1", "gpu\x1b[2J", "gpu-1%2F" };
+        char long_ok[254], long_bad[255];
+        memset(long_ok, 'a', 253);
+        long_ok[253] = 0;
+        memset(long_bad, 'a', 254);
+        long_bad[254] = 0;
+        char *err = NULL;
+        for (size_t i = 0; i < ELEMENTSOF(good); i++) assert_int_equal(node_name_check(good[i], "--node", &err), 0);
+        assert_int_equal(node_name_check(long_ok, "--node", &err), 0);
+        assert_null(err);
+        for (size_t i = 0; i < ELEMENTSOF(bad); i++) {
+                assert_int_equal(node_name_check(bad[i], "--node", &err), -EINVAL);
+                assert_non_null(strstr(err, "--node '"));
+                assert_non_null(strstr(err, "is not a node name"));
+                assert_null(strchr(err, '\x1b')); /* shown escaped */
+                free(err);
+                err = NULL;
+        }
+        assert_int_equal(node_name_check(long_bad, "$NODE_NAME", &err), -EINVAL);
+        assert_non_null(strstr(err, "$NODE_NAME"));
+        assert_non_null(strstr(err, "253"));
+        free(err);
+        err = NULL;
+        struct shared_options o;
+        shared_options_init(&o);
+        assert_int_equal(shared_option(OPT_NODE, "Bad_Name", &o, &err), -EINVAL);
+        assert_null(o.node);
+        assert_non_null(strstr(err, "--node 'Bad_Name'"));
+        free(err);
+        err = NULL;
+        assert_int_equal(shared_option(OPT_NODE, "gpu-7", &o, &err), 1);
+        assert_string_equal(o.node, "gpu-7");
+}
+
 /* Every SHARED_OPT_* bit has its help, naming its option at the line's start, the text in the
  * column the commands' own lines use, each line ending in a newline within 110 columns. */
 static void test_shared_option_help(void **state) {
@@ -219,6 +259,7 @@ int main(void) {
                 cmocka_unit_test(test_go_bools),
                 cmocka_unit_test(test_env_first),
                 cmocka_unit_test(test_shared_option_errors),
+                cmocka_unit_test(test_node_names),
                 cmocka_unit_test(test_shared_option_help),
                 cmocka_unit_test(test_node_name_rule),
         };
