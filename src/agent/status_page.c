@@ -237,7 +237,7 @@ static void put_verdict(struct buf *b, const struct report *report) {
         if (streq(cls, "ok"))
                 buf_puts(b, "Every layer is healthy: hardware, container integration, Kubernetes, observability.");
         else if (streq(cls, "warn"))
-                buf_puts(b, "The node works, with warnings below.");
+                buf_puts(b, "GPU work runs; something below needs a look (a warning, or observability failing).");
         else if (streq(cls, "bad"))
                 buf_puts(b, "The node cannot run GPU work as it should: the root cause is below.");
         else

@@ -117,10 +117,17 @@ int report_run(const struct check_def *const *checks, size_t n_checks, const str
         r.verdict = VERDICT_HEALTHY;
         for (size_t i = 0; i < r.n_findings; i++)
                 if (r.findings[i].status == CHECK_FAIL) {
-                        r.verdict = VERDICT_FAILED;
                         r.root_cause = &r.findings[i];
                         break;
                 }
+        /* Failed only when a failure stops the work: one in a layer up to failing_layers_max. */
+        for (size_t i = 0; r.root_cause && i < r.n_findings; i++)
+                if (r.findings[i].status == CHECK_FAIL &&
+                    (!runner->failing_layers_max || r.findings[i].def->layer <= runner->failing_layers_max)) {
+                        r.verdict = VERDICT_FAILED;
+                        break;
+                }
+        if (r.root_cause && r.verdict != VERDICT_FAILED) r.verdict = VERDICT_DEGRADED;
         if (!r.root_cause)
                 for (size_t i = 0; i < r.n_findings; i++)
                         if (r.findings[i].status == CHECK_WARN || r.findings[i].status == CHECK_BLOCKED) {
@@ -153,7 +160,10 @@ static bool node_rests_on(void *userdata, size_t i, const char *dep) {
 int report_build(const struct node_facts *facts, const struct check_def *const *checks, size_t n_checks,
                  const char *node, const char *root, struct report *ret) {
         struct node_run nr = { .facts = facts, .checks = checks };
-        const struct check_runner runner = { .run = node_run_one, .rests_on = node_rests_on, .userdata = &nr };
+        /* Layers 1-3 carry GPU work; a failure in layer 4 (observability) alone degrades the node. */
+        const struct check_runner runner = {
+                .run = node_run_one, .rests_on = node_rests_on, .userdata = &nr, .failing_layers_max = LAYER_MAX - 1
+        };
         return report_run(checks, n_checks, &runner, node, root, ret);
 }
 

@@ -112,14 +112,18 @@ struct check_runner {
         bool (*rests_on)(void *userdata, size_t i, const char *dep);
         void *userdata;
         const char *blocked_suffix; /* after a blocked check's "not checked: rests on <id>"; NULL: ", which failed" */
+        /* A failure above this layer degrades the verdict instead of failing it (the node's layer 4:
+         * without metrics GPU work still runs); 0: a failure in any layer fails it. */
+        int failing_layers_max;
 };
 
 /*
  * Runs checks[0..n_checks) in their order (bottom-up, foundations first) through runner, marks each
  * check resting on a failed or blocked one as blocked by that failure instead of running it, and
- * attributes: the verdict is failed with a failure, degraded with a warning or a check blocked
- * without a failure (one a check judged blocked itself), healthy otherwise; the root cause is the
- * first failure, else the first warning or blocked check, else none. A check whose run leaves no
+ * attributes: the verdict is failed with a failure (in a layer up to runner->failing_layers_max when
+ * that is set), degraded with a failure above it, a warning or a check blocked without a failure (one
+ * a check judged blocked itself), healthy otherwise; the root cause is the first failure, else the
+ * first warning or blocked check, else none. A check whose run leaves no
  * summary fails ("internal error: check ID gave no answer"). Returns 0; the report owns its
  * findings, whose defs are checks[] (which must outlive it).
  */

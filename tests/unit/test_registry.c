@@ -180,6 +180,49 @@ static void test_mig_manager_rests_only_with_mig(void **state) {
         assert_true(mig > 0 && mig < dp);
 }
 
+/* Four made-up checks, one per layer; statuses[] says what each finds. */
+static enum check_status verdict_statuses[4];
+static void verdict_run(void *userdata, size_t i, struct finding *f) {
+        (void)userdata;
+        finding_set(f, verdict_statuses[i], "layer %zu says %s", i + 1, check_status_name(verdict_statuses[i]));
+}
+
+/* A failure in layer 4 alone degrades the node (GPU work still runs without its metrics); one in
+ * layers 1-3 fails it; the root cause is the first failure either way. */
+static void test_verdict_layer4_degrades(void **state) {
+        (void)state;
+        static const struct check_def defs[4] = {
+                { .id = "a.one", .layer = 1, .component = "a" },
+                { .id = "b.two", .layer = 2, .component = "b" },
+                { .id = "c.three", .layer = 3, .component = "c" },
+                { .id = "d.four", .layer = 4, .component = "d" },
+        };
+        const struct check_def *const list[4] = { &defs[0], &defs[1], &defs[2], &defs[3] };
+        static const struct {
+                enum check_status s[4];
+                int failing_layers_max;
+                enum verdict want;
+                int root_cause_layer; /* 0: none */
+        } t[] = {
+                { { CHECK_PASS, CHECK_PASS, CHECK_PASS, CHECK_FAIL }, 3, VERDICT_DEGRADED, 4 },
+                { { CHECK_PASS, CHECK_WARN, CHECK_PASS, CHECK_FAIL }, 3, VERDICT_DEGRADED, 4 },
+                { { CHECK_PASS, CHECK_FAIL, CHECK_PASS, CHECK_FAIL }, 3, VERDICT_FAILED, 2 },
+                { { CHECK_PASS, CHECK_PASS, CHECK_FAIL, CHECK_PASS }, 3, VERDICT_FAILED, 3 },
+                { { CHECK_PASS, CHECK_PASS, CHECK_PASS, CHECK_FAIL }, 0, VERDICT_FAILED, 4 },
+                { { CHECK_PASS, CHECK_PASS, CHECK_PASS, CHECK_WARN }, 3, VERDICT_DEGRADED, 4 },
+                { { CHECK_PASS, CHECK_PASS, CHECK_PASS, CHECK_PASS }, 3, VERDICT_HEALTHY, 0 },
+        };
+        for (size_t i = 0; i < ELEMENTSOF(t); i++) {
+                memcpy(verdict_statuses, t[i].s, sizeof verdict_statuses);
+                const struct check_runner runner = { .run = verdict_run, .failing_layers_max = t[i].failing_layers_max };
+                struct report r;
+                assert_int_equal(report_run(list, 4, &runner, "n", "/", &r), 0);
+                if (r.verdict != t[i].want) fail_msg("case %zu: verdict %s", i, verdict_name(r.verdict));
+                assert_int_equal(r.root_cause ? r.root_cause->def->layer : 0, t[i].root_cause_layer);
+                report_free(&r);
+        }
+}
+
 /* gpu-operator.validations: a validation whose init container keeps failing, without its file, fails; a
  * component nothing validates here (MOFED, vGPU, ...) is not judged; without operator pods it skips. */
 static void test_operator_validations(void **state) {
@@ -234,6 +277,7 @@ int main(void) {
                 cmocka_unit_test(test_api_failure_classes),
                 cmocka_unit_test(test_mig_manager_rests_only_with_mig),
                 cmocka_unit_test(test_operator_validations),
+                cmocka_unit_test(test_verdict_layer4_degrades),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }
