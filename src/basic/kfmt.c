@@ -88,3 +88,17 @@ size_t kfmt_proc_modules(const char *text, char ***ret) {
         *ret = v;
         return n;
 }
+
+int64_t kfmt_proc_stat_btime(const char *text) {
+        for (const char *l = text; l && *l; l = strchr(l, '\n'), l = l ? l + 1 : NULL) {
+                if (!startswith(l, "btime ")) continue;
+                const char *p = l + 6;
+                while (*p == ' ') p++;
+                int64_t v = 0;
+                int digits = 0;
+                for (; *p >= '0' && *p <= '9' && digits < 18; p++, digits++) v = v * 10 + (*p - '0');
+                if (digits == 0 || digits >= 18 || !(*p == '\n' || *p == 0 || *p == ' ') || v <= 0) return -EINVAL;
+                return v;
+        }
+        return -EINVAL;
+}

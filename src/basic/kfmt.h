@@ -1,6 +1,8 @@
 /* kfmt.h: parsers for the small kernel file formats the probes read (/proc and sysfs). */
 #pragma once
 
+#include <stdint.h>
+
 #include <stdbool.h>
 #include <stddef.h>
 
@@ -30,3 +32,7 @@ int kfmt_efivar_bool(const char *data, size_t len);
  * and a NULL-terminated malloc'd array (free with strv_free); lines with an empty or overlong
  * name are skipped. Never fails. */
 size_t kfmt_proc_modules(const char *text, char ***ret);
+
+/* Reads the boot time from /proc/stat text (its "btime SECONDS" line). Returns the seconds since
+ * the epoch, or -EINVAL when no line says a positive number of them. */
+int64_t kfmt_proc_stat_btime(const char *text);

@@ -179,6 +179,8 @@ void probe_all(const struct probe_options *opts, struct node_facts *ret) {
                 /* A replayed log reads as the node's own source (/dev/kmsg or the file named there). */
                 free(ret->kmsg.source);
                 ret->kmsg.source = xstrdup(opts->kmsg_label);
+                /* a snapshot of the kmsg device is the log of the boot its /proc/stat names */
+                if (streq(opts->kmsg_label, "/dev/kmsg")) ret->kmsg.boot_time = probe_boot_time();
                 if (ret->kmsg.error) {
                         free(ret->kmsg.error);
                         ret->kmsg.error = read_error(opts->kmsg_label, ret->kmsg.rc);

@@ -115,6 +115,8 @@ struct kmsg_facts {
         char *error;
         char *source;           /* path read */
         struct kmsg_scan *scan; /* NULL when unreadable */
+        int64_t boot_time;      /* /proc/stat's btime when the log is this boot's (the kmsg device, or a
+                                 * snapshot of it): its seconds-since-boot stamps become wall times; 0: unknown */
 };
 
 struct nvml_state {
@@ -225,6 +227,8 @@ void probe_modules(struct module_facts *ret);
 void probe_driver(struct driver_facts *ret);
 void probe_secureboot(struct secureboot_facts *ret);
 void probe_kmsg(const char *file, struct kmsg_facts *ret);
+/* Returns the boot time /proc/stat under the root gives (seconds since the epoch), 0 when unreadable. */
+int64_t probe_boot_time(void);
 void probe_nvml(const char *library, unsigned timeout_ms, struct nvml_state *ret);
 /* probe_nvml asking only what scope names (an enum nvml_probe_scope: NVML_PROBE_ALL, NVML_PROBE_LABELS). */
 void probe_nvml_scope(const char *library, unsigned timeout_ms, int scope, struct nvml_state *ret);

@@ -124,9 +124,10 @@ static void run_xid_errors(const struct node_facts *facts, struct finding *f) {
                 for (size_t x = 0; x < g->n_xids; x++) {
                         const struct kmsg_xid_stat *st = &g->xids[x];
                         const struct xid_info *info = xid_lookup(st->xid);
-                        finding_evidence(f, "%s: Xid %d x%llu (%s, %s): %s", label, st->xid,
+                        char when[KMSG_WHEN_MAX];
+                        finding_evidence(f, "%s: Xid %d x%llu (%s, %s)%s: %s", label, st->xid,
                                          (unsigned long long)st->count, xid_severity_name(st->worst), info->meaning,
-                                         xid_line(st)->text);
+                                         kmsg_line_when(&facts->kmsg, xid_line(st), when), xid_line(st)->text);
                         if (st->worst > gpu_worst) gpu_worst = st->worst;
                         if (st->worst > worst || (st->worst == worst && worst_gpu == NULL)) {
                                 worst = st->worst;

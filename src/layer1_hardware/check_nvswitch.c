@@ -3,6 +3,7 @@
 #include "facts/node.h"
 #include "engine/check.h"
 #include "layer1_hardware/kmsg.h"
+#include "layer1_hardware/kmsg_evidence.h"
 #include "nvidia/sxid.h"
 
 /* Returns "0000:05:00 (nvidia-nvswitch3)" for a kernel-log NVSwitch. */
@@ -39,12 +40,14 @@ static void run_sxid_errors(const struct node_facts *facts, struct finding *f) {
                 for (size_t x = 0; x < sw->n_sxids; x++) {
                         const struct kmsg_sxid_stat *st = &sw->sxids[x];
                         const struct sxid_info *info = sxid_lookup(st->sxid);
+                        char when[KMSG_WHEN_MAX];
                         finding_evidence(f,
                                          "%s: SXid %d x%llu (%llu fatal, %llu non-fatal line(s); catalog: %s; needs: "
-                                         "%s): %s: %s",
+                                         "%s)%s: %s: %s",
                                          label, st->sxid, (unsigned long long)kmsg_sxid_occurrences(st),
                                          (unsigned long long)st->fatal, (unsigned long long)st->non_fatal,
-                                         sxid_class_name(info->cls), sxid_verdict_name(st->worst), info->name,
+                                         sxid_class_name(info->cls), sxid_verdict_name(st->worst),
+                                         kmsg_line_when(&facts->kmsg, &st->worst_line, when), info->name,
                                          st->worst_line.text);
                         if (!worst_st || st->worst > worst) {
                                 worst = st->worst;

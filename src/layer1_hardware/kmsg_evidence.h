@@ -3,6 +3,15 @@
 
 #include "engine/check.h"
 #include "facts/layer1_hardware.h"
+#include "layer1_hardware/kmsg.h"
+
+#define KMSG_WHEN_MAX 96
+
+/* Writes when line l was logged, for evidence, to buf: " at 2026-12-02T02:14:00Z (kernel time 5.001000
+ * s)" when the log's boot time is known and the line has a seconds-since-boot stamp, " at kernel time
+ * 5.001000 s" without the boot time, " at Wed Jul 31 23:14:18 2024" for a stamp that is already a wall
+ * time (dmesg -T, syslog), "" for a line without one. Returns buf; never fails. */
+const char *kmsg_line_when(const struct kmsg_facts *k, const struct kmsg_line *l, char buf[KMSG_WHEN_MAX]);
 
 /* Adds the kernel log's lines of one event kind (enum kmsg_event_kind) as evidence; returns their
  * count (0 when the log was not read or holds none). */

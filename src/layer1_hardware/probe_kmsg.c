@@ -1,11 +1,19 @@
 /* probe_kmsg.c: reads the kernel log (/dev/kmsg under the root, or a saved file) through the scanner. */
 #include "facts/node.h"
 #include "basic/hostfs.h"
+#include "basic/kfmt.h"
 #include "layer1_hardware/kmsg.h"
 
 #include <fcntl.h>
 
 #define KMSG_DEVICE "/dev/kmsg"
+
+int64_t probe_boot_time(void) {
+        _cleanup_free_ char *stat = NULL;
+        if (hostfs_read("/proc/stat", 1u << 20, &stat, NULL) < 0) return 0;
+        int64_t t = kfmt_proc_stat_btime(stat);
+        return t > 0 ? t : 0;
+}
 
 void probe_kmsg(const char *file, struct kmsg_facts *ret) {
         *ret = (struct kmsg_facts){ 0 };
@@ -31,6 +39,8 @@ void probe_kmsg(const char *file, struct kmsg_facts *ret) {
                 close(fd);
                 return;
         }
+        /* The device is this boot's log; a file may be any boot's (a snapshot says so itself). */
+        if (!file) ret->boot_time = probe_boot_time();
         ret->scan = kmsg_scan_new();
         int r = kmsg_scan_read_fd(ret->scan, fd, S_ISCHR(st.st_mode));
         close(fd);

@@ -4,6 +4,7 @@
 #include "facts/node.h"
 #include "layer2_container/runtime_common.h"
 #include "basic/hostfs.h"
+#include "basic/kfmt.h"
 
 const char *const runtime_bin_dirs[] = { "/usr/local/sbin", "/usr/local/bin", "/usr/sbin", "/usr/bin",
                                          "/sbin",           "/bin",           NULL };
@@ -51,11 +52,8 @@ static int64_t start_from_stat(int pid) {
                 s += strcspn(s, " ");
         }
         if (hostfs_read("/proc/stat", 1u << 20, &pstat, NULL) < 0) return -1;
-        const char *b = strstr(pstat, "\nbtime ");
-        if (!b) b = startswith(pstat, "btime ") ? pstat - 1 : NULL;
-        if (!b) return -1;
-        long long btime = strtoll(b + 7, NULL, 10);
-        if (btime <= 0) return -1;
+        int64_t btime = kfmt_proc_stat_btime(pstat);
+        if (btime < 0) return -1;
         long hz = sysconf(_SC_CLK_TCK);
         if (hz <= 0) hz = 100;
         return (int64_t)btime + (int64_t)(ticks / (unsigned long long)hz);

@@ -3,6 +3,7 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <cmocka.h>
+#include <errno.h>
 
 #include "basic/hostfs.h"
 #include "basic/kfmt.h"
@@ -87,6 +88,20 @@ static void test_lockdown_and_efivar(void **state) {
         assert_int_equal(kfmt_efivar_bool(on, 4), -EINVAL);
 }
 
+/* /proc/stat's btime, as Linux 6.1 writes the file (cpu lines first, btime among the counters). */
+static void test_proc_stat_btime(void **state) {
+        (void)state;
+        static const char real[] = "cpu  10132153 290696 3084719 46828483 16683 0 25195 0 0 0\n"
+                                   "cpu0 1393280 32966 572056 13343292 6130 0 17875 0 0 0\n"
+                                   "intr 199292223 33 9 0 0 0 0 3 0 1 0 0 0 156 0 0 0\n"
+                                   "ctxt 2084421\nbtime 1725000000\nprocesses 26442\nprocs_running 1\n";
+        assert_int_equal(kfmt_proc_stat_btime(real), 1725000000);
+        assert_int_equal(kfmt_proc_stat_btime("btime 42"), 42);
+        static const char *const bad[] = { "", "cpu 1 2 3\n", "btime\n", "btime -5\n", "btime 0\n", "btime 12x\n",
+                                           "xbtime 5\n", "btime 99999999999999999999\n" };
+        for (size_t i = 0; i < ELEMENTSOF(bad); i++) assert_int_equal(kfmt_proc_stat_btime(bad[i]), -EINVAL);
+}
+
 static void test_proc_modules(void **state) {
         const char *text = "nvidia_uvm 1830912 4 - Live 0x0000000000000000 (POE)\n"
                            "nvidia_drm 77824 0 - Live 0x0000000000000000 (POE)\n"
@@ -113,6 +128,7 @@ int main(void) {
                 cmocka_unit_test(test_info_value),
                 cmocka_unit_test(test_lockdown_and_efivar),
                 cmocka_unit_test(test_proc_modules),
+                cmocka_unit_test(test_proc_stat_btime),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }
