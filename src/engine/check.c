@@ -28,6 +28,57 @@ void finding_remedy(struct finding *f, const char *fmt, ...) {
         va_end(ap);
 }
 
+void finding_action(struct finding *f, enum finding_action a) {
+        f->action = a;
+        f->action_set = true;
+}
+
+struct finding_gpu *finding_gpu(struct finding *f, int index, const char *uuid, const char *pci_bus_id) {
+        f->gpus = xrealloc(f->gpus, (f->n_gpus + 1) * sizeof *f->gpus);
+        struct finding_gpu *g = &f->gpus[f->n_gpus++];
+        *g = (struct finding_gpu){ .index = index,
+                                   .uuid = uuid ? xstrdup(uuid) : NULL,
+                                   .pci_bus_id = pci_bus_id ? xstrdup(pci_bus_id) : NULL };
+        return g;
+}
+
+void finding_free_contents(struct finding *f) {
+        free(f->summary);
+        for (size_t e = 0; e < f->n_evidence; e++) free(f->evidence[e]);
+        free(f->evidence);
+        free(f->remedy);
+        for (size_t g = 0; g < f->n_gpus; g++) {
+                free(f->gpus[g].uuid);
+                free(f->gpus[g].pci_bus_id);
+        }
+        free(f->gpus);
+        f->summary = f->remedy = NULL;
+        f->evidence = NULL;
+        f->gpus = NULL;
+        f->n_evidence = f->n_gpus = 0;
+}
+
+static const char *const action_names[_ACTION_MAX] = {
+        [ACTION_NONE] = "none",
+        [ACTION_RESTART_POD] = "restart-pod",
+        [ACTION_RECONFIGURE] = "reconfigure",
+        [ACTION_DRAIN] = "drain",
+        [ACTION_RESET_GPU] = "reset-gpu",
+        [ACTION_REBOOT] = "reboot",
+        [ACTION_RMA] = "rma",
+        [ACTION_CONTACT_SUPPORT] = "contact-support",
+};
+
+const char *finding_action_name(enum finding_action a) {
+        return (unsigned)a < _ACTION_MAX ? action_names[a] : "none";
+}
+
+int finding_action_from_name(const char *s) {
+        for (int a = 0; s && a < _ACTION_MAX; a++)
+                if (streq(action_names[a], s)) return a;
+        return -1;
+}
+
 const char *check_status_name(enum check_status s) {
         switch (s) {
         case CHECK_PASS: return "pass";
@@ -110,6 +161,11 @@ int report_run(const struct check_def *const *checks, size_t n_checks, const str
                 }
                 runner->run(runner->userdata, i, f);
                 if (!f->summary) finding_set(f, CHECK_FAIL, "internal error: check %s gave no answer", checks[i]->id);
+                /* What it asks: run()'s choice, else its def's, and nothing for what passed or skipped. */
+                if (f->status != CHECK_WARN && f->status != CHECK_FAIL)
+                        f->action = ACTION_NONE;
+                else if (!f->action_set)
+                        f->action = checks[i]->action;
         }
 
         /* Root cause: the first failure, else the first warning (or a check blocked with no failure);
@@ -168,13 +224,7 @@ int report_build(const struct node_facts *facts, const struct check_def *const *
 }
 
 void report_free(struct report *r) {
-        for (size_t i = 0; i < r->n_findings; i++) {
-                struct finding *f = &r->findings[i];
-                free(f->summary);
-                for (size_t e = 0; e < f->n_evidence; e++) free(f->evidence[e]);
-                free(f->evidence);
-                free(f->remedy);
-        }
+        for (size_t i = 0; i < r->n_findings; i++) finding_free_contents(&r->findings[i]);
         free(r->findings);
         for (size_t i = 0; i < r->n_gpus; i++) {
                 struct report_gpu *g = &r->gpus[i];

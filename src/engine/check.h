@@ -27,6 +27,36 @@ enum verdict {
 
 struct finding;
 
+/* What a finding asks to be done, from a fixed set automation acts on (the report's "action"; the
+ * remedy says it in prose). Most serious last. */
+enum finding_action {
+        ACTION_NONE,            /* nothing to do, or nothing a machine should do: read the remedy */
+        ACTION_RESTART_POD,     /* a pod (the workload's or a component's) is to be restarted */
+        ACTION_RECONFIGURE,     /* a configuration on the node or in the cluster is wrong or missing */
+        ACTION_DRAIN,           /* move the work off the GPU(s) or node (a reset or reboot follows) */
+        ACTION_RESET_GPU,       /* drain the GPU and reset it */
+        ACTION_REBOOT,          /* drain the node and reboot it */
+        ACTION_RMA,             /* the hardware is to be replaced */
+        ACTION_CONTACT_SUPPORT, /* NVIDIA or the vendor has to look */
+        _ACTION_MAX,
+};
+
+/* Returns the action's name in the report ("none", "restart-pod", "reconfigure", "drain", "reset-gpu",
+ * "reboot", "rma", "contact-support"), "none" out of the enum. */
+const char *finding_action_name(enum finding_action a);
+
+/* Returns the action named s (finding_action_name's words), or -1 when s names none. */
+int finding_action_from_name(const char *s);
+
+/* One GPU a finding is about, as facts automation reads (the report's checks[].gpus[]). */
+struct finding_gpu {
+        int index;                     /* NVML's index, -1 when not known */
+        char *uuid, *pci_bus_id;       /* NULL when not known */
+        int xid;                       /* the Xid the finding is about, 0 none */
+        uint64_t count;                /* how many times (Xid lines, remaps, ...), 0 when not counted */
+        int64_t first_seen, last_seen; /* seconds since the epoch, 0 when not known */
+};
+
 /* One check, defined once: the engine, `gpunode explain` and the docs all read this table. */
 struct check_def {
         const char *id;                      /* stable, e.g. "driver.module-loaded" */
@@ -36,6 +66,7 @@ struct check_def {
         const char *reads;                   /* what it reads, for explain */
         const char *outcomes;                /* what pass/warn/fail mean, for explain */
         const char *remedy;                  /* what to do when it fails, in general, for explain */
+        enum finding_action action;          /* what its failure or warning asks, unless run() says */
         const char *depends[CHECK_MAX_DEPS]; /* ids it rests on; NULL-terminated if shorter */
         /* NULL: it rests on every depends[] entry. Else returns whether it rests on the entry `dep` on
          * the node these facts describe (a check resting on another only in some setups, e.g. on the
@@ -54,12 +85,23 @@ struct finding {
         char *remedy;
         const char *blocked_by; /* id of the failed check this one rests on */
         size_t n_evidence_more; /* evidence lines a reader of the JSON left out (report_read.c's bound) */
+        enum finding_action action; /* none for pass, skip and blocked; else run()'s or the def's */
+        bool action_set;            /* run() chose the action (finding_action) */
+        struct finding_gpu *gpus;   /* the GPUs it is about (finding_gpu), owned */
+        size_t n_gpus;
 };
 
 /* Setters a check's run() uses. The status setters replace the summary. */
 void finding_set(struct finding *f, enum check_status status, const char *fmt, ...) _printf_(3, 4);
 void finding_evidence(struct finding *f, const char *fmt, ...) _printf_(2, 3);
 void finding_remedy(struct finding *f, const char *fmt, ...) _printf_(2, 3);
+/* Sets what the finding asks to be done, over its def's action. */
+void finding_action(struct finding *f, enum finding_action a);
+/* Adds a GPU the finding is about; uuid and pci_bus_id are copied (NULL: not known). Returns the entry,
+ * whose other members the caller may fill. */
+struct finding_gpu *finding_gpu(struct finding *f, int index, const char *uuid, const char *pci_bus_id);
+/* Frees what a finding owns (summary, evidence, remedy, GPUs) and leaves it empty. Never fails. */
+void finding_free_contents(struct finding *f);
 #define finding_pass(f, ...) finding_set(f, CHECK_PASS, __VA_ARGS__)
 #define finding_warn(f, ...) finding_set(f, CHECK_WARN, __VA_ARGS__)
 #define finding_fail(f, ...) finding_set(f, CHECK_FAIL, __VA_ARGS__)

@@ -40,6 +40,44 @@ static void kmsg_gpu_holders(const struct node_facts *facts, const struct kmsg_g
                 gpu_holders_evidence_as(facts, label, gpu_pods_of_uuid(facts, g->uuid), meaning, f);
 }
 
+/* Adds kernel-log GPU g to f's GPUs, named by its NVML record where NVML knows its PCI address (else by
+ * the UUID the driver logged). Returns the entry. */
+static struct finding_gpu *kmsg_finding_gpu(const struct node_facts *facts, const struct kmsg_gpu *g,
+                                            struct finding *f) {
+        const struct nvml_gpu_facts *n = nvml_gpu_at(facts, g->pci);
+        if (n)
+                return finding_gpu(f, (int)n->index, n->uuid_rc == NVML_SUCCESS ? n->uuid : NULL,
+                                   n->pci_rc == NVML_SUCCESS ? n->pci_bus_id_legacy : g->pci);
+        return finding_gpu(f, -1, g->uuid[0] ? g->uuid : NULL, g->pci);
+}
+
+/* Returns what one Xid line asks to be done: from the catalog's remedy, the line deciding for Xid 154
+ * (the recovery action it names) and the NVLink5 Xids (a Nonfatal line asks nothing). */
+static enum finding_action xid_finding_action(int xid, enum xid_severity sev, const struct kmsg_line *l) {
+        if (sev <= XID_INFO) return ACTION_NONE;
+        if (xid == 154) {
+                switch (xid154_action(l->text, strlen(l->text), NULL, 0)) {
+                case 0: return ACTION_NONE;
+                case 1: return ACTION_RESET_GPU;
+                case 2: return ACTION_REBOOT;
+                case 3: return ACTION_DRAIN;
+                case 4: return ACTION_RESET_GPU; /* drain, then reset */
+                default: return ACTION_CONTACT_SUPPORT;
+                }
+        }
+        if (xid_is_nvlink5(xid) && sev < XID_CRITICAL) return ACTION_NONE;
+        if (sev == XID_UNKNOWN) return ACTION_CONTACT_SUPPORT;
+        switch (xid_lookup(xid)->remedy) {
+        case XID_REMEDY_RESTART_APP: return ACTION_RESTART_POD;
+        case XID_REMEDY_RESET_GPU: return ACTION_RESET_GPU;
+        case XID_REMEDY_REBOOT_NODE: return ACTION_REBOOT;
+        case XID_REMEDY_UPDATE_SOFTWARE: return ACTION_RECONFIGURE;
+        case XID_REMEDY_CHECK_HARDWARE:
+        case XID_REMEDY_CONTACT_SUPPORT: return ACTION_CONTACT_SUPPORT;
+        default: return ACTION_NONE;
+        }
+}
+
 /* Returns the line that stands for an Xid's worst severity: its last line when that line is as bad,
  * else the first line that was. */
 static const struct kmsg_line *xid_line(const struct kmsg_xid_stat *st) {
@@ -71,6 +109,7 @@ static void run_fallen_off_bus(const struct node_facts *facts, struct finding *f
                         if (g->handle_rc == NVML_ERROR_GPU_IS_LOST || g->name_rc == NVML_ERROR_GPU_IS_LOST ||
                             g->uuid_rc == NVML_ERROR_GPU_IS_LOST) {
                                 lost++;
+                                nvml_finding_gpu(g, f);
                                 finding_evidence(f, "NVML: GPU %u %s: %s", g->index,
                                                  g->pci_rc == NVML_SUCCESS ? g->pci_bus_id_legacy : "",
                                                  nvml_return_message(NVML_ERROR_GPU_IS_LOST));
@@ -84,6 +123,9 @@ static void run_fallen_off_bus(const struct node_facts *facts, struct finding *f
                         const struct kmsg_gpu *g = sum->gpus[i];
                         if (!g->fallen_off_bus) continue;
                         fallen++;
+                        struct finding_gpu *fg = kmsg_finding_gpu(facts, g, f);
+                        fg->xid = 79;
+                        fg->count = g->fallen_off_bus;
                         _cleanup_free_ char *label = kmsg_gpu_label(facts, g);
                         finding_evidence(f, "kernel log: %s has fallen off the bus (%llu line(s))", label,
                                          (unsigned long long)g->fallen_off_bus);
@@ -136,6 +178,17 @@ static void run_xid_errors(const struct node_facts *facts, struct finding *f) {
                                 worst_st = st;
                         }
                 }
+                /* The GPU's facts for automation: its worst Xid, how often, first and last seen. */
+                const struct kmsg_xid_stat *gw = NULL;
+                for (size_t x = 0; x < g->n_xids; x++)
+                        if (!gw || g->xids[x].worst > gw->worst) gw = &g->xids[x];
+                if (gw && gw->worst > XID_INFO) {
+                        struct finding_gpu *fg = kmsg_finding_gpu(facts, g, f);
+                        fg->xid = gw->xid;
+                        fg->count = gw->count;
+                        fg->first_seen = kmsg_line_time(&facts->kmsg, &gw->first);
+                        fg->last_seen = kmsg_line_time(&facts->kmsg, &gw->last);
+                }
                 if (gpu_worst == XID_CRITICAL)
                         kmsg_gpu_holders(facts, g, "that job is dead", f);
                 else if (gpu_worst >= XID_APPLICATION)
@@ -151,6 +204,7 @@ static void run_xid_errors(const struct node_facts *facts, struct finding *f) {
         const struct xid_info *info = xid_lookup(worst_xid);
         const struct kmsg_line *wl = xid_line(worst_st);
         const char *remedy = xid_remedy_for_line(worst_xid, wl->text, strlen(wl->text));
+        finding_action(f, xid_finding_action(worst_xid, worst, wl));
         if (worst == XID_CRITICAL && worst_xid == 154) {
                 char action[64];
                 int a = xid154_action(wl->text, strlen(wl->text), action, sizeof action);
@@ -186,6 +240,7 @@ static void run_xid_errors(const struct node_facts *facts, struct finding *f) {
 
 const struct check_def check_driver_gpu_fallen_off_bus = {
         .id = "driver.gpu-fallen-off-bus",
+        .action = ACTION_REBOOT,
         .layer = 1,
         .component = "driver",
         .title = "no GPU has fallen off the bus",
@@ -201,6 +256,7 @@ const struct check_def check_driver_gpu_fallen_off_bus = {
 
 const struct check_def check_driver_xid_errors = {
         .id = "driver.xid-errors",
+        .action = ACTION_CONTACT_SUPPORT,
         .layer = 1,
         .component = "driver",
         .title = "no critical Xid errors in the kernel log",

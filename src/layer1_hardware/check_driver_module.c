@@ -138,6 +138,7 @@ static void run_device_nodes(const struct node_facts *facts, struct finding *f) 
 
 const struct check_def check_driver_module_signature = {
         .id = "driver.module-signature",
+        .action = ACTION_RECONFIGURE,
         .layer = 1,
         .component = "driver",
         .title = "the kernel accepts the nvidia module's signature (Secure Boot, lockdown)",
@@ -153,6 +154,7 @@ const struct check_def check_driver_module_signature = {
 
 const struct check_def check_driver_kernel_headers = {
         .id = "driver.kernel-headers",
+        .action = ACTION_RECONFIGURE,
         .layer = 1,
         .component = "driver",
         .title = "kernel headers exist for the running kernel when the driver must be built",
@@ -167,6 +169,7 @@ const struct check_def check_driver_kernel_headers = {
 
 const struct check_def check_driver_module_loaded = {
         .id = "driver.module-loaded",
+        .action = ACTION_RECONFIGURE,
         .layer = 1,
         .component = "driver",
         .title = "the nvidia and nvidia_uvm kernel modules are loaded",
@@ -179,6 +182,7 @@ const struct check_def check_driver_module_loaded = {
 
 const struct check_def check_driver_version = {
         .id = "driver.version",
+        .action = ACTION_RECONFIGURE,
         .layer = 1,
         .component = "driver",
         .title = "the kernel module reports its version and flavour",
@@ -191,6 +195,7 @@ const struct check_def check_driver_version = {
 
 const struct check_def check_driver_device_nodes = {
         .id = "driver.device-nodes",
+        .action = ACTION_RECONFIGURE,
         .layer = 1,
         .component = "driver",
         .title = "a device node exists for the control device, UVM and every GPU",

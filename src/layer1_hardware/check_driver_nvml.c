@@ -178,6 +178,8 @@ static void run_memory_errors(const struct node_facts *facts, struct finding *f)
                 struct gpu_recovery rec = gpu_recovery_of(g);
                 enum check_status remap = gpu_remap_judge(&rec);
                 if (remap != CHECK_SKIP) {
+                        if (remap == CHECK_FAIL || g->remapped_pending)
+                                nvml_finding_gpu(g, f)->count = g->remapped_uncorrectable;
                         if (remap == CHECK_FAIL) {
                                 failed++;
                                 finding_evidence(f, "%s: row remapping failed", label);
@@ -199,6 +201,7 @@ static void run_memory_errors(const struct node_facts *facts, struct finding *f)
         }
         if (failed) {
                 finding_fail(f, "row remapping failed on %u GPU(s): the memory cannot be repaired", failed);
+                finding_action(f, ACTION_RMA);
                 finding_remedy(f, "cordon and drain the node; the GPU is an RMA candidate (run the field diagnostic "
                                   "and contact the vendor)");
         } else if (pending) {
@@ -230,6 +233,7 @@ static void run_recovery_action(const struct node_facts *facts, struct finding *
                 known++;
                 if (st == CHECK_PASS) continue;
                 needed++;
+                nvml_finding_gpu(g, f);
                 if (g->recovery_action.value == 2 || worst != 2) worst = g->recovery_action.value;
                 _cleanup_free_ char *label = nvml_gpu_label(g);
                 finding_evidence(f, "%s: recovery action %llu (%s)", label,
@@ -243,6 +247,11 @@ static void run_recovery_action(const struct node_facts *facts, struct finding *
                 finding_skip(f, "this driver does not report a GPU recovery action (NVML field 230)");
         } else if (needed) {
                 finding_fail(f, "the driver asks for %s on %u GPU(s)", gpu_recovery_action_text(worst), needed);
+                finding_action(f, worst == NVML_GPU_RECOVERY_ACTION_GPU_RESET         ? ACTION_RESET_GPU
+                                  : worst == NVML_GPU_RECOVERY_ACTION_NODE_REBOOT     ? ACTION_REBOOT
+                                  : worst == NVML_GPU_RECOVERY_ACTION_DRAIN_P2P       ? ACTION_DRAIN
+                                  : worst == NVML_GPU_RECOVERY_ACTION_DRAIN_AND_RESET ? ACTION_RESET_GPU
+                                                                                      : ACTION_CONTACT_SUPPORT);
                 finding_remedy(
                         f,
                         "cordon and drain the node, then do what the driver asks (%s): `nvidia-smi -r` for a reset, a "
@@ -255,6 +264,7 @@ static void run_recovery_action(const struct node_facts *facts, struct finding *
 
 const struct check_def check_driver_version_match = {
         .id = "driver.version-match",
+        .action = ACTION_REBOOT,
         .layer = 1,
         .component = "driver",
         .title = "NVML in user space and the kernel module are the same driver version",
@@ -269,6 +279,7 @@ const struct check_def check_driver_version_match = {
 
 const struct check_def check_driver_nvml_init = {
         .id = "driver.nvml-init",
+        .action = ACTION_RECONFIGURE,
         .layer = 1,
         .component = "driver",
         .title = "NVML loads and initialises",
@@ -282,6 +293,7 @@ const struct check_def check_driver_nvml_init = {
 
 const struct check_def check_driver_gpu_count = {
         .id = "driver.gpu-count",
+        .action = ACTION_REBOOT,
         .layer = 1,
         .component = "driver",
         .title = "NVML sees every GPU the PCI bus has",
@@ -297,6 +309,7 @@ const struct check_def check_driver_gpu_count = {
 
 const struct check_def check_driver_persistence = {
         .id = "driver.persistence",
+        .action = ACTION_RECONFIGURE,
         .layer = 1,
         .component = "driver",
         .title = "persistence mode is on",
@@ -309,6 +322,7 @@ const struct check_def check_driver_persistence = {
 
 const struct check_def check_driver_memory_errors = {
         .id = "driver.memory-errors",
+        .action = ACTION_RESET_GPU,
         .layer = 1,
         .component = "driver",
         .title = "no failed or pending row remaps, no fresh uncorrectable ECC errors",
@@ -324,6 +338,7 @@ const struct check_def check_driver_memory_errors = {
 
 const struct check_def check_driver_recovery_action = {
         .id = "driver.recovery-action",
+        .action = ACTION_RESET_GPU,
         .layer = 1,
         .component = "driver",
         .title = "the driver asks for no GPU recovery action",

@@ -92,6 +92,7 @@ static void run_pci_binding(const struct node_facts *facts, struct finding *f) {
 
 const struct check_def check_driver_pci_devices = {
         .id = "driver.pci-devices",
+        .action = ACTION_CONTACT_SUPPORT,
         .layer = 1,
         .component = "driver",
         .title = "NVIDIA GPUs are present on the PCI bus",
@@ -104,6 +105,7 @@ const struct check_def check_driver_pci_devices = {
 
 const struct check_def check_driver_pci_binding = {
         .id = "driver.pci-binding",
+        .action = ACTION_RECONFIGURE,
         .layer = 1,
         .component = "driver",
         .title = "every GPU is bound to the nvidia kernel driver",

@@ -262,6 +262,7 @@ static void run_fabric_state(const struct node_facts *facts, struct finding *f) 
 
 const struct check_def check_fabric_manager_version_match = {
         .id = "fabric-manager.version-match",
+        .action = ACTION_RECONFIGURE,
         .layer = 1,
         .component = "fabric-manager",
         .title = "on NVSwitch systems the fabric manager's version equals the driver's",
@@ -298,6 +299,7 @@ const struct check_def check_fabric_manager_log_errors = {
 
 const struct check_def check_fabric_manager_fabric_state = {
         .id = "fabric-manager.fabric-state",
+        .action = ACTION_RECONFIGURE,
         .layer = 1,
         .component = "fabric-manager",
         .title = "on NVSwitch systems every GPU is registered with the NVLink fabric",

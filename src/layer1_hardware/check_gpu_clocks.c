@@ -86,6 +86,7 @@ static void run_clock_slowdown(const struct node_facts *facts, struct finding *f
 
 const struct check_def check_gpu_clock_slowdown = {
         .id = "gpu.clock-slowdown",
+        .action = ACTION_CONTACT_SUPPORT,
         .layer = 1,
         .component = "gpu",
         .title = "no hardware or thermal slowdown holds a GPU's clocks down",

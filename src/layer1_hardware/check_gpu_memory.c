@@ -104,6 +104,7 @@ static void run_ecc_mode(const struct node_facts *facts, struct finding *f) {
 
 const struct check_def check_gpu_retired_pages = {
         .id = "gpu.retired-pages",
+        .action = ACTION_RESET_GPU,
         .layer = 1,
         .component = "gpu",
         .title = "no page retirement waits for a reset (GPUs before Ampere)",
@@ -120,6 +121,7 @@ const struct check_def check_gpu_retired_pages = {
 
 const struct check_def check_gpu_ecc_mode = {
         .id = "gpu.ecc-mode",
+        .action = ACTION_RECONFIGURE,
         .layer = 1,
         .component = "gpu",
         .title = "ECC is on wherever the GPU supports it",

@@ -65,6 +65,7 @@ static void run_pcie_link(const struct node_facts *facts, struct finding *f) {
 
 const struct check_def check_gpu_pcie_link = {
         .id = "gpu.pcie-link",
+        .action = ACTION_CONTACT_SUPPORT,
         .layer = 1,
         .component = "gpu",
         .title = "each GPU's PCIe link runs at its full width",

@@ -70,6 +70,7 @@ static void run_temperature(const struct node_facts *facts, struct finding *f) {
 
 const struct check_def check_gpu_temperature = {
         .id = "gpu.temperature",
+        .action = ACTION_CONTACT_SUPPORT,
         .layer = 1,
         .component = "gpu",
         .title = "every GPU and its memory run below their slowdown thresholds",

@@ -158,6 +158,7 @@ static void run_errors(const struct node_facts *facts, struct finding *f) {
 
 const struct check_def check_nvlink_links = {
         .id = "nvlink.links",
+        .action = ACTION_REBOOT,
         .layer = 1,
         .component = "nvlink",
         .title = "every GPU has the NVLinks up that its NVSwitch board should have",

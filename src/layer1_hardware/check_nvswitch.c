@@ -89,6 +89,7 @@ static void run_sxid_errors(const struct node_facts *facts, struct finding *f) {
 
 const struct check_def check_nvswitch_sxid_errors = {
         .id = "nvswitch.sxid-errors",
+        .action = ACTION_RESET_GPU,
         .layer = 1,
         .component = "nvswitch",
         .title = "no NVSwitch error (SXid) in the kernel log needs a reset",

@@ -147,6 +147,7 @@ static void run_rdma_peermem(const struct node_facts *facts, struct finding *f) 
 
 const struct check_def check_rdma_devices = {
         .id = "rdma.devices",
+        .action = ACTION_RECONFIGURE,
         .layer = 1,
         .component = "rdma",
         .title = "RDMA NICs have their driver modules and verbs device nodes",
@@ -173,6 +174,7 @@ const struct check_def check_rdma_ports = {
 
 const struct check_def check_rdma_peermem = {
         .id = "rdma.peermem",
+        .action = ACTION_RECONFIGURE,
         .layer = 1,
         .component = "rdma",
         .title = "nvidia_peermem is loaded for GPUDirect RDMA",

@@ -38,6 +38,7 @@ static void run_sriov_vfs(const struct node_facts *facts, struct finding *f) {
 
 const struct check_def check_sriov_vfs = {
         .id = "sriov.vfs",
+        .action = ACTION_RECONFIGURE,
         .layer = 1,
         .component = "sriov",
         .title = "SR-IOV virtual functions are enabled and bound where configured",

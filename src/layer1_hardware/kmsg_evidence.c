@@ -23,6 +23,11 @@ static bool boot_seconds(const char *ts, int64_t *ret) {
         return true;
 }
 
+int64_t kmsg_line_time(const struct kmsg_facts *k, const struct kmsg_line *l) {
+        int64_t s;
+        return k->boot_time > 0 && boot_seconds(l->ts, &s) ? k->boot_time + s : 0;
+}
+
 const char *kmsg_line_when(const struct kmsg_facts *k, const struct kmsg_line *l, char buf[KMSG_WHEN_MAX]) {
         int64_t s;
         char wall[RFC3339_MAX];

@@ -13,6 +13,11 @@
  * time (dmesg -T, syslog), "" for a line without one. Returns buf; never fails. */
 const char *kmsg_line_when(const struct kmsg_facts *k, const struct kmsg_line *l, char buf[KMSG_WHEN_MAX]);
 
+/* Returns when line l was logged in seconds since the epoch: the boot time plus its seconds-since-boot
+ * stamp when both are known, 0 otherwise (a wall stamp as dmesg -T writes it has no year-safe zone and
+ * is left to the evidence text). Never fails. */
+int64_t kmsg_line_time(const struct kmsg_facts *k, const struct kmsg_line *l);
+
 /* Adds the kernel log's lines of one event kind (enum kmsg_event_kind) as evidence; returns their
  * count (0 when the log was not read or holds none). */
 size_t kmsg_evidence(const struct kmsg_facts *k, int kind, struct finding *f);

@@ -53,3 +53,8 @@ void gpu_holders_evidence(const struct node_facts *facts, const struct nvml_gpu_
         _cleanup_free_ char *label = nvml_gpu_label(g);
         gpu_holders_evidence_as(facts, label, gpu_pods_of(facts, g), "that job is dead", f);
 }
+
+struct finding_gpu *nvml_finding_gpu(const struct nvml_gpu_facts *g, struct finding *f) {
+        return finding_gpu(f, (int)g->index, g->uuid_rc == NVML_SUCCESS ? g->uuid : NULL,
+                           g->pci_rc == NVML_SUCCESS ? g->pci_bus_id_legacy : NULL);
+}

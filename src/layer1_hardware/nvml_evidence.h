@@ -24,3 +24,7 @@ void gpu_holders_evidence_as(const struct node_facts *facts, const char *label, 
                              const char *meaning, struct finding *f);
 /* gpu_holders_evidence_as for an NVML GPU with its label, meaning "that job is dead". */
 void gpu_holders_evidence(const struct node_facts *facts, const struct nvml_gpu_facts *g, struct finding *f);
+
+/* Adds NVML GPU g to f's GPUs (its index, UUID and "0000:18:00.0" bus id where NVML gave them). Returns
+ * the entry. */
+struct finding_gpu *nvml_finding_gpu(const struct nvml_gpu_facts *g, struct finding *f);

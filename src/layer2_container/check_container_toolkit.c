@@ -873,6 +873,7 @@ static void run_config_applied(const struct node_facts *facts, struct finding *f
 
 const struct check_def check_container_toolkit_runtime_config = {
         .id = "container-toolkit.runtime-config",
+        .action = ACTION_RECONFIGURE,
         .layer = 2,
         .component = "container-toolkit",
         .title = "the container runtime's configuration loads as the runtime itself loads it",
@@ -895,6 +896,7 @@ const struct check_def check_container_toolkit_runtime_config = {
 
 const struct check_def check_container_toolkit_toolkit_installed = {
         .id = "container-toolkit.toolkit-installed",
+        .action = ACTION_RECONFIGURE,
         .layer = 2,
         .component = "container-toolkit",
         .title = "the NVIDIA Container Toolkit is installed and its config parses",
@@ -911,6 +913,7 @@ const struct check_def check_container_toolkit_toolkit_installed = {
 
 const struct check_def check_container_toolkit_nvidia_runtime = {
         .id = "container-toolkit.nvidia-runtime",
+        .action = ACTION_RECONFIGURE,
         .layer = 2,
         .component = "container-toolkit",
         .title = "the runtime in use defines the nvidia runtime (containerd CRI table, CRI-O drop-in, Docker "
@@ -941,6 +944,7 @@ const struct check_def check_container_toolkit_nvidia_runtime = {
 
 const struct check_def check_container_toolkit_runtime_binary = {
         .id = "container-toolkit.runtime-binary",
+        .action = ACTION_RECONFIGURE,
         .layer = 2,
         .component = "container-toolkit",
         .title = "the binary each nvidia runtime names exists under the root and is executable",
@@ -958,6 +962,7 @@ const struct check_def check_container_toolkit_runtime_binary = {
 
 const struct check_def check_container_toolkit_config_applied = {
         .id = "container-toolkit.config-applied",
+        .action = ACTION_RECONFIGURE,
         .layer = 2,
         .component = "container-toolkit",
         .title = "the running runtime daemon started after its config files were last changed",

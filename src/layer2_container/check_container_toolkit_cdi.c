@@ -258,6 +258,7 @@ static void run_cdi_specs(const struct node_facts *facts, struct finding *f) {
 
 const struct check_def check_container_toolkit_cdi_specs = {
         .id = "container-toolkit.cdi-specs",
+        .action = ACTION_RECONFIGURE,
         .layer = 2,
         .component = "container-toolkit",
         .title = "the nvidia.com/gpu CDI specs match the GPUs NVML found and the driver loaded",

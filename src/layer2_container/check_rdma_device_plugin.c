@@ -36,6 +36,7 @@ static void run_rdma_exposure(const struct node_facts *facts, struct finding *f)
 
 const struct check_def check_rdma_device_plugin_devices = {
         .id = "rdma-device-plugin.devices",
+        .action = ACTION_RECONFIGURE,
         .layer = 2,
         .component = "rdma-device-plugin",
         .title = "RDMA device nodes exist for the RDMA device plugin to expose to pods",

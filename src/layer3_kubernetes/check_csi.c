@@ -61,6 +61,7 @@ static void run_csi_plugins(const struct node_facts *facts, struct finding *f) {
 
 const struct check_def check_csi_plugins = {
         .id = "csi.plugins",
+        .action = ACTION_RECONFIGURE,
         .layer = 3,
         .component = "csi",
         .title = "CSI node plugins are registered with the kubelet",

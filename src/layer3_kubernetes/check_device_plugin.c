@@ -371,6 +371,7 @@ static void run_dp_allocatable(const struct node_facts *facts, struct finding *f
 
 const struct check_def check_device_plugin_registered = {
         .id = "device-plugin.registered",
+        .action = ACTION_RESTART_POD,
         .layer = 3,
         .component = "device-plugin",
         .title = "the NVIDIA device plugin is registered with the kubelet for every GPU",
@@ -449,6 +450,7 @@ static void run_device_plugin_pod(const struct node_facts *facts, struct finding
 
 const struct check_def check_device_plugin_pod = {
         .id = "device-plugin.pod",
+        .action = ACTION_RESTART_POD,
         .layer = 3,
         .component = "device-plugin",
         .title = "the NVIDIA device plugin pod on this node runs",

@@ -194,6 +194,7 @@ static void run_gfd_labels(const struct node_facts *facts, struct finding *f) {
 
 const struct check_def check_gfd_labels = {
         .id = "gfd.labels",
+        .action = ACTION_RESTART_POD,
         .layer = 3,
         .component = "gfd",
         .title = "GPU feature discovery labels agree with NVML",

@@ -48,6 +48,7 @@ static void run_operator_pods(const struct node_facts *facts, struct finding *f)
 
 const struct check_def check_gpu_operator_pods = {
         .id = "gpu-operator.pods",
+        .action = ACTION_RESTART_POD,
         .layer = 3,
         .component = "gpu-operator",
         .title = "GPU Operator pods on this node run and are Ready",

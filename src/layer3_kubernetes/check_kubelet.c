@@ -136,6 +136,7 @@ static void run_node_ready(const struct node_facts *facts, struct finding *f) {
 
 const struct check_def check_kubelet_api_access = {
         .id = "kubelet.api-access",
+        .action = ACTION_RECONFIGURE,
         .layer = 3,
         .component = "kubelet",
         .title = "the Kubernetes API answers and knows this node",

@@ -27,6 +27,7 @@ static void run_network_operator_pods(const struct node_facts *facts, struct fin
 
 const struct check_def check_network_operator_pods = {
         .id = "network-operator.pods",
+        .action = ACTION_RESTART_POD,
         .layer = 3,
         .component = "network-operator",
         .title = "Network Operator pods on this node run and are Ready",

@@ -107,6 +107,7 @@ static void run_dcgm_metrics(const struct node_facts *facts, struct finding *f) 
 
 const struct check_def check_dcgm_exporter_metrics = {
         .id = "dcgm-exporter.metrics",
+        .action = ACTION_RESTART_POD,
         .layer = 4,
         .component = "dcgm-exporter",
         .title = "the DCGM exporter serves a series for every GPU, not all zero",

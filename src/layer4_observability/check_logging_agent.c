@@ -10,6 +10,7 @@ static void run_logging_agent(const struct node_facts *facts, struct finding *f)
 
 const struct check_def check_logging_agent_present = {
         .id = "logging-agent.present",
+        .action = ACTION_RECONFIGURE,
         .layer = 4,
         .component = "logging-agent",
         .title = "a log collector runs on the node",

@@ -42,6 +42,7 @@ static void run_node_exporter_metrics(const struct node_facts *facts, struct fin
 
 const struct check_def check_node_exporter_metrics = {
         .id = "node-exporter.metrics",
+        .action = ACTION_RESTART_POD,
         .layer = 4,
         .component = "node-exporter",
         .title = "the node exporter serves host metrics",

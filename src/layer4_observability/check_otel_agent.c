@@ -10,6 +10,7 @@ static void run_otel_agent(const struct node_facts *facts, struct finding *f) {
 
 const struct check_def check_otel_agent_present = {
         .id = "otel-agent.present",
+        .action = ACTION_RECONFIGURE,
         .layer = 4,
         .component = "otel-agent",
         .title = "the OpenTelemetry collector on the node runs, where one is deployed",

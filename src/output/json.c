@@ -13,17 +13,43 @@ static json_t *json_text(const char *s) {
         return json_string(clean);
 }
 
-/* Returns one check of the report as a new JSON object (the v1 contract's fields). */
+/* Returns the GPUs a finding is about as a new JSON array: [{gpu, uuid, pci_bus_id, xid, count,
+ * first_seen, last_seen}], a member absent where the finding does not know it. */
+static json_t *finding_gpus_to_json(const struct finding *f) {
+        json_t *a = json_array();
+        for (size_t i = 0; i < f->n_gpus; i++) {
+                const struct finding_gpu *g = &f->gpus[i];
+                json_t *o = json_object();
+                char when[RFC3339_MAX];
+                if (g->index >= 0) json_object_set_new(o, "gpu", json_integer(g->index));
+                if (g->uuid) json_object_set_new(o, "uuid", json_text(g->uuid));
+                if (g->pci_bus_id) json_object_set_new(o, "pci_bus_id", json_text(g->pci_bus_id));
+                if (g->xid > 0) json_object_set_new(o, "xid", json_integer(g->xid));
+                if (g->count > 0) json_object_set_new(o, "count", json_integer((json_int_t)g->count));
+                if (g->first_seen > 0)
+                        json_object_set_new(o, "first_seen", json_string(rfc3339_format(g->first_seen, when)));
+                if (g->last_seen > 0)
+                        json_object_set_new(o, "last_seen", json_string(rfc3339_format(g->last_seen, when)));
+                json_array_append_new(a, o);
+        }
+        return a;
+}
+
+/* Returns one check of the report as a new JSON object (the v1 contract's fields, then "action" and,
+ * for a finding about GPUs, "gpus"). */
 static json_t *finding_to_json(const struct finding *f) {
         json_t *ev = json_array();
         for (size_t i = 0; i < f->n_evidence; i++) json_array_append_new(ev, json_text(f->evidence[i]));
         json_t *deps = json_array();
         for (size_t d = 0; d < CHECK_MAX_DEPS && f->def->depends[d]; d++)
                 json_array_append_new(deps, json_string(f->def->depends[d]));
-        return json_pack("{s:s, s:i, s:s, s:s, s:o, s:o, s:o, s:o, s:o}", "id", f->def->id, "layer", f->def->layer,
-                         "component", f->def->component, "status", check_status_name(f->status), "summary",
-                         json_text(f->summary ? f->summary : ""), "evidence", ev, "remedy", json_text(f->remedy),
-                         "blocked_by", f->blocked_by ? json_string(f->blocked_by) : json_null(), "depends_on", deps);
+        json_t *o = json_pack("{s:s, s:i, s:s, s:s, s:o, s:o, s:o, s:s, s:o, s:o}", "id", f->def->id, "layer",
+                              f->def->layer, "component", f->def->component, "status", check_status_name(f->status),
+                              "summary", json_text(f->summary ? f->summary : ""), "evidence", ev, "remedy",
+                              json_text(f->remedy), "action", finding_action_name(f->action), "blocked_by",
+                              f->blocked_by ? json_string(f->blocked_by) : json_null(), "depends_on", deps);
+        if (f->n_gpus) json_object_set_new(o, "gpus", finding_gpus_to_json(f));
+        return o;
 }
 
 /* Returns text as a JSON string, or null for NULL (a new reference). */

@@ -108,6 +108,37 @@ static int read_gpus(const json_t *doc, struct report *ret, char **ret_error) {
         return 0;
 }
 
+/* Returns the integer member key of o, or fallback when it is absent or not an integer in [lo, hi]. */
+static json_int_t int_member(const json_t *o, const char *key, json_int_t lo, json_int_t hi, json_int_t fallback) {
+        const json_t *v = json_object_get(o, key);
+        if (!json_is_integer(v) || json_integer_value(v) < lo || json_integer_value(v) > hi) return fallback;
+        return json_integer_value(v);
+}
+
+/* Returns the time member key of o (RFC 3339) in seconds since the epoch, 0 when absent or no time. */
+static int64_t time_member(const json_t *o, const char *key) {
+        int64_t t;
+        return rfc3339_parse(json_string_value(json_object_get(o, key)), &t) < 0 ? 0 : t;
+}
+
+/* Reads a check's "gpus" (additive; absent: none) into f, at most REPORT_READ_MAX_FINDING_GPUS of them;
+ * an entry that is not an object, or a member of the wrong type, is left out. Never fails. */
+static void read_finding_gpus(const json_t *gpus, struct finding *f) {
+        size_t i;
+        const json_t *g;
+        json_array_foreach(gpus, i, g) {
+                if (!json_is_object(g) || f->n_gpus >= REPORT_READ_MAX_FINDING_GPUS) continue;
+                const json_t *uuid = json_object_get(g, "uuid"), *pci = json_object_get(g, "pci_bus_id");
+                struct finding_gpu *e = finding_gpu(f, (int)int_member(g, "gpu", 0, 65535, -1),
+                                                    json_is_string(uuid) ? json_string_value(uuid) : NULL,
+                                                    json_is_string(pci) ? json_string_value(pci) : NULL);
+                e->xid = (int)int_member(g, "xid", 1, 1000000, 0);
+                e->count = (uint64_t)int_member(g, "count", 1, INT64_MAX, 0);
+                e->first_seen = time_member(g, "first_seen");
+                e->last_seen = time_member(g, "last_seen");
+        }
+}
+
 int report_from_json(const json_t *doc, struct report *ret, char **ret_error) {
         memset(ret, 0, sizeof *ret);
         const char *schema = json_string_value(json_object_get(doc, "schema"));
@@ -166,6 +197,9 @@ int report_from_json(const json_t *doc, struct report *ret, char **ret_error) {
                 if (!f->summary) f->summary = xstrdup("");
                 f->remedy = dup_str(c, "remedy");
                 f->blocked_by = dup_str(c, "blocked_by");
+                int action = finding_action_from_name(json_string_value(json_object_get(c, "action")));
+                f->action = action < 0 ? ACTION_NONE : (enum finding_action)action;
+                read_finding_gpus(json_object_get(c, "gpus"), f);
                 size_t e;
                 const json_t *ev;
                 json_array_foreach(json_object_get(c, "evidence"), e, ev) {

@@ -5,11 +5,12 @@
 
 #include "engine/check.h"
 
-#define REPORT_READ_MAX_CHECKS    4096  /* checks of one report, more is refused */
-#define REPORT_READ_MAX_EVIDENCE  1000  /* evidence lines kept per check, the rest counted (n_evidence_more) */
-#define REPORT_READ_MAX_GPUS      1024  /* GPUs of one report, more is refused */
-#define REPORT_READ_MAX_PODS      1024  /* pods holding one GPU, more is refused */
-#define REPORT_READ_MAX_GPU_INDEX 65535 /* a GPU's index */
+#define REPORT_READ_MAX_CHECKS       4096  /* checks of one report, more is refused */
+#define REPORT_READ_MAX_EVIDENCE     1000  /* evidence lines kept per check, the rest counted (n_evidence_more) */
+#define REPORT_READ_MAX_GPUS         1024  /* GPUs of one report, more is refused */
+#define REPORT_READ_MAX_PODS         1024  /* pods holding one GPU, more is refused */
+#define REPORT_READ_MAX_GPU_INDEX    65535 /* a GPU's index */
+#define REPORT_READ_MAX_FINDING_GPUS 1024  /* GPUs one check is about, the rest left out */
 
 /*
  * Reads a gpunode.report/v1 document (doc) into *ret: node, root, verdict, every check with its
