@@ -194,12 +194,10 @@ static void test_taint(void **state) {
         assert_int_equal(agent_taint_allowed(25, 0.1), 2);
         json_error_t err;
         json_t *list = json_loads("{\"items\":[{\"metadata\":{\"name\":\"a\"}},"
-                                  "{\"metadata\":{\"name\":\"b\"},\"spec\":{\"taints\":[{\"key\":\"gpunode.io/"
-                                  "unhealthy\",\"value\":\"hardware\",\"effect\":\"NoSchedule\"}]}},"
+                                  "{\"metadata\":{\"name\":\"b\"},\"spec\":{\"taints\":[{\"key\":\"gpunode.io/unhealthy\",\"value\":\"hardware\",\"effect\":\"NoSchedule\"}]}},"
                                   "{\"metadata\":{\"name\":\"c\"}}]}",
                                   0, &err);
-        json_t *list2 =
-                json_loads("{\"items\":[{\"metadata\":{\"name\":\"c\"}},{\"metadata\":{\"name\":\"d\"}}]}", 0, &err);
+        json_t *list2 = json_loads("{\"items\":[{\"metadata\":{\"name\":\"c\"}},{\"metadata\":{\"name\":\"d\"}}]}", 0, &err);
         const json_t *lists[] = { list, list2 };
         unsigned n, tainted;
         agent_taint_count(lists, 2, "a", &n, &tainted);
@@ -213,14 +211,12 @@ static void test_taint(void **state) {
         assert_int_equal(agent_taint_decide(NULL, NULL, n, tainted, 0.1), AGENT_TAINT_NONE);
         /* the patch keeps others' taints and the resourceVersion */
         json_t *node = json_loads("{\"metadata\":{\"name\":\"b\",\"resourceVersion\":\"42\"},\"spec\":{\"taints\":["
-                                  "{\"key\":\"other\",\"effect\":\"NoExecute\"},{\"key\":\"gpunode.io/"
-                                  "unhealthy\",\"value\":\"hardware\",\"effect\":\"NoSchedule\"}]}}",
+                                  "{\"key\":\"other\",\"effect\":\"NoExecute\"},{\"key\":\"gpunode.io/unhealthy\",\"value\":\"hardware\",\"effect\":\"NoSchedule\"}]}}",
                                   0, &err);
         assert_string_equal(agent_taint_current(node), "hardware");
         json_t *p = agent_taint_patch(node, NULL);
         assert_int_equal(json_array_size(json_object_get(json_object_get(p, "spec"), "taints")), 1);
-        assert_string_equal(json_string_value(json_object_get(json_object_get(p, "metadata"), "resourceVersion")),
-                            "42");
+        assert_string_equal(json_string_value(json_object_get(json_object_get(p, "metadata"), "resourceVersion")), "42");
         json_decref(p);
         p = agent_taint_patch(node, "container-runtime");
         assert_int_equal(json_array_size(json_object_get(json_object_get(p, "spec"), "taints")), 2);

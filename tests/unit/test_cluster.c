@@ -293,16 +293,12 @@ static void test_agent_report(void **state) {
 
 /* A check that gives no answer (leaves the finding empty), one that passes, and one resting on the first: the node
  * engine and the cluster (which runs its checks through it) must judge them alike. */
-static void silent_node(const struct node_facts *facts, struct finding *f) {
-        (void)facts, (void)f;
-}
+static void silent_node(const struct node_facts *facts, struct finding *f) { (void)facts, (void)f; }
 static void pass_node(const struct node_facts *facts, struct finding *f) {
         (void)facts;
         finding_pass(f, "fine");
 }
-static void silent_cluster(const struct cluster_facts *facts, struct cl_finding *f) {
-        (void)facts, (void)f;
-}
+static void silent_cluster(const struct cluster_facts *facts, struct cl_finding *f) { (void)facts, (void)f; }
 static void pass_cluster(const struct cluster_facts *facts, struct cl_finding *f) {
         (void)facts;
         finding_pass(&f->f, "fine");
@@ -316,9 +312,8 @@ static void test_engine_and_cluster_agree(void **state) {
                 .id = "b.dep", .layer = 2, .component = "b", .depends = { "a.silent" }, .run = pass_node
         };
         static const struct cl_check_def c_pass = { .id = "a.pass", .category = CL_INFRA, .run = pass_cluster };
-        static const struct cl_check_def c_silent = {
-                .id = "a.silent", .category = CL_INFRA, .title = "a title", .run = silent_cluster
-        };
+        static const struct cl_check_def c_silent = { .id = "a.silent", .category = CL_INFRA, .title = "a title",
+                                                      .run = silent_cluster };
         static const struct cl_check_def c_dep = {
                 .id = "b.dep", .category = CL_GPU_HEALTH, .depends = { "a.silent" }, .run = pass_cluster
         };
