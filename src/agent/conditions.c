@@ -136,26 +136,71 @@ static bool same_condition(const struct agent_condition *a, const struct agent_c
         return a->status == b->status && streq(a->reason, b->reason) && streq(a->message, b->message);
 }
 
+/* Returns how bad s is: False 0, Unknown 1 (not checked), True 2. */
+static int status_rank(enum agent_status s) {
+        return s == AGENT_TRUE ? 2 : s == AGENT_UNKNOWN ? 1 : 0;
+}
+
+/* Returns true when t lies within the last window seconds before now (0 <= now - t < window): a time
+ * in the future (a clock that ran ahead) is not recent, so it holds nothing back. */
+static bool recent(int64_t t, int64_t now, int64_t window) {
+        return now >= t && now - t < window;
+}
+
+int64_t agent_conditions_hold_down(int64_t heartbeat_s) {
+        int64_t h = heartbeat_s / 5;
+        return h > AGENT_COND_HOLD_DOWN_MAX_S ? AGENT_COND_HOLD_DOWN_MAX_S : h < 0 ? 0 : h;
+}
+
 enum agent_patch agent_conditions_decide(const struct agent_cond_state prev[AGENT_N_LAYERS],
                                          const struct agent_condition cur[AGENT_N_LAYERS], int64_t now,
                                          int64_t heartbeat_s, struct agent_cond_state next[AGENT_N_LAYERS],
                                          bool transition[AGENT_N_LAYERS]) {
+        int64_t hold = agent_conditions_hold_down(heartbeat_s);
+        /* per layer: take cur now, or keep what was written (a held improvement or lateral change) */
+        bool take[AGENT_N_LAYERS], lateral[AGENT_N_LAYERS];
         bool changed = false, stale = false;
         for (unsigned i = 0; i < AGENT_N_LAYERS; i++) {
-                transition[i] = !prev[i].known || prev[i].c.status != cur[i].status ||
-                                (cur[i].status == AGENT_TRUE && !streq(prev[i].c.reason, cur[i].reason));
-                if (!prev[i].known || !same_condition(&prev[i].c, &cur[i])) changed = true;
-                if (now - prev[i].heartbeat_time >= heartbeat_s) stale = true;
+                const struct agent_cond_state *p = &prev[i];
+                lateral[i] = false;
+                if (!p->known) {
+                        take[i] = true;
+                } else if (same_condition(&p->c, &cur[i])) {
+                        take[i] = false;
+                } else if (status_rank(cur[i].status) > status_rank(p->c.status)) {
+                        take[i] = true; /* a worsening is written at once */
+                } else if (status_rank(cur[i].status) < status_rank(p->c.status)) {
+                        take[i] = !recent(p->transition_time, now, hold); /* an improvement waits out the hold-down */
+                } else {
+                        /* the same status, other words: written with the next patch, or once the last write
+                         * is a hold-down old */
+                        lateral[i] = true;
+                        take[i] = !recent(p->heartbeat_time, now, hold);
+                }
+                changed |= take[i];
+                /* the heartbeat: due by age, or when the stored one lies in the future beyond the skew (a
+                 * clock that ran ahead and was corrected must not stop it) */
+                if (!p->known || now - p->heartbeat_time >= heartbeat_s || p->heartbeat_time - now > AGENT_CLOCK_SKEW_S)
+                        stale = true;
         }
         enum agent_patch d = changed ? AGENT_PATCH_CHANGE : stale ? AGENT_PATCH_HEARTBEAT : AGENT_PATCH_NONE;
         for (unsigned i = 0; i < AGENT_N_LAYERS; i++) {
                 next[i] = prev[i];
+                transition[i] = false;
                 if (d == AGENT_PATCH_NONE) continue;
-                bool status_changed = !prev[i].known || prev[i].c.status != cur[i].status;
+                if (lateral[i]) take[i] = true; /* a patch goes anyway: it costs no write */
                 next[i].known = true;
-                next[i].c = cur[i];
-                if (status_changed) next[i].transition_time = now;
                 next[i].heartbeat_time = now;
+                if (!take[i]) {
+                        /* a held state keeps its times, but none in the future */
+                        if (next[i].transition_time > now) next[i].transition_time = now;
+                        continue;
+                }
+                bool status_changed = !prev[i].known || prev[i].c.status != cur[i].status;
+                transition[i] =
+                        status_changed || (cur[i].status == AGENT_TRUE && !streq(prev[i].c.reason, cur[i].reason));
+                next[i].c = cur[i];
+                if (status_changed || next[i].transition_time > now) next[i].transition_time = now;
         }
         return d;
 }

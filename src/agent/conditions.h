@@ -58,13 +58,28 @@ int agent_conditions_from_report(const struct report *report, struct agent_condi
 /* What agent_conditions_decide asks for. */
 enum agent_patch { AGENT_PATCH_NONE, AGENT_PATCH_HEARTBEAT, AGENT_PATCH_CHANGE };
 
+#define AGENT_CLOCK_SKEW_S         60 /* a stored time further in the future is a clock that ran ahead */
+#define AGENT_COND_HOLD_DOWN_MAX_S 60 /* the conditions' hold-down: a fifth of the heartbeat, at most this */
+
+/* Returns the conditions' hold-down for a heartbeat of heartbeat_s: heartbeat_s / 5, at most
+ * AGENT_COND_HOLD_DOWN_MAX_S (60 s at the default 5 m, 6 s at 30 s). Never fails. */
+int64_t agent_conditions_hold_down(int64_t heartbeat_s);
+
 /*
- * Decides whether to patch the Node's conditions: CHANGE when any condition's status, reason or
- * message differs from prev (or prev is not known), HEARTBEAT when nothing changed but the last
- * heartbeat is heartbeat_s old or more, else NONE. Fills next with the state after the patch
- * (lastTransitionTime moves only on a status change; lastHeartbeatTime moves with any patch; with
- * NONE, next = prev) and transition[i] true where the status changed or a True condition's reason
- * changed (what an Event is due for). Returns the decision; never fails.
+ * Decides whether to patch the Node's conditions, per layer against what was written (prev):
+ *  - a worsening (False -> Unknown -> True) or a layer never written is taken at once;
+ *  - an improvement is held back while the layer's last transition is less than the hold-down
+ *    (agent_conditions_hold_down(heartbeat_s)) old, then taken: a layer flapping every check writes
+ *    at most one improvement and one worsening per hold-down;
+ *  - the same status in other words (reason, message) is taken with any patch, else once the last
+ *    write is a hold-down old.
+ * CHANGE when a layer is taken; else HEARTBEAT when the last heartbeat is heartbeat_s old or more, or
+ * lies more than AGENT_CLOCK_SKEW_S in the future (a clock that ran ahead and was corrected), or a layer
+ * was never written; else NONE. Fills next with the state after the patch (lastTransitionTime moves only
+ * on a status change written, and is brought back to now when it lay in the future; lastHeartbeatTime
+ * moves with any patch; a held layer keeps its written words; with NONE, next = prev) and transition[i]
+ * true where the written status changed or a True condition's written reason changed (what an Event is
+ * due for). Returns the decision; never fails.
  */
 enum agent_patch agent_conditions_decide(const struct agent_cond_state prev[AGENT_N_LAYERS],
                                          const struct agent_condition cur[AGENT_N_LAYERS], int64_t now,
@@ -76,7 +91,9 @@ enum agent_patch agent_conditions_decide(const struct agent_cond_state prev[AGEN
 json_t *agent_conditions_patch(const struct agent_cond_state state[AGENT_N_LAYERS]);
 
 /* Reads the four condition types from a Node object (status.conditions) into ret, so that a
- * restarted agent keeps lastTransitionTime; types absent stay !known. Returns the number found. */
+ * restarted agent keeps lastTransitionTime; types absent, or without a readable lastTransitionTime,
+ * stay !known; a missing or unreadable lastHeartbeatTime reads as 0 (due). Times in the future are kept
+ * as they are: agent_conditions_decide() heartbeats over them. Returns the number found. */
 unsigned agent_conditions_from_node(const json_t *node, struct agent_cond_state ret[AGENT_N_LAYERS]);
 
 /* Formats t (Unix seconds) as RFC 3339 UTC ("2024-05-01T10:00:00Z") into ret (at least 21 bytes).

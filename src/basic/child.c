@@ -5,7 +5,8 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
-#include <spawn.h>
+#include <sys/prctl.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 
 extern char **environ;
@@ -17,41 +18,97 @@ void child_self_path(char *buf, size_t size) {
         if (!buf[0] || access(buf, X_OK) < 0) snprintf(buf, size, "/proc/self/exe");
 }
 
+/* The signals a child starts with at their defaults (the parent ignores SIGPIPE and catches the rest). */
+static const int default_signals[] = { SIGPIPE, SIGTERM, SIGINT, SIGHUP, SIGQUIT };
+
+/* In the forked child: makes fd the descriptor target (a descriptor already there loses FD_CLOEXEC).
+ * Returns 0 or -1 (errno set); async-signal-safe. */
+static int move_fd(int fd, int target) {
+        if (fd == target) return fcntl(fd, F_SETFD, 0);
+        return dup2(fd, target) < 0 ? -1 : 0;
+}
+
+/* In the forked child: opens /dev/null onto target. Returns 0 or -1 (errno set); async-signal-safe. */
+static int null_fd(int target, int flags) {
+        int fd = open("/dev/null", flags | O_CLOEXEC);
+        if (fd < 0) return -1;
+        int r = move_fd(fd, target);
+        if (fd != target) close(fd);
+        return r;
+}
+
+/* In the forked child: closes every descriptor from 3 up but keep. Returns nothing; async-signal-safe. */
+static void close_from_3(int keep) {
+        if (keep > 3) syscall(SYS_close_range, 3U, (unsigned)keep - 1, 0U);
+        if (syscall(SYS_close_range, (unsigned)keep + 1, ~0U, 0U) == 0) return;
+        /* no close_range (before 5.9): the descriptors gpunode opens are O_CLOEXEC but NVML's */
+        for (int fd = 3; fd < 1024; fd++)
+                if (fd != keep) close(fd);
+}
+
+/* In the forked child: sets it up (own process group, parent-death signal, signals, descriptors) and
+ * executes path; on failure writes errno to err_pipe and exits 127. Never returns. */
+_Noreturn static void exec_child(pid_t parent, int err_pipe, const char *path, const char *const *argv, int in_fd,
+                                 int out_fd, int err_fd, bool quiet, const char *const *envp) {
+        /* dispositions first: a signal that comes before the exec must not run the parent's handler */
+        struct sigaction dfl = { .sa_handler = SIG_DFL };
+        sigemptyset(&dfl.sa_mask);
+        for (size_t i = 0; i < ELEMENTSOF(default_signals); i++) sigaction(default_signals[i], &dfl, NULL);
+        sigset_t none;
+        sigemptyset(&none);
+        sigprocmask(SIG_SETMASK, &none, NULL); /* the calling thread blocks SIGTERM; the child must not */
+        int e = 0;
+        /* its own group: a timeout kills whatever it started too; SIGTERM when the parent dies (a
+         * killed agent must not leave its labels child writing under PID 1), unless that already
+         * happened between fork and prctl */
+        if (setpgid(0, 0) < 0 || prctl(PR_SET_PDEATHSIG, SIGTERM) < 0) e = errno;
+        if (!e && getppid() != parent) _exit(127);
+        if (!e && (in_fd >= 0 ? move_fd(in_fd, STDIN_FILENO) : null_fd(STDIN_FILENO, O_RDONLY)) < 0) e = errno;
+        if (!e && out_fd >= 0 && move_fd(out_fd, STDOUT_FILENO) < 0) e = errno;
+        if (!e && err_fd >= 0 && move_fd(err_fd, STDERR_FILENO) < 0) e = errno;
+        if (!e && err_fd < 0 && quiet && null_fd(STDERR_FILENO, O_WRONLY) < 0) e = errno;
+        if (!e) {
+                close_from_3(err_pipe); /* NVML's device files and the like stay here */
+                execve(path, (char *const *)argv, envp ? (char *const *)envp : environ);
+                e = errno;
+        }
+        (void)!write(err_pipe, &e, sizeof e);
+        _exit(127);
+}
+
 /* child_spawn() with stderr err_fd (-1: /dev/null when quiet, else inherited) and the environment envp (NULL: this
- * process's). Returns the pid, or -errno. */
+ * process's). A fork that fails is said on stderr with its cause (the caller's own words, e.g. "cannot read X",
+ * would hide it). Returns the pid, or -errno (the fork's, or the exec's). */
 static pid_t spawn(const char *path, const char *const *argv, int in_fd, int out_fd, int err_fd, bool quiet,
                    const char *const *envp) {
-        posix_spawn_file_actions_t fa;
-        posix_spawnattr_t attr;
-        posix_spawn_file_actions_init(&fa);
-        posix_spawnattr_init(&attr);
-        if (in_fd >= 0)
-                posix_spawn_file_actions_adddup2(&fa, in_fd, STDIN_FILENO);
-        else
-                posix_spawn_file_actions_addopen(&fa, STDIN_FILENO, "/dev/null", O_RDONLY, 0);
-        if (out_fd >= 0) posix_spawn_file_actions_adddup2(&fa, out_fd, STDOUT_FILENO);
-        if (err_fd >= 0)
-                posix_spawn_file_actions_adddup2(&fa, err_fd, STDERR_FILENO);
-        else if (quiet)
-                posix_spawn_file_actions_addopen(&fa, STDERR_FILENO, "/dev/null", O_WRONLY, 0);
-#if defined(__GLIBC__) && (__GLIBC__ > 2 || (__GLIBC__ == 2 && __GLIBC_MINOR__ >= 34))
-        posix_spawn_file_actions_addclosefrom_np(&fa, 3); /* NVML's device files and the like stay here */
-#endif
-        sigset_t none, deflt;
-        sigemptyset(&none);
-        sigemptyset(&deflt);
-        sigaddset(&deflt, SIGPIPE);
-        sigaddset(&deflt, SIGTERM);
-        sigaddset(&deflt, SIGINT);
-        posix_spawnattr_setsigmask(&attr, &none); /* the calling thread blocks SIGTERM; the child must not */
-        posix_spawnattr_setsigdefault(&attr, &deflt);
-        posix_spawnattr_setpgroup(&attr, 0);
-        posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF | POSIX_SPAWN_SETPGROUP);
-        pid_t pid;
-        int r = -posix_spawn(&pid, path, &fa, &attr, (char *const *)argv, envp ? (char *const *)envp : environ);
-        posix_spawn_file_actions_destroy(&fa);
-        posix_spawnattr_destroy(&attr);
-        return r < 0 ? r : pid;
+        int ep[2];
+        if (pipe2(ep, O_CLOEXEC) < 0) return -errno;
+        pid_t parent = getpid();
+        pid_t pid = fork();
+        if (pid == 0) {
+                close(ep[0]);
+                exec_child(parent, ep[1], path, argv, in_fd, out_fd, err_fd, quiet, envp);
+        }
+        int r = pid < 0 ? -errno : 0;
+        close(ep[1]);
+        if (r < 0) {
+                close(ep[0]);
+                fprintf(stderr, "gpunode: cannot start a child process (%s %s): %s\n", argv[0] ? argv[0] : path,
+                        argv[0] && argv[1] ? argv[1] : "", strerror(-r));
+                return r;
+        }
+        /* the exec's outcome: the pipe closes on success, carries errno on failure */
+        int e = 0;
+        ssize_t got;
+        do got = read(ep[0], &e, sizeof e);
+        while (got < 0 && errno == EINTR);
+        close(ep[0]);
+        if (got == (ssize_t)sizeof e) {
+                while (waitpid(pid, NULL, 0) < 0 && errno == EINTR) {
+                }
+                return -(e ? e : EIO);
+        }
+        return pid;
 }
 
 pid_t child_spawn(const char *path, const char *const *argv, int in_fd, int out_fd, bool quiet) {

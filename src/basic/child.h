@@ -12,9 +12,14 @@
 void child_self_path(char *buf, size_t size);
 
 /* Starts path with argv in its own process group (a timeout then kills whatever it started too),
- * with no signal blocked and SIGPIPE, SIGTERM and SIGINT at their defaults, whatever the calling
- * thread blocks; descriptors 3 and up are closed in it. stdin is in_fd (-1: /dev/null), stdout
- * out_fd (-1: inherited), stderr /dev/null when quiet, else inherited. Returns the pid, or -errno. */
+ * with no signal blocked and SIGPIPE, SIGTERM, SIGINT, SIGHUP and SIGQUIT at their defaults, whatever
+ * the calling thread blocks; descriptors 3 and up are closed in it. It gets SIGTERM when the calling
+ * thread ends (PR_SET_PDEATHSIG: a gpunode killed, even with SIGKILL, leaves no child behind; so the
+ * thread that starts a child must outlive it), and does not run if this process ended before it could
+ * ask for that. stdin is in_fd (-1: /dev/null), stdout out_fd (-1: inherited), stderr /dev/null when
+ * quiet, else inherited. Returns the pid, or -errno: a failed fork (said on stderr: "gpunode: cannot
+ * start a child process (gpunode labels): Resource temporarily unavailable") or the exec's error
+ * (-ENOENT for a missing path). */
 pid_t child_spawn(const char *path, const char *const *argv, int in_fd, int out_fd, bool quiet);
 
 /* Kills pid's process group and pid with SIGKILL and reaps it, waiting up to 2 s. Returns true when

@@ -60,8 +60,7 @@ int cl_node_failing_layer(const struct cl_node *n) {
         return 0;
 }
 
-/* Returns the newest heartbeat of the node's agent conditions, 0 when none. */
-static int64_t newest_heartbeat(const struct cl_node *n) {
+int64_t cl_node_heartbeat(const struct cl_node *n) {
         int64_t h = 0;
         for (int l = 0; l < CLUSTER_LAYERS; l++)
                 if (n->layers[l].heartbeat > h) h = n->layers[l].heartbeat;
@@ -69,11 +68,11 @@ static int64_t newest_heartbeat(const struct cl_node *n) {
 }
 
 bool cl_node_stale(const struct cluster_facts *facts, const struct cl_node *n) {
-        int64_t h = newest_heartbeat(n);
+        int64_t h = cl_node_heartbeat(n);
         bool known = false;
         for (int l = 0; l < CLUSTER_LAYERS; l++) known |= n->layers[l].status != CL_COND_ABSENT;
         if (!known) return false;
-        return h == 0 || facts->now - h > facts->stale_after_s;
+        return h == 0 || facts->now - h > facts->stale_after_s || h - facts->now > CLUSTER_CLOCK_SKEW_S;
 }
 
 /* Returns the status a condition shows as in a node's row. */
@@ -114,9 +113,13 @@ void cl_row_fill(const struct cluster_facts *facts, const struct cl_node *n, str
                         xstrdup(n->agent_pod ? "agent pod present, no GPU conditions yet" : "no gpunode agent");
         } else if (ret->stale) {
                 ret->status = CHECK_WARN;
-                int64_t h = newest_heartbeat(n);
-                ret->root_cause = h ? xasprintf("agent heartbeat %" PRId64 " min old", (facts->now - h) / 60)
-                                    : xstrdup("agent heartbeat unknown");
+                int64_t h = cl_node_heartbeat(n);
+                ret->root_cause = !h ? xstrdup("agent heartbeat unknown")
+                                  : h > facts->now
+                                          ? xasprintf("agent heartbeat %" PRId64 " s in the future: the "
+                                                      "node's clock ran ahead",
+                                                      h - facts->now)
+                                          : xasprintf("agent heartbeat %" PRId64 " min old", (facts->now - h) / 60);
         } else if (n->unschedulable) {
                 ret->status = CHECK_WARN;
                 ret->root_cause = xstrdup("cordoned");

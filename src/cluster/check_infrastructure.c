@@ -149,15 +149,16 @@ static void run_agent_heartbeat(const struct cluster_facts *facts, struct cl_fin
         for (size_t i = 0; i < facts->n_nodes; i++) {
                 const struct cl_node *n = &facts->nodes[i];
                 bool known = false;
-                int64_t h = 0;
-                for (int l = 0; l < CLUSTER_LAYERS; l++) {
-                        known |= n->layers[l].status != CL_COND_ABSENT;
-                        if (n->layers[l].heartbeat > h) h = n->layers[l].heartbeat;
-                }
+                for (int l = 0; l < CLUSTER_LAYERS; l++) known |= n->layers[l].status != CL_COND_ABSENT;
                 if (!known) continue;
                 known_nodes++;
                 if (!cl_node_stale(facts, n)) continue;
-                if (h)
+                int64_t h = cl_node_heartbeat(n);
+                if (h > facts->now)
+                        cl_evidence_node(f, &bad,
+                                         "%s: heartbeat %" PRId64 " s in the future: the node's clock ran ahead",
+                                         n->name, h - facts->now);
+                else if (h)
                         cl_evidence_node(f, &bad, "%s: last heartbeat %" PRId64 " s ago", n->name, facts->now - h);
                 else
                         cl_evidence_node(f, &bad, "%s: the conditions carry no lastHeartbeatTime", n->name);
@@ -169,12 +170,13 @@ static void run_agent_heartbeat(const struct cluster_facts *facts, struct cl_fin
         }
         if (bad) {
                 finding_warn(&f->f,
-                             "%zu of %zu agents' conditions are stale (no heartbeat for more than %" PRId64 " s): what "
-                             "they say may no longer hold",
+                             "%zu of %zu agents' conditions are stale (no heartbeat for more than %" PRId64
+                             " s, or one from the future): what they say may no longer hold",
                              bad, known_nodes, facts->stale_after_s);
                 finding_remedy(&f->f,
                                "`kubectl -n gpunode logs POD` of the node's agent (API errors, backoff); the agent "
-                               "re-patches its conditions every --heartbeat (default 5m)");
+                               "re-patches its conditions every --heartbeat (default 5m); a heartbeat from the future: "
+                               "fix the node's clock (`timedatectl`, chrony), the agent then heartbeats over it");
         } else
                 finding_pass(&f->f, "every agent's conditions are fresh (heartbeat within %" PRId64 " s)",
                              facts->stale_after_s);

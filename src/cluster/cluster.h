@@ -228,7 +228,13 @@ void cl_row_fill(const struct cluster_facts *facts, const struct cl_node *n, str
 void cl_row_free(struct cl_row *r);
 /* Returns the lowest failing layer of n by its conditions (1..4), or 0. */
 int cl_node_failing_layer(const struct cl_node *n);
-/* Returns true when the node's agent heartbeat is older than facts->stale_after_s. */
+#define CLUSTER_CLOCK_SKEW_S 60 /* a heartbeat further in the future is a clock that ran ahead */
+/* Returns the newest lastHeartbeatTime of the node's agent conditions (Unix seconds), 0 when none. */
+int64_t cl_node_heartbeat(const struct cl_node *n);
+/* Returns true when the node carries agent conditions whose newest heartbeat is missing, older than
+ * facts->stale_after_s, or more than CLUSTER_CLOCK_SKEW_S in the future (the node's clock ran ahead:
+ * what it says cannot be dated, and its agent would stop heartbeating); false without agent
+ * conditions. */
 bool cl_node_stale(const struct cluster_facts *facts, const struct cl_node *n);
 /* Adds evidence naming a node, the first CLUSTER_EVIDENCE_NODES times; *count counts all. */
 void cl_evidence_node(struct cl_finding *f, size_t *count, const char *fmt, ...) _printf_(3, 4);

@@ -241,7 +241,7 @@ static bool start_device_plugin(struct agent_dp *dp, const struct agent_args *a,
 
 /* Runs the agent: the exporter's sampler and routes, the agent's /report and page, the diagnosis loop
  * feeding both (and, through the agent, conditions, Events and the taint), the Xid watch, the labels
- * child, the device plugin when asked, until SIGTERM or SIGINT. Returns the exit code. */
+ * child, the device plugin when asked, until SIGTERM, SIGINT, SIGHUP or SIGQUIT. Returns the exit code. */
 static int run_agent(struct agent_args *a) {
         int r = hostfs_init(a->so.root);
         if (r < 0) {
@@ -400,5 +400,5 @@ const struct command command_agent = {
                 "  --node NAME            the node (default $NODE_NAME, else the host name)\n"
                 "  --kubeconfig FILE      (default: in-cluster, $KUBECONFIG, ~/.kube/config)\n"
                 "  --timeout DUR          each API request (and the diagnosis's)\n"
-                "stops cleanly on SIGTERM or SIGINT\n",
+                "stops cleanly on SIGTERM, SIGINT, SIGHUP or SIGQUIT\n",
 };

@@ -23,7 +23,7 @@ enum {
 
 static int stop_pipe[2] = { -1, -1 };
 
-/* SIGTERM/SIGINT: wakes the plugin's loop. */
+/* A stop signal (daemon_stop_signals): wakes the plugin's loop. */
 static void on_signal(int sig) {
         int e = errno;
         char c = (char)sig;
@@ -141,8 +141,7 @@ static int cmd_device_plugin(int argc, char **argv) {
         }
         struct sigaction sa = { .sa_handler = on_signal };
         sigemptyset(&sa.sa_mask);
-        sigaction(SIGTERM, &sa, NULL);
-        sigaction(SIGINT, &sa, NULL);
+        for (size_t i = 0; i < DAEMON_N_STOP_SIGNALS; i++) sigaction(daemon_stop_signals[i], &sa, NULL);
         signal(SIGPIPE, SIG_IGN);
         o.stop_fd = stop_pipe[0];
         /* The daemon's Xid watch (the one NVML event set) feeds the GPUs' health; the plugin's gRPC loop
@@ -203,5 +202,6 @@ const struct command command_device_plugin = {
                 "health: a GPU is Unhealthy while NVML says it is lost, its row remapping failed or it needs a reset,\n"
                 "after a critical Xid (not 13, 31, 43, 45, 68, 109; DP_DISABLE_HEALTHCHECKS, DP_ENABLE_HEALTHCHECKS "
                 "as\n"
-                "NVIDIA's plugin), and every GPU while the driver is gone. Stops cleanly on SIGTERM or SIGINT.\n",
+                "NVIDIA's plugin), and every GPU while the driver is gone. Stops cleanly (its socket removed) on "
+                "SIGTERM, SIGINT, SIGHUP or SIGQUIT.\n",
 };

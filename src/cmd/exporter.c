@@ -250,7 +250,7 @@ static int parse_argv_exporter(int argc, char **argv, struct exporter_args *ret)
 
 /* Runs the exporter: the sampler, its routes (/metrics, /health, /) on the daemon's HTTP server, the
  * daemon's Xid watch feeding DCGM_FI_DEV_XID_ERRORS, and its diagnosis loop feeding the gpunode_*
- * series, until SIGTERM or SIGINT. Returns the exit code. */
+ * series, until SIGTERM, SIGINT, SIGHUP or SIGQUIT. Returns the exit code. */
 static int run_exporter(struct exporter_args *a) {
         struct exp_options *o = &a->o;
         o->root = a->so.root;
@@ -361,5 +361,5 @@ const struct command command_exporter = {
                 "  --no-xid-events        do not listen for Xid events (DCGM_FI_DEV_XID_ERRORS is then left out)\n"
                 "a flag wins over its environment variable; other DCGM_EXPORTER_* variables are ignored;\n"
                 "serves /metrics, /health (503 with the reason when stale or NVML fails) and an index page;\n"
-                "stops cleanly on SIGTERM or SIGINT\n",
+                "stops cleanly on SIGTERM, SIGINT, SIGHUP or SIGQUIT\n",
 };

@@ -51,6 +51,12 @@ static void xid_diagnose(void *userdata, const struct xid_event *ev) {
         daemon_diagnose_now(d);
 }
 
+/* Returns the words that say a failure r of a start was the thread's (pthread_create's EAGAIN: RLIMIT_NPROC,
+ * threads-max), "" for any other. */
+static const char *thread_words(int r) {
+        return r == -EAGAIN ? " (cannot start a thread)" : "";
+}
+
 int daemon_start(struct daemon *d, const struct daemon_options *o, char **ret_error) {
         d->o = *o;
         d->o.loop.who = o->who;
@@ -67,11 +73,16 @@ int daemon_start(struct daemon *d, const struct daemon_options *o, char **ret_er
                 dopt.n_sinks = d->n_sinks;
                 struct diagnosis *diag = NULL;
                 r = diagnosis_start(&dopt, &diag);
-                if (r < 0) return errorf(ret_error, r, "cannot start the diagnosis loop: %s", strerror(-r));
+                if (r < 0)
+                        return errorf(ret_error, r, "cannot start the diagnosis loop%s: %s", thread_words(r),
+                                      strerror(-r));
                 __atomic_store_n(&d->diagnosis, diag, __ATOMIC_RELEASE);
         }
         if (o->listen_addr) {
                 r = daemon_http_start(o->listen_addr, d->routes, d->n_routes, &d->http);
+                if (r == -EAGAIN) /* binding a TCP socket never says EAGAIN: the server's thread could not start */
+                        return errorf(ret_error, r, "cannot start the HTTP server for %s%s: %s", o->listen_addr,
+                                      thread_words(r), strerror(-r));
                 if (r < 0)
                         return errorf(ret_error, r, "cannot listen on %s: %s", o->listen_addr,
                                       r == -EINVAL ? "not HOST:PORT, [V6]:PORT or :PORT" : strerror(-r));
@@ -79,7 +90,9 @@ int daemon_start(struct daemon *d, const struct daemon_options *o, char **ret_er
         if (o->supervise_argv) {
                 const char *name = o->supervise_argv[1] ? o->supervise_argv[1] : o->supervise_argv[0];
                 r = supervisor_start(o->who, name, o->self, o->supervise_argv, &d->supervisor);
-                if (r < 0) return errorf(ret_error, r, "cannot start the %s supervisor: %s", name, strerror(-r));
+                if (r < 0)
+                        return errorf(ret_error, r, "cannot start the %s supervisor%s: %s", name, thread_words(r),
+                                      strerror(-r));
         }
         return 0;
 }

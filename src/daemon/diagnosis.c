@@ -11,7 +11,7 @@
 #include <sys/wait.h>
 
 /*
- * The diagnosis runs as a child (posix_spawn of this program), so that what the probes load (libfyaml
+ * The diagnosis runs as a child (child_spawn of this program), so that what the probes load (libfyaml
  * for CDI specs, libcurl and its chain on a Kubernetes node), any probe that hangs and anything a probe
  * leaks stay out of the long-running process. One child at a time; its stdout is read up to
  * REPORT_MAX bytes within the timeout (then it is killed, with its process group); it is always

@@ -16,10 +16,11 @@ static void on_stop_signal(int sig) {
         stop_signal = sig;
 }
 
+const int daemon_stop_signals[DAEMON_N_STOP_SIGNALS] = { SIGTERM, SIGINT, SIGHUP, SIGQUIT };
+
 void daemon_block_signals(sigset_t *ret) {
         sigemptyset(ret);
-        sigaddset(ret, SIGTERM);
-        sigaddset(ret, SIGINT);
+        for (size_t i = 0; i < DAEMON_N_STOP_SIGNALS; i++) sigaddset(ret, daemon_stop_signals[i]);
         pthread_sigmask(SIG_BLOCK, ret, NULL);
         signal(SIGPIPE, SIG_IGN);
 }
@@ -51,8 +52,7 @@ static void drop_capabilities(const char *who, bool keep_syslog) {
 int daemon_main_loop(const sigset_t *sigs, const struct daemon_loop_options *o) {
         struct sigaction sa = { .sa_handler = on_stop_signal };
         sigemptyset(&sa.sa_mask);
-        sigaction(SIGTERM, &sa, NULL);
-        sigaction(SIGINT, &sa, NULL);
+        for (size_t i = 0; i < DAEMON_N_STOP_SIGNALS; i++) sigaction(daemon_stop_signals[i], &sa, NULL);
         pthread_sigmask(SIG_UNBLOCK, sigs, NULL);
         bool dropped = false;
         uint64_t started = monotonic_ms();

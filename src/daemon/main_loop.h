@@ -4,7 +4,12 @@
 #include <signal.h>
 #include <stdbool.h>
 
-/* Blocks SIGTERM and SIGINT in the calling thread, so that threads started after it inherit the mask
+/* The signals that stop a long-running gpunode cleanly (the same shutdown for each): SIGTERM, SIGINT,
+ * SIGHUP (a closed terminal, a kill -HUP meant as "reload") and SIGQUIT. */
+#define DAEMON_N_STOP_SIGNALS 4
+extern const int daemon_stop_signals[DAEMON_N_STOP_SIGNALS];
+
+/* Blocks daemon_stop_signals in the calling thread, so that threads started after it inherit the mask
  * (NVML calls are never interrupted) and only the main loop sees them, and ignores SIGPIPE. Fills
  * *ret with the blocked set for daemon_main_loop(). Returns nothing; never fails. */
 void daemon_block_signals(sigset_t *ret);
@@ -24,7 +29,7 @@ struct daemon_loop_options {
 };
 
 /*
- * Unblocks sigs (daemon_block_signals), then ticks every 250 ms until SIGTERM or SIGINT, or o->tick
+ * Unblocks sigs (daemon_block_signals), then ticks every 250 ms until one of daemon_stop_signals, or o->tick
  * returns true: calls o->tick, and, when o->drop_capabilities, once o->ready_to_drop says so (or o->drop_timeout_ms
  * have passed: NVML's first call may hang, and the process must not stay privileged that long) drops every capability
  * but CAP_SYSLOG when o->keep_syslog, in every thread, and sets no_new_privs, saying so on stderr. Returns the signal

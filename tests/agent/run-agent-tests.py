@@ -6,8 +6,10 @@ Healthy node (conditions False, the kubelet's Ready and another tool's condition
 failure (layer 1 True, a Warning Event, the layers above Unknown), healing (a Normal Event, back to
 False), flapping (bounded Events), the API down then back, 409 once, 403 (the log names the
 permission), the taint's circuit breaker, a huge answer, U+0000 in an annotation of the Node; then with
-a hold-down: flapping (Events bounded by the hold-down), an Event refused alone is retried; the labels
-loop; then a cluster of 2,000 GPU nodes of 5.8 KiB (the circuit breaker's list paged, the taint set).
+a hold-down: flapping (Events bounded by the hold-down; condition PATCHes bounded by the conditions'
+hold-down), an Event refused alone is retried; the labels loop; SIGHUP (exit 0, the labels child gone),
+SIGKILL (the labels child dies with it), a lastHeartbeatTime in the future heartbeated over; then a
+cluster of 2,000 GPU nodes of 5.8 KiB (the circuit breaker's list paged, the taint set).
 Debian's python3, standard library only."""
 import json, os, shutil, signal, subprocess, sys, tempfile, time
 
@@ -125,6 +127,131 @@ def http(path):
     return st, body
 
 
+
+def condition_patches():
+    """Returns how many PATCHes of the Node's status the request log holds."""
+    return len([l for l in open(tmp + "/requests.log") if '"PATCH"' in l and "/api/v1/nodes/k8s-healthy/status" in l])
+
+
+def check_condition_patches(k, flips, duration):
+    """The conditions' hold-down (a fifth of the 30 s heartbeat: 6 s): a flapping layer writes at most one
+    worsening and one improvement per hold-down, plus the heartbeat (before: one PATCH per change, ~20 in 10 s)."""
+    hold = 6.0
+    bound = 2 * (int(duration / hold) + 1) + 1
+    check(k <= bound, "flapping %d times in %.0f s: %d PATCH(es) of the conditions (hold-down %g s: at most %d)"
+          % (flips, duration, k, hold, bound))
+
+
+def patch_node_status(body):
+    """PATCHes the Node's status on the stand-in (strategic merge), as another writer would."""
+    import urllib.request
+    req = urllib.request.Request("https://127.0.0.1:%d/api/v1/nodes/k8s-healthy/status" % api_port,
+                                 data=json.dumps(body).encode(), method="PATCH",
+                                 headers={"Authorization": "Bearer " + API.token,
+                                          "Content-Type": "application/strategic-merge-patch+json"})
+    with urllib.request.urlopen(req, context=API.ctx, timeout=5) as r:
+        return json.load(r)
+
+
+def heartbeat_from_the_future():
+    """The node's clock ran ahead and was corrected: the agent's conditions carry a lastHeartbeatTime in 2098.
+    A restarted agent (--heartbeat 5s) heartbeats over it (issue 20: 0 writes in 25 s)."""
+    set_root("healthy")
+    # first what an agent writes on this root (a restart then finds the same words: only the heartbeat is due)
+    p = start_agent("--heartbeat", "5s", interval="1s")
+    check(wait(lambda: conditions()[0]["GPUHardwareProblem"]["status"] == "False") is not None,
+          "future case: the agent writes its conditions")
+    time.sleep(2)
+    p.send_signal(signal.SIGTERM)
+    p.wait(10)
+    cur = conditions()[0]
+    ours = [dict(cur[t], lastHeartbeatTime="2098-01-01T00:00:00Z") for t in
+            ("GPUHardwareProblem", "GPUContainerRuntimeProblem", "GPUResourceExposureProblem", "GPUObservabilityProblem")
+            if t in cur]
+    patch_node_status({"status": {"conditions": ours}})
+    check(conditions()[0]["GPUHardwareProblem"]["lastHeartbeatTime"] == "2098-01-01T00:00:00Z",
+          "future case: the stored heartbeat lies in 2098")
+    p = start_agent("--heartbeat", "5s", interval="1s")
+    fixed = wait(lambda: conditions()[0]["GPUHardwareProblem"]["lastHeartbeatTime"] < "2098", 15)
+    check(bool(fixed), "a lastHeartbeatTime in the future is heartbeated over (%s)" %
+          conditions()[0]["GPUHardwareProblem"]["lastHeartbeatTime"])
+    p.send_signal(signal.SIGTERM)
+    p.wait(10)
+
+
+def settle_event_writes(quiet=1.0, timeout=5.0):
+    """Waits until no Event write came for QUIET seconds (at most TIMEOUT). Returns nothing."""
+    end = time.time() + timeout
+    n = len(event_writes())
+    last = time.time()
+    while time.time() < end and time.time() - last < quiet:
+        time.sleep(0.1)
+        k = len(event_writes())
+        if k != n:
+            n, last = k, time.time()
+
+
+def children_of(pid):
+    """Returns {pid: cmdline} of the live processes whose parent is pid."""
+    out = {}
+    for d in os.listdir("/proc"):
+        if not d.isdigit():
+            continue
+        try:
+            stat = open("/proc/%s/stat" % d).read()
+            fields = stat[stat.rindex(")") + 2:].split()
+            if int(fields[1]) == pid and fields[0] != "Z":
+                out[int(d)] = open("/proc/%s/cmdline" % d, "rb").read().replace(b"\0", b" ").decode(errors="replace")
+        except (OSError, ValueError):
+            pass
+    return out
+
+
+def alive(pid):
+    """Returns whether pid runs (a zombie, or a pid taken by another command line, is gone)."""
+    try:
+        stat = open("/proc/%d/stat" % pid).read()
+        return stat[stat.rindex(")") + 2] != "Z"
+    except OSError:
+        return False
+
+
+def labels_child(p):
+    """Waits for the agent p's `gpunode labels` child. Returns its pid, or None."""
+    return wait(lambda: next((k for k, v in children_of(p.pid).items() if " labels " in v + " "), None), 15)
+
+
+def sighup_stops_agent(p, labels_out):
+    """SIGHUP stops the agent as SIGTERM does: exit 0, its labels child gone, the labels file no longer written
+    (issue 20: the agent died of the signal and the child lived on under PID 1)."""
+    child = labels_child(p)
+    check(child is not None, "SIGHUP case: the agent runs its labels child")
+    p.send_signal(signal.SIGHUP)
+    try:
+        rc = p.wait(15)
+    except subprocess.TimeoutExpired:
+        rc = None
+    check(rc == 0, "SIGHUP: the agent exits 0 (%s)" % rc)
+    check("Hangup, stopping" in open(tmp + "/agent.log").read(), "SIGHUP: the agent logs its clean stop")
+    gone = wait(lambda: child is not None and not alive(child), 5)
+    check(bool(gone), "SIGHUP: the labels child %s is gone" % child)
+    left = [pid for pid, cmd in children_of(1).items() if labels_out in cmd]
+    check(not left, "SIGHUP: no `gpunode labels` of this agent remains (%s)" % left)
+
+
+def sigkill_takes_labels_child(labels_out):
+    """SIGKILL, which no handler sees: the labels child dies with the agent (its parent-death signal)."""
+    p = start_agent("--labels-output", labels_out, labels=True, interval="60s")
+    child = labels_child(p)
+    check(child is not None, "SIGKILL case: the agent runs its labels child")
+    p.kill()
+    p.wait(10)
+    gone = wait(lambda: child is not None and not alive(child), 5)
+    check(bool(gone), "SIGKILL of the agent: its labels child %s dies too (parent-death signal)" % child)
+    if child and alive(child):
+        os.kill(child, signal.SIGKILL)
+
+
 agent = start_agent("--taint")
 try:
     # healthy: four conditions False, the kubelet's and the other tool's kept
@@ -201,8 +328,9 @@ try:
     # 403: a clear log line naming the permission; the agent keeps serving
     set_root("healthy")
     control({"writes": "403"})
-    time.sleep(3)
-    text = open(tmp + "/agent.log").read()
+    # the improvement waits out the conditions' hold-down (a fifth of the 30 s heartbeat) before its PATCH
+    text = wait(lambda: (lambda t: t if "patch" in t and "nodes/status" in t and "403" in t else None)(
+        open(tmp + "/agent.log").read()), 15) or ""
     check("patch" in text and "nodes/status" in text and "403" in text, "a 403 logs the missing permission")
     check(http("/metrics")[0] == 200, "metrics are served while writes are refused")
     control({"writes": "normal"})
@@ -259,6 +387,7 @@ try:
     # flapping: the root switches every 0.5 s; each layer writes at most one Event per hold-down
     n0 = {t: len(event_writes(t)) for t in ("GPUHardwareProblem", "GPUContainerRuntimeProblem",
                                             "GPUResourceExposureProblem", "GPUObservabilityProblem")}
+    p0 = condition_patches()
     t0 = time.time()
     flips = 0
     while time.time() - t0 < 10:
@@ -267,6 +396,7 @@ try:
         time.sleep(0.5)
     set_root("healthy")
     duration = time.time() - t0
+    check_condition_patches(condition_patches() - p0, flips, duration)
     bound = int(duration / HOLD) + 2
     for t, n in n0.items():
         k = len(event_writes(t)) - n
@@ -289,6 +419,9 @@ try:
     # the Normal one waits for the hold-down, then is written: a new hold-down starts now
     check(wait(lambda: len(written(event_writes("GPUHardwareProblem"))) > n_written, HOLD + 5) is not None,
           "the Normal Event comes after the hold-down")
+    # the other layers' Normal Events of the same round are written too before writes are refused (the
+    # condition may still be True, held back by the conditions' hold-down: nothing else to wait for)
+    settle_event_writes()
     set_root("broken")
     check(wait(lambda: conditions()[0]["GPUHardwareProblem"]["status"] == "True", HOLD) is not None,
           "the failure's condition is written within the hold-down")
@@ -304,8 +437,9 @@ try:
     ev = [e for e in events() if e["type"] == "Warning" and e["reason"] == "DriverModuleSignature"]
     check(bool(ev) and ev[0]["message"].startswith("GPUHardwareProblem is True"), "the Warning Event is stored")
     check(agent.poll() is None, "the second agent is still running")
-    agent.send_signal(signal.SIGTERM)
-    agent.wait(10)
+    sighup_stops_agent(agent, labels_out)
+    sigkill_takes_labels_child(labels_out)
+    heartbeat_from_the_future()
 
     # A third agent in a cluster of 2,000 GPU nodes of 5.8 KiB (11.6 MB of Nodes, past the agent's 8 MiB
     # answer bound): before, the circuit breaker's one unpaged list was "too large" and the failing node

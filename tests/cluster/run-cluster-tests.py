@@ -298,6 +298,32 @@ r, doc = cluster_json(srv, "--stale-after", "4h")
 check(r.returncode == 0, "stale heartbeats: --stale-after 4h accepts them")
 srv.stop()
 
+
+def heartbeat_from_the_future():
+    """A node whose clock ran ahead (and was corrected) left lastHeartbeatTime 2,274,747,054 s in the future:
+    stale, not fresh (issue 20: its age read -2,274,747,054 s, fresh); 30 s ahead is within the skew."""
+    d = base()
+    for name, ahead in (("gpu-0001", 2274747054), ("gpu-0002", 30)):
+        for c in get_node(d, name)["status"]["conditions"]:
+            if c["type"].startswith("GPU"):
+                c["lastHeartbeatTime"] = make_cluster.ts(now + ahead)
+    srv = Server(d, "future")
+    r, doc = cluster_json(srv)
+    check(r.returncode == 1 and doc and doc["verdict"] == "degraded", "heartbeat from the future: degraded, exit 1",
+          r.stderr)
+    if doc:
+        hb = finding(doc, "infrastructure.agent-heartbeat")
+        check(hb["status"] == "warn" and "1 of 4" in hb["summary"] and
+              any(e.startswith("gpu-0001: heartbeat ") and "s in the future: the node's clock ran ahead" in e
+                  for e in hb["evidence"]),
+              "heartbeat from the future: infrastructure.agent-heartbeat warns naming the node", json.dumps(hb))
+        check(node_row(doc, "gpu-0001")["agent"]["stale"] is True and node_row(doc, "gpu-0002")["agent"]["stale"] is False,
+              "heartbeat from the future: that row stale, 30 s ahead fresh")
+    srv.stop()
+
+
+heartbeat_from_the_future()
+
 # ---- driver version skew ----
 d = base()
 get_node(d, "gpu-0002")["metadata"]["labels"].update(make_cluster.gpu_labels(driver="535.161.08", cuda="12.2"))

@@ -228,6 +228,30 @@ rc = stop(p)
 check(rc == 0 and not os.path.exists(folder + "/gpunode-nvidia-gpu.sock"), "SIGTERM: exit 0, socket removed")
 kubelet.stop()
 
+
+def stop_signal_cases():
+    """SIGHUP and SIGQUIT stop the plugin as SIGTERM does: exit 0, its socket removed (issue 20: SIGHUP
+    exited 129 and left the socket)."""
+    for sig in (signal.SIGHUP, signal.SIGQUIT):
+        r = make_root("stop-%s" % sig.name)
+        f = r + "/var/lib/kubelet/device-plugins"
+        kl = K.FakeKubelet(f)
+        pl, _ = start_plugin(r, eight_gpus())
+        listed = kl.wait(lambda: kl.last_list("nvidia.com/gpu"), 10)
+        check(bool(listed) and os.path.exists(f + "/gpunode-nvidia-gpu.sock"), "%s case: the plugin serves" % sig.name)
+        pl.send_signal(sig)
+        try:
+            code = pl.wait(10)
+        except subprocess.TimeoutExpired:
+            pl.kill()
+            code = None
+        check(code == 0 and not os.path.exists(f + "/gpunode-nvidia-gpu.sock"),
+              "%s: exit 0 (%s), socket removed" % (sig.name, code))
+        kl.stop()
+
+
+stop_signal_cases()
+
 # ---- MIG mixed ----
 root = make_root("mig", 3)
 folder = root + "/var/lib/kubelet/device-plugins"

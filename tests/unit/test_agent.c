@@ -243,11 +243,124 @@ static void test_taint(void **state) {
         json_decref(list2);
 }
 
+/* A state of four written conditions, each c, written (transition and heartbeat) at t. */
+static void state_of(struct agent_cond_state st[AGENT_N_LAYERS], const struct agent_condition *c, int64_t t) {
+        for (unsigned i = 0; i < AGENT_N_LAYERS; i++)
+                st[i] = (struct agent_cond_state){
+                        .known = true, .c = c[i], .transition_time = t, .heartbeat_time = t
+                };
+}
+
+static void test_heartbeat_in_future(void **state) {
+        (void)state;
+        struct agent_condition c[AGENT_N_LAYERS];
+        for (unsigned i = 0; i < AGENT_N_LAYERS; i++)
+                c[i] = (struct agent_condition){ .status = AGENT_FALSE, .reason = "Healthy", .message = "fine" };
+        struct agent_cond_state prev[AGENT_N_LAYERS], next[AGENT_N_LAYERS];
+        bool tr[AGENT_N_LAYERS];
+        const int64_t now = 1800000000;
+        /* a clock that ran ahead 2,274,747,054 s and was corrected: heartbeat at once, not never */
+        state_of(prev, c, now + 2274747054);
+        assert_int_equal(agent_conditions_decide(prev, c, now, 300, next, tr), AGENT_PATCH_HEARTBEAT);
+        for (unsigned i = 0; i < AGENT_N_LAYERS; i++) {
+                assert_int_equal(next[i].heartbeat_time, now);
+                assert_int_equal(next[i].transition_time, now); /* brought back from the future */
+                assert_false(tr[i]);
+        }
+        memcpy(prev, next, sizeof prev);
+        assert_int_equal(agent_conditions_decide(prev, c, now + 10, 300, next, tr), AGENT_PATCH_NONE);
+        /* within the skew (60 s ahead) it is only a clock a little ahead: no write */
+        state_of(prev, c, now + 60);
+        assert_int_equal(agent_conditions_decide(prev, c, now, 300, next, tr), AGENT_PATCH_NONE);
+        state_of(prev, c, now + 61);
+        assert_int_equal(agent_conditions_decide(prev, c, now, 300, next, tr), AGENT_PATCH_HEARTBEAT);
+        /* read from a Node as the API stores it: the same */
+        char future[32], nowtext[32];
+        agent_time_format(now + 3600, future, sizeof future);
+        agent_time_format(now, nowtext, sizeof nowtext);
+        json_t *node = json_pack("{s:{s:[{s:s,s:s,s:s,s:s,s:s,s:s}]}}", "status", "conditions", "type",
+                                 "GPUHardwareProblem", "status", "False", "reason", "Healthy", "message", "fine",
+                                 "lastTransitionTime", nowtext, "lastHeartbeatTime", future);
+        struct agent_cond_state back[AGENT_N_LAYERS];
+        assert_int_equal(agent_conditions_from_node(node, back), 1);
+        assert_int_equal(back[0].heartbeat_time, now + 3600);
+        for (unsigned i = 1; i < AGENT_N_LAYERS; i++) back[i] = back[0];
+        assert_int_equal(agent_conditions_decide(back, c, now, 300, next, tr), AGENT_PATCH_HEARTBEAT);
+        assert_int_equal(next[0].heartbeat_time, now);
+        json_decref(node);
+}
+
+static void test_hold_down(void **state) {
+        (void)state;
+        assert_int_equal(agent_conditions_hold_down(300), 60);
+        assert_int_equal(agent_conditions_hold_down(30), 6);
+        assert_int_equal(agent_conditions_hold_down(3600), 60);
+        struct agent_condition ok[AGENT_N_LAYERS], bad[AGENT_N_LAYERS];
+        for (unsigned i = 0; i < AGENT_N_LAYERS; i++) {
+                ok[i] = (struct agent_condition){ .status = AGENT_FALSE, .reason = "Healthy", .message = "fine" };
+                bad[i] = ok[i];
+        }
+        bad[0] = (struct agent_condition){ .status = AGENT_TRUE, .reason = "DriverXidErrors", .message = "Xid 79" };
+        bad[1] = (struct agent_condition){ .status = AGENT_UNKNOWN,
+                                           .reason = "BlockedByDriverXidErrors",
+                                           .message = "x" };
+        struct agent_cond_state prev[AGENT_N_LAYERS], next[AGENT_N_LAYERS];
+        bool tr[AGENT_N_LAYERS];
+        state_of(prev, ok, 1000);
+        /* a worsening: at once */
+        assert_int_equal(agent_conditions_decide(prev, bad, 1100, 300, next, tr), AGENT_PATCH_CHANGE);
+        assert_int_equal(next[0].c.status, AGENT_TRUE);
+        assert_int_equal(next[1].c.status, AGENT_UNKNOWN);
+        assert_true(tr[0] && tr[1] && !tr[2]);
+        memcpy(prev, next, sizeof prev);
+        /* the improvement waits out the hold-down (60 s after the transition) */
+        assert_int_equal(agent_conditions_decide(prev, ok, 1101, 300, next, tr), AGENT_PATCH_NONE);
+        assert_int_equal(agent_conditions_decide(prev, ok, 1159, 300, next, tr), AGENT_PATCH_NONE);
+        assert_int_equal(next[0].c.status, AGENT_TRUE);
+        assert_int_equal(agent_conditions_decide(prev, ok, 1160, 300, next, tr), AGENT_PATCH_CHANGE);
+        assert_int_equal(next[0].c.status, AGENT_FALSE);
+        assert_int_equal(next[0].transition_time, 1160);
+        assert_true(tr[0]);
+        /* a heartbeat due while an improvement is held writes the held state, times moved */
+        state_of(prev, bad, 1000);
+        prev[0].transition_time = prev[1].transition_time = 1290;
+        assert_int_equal(agent_conditions_decide(prev, ok, 1300, 300, next, tr), AGENT_PATCH_HEARTBEAT);
+        assert_int_equal(next[0].c.status, AGENT_TRUE);
+        assert_int_equal(next[0].heartbeat_time, 1300);
+        assert_int_equal(next[0].transition_time, 1290);
+        assert_false(tr[0]);
+        /* other words at the same status: with the next patch, else once the last write is 60 s old */
+        state_of(prev, bad, 1000);
+        struct agent_condition bad2[AGENT_N_LAYERS];
+        memcpy(bad2, bad, sizeof bad2);
+        snprintf(bad2[0].message, sizeof bad2[0].message, "Xid 79, twice");
+        prev[0].heartbeat_time = 1030;
+        assert_int_equal(agent_conditions_decide(prev, bad2, 1040, 300, next, tr), AGENT_PATCH_NONE);
+        assert_int_equal(agent_conditions_decide(prev, bad2, 1090, 300, next, tr), AGENT_PATCH_CHANGE);
+        assert_string_equal(next[0].c.message, "Xid 79, twice");
+        assert_int_equal(next[0].transition_time, 1000);
+        /* flapping every 1 s check for 10 minutes: at most one worsening and one improvement per hold-down
+         * (before: a PATCH every check, 600) */
+        state_of(prev, ok, 0);
+        unsigned patches = 0;
+        for (int64_t t = 1000; t < 1600; t++) {
+                if (agent_conditions_decide(prev, (t & 1) ? bad : ok, t, 300, next, tr) != AGENT_PATCH_NONE) patches++;
+                memcpy(prev, next, sizeof prev);
+        }
+        print_message("flapping every 1 s check for 600 s: %u PATCH(es), hold-down 60 s\n", patches);
+        assert_in_range(patches, 10, 2 * (600 / 60) + 1);
+}
+
 int main(void) {
         const struct CMUnitTest tests[] = {
-                cmocka_unit_test(test_camel_and_bound), cmocka_unit_test(test_conditions_healthy),
-                cmocka_unit_test(test_conditions_failed), cmocka_unit_test(test_patch_decision),
-                cmocka_unit_test(test_events), cmocka_unit_test(test_taint),
+                cmocka_unit_test(test_camel_and_bound),
+                cmocka_unit_test(test_conditions_healthy),
+                cmocka_unit_test(test_conditions_failed),
+                cmocka_unit_test(test_patch_decision),
+                cmocka_unit_test(test_events),
+                cmocka_unit_test(test_taint),
+                cmocka_unit_test(test_heartbeat_in_future),
+                cmocka_unit_test(test_hold_down),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -7,8 +7,16 @@
 
 #include <cmocka.h>
 #include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
 
 #include "basic/child.h"
 #include "basic/util.h"
@@ -122,11 +130,107 @@ static void test_bounds(void **state) {
         free(err);
 }
 
+/* Waits up to ms for pid (a child of ours) to end. Returns its wait status, or -1 when it still runs. */
+static int wait_for(pid_t pid, int ms) {
+        for (int waited = 0; waited < ms; waited += 10) {
+                int status;
+                if (waitpid(pid, &status, WNOHANG) == pid) return status;
+                struct timespec t = { 0, 10 * 1000000L };
+                nanosleep(&t, NULL);
+        }
+        return -1;
+}
+
+/* A child outlives no parent: the process that started it is SIGKILLed, the child gets SIGTERM (the parent-death
+ * signal) at once instead of living on under PID 1 (before: `sleep 30` lived its 30 s). */
+static void test_parent_death(void **state) {
+        (void)state;
+        assert_int_equal(prctl(PR_SET_CHILD_SUBREAPER, 1), 0); /* the orphan comes to us, to be watched */
+        int p[2];
+        assert_int_equal(pipe(p), 0);
+        pid_t mid = fork();
+        assert_true(mid >= 0);
+        if (mid == 0) {
+                const char *argv[] = { "sleep", "30", NULL };
+                pid_t c = child_spawn("/bin/sleep", argv, -1, -1, true);
+                (void)!write(p[1], &c, sizeof c);
+                pause();
+                _exit(0);
+        }
+        pid_t grandchild = 0;
+        assert_int_equal(read(p[0], &grandchild, sizeof grandchild), (ssize_t)sizeof grandchild);
+        assert_true(grandchild > 0);
+        kill(mid, SIGKILL);
+        assert_true(wait_for(mid, 2000) != -1);
+        int status = wait_for(grandchild, 2000);
+        if (status == -1) {
+                kill(grandchild, SIGKILL);
+                wait_for(grandchild, 2000);
+                fail_msg("the child lived on after its parent was killed");
+        }
+        assert_true(WIFSIGNALED(status));
+        assert_int_equal(WTERMSIG(status), SIGTERM);
+        close(p[0]);
+        close(p[1]);
+        prctl(PR_SET_CHILD_SUBREAPER, 0);
+}
+
+/* Every stop signal is at its default in a child, even when the parent ignores it (an ignored SIGHUP
+ * would be inherited through exec). */
+static void test_signals_default(void **state) {
+        (void)state;
+        struct sigaction ign = { .sa_handler = SIG_IGN }, old_hup, old_quit;
+        sigemptyset(&ign.sa_mask);
+        sigaction(SIGHUP, &ign, &old_hup);
+        sigaction(SIGQUIT, &ign, &old_quit);
+        struct child_run_options o = { .max_output = 1 << 16, .timeout_ms = 10000, .cancel_fd = -1 };
+        _cleanup_free_ char *out = NULL;
+        int status;
+        assert_int_equal(sh("exec grep SigIgn /proc/self/status", &o, &out, NULL, NULL, &status), 0);
+        sigaction(SIGHUP, &old_hup, NULL);
+        sigaction(SIGQUIT, &old_quit, NULL);
+        unsigned long long ignored = strtoull(out + strlen("SigIgn:"), NULL, 16);
+        assert_false(ignored & (1ULL << (SIGHUP - 1)));
+        assert_false(ignored & (1ULL << (SIGQUIT - 1)));
+        assert_false(ignored & (1ULL << (SIGPIPE - 1)));
+}
+
+/* A fork that fails (RLIMIT_NPROC, as nobody: root ignores the limit) is -EAGAIN and says so on stderr
+ * with its cause, not in the caller's words (before: nothing but the caller's "cannot start the YAML
+ * parser" or "no Kubernetes configuration"). */
+static void test_fork_fails(void **state) {
+        (void)state;
+        char path[] = "/tmp/test-child-XXXXXX";
+        int fd = mkstemp(path);
+        assert_true(fd >= 0);
+        pid_t pid = fork();
+        assert_true(pid >= 0);
+        if (pid == 0) {
+                dup2(fd, STDERR_FILENO);
+                if (getuid() == 0 && (setgid(65534) < 0 || setuid(65534) < 0)) _exit(2);
+                struct rlimit rl = { 1, 1 }; /* this process is the one */
+                if (setrlimit(RLIMIT_NPROC, &rl) < 0) _exit(3);
+                const char *argv[] = { "gpunode", "labels", NULL };
+                pid_t c = child_spawn("/bin/true", argv, -1, -1, true);
+                _exit(c == -EAGAIN ? 0 : c > 0 ? 4 : 5);
+        }
+        int status = wait_for(pid, 10000);
+        assert_true(WIFEXITED(status));
+        assert_int_equal(WEXITSTATUS(status), 0);
+        char text[512] = "";
+        ssize_t n = pread(fd, text, sizeof text - 1, 0);
+        text[n > 0 ? n : 0] = 0;
+        close(fd);
+        unlink(path);
+        assert_string_equal(
+                text, "gpunode: cannot start a child process (gpunode labels): Resource temporarily unavailable\n");
+}
+
 int main(void) {
         const struct CMUnitTest tests[] = {
-                cmocka_unit_test(test_stderr),
-                cmocka_unit_test(test_envp),
-                cmocka_unit_test(test_bounds),
+                cmocka_unit_test(test_stderr),          cmocka_unit_test(test_envp),
+                cmocka_unit_test(test_bounds),          cmocka_unit_test(test_parent_death),
+                cmocka_unit_test(test_signals_default), cmocka_unit_test(test_fork_fails),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }

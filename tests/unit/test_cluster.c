@@ -5,6 +5,8 @@
 #include <stddef.h>
 #include <cmocka.h>
 
+#include <time.h>
+
 #include "cluster/cluster.h"
 #include "output/report_read.h"
 #include "basic/util.h"
@@ -350,13 +352,68 @@ static void test_engine_and_cluster_agree(void **state) {
         cluster_facts_free(&facts);
 }
 
+/* Returns a GPU node's JSON with layer 1 False (healthy) and its heartbeat at t (Unix seconds). */
+static json_t *node_heartbeat_at(const char *name, int64_t t) {
+        char when[32];
+        time_t tt = (time_t)t;
+        struct tm tm;
+        gmtime_r(&tt, &tm);
+        strftime(when, sizeof when, "%Y-%m-%dT%H:%M:%SZ", &tm);
+        _cleanup_free_ char *s = xasprintf(
+                "{\"metadata\":{\"name\":\"%s\"},\"status\":{\"capacity\":{\"nvidia.com/gpu\":\"8\"},"
+                "\"allocatable\":{\"nvidia.com/gpu\":\"8\"},\"conditions\":[{\"type\":\"Ready\",\"status\":\"True\"},"
+                "{\"type\":\"GPUHardwareProblem\",\"status\":\"False\",\"reason\":\"GPUHardwareHealthy\","
+                "\"lastHeartbeatTime\":\"%s\"}]}}",
+                name, when);
+        return parse(s);
+}
+
+/* A heartbeat from the future (a clock that ran ahead) is not fresh: the row warns, the check names it. */
+static void test_heartbeat_in_future(void **state) {
+        (void)state;
+        const int64_t now = 1796126400;
+        struct cluster_facts f = { .now = now, .stale_after_s = 900 };
+        json_t *ahead = node_heartbeat_at("ahead", now + 2274747054), *fresh = node_heartbeat_at("fresh", now - 60),
+               *skew = node_heartbeat_at("skew", now + 30);
+        assert_int_equal(cluster_facts_add(&f, CL_LIST_NODES, ahead), 0);
+        assert_int_equal(cluster_facts_add(&f, CL_LIST_NODES, fresh), 0);
+        assert_int_equal(cluster_facts_add(&f, CL_LIST_NODES, skew), 0);
+        cluster_facts_finish(&f);
+        struct cl_node *a = cluster_node_find(&f, "ahead");
+        assert_non_null(a);
+        assert_int_equal(cl_node_heartbeat(a), now + 2274747054);
+        assert_true(cl_node_stale(&f, a));
+        assert_false(cl_node_stale(&f, cluster_node_find(&f, "fresh")));
+        assert_false(cl_node_stale(&f, cluster_node_find(&f, "skew"))); /* 30 s ahead: within the skew */
+        struct cluster_report r;
+        assert_int_equal(cluster_report_build(&f, &r), 0);
+        assert_string_equal(r.rows[0].node->name, "ahead");
+        assert_int_equal(r.rows[0].status, CHECK_WARN);
+        assert_true(r.rows[0].stale);
+        assert_string_equal(r.rows[0].root_cause,
+                            "agent heartbeat 2274747054 s in the future: the node's clock ran ahead");
+        assert_int_equal(r.rows[1].status, CHECK_PASS);
+        assert_int_equal(r.nodes_ready, 2);
+        const struct cl_finding *hb = cluster_report_find(&r, "infrastructure.agent-heartbeat");
+        assert_non_null(hb);
+        assert_int_equal(hb->f.status, CHECK_WARN);
+        assert_true(hb->f.n_evidence >= 1);
+        assert_string_equal(hb->f.evidence[0],
+                            "ahead: heartbeat 2274747054 s in the future: the node's clock ran ahead");
+        cluster_report_free(&r);
+        cluster_facts_free(&f);
+        json_decref(ahead);
+        json_decref(fresh);
+        json_decref(skew);
+}
+
 int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_parse_time),          cmocka_unit_test(test_gpu_node_reason),
                 cmocka_unit_test(test_node_parse_recorded), cmocka_unit_test(test_node_parse_conditions),
                 cmocka_unit_test(test_facts_from_recorded), cmocka_unit_test(test_attribution),
-                cmocka_unit_test(test_agent_report),
-                cmocka_unit_test(test_engine_and_cluster_agree),
+                cmocka_unit_test(test_agent_report),        cmocka_unit_test(test_engine_and_cluster_agree),
+                cmocka_unit_test(test_heartbeat_in_future),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -6,11 +6,16 @@
 #include <stddef.h>
 #include <cmocka.h>
 
+#include <errno.h>
 #include <pthread.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "basic/util.h"
+#include "daemon/daemon.h"
 #include "daemon/diagnosis.h"
 #include "daemon/supervisor.h"
 #include "daemon/xid_watch.h"
@@ -273,6 +278,40 @@ static void test_supervisor_restarts(void **state) {
         rmdir(dir);
 }
 
+/* A thread that cannot start (RLIMIT_NPROC, as nobody: root ignores it) is said as such, not as "cannot
+ * listen" (before: "cannot listen on 127.0.0.1:0: Resource temporarily unavailable"). */
+static void test_thread_start_fails(void **state) {
+        (void)state;
+        int p[2];
+        assert_int_equal(pipe(p), 0);
+        pid_t pid = fork();
+        assert_true(pid >= 0);
+        if (pid == 0) {
+                close(p[0]);
+                if (getuid() == 0 && (setgid(65534) < 0 || setuid(65534) < 0)) _exit(2);
+                struct rlimit rl = { 1, 1 }; /* this process is the one task allowed */
+                if (setrlimit(RLIMIT_NPROC, &rl) < 0) _exit(3);
+                struct daemon *d = daemon_new();
+                const struct daemon_options o = { .who = "test", .listen_addr = "127.0.0.1:0" };
+                char *error = NULL;
+                int r = daemon_start(d, &o, &error);
+                if (error) (void)!write(p[1], error, strlen(error));
+                _exit(r == -EAGAIN ? 0 : 4);
+        }
+        close(p[1]);
+        char text[512];
+        ssize_t n = 0, k;
+        while ((k = read(p[0], text + n, sizeof text - 1 - (size_t)n)) > 0) n += k;
+        text[n] = 0;
+        close(p[0]);
+        int status;
+        assert_int_equal(waitpid(pid, &status, 0), pid);
+        assert_true(WIFEXITED(status));
+        assert_int_equal(WEXITSTATUS(status), 0);
+        assert_string_equal(text, "cannot start the HTTP server for 127.0.0.1:0 (cannot start a thread): Resource "
+                                  "temporarily unavailable");
+}
+
 int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_xid_fan_out),
@@ -281,6 +320,7 @@ int main(void) {
                 cmocka_unit_test(test_diagnosis_invalid),
                 cmocka_unit_test(test_diagnosis_failed_and_timeout),
                 cmocka_unit_test(test_supervisor_restarts),
+                cmocka_unit_test(test_thread_start_fails),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }
