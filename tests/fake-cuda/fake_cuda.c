@@ -145,9 +145,17 @@ static void parse_uuid(const char *s, unsigned char *out) {
 /* Loads the description once. Returns CUDA_SUCCESS, or CUDA_ERROR_NO_DEVICE (no description, no GPU),
  * or the configured init_error. Called under fake_lock. */
 static int load(void) {
-        if (loaded) return init_rc;
-        loaded = true;
+        static char loaded_path[4096];
         const char *path = getenv("GPUNODE_FAKE_CUDA");
+        /* Unlike the driver, a new description path starts over (tests run several in one process; a
+         * worker still asleep in a hang of the old one only touches the static array). */
+        if (loaded && strcmp(loaded_path, path ? path : "") == 0) return init_rc;
+        if (loaded) {
+                memset(gpus, 0, sizeof gpus);
+                n_gpus = 0;
+        }
+        snprintf(loaded_path, sizeof loaded_path, "%s", path ? path : "");
+        loaded = true;
         json_t *d = path ? json_load_file(path, 0, NULL) : NULL;
         if (!d) return init_rc = CUDA_ERROR_NO_DEVICE;
         driver_version = (int)num(d, "driver_version", 12040);
