@@ -13,7 +13,7 @@
 
 static const struct command *const commands[] = {
         &command_check, &command_explain,   &command_exporter, &command_collect,       &command_labels,
-        &command_agent, &command_kube_call, &command_cluster,  &command_device_plugin,
+        &command_agent, &command_kube_call, &command_cluster,  &command_device_plugin, &command_validate,
 };
 
 /* Prints the options part of a command's help: its own options, the shared ones it takes (their text

@@ -54,4 +54,4 @@ struct command {
 
 /* The commands, one per file in cmd/; main.c lists them. */
 extern const struct command command_check, command_explain, command_exporter, command_collect, command_labels,
-        command_agent, command_kube_call, command_cluster, command_device_plugin;
+        command_agent, command_kube_call, command_cluster, command_device_plugin, command_validate;
