@@ -96,6 +96,22 @@ expect 0 "explain sxid 12028" -- "$gpunode" explain sxid 12028
 contains "SXid 12028" "explain sxid 12028 names the SXid"
 expect 1 "explain an Xid not in the catalog" -- "$gpunode" explain xid 9999
 expect 64 "explain xid with no number" -- "$gpunode" explain xid abc
+# A fork refused (RLIMIT_NPROC, as nobody: root is not bound by it) is said as such, not as a
+# missing Kubernetes configuration.
+nobody=(setpriv --reuid=65534 --regid=65534 --clear-groups)
+if [ "$(id -u)" = 0 ] && command -v setpriv > /dev/null && command -v prlimit > /dev/null &&
+        "${nobody[@]}" "$gpunode" --version > /dev/null 2>&1; then # (nobody may not reach the build folder)
+        kc=$(mktemp /tmp/gpunode-cli-kc.XXXXXX)
+        printf 'apiVersion: v1\nkind: Config\nclusters: []\n' > "$kc"
+        chmod 644 "$kc"
+        expect 0 "kube-call under RLIMIT_NPROC" -- "${nobody[@]}" prlimit --nproc=1 "$gpunode" kube-call --kubeconfig "$kc" GET /api/v1/nodes
+        contains "cannot start the YAML parser (a child process): Resource temporarily unavailable" \
+                "a refused fork is named as one"
+        if grep -q "no Kubernetes configuration" /tmp/gpunode-cli.out; then
+                echo "FAIL a refused fork reads as no Kubernetes configuration"; failed=$((failed + 1))
+        else passed=$((passed + 1)); fi
+        rm -f "$kc"
+fi
 
 # The device nodes are facts: --record-paths lists them (what collect copies), and the files gpunode
 # writes have their mode whatever the umask.

@@ -317,7 +317,7 @@ int yaml_to_json(const char *text, size_t len, json_t **ret, char **ret_error) {
                 r = -errno;
                 close(fds[0]);
                 close(fds[1]);
-                *ret_error = xasprintf("cannot start the YAML parser: %s", strerror(-r));
+                *ret_error = xasprintf("cannot start the YAML parser (a child process): %s", strerror(-r));
                 return r;
         }
         if (pid == 0) {

@@ -243,7 +243,12 @@ static int run_kube_call(struct kube_call_args *args) {
         _cleanup_free_ char *err = NULL;
         int r = kube_config_load(args->so.kube.kubeconfig, args->so.kube.timeout_ms, &cfg, &err);
         if (r < 0) {
-                _cleanup_free_ char *msg = xasprintf("no Kubernetes configuration: %s", err ? err : strerror(-r));
+                /* "no configuration" only when there is none: a YAML child that could not start (a fork
+                 * refused under RLIMIT_NPROC) is a configuration that could not be read. */
+                _cleanup_free_ char *msg = xasprintf("%s: %s",
+                                                     r == -ENOENT ? "no Kubernetes configuration"
+                                                                  : "cannot load the Kubernetes configuration",
+                                                     err ? err : strerror(-r));
                 return print_outcome(r, msg, NULL, "config");
         }
         _cleanup_kube_client_ struct kube_client *kube = NULL;
