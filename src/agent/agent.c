@@ -443,6 +443,15 @@ static void api_sync(struct agent *a) {
                                 if (agent_event_decide(&a->events[l], l + 1, &a->cur[l], now, a->o.event_hold_down_s,
                                                        a->node, &ev))
                                         enqueue_event(a, &ev);
+                                else if (a->events[l].held_until > 0) {
+                                        char until[32];
+                                        agent_time_format(a->events[l].held_until, until, sizeof until);
+                                        fprintf(stderr,
+                                                "gpunode agent: %s is %s: its Event is held back by the hold-down "
+                                                "until %s\n",
+                                                agent_condition_type(l + 1), agent_status_name(a->cur[l].status),
+                                                until);
+                                }
                         }
                         r = flush_events(a, &err);
                 }

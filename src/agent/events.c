@@ -7,8 +7,20 @@
 
 #include "basic/util.h"
 
+/* Remembers cur as what the last decision saw. Returns whether it differs from what the one before saw
+ * (a transition). */
+static bool seen(struct agent_event_layer *st, const struct agent_condition *cur) {
+        bool changed =
+                st->seen_status != cur->status || (cur->status == AGENT_TRUE && !streq(st->seen_reason, cur->reason));
+        st->seen_status = cur->status;
+        snprintf(st->seen_reason, sizeof st->seen_reason, "%s", cur->reason);
+        return changed;
+}
+
 bool agent_event_decide(struct agent_event_layer *st, unsigned layer, const struct agent_condition *cur, int64_t now,
                         int64_t hold_down_s, const char *node, struct agent_event *ret) {
+        bool transition = st->have ? seen(st, cur) : (seen(st, cur), false);
+        st->held_until = 0;
         if (!st->have) {
                 st->have = true;
                 st->status = cur->status;
@@ -16,10 +28,12 @@ bool agent_event_decide(struct agent_event_layer *st, unsigned layer, const stru
                 st->time = 0;
                 if (cur->status != AGENT_TRUE) return false;
         } else {
+                bool held = st->time > 0 && now - st->time < hold_down_s;
+                if (held && transition) st->suppressed++;
                 bool same = st->status == cur->status && (cur->status != AGENT_TRUE || streq(st->reason, cur->reason));
                 if (same) return false;
-                if (st->time > 0 && now - st->time < hold_down_s) {
-                        st->suppressed++;
+                if (held) {
+                        if (transition) st->held_until = st->time + hold_down_s;
                         return false;
                 }
         }
@@ -27,7 +41,7 @@ bool agent_event_decide(struct agent_event_layer *st, unsigned layer, const stru
         ret->type = cur->status == AGENT_TRUE ? "Warning" : "Normal";
         snprintf(ret->reason, sizeof ret->reason, "%s", cur->reason);
         _cleanup_free_ char *msg =
-                st->suppressed ? xasprintf("%s is %s: %s (%u more transition(s) held back by the hold-down)",
+                st->suppressed ? xasprintf("%s is %s: %s (after %u transition(s) held back by the hold-down)",
                                            agent_condition_type(layer), agent_status_name(cur->status), cur->message,
                                            st->suppressed)
                                : xasprintf("%s is %s: %s", agent_condition_type(layer), agent_status_name(cur->status),

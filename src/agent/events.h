@@ -25,8 +25,12 @@ struct agent_event_layer {
         bool have;                /* a state was seen (the first one is the baseline) */
         enum agent_status status; /* what the last Event (or the baseline) said */
         char reason[AGENT_REASON_MAX];
-        int64_t time;        /* when that Event was written (0: baseline, none written) */
-        unsigned suppressed; /* transitions not written since, because of the hold-down */
+        int64_t time;                  /* when that Event was written (0: baseline, none written) */
+        unsigned suppressed;           /* transitions not written since, because of the hold-down */
+        enum agent_status seen_status; /* what the last decision saw: a transition is a change from it */
+        char seen_reason[AGENT_REASON_MAX];
+        int64_t held_until; /* > 0 right after a decision began holding a transition back: when the
+                             * hold-down ends (for the caller's log line); 0 otherwise */
         struct agent_event_record recent[AGENT_EVENT_RECENT];
 };
 
@@ -46,9 +50,10 @@ struct agent_event {
  * baseline: an Event only when the problem is present (True). After that, an Event when the status,
  * or a True condition's reason, differs from what the last Event said, but not within hold_down_s of
  * the last Event (hold-down: a flapping check writes at most one Event per hold-down per layer; the
- * transitions held back are counted in the next Event's message, and a state that returns to what the
- * last Event said writes nothing). An Event whose (reason, type) was written within
- * AGENT_EVENT_AGGREGATE_S is PATCHed (count + 1) instead of created. Updates st. Returns true with
+ * transitions held back, changes from the state the previous decision saw, not decisions, are counted
+ * in the next Event's message, and a state that returns to what the last Event said writes nothing; a
+ * decision that begins holding one back sets st->held_until to when the hold-down ends). An Event whose (reason, type)
+ * was written within AGENT_EVENT_AGGREGATE_S is PATCHed (count + 1) instead of created. Updates st. Returns true with
  * *ret filled in when an Event is due; never fails.
  */
 bool agent_event_decide(struct agent_event_layer *st, unsigned layer, const struct agent_condition *cur, int64_t now,

@@ -181,6 +181,35 @@ static void test_events(void **state) {
         assert_true(written <= 3600 / 300 + 1);
 }
 
+/* One heal inside the hold-down, then many check cycles in the same state: the Event counts one transition
+ * held back, not one per cycle (before: "27 more transition(s)" after a single heal); the decision that
+ * begins holding it back says until when, the ones after it do not. */
+static void test_events_count_transitions(void **state) {
+        (void)state;
+        struct agent_event_layer st = { 0 };
+        struct agent_condition ok = { .status = AGENT_FALSE, .reason = "GPUHardwareHealthy", .message = "fine" };
+        struct agent_condition bad = { .status = AGENT_TRUE, .reason = "DriverXidErrors", .message = "Xid 79" };
+        struct agent_event ev;
+        assert_false(agent_event_decide(&st, 1, &ok, 100, 300, "node-a", &ev));
+        assert_true(agent_event_decide(&st, 1, &bad, 200, 300, "node-a", &ev));
+        assert_int_equal(st.held_until, 0);
+        assert_false(agent_event_decide(&st, 1, &ok, 210, 300, "node-a", &ev));
+        assert_int_equal(st.held_until, 500);
+        for (int64_t t = 220; t < 500; t += 10) {
+                assert_false(agent_event_decide(&st, 1, &ok, t, 300, "node-a", &ev));
+                assert_int_equal(st.held_until, 0);
+        }
+        assert_true(agent_event_decide(&st, 1, &ok, 510, 300, "node-a", &ev));
+        assert_non_null(strstr(ev.message, "(after 1 transition(s) held back by the hold-down)"));
+        /* ok -> bad -> ok inside the next hold-down: two transitions, the state back to the last Event's */
+        assert_false(agent_event_decide(&st, 1, &bad, 520, 300, "node-a", &ev));
+        assert_false(agent_event_decide(&st, 1, &bad, 530, 300, "node-a", &ev));
+        assert_false(agent_event_decide(&st, 1, &ok, 540, 300, "node-a", &ev));
+        assert_false(agent_event_decide(&st, 1, &ok, 900, 300, "node-a", &ev)); /* nothing to say: as last said */
+        assert_true(agent_event_decide(&st, 1, &bad, 910, 300, "node-a", &ev));
+        assert_non_null(strstr(ev.message, "(after 2 transition(s) held back by the hold-down)"));
+}
+
 static void test_taint(void **state) {
         (void)state;
         struct agent_condition c[AGENT_N_LAYERS] = { 0 };
@@ -358,6 +387,7 @@ int main(void) {
                 cmocka_unit_test(test_conditions_failed),
                 cmocka_unit_test(test_patch_decision),
                 cmocka_unit_test(test_events),
+                cmocka_unit_test(test_events_count_transitions),
                 cmocka_unit_test(test_taint),
                 cmocka_unit_test(test_heartbeat_in_future),
                 cmocka_unit_test(test_hold_down),
