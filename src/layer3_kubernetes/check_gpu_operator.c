@@ -46,6 +46,30 @@ static void run_operator_pods(const struct node_facts *facts, struct finding *f)
         }
 }
 
+/* Returns whether gpu-operator.pods rests on dep on this node: always on the API's access; on the driver
+ * and the container runtime's nvidia runtime (what the operator's validators wait for) when operator
+ * pods fail and every one of them waits in Init: such a pod waits for a status file (driver-ready,
+ * toolkit-ready) of the layer below, so a failure there blocks it instead of making it a second root
+ * cause. A pod failing otherwise (CrashLoopBackOff, an image that cannot be pulled) is its own fault and
+ * is judged, as are pods that all run (whatever the layers below say) and a node without API access (it
+ * skips). A pure function of the facts; never fails. */
+static bool operator_pods_rest_on(const struct node_facts *facts, const char *dep) {
+        if (streq(dep, "kubelet.api-access")) return true;
+        const struct kube_api_facts *a = facts->kube ? &facts->kube->api : NULL;
+        if (!a || a->rc < 0) return false;
+        bool waiting = false;
+        for (size_t i = 0; i < a->n_pods; i++) {
+                const struct kube_pod_info *p = &a->pods[i];
+                if (a->roles[i] != POD_OPERATOR) continue;
+                if (a->operator_namespace_given && !streq(p->namespace, a->operator_namespace)) continue;
+                _cleanup_free_ char *text = NULL;
+                if (kube_pod_judge(p, &text) != KUBE_POD_FAIL) continue;
+                if (!(text && startswith(text, "Init:"))) return false;
+                waiting = true;
+        }
+        return waiting;
+}
+
 const struct check_def check_gpu_operator_pods = {
         .id = "gpu-operator.pods",
         .action = ACTION_RESTART_POD,
@@ -60,7 +84,8 @@ const struct check_def check_gpu_operator_pods = {
                     "Init, Pending; warn: frequent restarts; skip: no operator on the node",
         .remedy = "`kubectl -n gpu-operator describe pod <pod>` and `kubectl logs <pod> --previous`; a pod stuck in "
                   "Init waits for a file in /run/nvidia/validations from the layer below: fix that layer first",
-        .depends = { "kubelet.api-access" },
+        .depends = { "kubelet.api-access", "driver.module-loaded", "container-toolkit.nvidia-runtime" },
+        .rests_on = operator_pods_rest_on,
         .run = run_operator_pods,
 };
 

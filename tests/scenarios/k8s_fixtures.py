@@ -146,14 +146,30 @@ OP = "gpu-operator"
 IMG = "nvcr.io/nvidia/"
 
 
-def operator_pods(n, dp=None, dcgm_exporter=None):
-    """The GPU Operator's pods on a node with a pre-installed driver; dp/dcgm_exporter replace those containers."""
-    val = lambda c: done(c, IMG + "cloud-native/gpu-operator-validator:v24.9.2")
+def waiting_init(name, image):
+    """An init container still running: the validator's loop waiting for a status file of the layer below."""
+    return {"name": name, "image": image, "imageID": image.split(":")[0] + "@sha256:" + "8e" * 32,
+            "containerID": "containerd://" + "d4" * 32, "ready": False, "started": True, "restartCount": 0,
+            "state": {"running": {"startedAt": TS % 5}}, "lastState": {}}
+
+
+def not_started(name, image):
+    """A container waiting for the pod's init containers (PodInitializing)."""
+    return {"name": name, "image": image, "imageID": "", "ready": False, "started": False, "restartCount": 0,
+            "state": {"waiting": {"reason": "PodInitializing"}}, "lastState": {}}
+
+
+def operator_pods(n, dp=None, dcgm_exporter=None, driver_waiting=False):
+    """The GPU Operator's pods on a node with a pre-installed driver; dp/dcgm_exporter replace those containers;
+    driver_waiting: the driver is not ready, so the pods validating it wait in their driver-validation init container."""
+    val = lambda c: (waiting_init if driver_waiting and c == "driver-validation" else done)(
+        c, IMG + "cloud-native/gpu-operator-validator:v24.9.2")
+    main = lambda c, image: not_started(c, image) if driver_waiting else running(c, image)
     dp_name = "nvidia-device-plugin-daemonset-x7k2p"
     ex_name = "nvidia-dcgm-exporter-q9t4m"
     return [
         pod(n, "nvidia-container-toolkit-daemonset-2hx6d", OP, {"app": "nvidia-container-toolkit-daemonset"},
-            [running("nvidia-container-toolkit-ctr", IMG + "k8s/container-toolkit:v1.17.3-ubuntu20.04")], [val("driver-validation")]),
+            [main("nvidia-container-toolkit-ctr", IMG + "k8s/container-toolkit:v1.17.3-ubuntu20.04")], [val("driver-validation")]),
         pod(n, dp_name, OP, {"app": "nvidia-device-plugin-daemonset"},
             [dp or running("nvidia-device-plugin", IMG + "k8s-device-plugin:v0.17.0"),
              running("config-manager", IMG + "k8s-device-plugin:v0.17.0")], [val("toolkit-validation")]),
@@ -167,8 +183,10 @@ def operator_pods(n, dp=None, dcgm_exporter=None):
         pod(n, "nvidia-node-status-exporter-8rj3n", OP, {"app": "nvidia-node-status-exporter"},
             [running("nvidia-node-status-exporter", IMG + "cloud-native/gpu-operator-validator:v24.9.2")]),
         pod(n, "nvidia-operator-validator-d6f9s", OP, {"app": "nvidia-operator-validator", "app.kubernetes.io/part-of": "gpu-operator"},
-            [running("nvidia-operator-validator", IMG + "cloud-native/gpu-operator-validator:v24.9.2")],
-            [val("driver-validation"), val("toolkit-validation"), val("cuda-validation"), val("plugin-validation")]),
+            [main("nvidia-operator-validator", IMG + "cloud-native/gpu-operator-validator:v24.9.2")],
+            [val("driver-validation")] + [(lambda c: not_started(c, IMG + "cloud-native/gpu-operator-validator:v24.9.2"))(c)
+                                          if driver_waiting else val(c)
+                                          for c in ("toolkit-validation", "cuda-validation", "plugin-validation")]),
         pod(n, "nvidia-cuda-validator-7wq2l", OP, {"app": "nvidia-cuda-validator"},
             [done("nvidia-cuda-validator", IMG + "cloud-native/gpu-operator-validator:v24.9.2")],
             [done("cuda-validation", IMG + "cloud-native/gpu-operator-validator:v24.9.2")], phase="Succeeded", owner="Node"),
@@ -379,7 +397,8 @@ def scenarios(hgx, Node, l4_node):
     ex = crashloop("nvidia-dcgm-exporter", IMG + "k8s/dcgm-exporter:3.3.9-3.6.1-ubuntu22.04", "nvidia-dcgm-exporter-q9t4m", OP,
                    message="Error: failed to initialize NVML: could not load NVML library")
     n.finish(serve(n, api_docs(n, node_object(n, gpus=None, labels={"nvidia.com/gpu.present": "true"}),
-                               operator_pods(n, dcgm_exporter=ex) + other_pods(n, network=False), csi=()),
+                               operator_pods(n, dcgm_exporter=ex, driver_waiting=True) + other_pods(n, network=False),
+                               csi=()),
                    {"node/metrics": NODE_PAGE}, args=urls(dcgm="http://127.0.0.1:@CLOSED_PORT@/metrics")))
 
     mig_scenarios(hgx)  # last: pod numbering of the scenarios above stays as it was
