@@ -4,6 +4,7 @@
 
 #include "basic/rfc3339.h"
 #include "basic/util.h"
+#include "diagnose/registry.h"
 #include "engine/check.h"
 
 #include <inttypes.h>
@@ -234,9 +235,18 @@ static void put_verdict(struct buf *b, const struct report *report) {
         buf_printf(b, "<section id=\"verdict\" class=\"verdict v-%s\">\n<p class=\"vword\">%s ", cls, status_sign(cls));
         put_text(b, verdict);
         buf_puts(b, "</p>\n<p>");
-        if (streq(cls, "ok"))
+        size_t unchecked = 0;
+        for (int l = LAYER_MIN; l <= LAYER_MAX; l++) unchecked += report_layer_status(report, l) == CHECK_SKIP;
+        if (streq(cls, "ok") && unchecked == 0)
                 buf_puts(b, "Every layer is healthy: hardware, container integration, Kubernetes, observability.");
-        else if (streq(cls, "warn"))
+        else if (streq(cls, "ok")) {
+                /* a layer that was not checked (no cluster access: Kubernetes) is not called healthy */
+                buf_puts(b, "Every layer checked is healthy. Not checked:");
+                for (int l = LAYER_MIN, put = 0; l <= LAYER_MAX; l++)
+                        if (report_layer_status(report, l) == CHECK_SKIP)
+                                buf_printf(b, "%s layer %d (%s)", put++ ? "," : "", l, layer_name(l));
+                buf_puts(b, ".");
+        } else if (streq(cls, "warn"))
                 buf_puts(b, "GPU work runs; something below needs a look (a warning, or observability failing).");
         else if (streq(cls, "bad"))
                 buf_puts(b, "The node cannot run GPU work as it should: the root cause is below.");
@@ -286,6 +296,20 @@ static void put_root_cause(struct buf *b, const struct report *report) {
         buf_puts(b, "</section>\n");
 }
 
+/* Appends a check's id as code; with link, a link to its explanation further down the page when the
+ * registry knows it (put_explanations explains every check that did not pass or skip). Cannot fail. */
+static void put_check_id(struct buf *b, const char *id, bool link) {
+        bool known = link && check_find(id) != NULL;
+        if (known) {
+                buf_puts(b, "<a class=\"explain\" href=\"#explain-");
+                put_text(b, id);
+                buf_puts(b, "\">");
+        }
+        buf_puts(b, "<code>");
+        put_text(b, id);
+        buf_puts(b, known ? "</code></a>" : "</code>");
+}
+
 /* Appends one check as a <details>: badge, id and summary always visible; blocked_by, evidence and
  * remedy inside; failed checks open, the root cause marked. Cannot fail. */
 static void put_check(struct buf *b, const struct finding *f, const struct finding *root_cause) {
@@ -294,9 +318,8 @@ static void put_check(struct buf *b, const struct finding *f, const struct findi
         buf_printf(b, "<details class=\"chk%s\"%s><summary>", root ? " root" : "",
                    streq(cls, "bad") || streq(cls, "warn") ? " open" : "");
         put_badge(b, check_status_name(f->status));
-        buf_puts(b, " <code>");
-        put_text(b, f->def->id);
-        buf_puts(b, "</code> ");
+        put_check_id(b, f->def->id, f->status != CHECK_PASS && f->status != CHECK_SKIP);
+        buf_puts(b, " ");
         if (root) buf_puts(b, "<strong>(root cause)</strong> ");
         put_opt(b, f->summary, "");
         buf_puts(b, "</summary>\n<div>\n");
@@ -320,9 +343,80 @@ static void put_checks(struct buf *b, const struct report *report, int layer, si
                 const struct finding *f = &report->findings[i];
                 if (f->def->layer != layer) continue;
                 if (*shown >= STATUS_PAGE_MAX_CHECKS || b->len >= STATUS_PAGE_BUDGET) continue;
-                put_check(b, f, report->root_cause);
+                /* The checks of this layer blocked by the same failure: one line for them all, at the
+                 * first of them (a driver failure blocks twenty-odd checks; their ids are inside). */
+                size_t same = 0;
+                bool first = true;
+                if (f->status == CHECK_BLOCKED && f->blocked_by)
+                        for (size_t k = 0; k < report->n_findings; k++) {
+                                const struct finding *o = &report->findings[k];
+                                if (o->def->layer != layer || o->status != CHECK_BLOCKED || !o->blocked_by ||
+                                    !streq(o->blocked_by, f->blocked_by))
+                                        continue;
+                                if (k < i) first = false;
+                                same++;
+                        }
+                if (same < 2) {
+                        put_check(b, f, report->root_cause);
+                } else if (first) {
+                        buf_puts(b, "<details class=\"chk\"><summary>");
+                        put_badge(b, check_status_name(CHECK_BLOCKED));
+                        buf_printf(b, " %zu checks not run: they rest on ", same);
+                        put_check_id(b, f->blocked_by, true);
+                        buf_puts(b, ", which failed</summary>\n<div>\n<p>");
+                        for (size_t k = i, put = 0; k < report->n_findings; k++) {
+                                const struct finding *o = &report->findings[k];
+                                if (o->def->layer != layer || o->status != CHECK_BLOCKED || !o->blocked_by ||
+                                    !streq(o->blocked_by, f->blocked_by))
+                                        continue;
+                                if (put++) buf_puts(b, ", ");
+                                put_check_id(b, o->def->id, true);
+                        }
+                        buf_puts(b, "</p>\n</div>\n</details>\n");
+                }
                 (*shown)++;
         }
+}
+
+/* Appends one check's explanation under the anchor its id links to (#explain-ID): its title, what it
+ * reads, what its outcomes mean, the general remedy, from the registry. Cannot fail. */
+static void put_explanation(struct buf *b, const struct check_def *d) {
+        buf_puts(b, "<div class=\"explain\" id=\"explain-");
+        put_text(b, d->id);
+        buf_puts(b, "\"><h3><code>");
+        put_text(b, d->id);
+        buf_puts(b, "</code> ");
+        put_text(b, d->title);
+        buf_puts(b, "</h3>\n<p><strong>Reads:</strong> ");
+        put_text(b, d->reads);
+        buf_puts(b, "</p>\n<p><strong>Outcomes:</strong> ");
+        put_text(b, d->outcomes);
+        buf_puts(b, "</p>\n");
+        put_remedy(b, d->remedy);
+        buf_puts(b, "</div>\n");
+}
+
+/* Appends what `gpunode explain` says of every check the page names that did not pass or skip, and of
+ * the checks blocking them, once each, from the registry this binary holds: the targets of the ids'
+ * links. Bounded by the page's budget. Cannot fail. */
+static void put_explanations(struct buf *b, const struct report *report) {
+        const struct check_def *done[256];
+        size_t n_done = 0;
+        for (size_t i = 0; i < report->n_findings && b->len < STATUS_PAGE_BUDGET; i++) {
+                const struct finding *f = &report->findings[i];
+                if (f->status == CHECK_PASS || f->status == CHECK_SKIP) continue;
+                const char *ids[2] = { f->blocked_by, f->def->id };
+                for (size_t k = 0; k < ELEMENTSOF(ids); k++) {
+                        const struct check_def *d = ids[k] ? check_find(ids[k]) : NULL;
+                        bool seen = !d;
+                        for (size_t j = 0; j < n_done && !seen; j++) seen = done[j] == d;
+                        if (seen || n_done == ELEMENTSOF(done)) continue;
+                        if (n_done == 0) buf_puts(b, "<section id=\"explain\">\n<h2>What the checks mean</h2>\n");
+                        done[n_done++] = d;
+                        put_explanation(b, d);
+                }
+        }
+        if (n_done) buf_puts(b, "</section>\n");
 }
 
 /* Appends a section per layer (its status, its components' and its checks), bounded. Cannot fail. */
@@ -441,6 +535,7 @@ char *status_page_html_at(const struct report *report, const char *node, int64_t
         put_root_cause(&b, report);
         put_layers(&b, report);
         put_gpus(&b, report);
+        put_explanations(&b, report);
         put_tail(&b);
         return b.data;
 }

