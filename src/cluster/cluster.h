@@ -199,6 +199,7 @@ struct cl_row {
         enum check_status status; /* the node's worst */
         int root_layer;           /* 0: none */
         char *root_cause;         /* one line, NULL when healthy */
+        bool ready_for_work;      /* healthy, or warning only while schedulable and fresh */
 };
 
 struct cluster_report {
@@ -258,11 +259,13 @@ const char *cl_tally_majority(const struct cl_tally *t);
 
 /* render_text.c, render_json.c: each returns 0 or -EIO. */
 struct cl_text_options {
-        bool color;     /* ANSI colours */
-        bool all_nodes; /* one line per GPU node even past CLUSTER_TABLE_ALL rows */
-        bool verbose;   /* evidence of passing checks too */
+        bool color;             /* ANSI colours */
+        bool all_nodes;         /* one line per GPU node even past CLUSTER_TABLE_ALL rows, none grouped */
+        bool verbose;           /* evidence of passing checks too */
+        enum check_status only; /* CHECK_FAIL: only failing nodes; CHECK_WARN: failing or warning; else all */
 };
 #define CLUSTER_TABLE_ALL 50 /* up to this many GPU nodes, every one has its line; past it only troubled ones */
+#define CLUSTER_GROUP_MIN 4  /* this many troubled nodes with the same root cause share one line */
 int cluster_render_text(FILE *out, const struct cluster_report *r, const struct cl_text_options *o);
 json_t *cluster_report_to_json(const struct cluster_report *r);
 int cluster_render_json(FILE *out, const struct cluster_report *r);

@@ -34,11 +34,13 @@ enum {
         OPT_NAMESPACE,
         OPT_CTIMEOUT,
         OPT_LIST_CHECKS,
+        OPT_ONLY,
 };
 
 struct cluster_options {
         const char *kubeconfig, *context, *namespace;
         bool json, watch, all_nodes, verbose, color;
+        enum check_status only; /* --only: CHECK_FAIL failing, CHECK_WARN troubled, CHECK_PASS all */
         uint64_t interval_ms, timeout_ms, stale_ms;
         unsigned chunk;
         unsigned long watch_limit;
@@ -105,7 +107,9 @@ static int one_pass(struct kube_client *kube, const struct cluster_options *o, c
                 cluster_facts_free(&facts);
                 return EXIT_INTERNAL;
         }
-        struct cl_text_options to = { .color = o->color, .all_nodes = o->all_nodes, .verbose = o->verbose };
+        struct cl_text_options to = {
+                .color = o->color, .all_nodes = o->all_nodes, .verbose = o->verbose, .only = o->only
+        };
         r = o->json ? cluster_render_json(m, &rep) : cluster_render_text(m, &rep, &to);
         int code = r < 0 ? EXIT_INTERNAL : verdict_exit_code(rep.verdict);
         if (fclose(m) != 0) code = EXIT_INTERNAL;
@@ -325,6 +329,19 @@ static int cluster_option(int c, const char *arg, struct cluster_options *o) {
         case OPT_WATCH_LIMIT:
         case OPT_CHUNK: return cluster_number(c, arg, o);
         case OPT_ALL_NODES: o->all_nodes = true; return 0;
+        case OPT_ONLY:
+                if (streq(arg, "failing"))
+                        o->only = CHECK_FAIL;
+                else if (streq(arg, "troubled"))
+                        o->only = CHECK_WARN;
+                else if (streq(arg, "all"))
+                        o->only = CHECK_PASS;
+                else {
+                        fprintf_escaped(stderr, "gpunode cluster: --only must be failing, troubled or all, not '%s'\n",
+                                        arg);
+                        return -EINVAL;
+                }
+                return 0;
         case OPT_NAMESPACE: o->namespace = arg; return 0;
         case OPT_VERBOSE: o->verbose = true; return 0;
         case OPT_NO_COLOR: o->color = false; return 0;
@@ -346,6 +363,7 @@ static int parse_argv_cluster(int argc, char **argv, struct cluster_args *args) 
                 { "chunk-size", required_argument, NULL, OPT_CHUNK },
                 { "stale-after", required_argument, NULL, OPT_STALE },
                 { "all-nodes", no_argument, NULL, OPT_ALL_NODES },
+                { "only", required_argument, NULL, OPT_ONLY },
                 { "namespace", required_argument, NULL, OPT_NAMESPACE },
                 { "verbose", no_argument, NULL, OPT_VERBOSE },
                 { "no-color", no_argument, NULL, OPT_NO_COLOR },
@@ -357,6 +375,7 @@ static int parse_argv_cluster(int argc, char **argv, struct cluster_args *args) 
                 .timeout_ms = CLUSTER_DEFAULT_TIMEOUT_MS,
                 .stale_ms = CLUSTER_DEFAULT_STALE_S * 1000ull,
                 .chunk = KUBE_LIST_LIMIT_DEFAULT,
+                .only = CHECK_PASS,
                 .color = isatty(STDOUT_FILENO) && !getenv("NO_COLOR"),
         };
         int c;
@@ -419,7 +438,9 @@ const struct command command_cluster = {
                 "  --timeout DURATION    bound on each API request (default 30s)\n"
                 "  --chunk-size N        items per list page (limit/continue; default 500, as kubectl)\n"
                 "  --stale-after DURATION  agent conditions older than this are stale (default 15m)\n"
-                "  --all-nodes           one line per GPU node also past 50 nodes (else only troubled ones)\n"
+                "  --all-nodes           one line per GPU node also past 50 nodes (else only troubled ones), and\n"
+                "                        none grouped (else 4 or more nodes with one root cause share a line)\n"
+                "  --only WHICH          the node table's rows: failing, troubled (failing or warning) or all\n"
                 "  --verbose             evidence of passing checks too\n"
                 "  --no-color            no colours (NO_COLOR is honoured too)\n"
                 "  --list-checks         print every check's id and what it verifies, and exit\n"

@@ -247,6 +247,59 @@ static void test_attribution(void **state) {
         json_decref(ev);
 }
 
+/* Returns the text rendering of r with options to, malloc'd. */
+static char *render(const struct cluster_report *r, const struct cl_text_options *to) {
+        char *buf = NULL;
+        size_t len = 0;
+        FILE *m = open_memstream(&buf, &len);
+        assert_int_equal(cluster_render_text(m, r, to), 0);
+        fclose(m);
+        return buf;
+}
+
+/* Six nodes failing the same way share one line (before: six identical rows), a seventh failing otherwise
+ * keeps its own; two instance types give a line per pool; --only failing drops the healthy rows. */
+static void test_text_grouped_and_pools(void **state) {
+        (void)state;
+        struct cluster_facts f = { .now = 1796126400, .stale_after_s = 900 };
+        for (int i = 0; i < 9; i++) {
+                _cleanup_free_ char *name = xasprintf("gpu-node-%04d", 100 + i);
+                json_t *n = gpu_node(name, i < 6);
+                json_object_set_new(json_object_get(n, "metadata"), "labels",
+                                    json_pack("{s:s}", "node.kubernetes.io/instance-type",
+                                              i % 2 ? "p5.48xlarge" : "p4d.24xlarge"));
+                assert_int_equal(cluster_facts_add(&f, CL_LIST_NODES, n), 0);
+                json_decref(n);
+        }
+        json_t *odd = gpu_node("gpu-node-0200", true);
+        json_t *c = json_array_get(json_object_get(json_object_get(odd, "status"), "conditions"), 1);
+        json_object_set_new(c, "reason", json_string("DriverXidErrors"));
+        assert_int_equal(cluster_facts_add(&f, CL_LIST_NODES, odd), 0);
+        json_decref(odd);
+        cluster_facts_finish(&f);
+        struct cluster_report r;
+        cluster_report_build(&f, &r);
+        struct cl_text_options to = { 0 };
+        _cleanup_free_ char *text = render(&r, &to);
+        assert_non_null(strstr(text, "6 nodes: layer 1: DriverNvmlInit (gpu-node-0100 ... gpu-node-0105; GPUs 0/48; "
+                                     "--all-nodes lists them)"));
+        assert_null(strstr(text, "gpu-node-0101  yes"));
+        assert_non_null(strstr(text, "layer 1: DriverXidErrors")); /* alone: its own row */
+        assert_non_null(strstr(text, "gpu-node-0106  yes"));     /* healthy: listed (10 nodes) */
+        assert_non_null(strstr(text, "  pool p4d.24xlarge: 5 GPU nodes, 2 ready; GPUs allocatable 16 of 40\n"));
+        assert_non_null(strstr(text, "  pool p5.48xlarge: 4 GPU nodes, 1 ready; GPUs allocatable 8 of 32\n"));
+        to.all_nodes = true;
+        _cleanup_free_ char *all = render(&r, &to);
+        assert_non_null(strstr(all, "gpu-node-0101  yes"));
+        assert_null(strstr(all, "6 nodes:"));
+        to = (struct cl_text_options){ .only = CHECK_FAIL };
+        _cleanup_free_ char *failing = render(&r, &to);
+        assert_null(strstr(failing, "gpu-node-0106  yes"));
+        assert_non_null(strstr(failing, "(3 GPU nodes not shown: --only)"));
+        cluster_report_free(&r);
+        cluster_facts_free(&f);
+}
+
 /* The driver-broken scenario's real report, read back as the agent serves it. */
 static void test_agent_report(void **state) {
         (void)state;
@@ -411,7 +464,7 @@ int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_parse_time),          cmocka_unit_test(test_gpu_node_reason),
                 cmocka_unit_test(test_node_parse_recorded), cmocka_unit_test(test_node_parse_conditions),
-                cmocka_unit_test(test_facts_from_recorded), cmocka_unit_test(test_attribution),
+                cmocka_unit_test(test_facts_from_recorded), cmocka_unit_test(test_attribution), cmocka_unit_test(test_text_grouped_and_pools),
                 cmocka_unit_test(test_agent_report),        cmocka_unit_test(test_engine_and_cluster_agree),
                 cmocka_unit_test(test_heartbeat_in_future),
         };
