@@ -8,6 +8,9 @@ packages=(
         libnghttp2-dev libprotobuf-c-dev protobuf-c-compiler
         prometheus prometheus-node-exporter wrk hyperfine libclang-rt-14-dev chromium
         nodejs yamllint
+        # The image test (tests/image): podman builds the FROM scratch image; runc runs it where crun
+        # refuses podman's default rlimits or a hybrid cgroup layout (nested VMs).
+        podman runc
 )
 # Debian's npm, unless an npm is already there (NodeSource's nodejs bundles its own and conflicts
 # with Debian's npm package).
