@@ -159,7 +159,10 @@ static void run_agent_heartbeat(const struct cluster_facts *facts, struct cl_fin
                                          "%s: heartbeat %" PRId64 " s in the future: the node's clock ran ahead",
                                          n->name, h - facts->now);
                 else if (h)
-                        cl_evidence_node(f, &bad, "%s: last heartbeat %" PRId64 " s ago", n->name, facts->now - h);
+                        /* in whole minutes: --watch redraws when the text changes, and a stale heartbeat's age
+                         * in seconds changed every pass */
+                        cl_evidence_node(f, &bad, "%s: last heartbeat %" PRId64 " min ago", n->name,
+                                         (facts->now - h) / 60);
                 else
                         cl_evidence_node(f, &bad, "%s: the conditions carry no lastHeartbeatTime", n->name);
         }

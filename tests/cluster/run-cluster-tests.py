@@ -294,6 +294,11 @@ if doc:
           "stale heartbeats: infrastructure.agent-heartbeat warns naming the two nodes", json.dumps(hb))
     check(node_row(doc, "gpu-0000")["agent"]["stale"] is True and node_row(doc, "gpu-0001")["agent"]["stale"] is False,
           "stale heartbeats: rows marked stale")
+# --watch with stale heartbeats: their ages are said in minutes, so passes a second apart draw one frame
+# (before, "last heartbeat N s ago" changed every pass and every pass redrew)
+r = srv.run("--no-color", "--watch", "--interval", "1100ms", "--watch-limit", "3")
+check(r.returncode == 1 and r.stdout.count("Verdict:") == 1,
+      "--watch with stale heartbeats: no redraw while only their ages grow", r.stdout[-500:])
 r, doc = cluster_json(srv, "--stale-after", "4h")
 check(r.returncode == 0, "stale heartbeats: --stale-after 4h accepts them")
 srv.stop()
