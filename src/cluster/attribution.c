@@ -203,6 +203,7 @@ int cluster_report_build_with(const struct cluster_facts *facts, const struct cl
                 const struct cl_node *nd = &facts->nodes[i];
                 ret->gpus_allocatable += nd->gpu_allocatable;
                 ret->gpus_capacity += nd->gpu_capacity;
+                ret->gpus_expected += nd->gpu_expected;
                 row->ready_for_work =
                         row->status == CHECK_PASS || (row->status == CHECK_WARN && !nd->unschedulable && !row->stale);
                 ret->nodes_ready += row->ready_for_work;

@@ -17,9 +17,10 @@ static char *withheld_because(const struct cl_node *n) {
         return NULL;
 }
 
-/* Returns the GPUs a node withholds: capacity - allocatable, or its GFD count when it advertises none. */
+/* Returns the GPUs a node withholds: what it should have (gpu_expected: its capacity, or GFD's count when
+ * larger, as when a GPU was lost) - allocatable; at least one when it advertises none. */
 static int64_t withheld(const struct cl_node *n) {
-        if (n->gpu_capacity > n->gpu_allocatable) return n->gpu_capacity - n->gpu_allocatable;
+        if (n->gpu_expected > n->gpu_allocatable) return n->gpu_expected - n->gpu_allocatable;
         return n->gpu_capacity == 0 && n->gpu_allocatable == 0 ? 1 : 0; /* at least one: the node has GPUs */
 }
 
@@ -58,15 +59,18 @@ static void run_gpu_allocatable(const struct cluster_facts *facts, struct cl_fin
                                 finding_evidence(&f->f,
                                                  "%s: %" PRId64 "/%" PRId64
                                                  " GPUs allocatable because %s: not a scheduling fault",
-                                                 n->name, n->gpu_allocatable, n->gpu_capacity, why);
+                                                 n->name, n->gpu_allocatable, n->gpu_expected, why);
                 } else if (n->gpu_capacity == 0)
                         cl_evidence_node(f, &bad, "%s: GPU node (%s) advertises no nvidia.com/gpu capacity", n->name,
                                          n->gpu_because);
                 else
                         cl_evidence_node(f, &bad,
                                          "%s: %" PRId64 " of %" PRId64
-                                         " GPUs allocatable, its layers report nothing wrong",
-                                         n->name, n->gpu_allocatable, n->gpu_capacity);
+                                         " GPUs allocatable, its layers report nothing wrong%s",
+                                         n->name, n->gpu_allocatable, n->gpu_expected,
+                                         n->gpu_expected > n->gpu_capacity ? " (capacity dropped below GFD's "
+                                                                             "nvidia.com/gpu.count: GPUs lost)"
+                                                                           : "");
         }
         cl_evidence_more(f, bad);
         if (explained > CLUSTER_EVIDENCE_NODES)

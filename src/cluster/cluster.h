@@ -40,7 +40,9 @@ struct cl_node {
         bool rdma_nic;                         /* an RDMA NIC (Mellanox PCI vendor 15b3, or NFD's rdma.capable) */
         bool operator_toolkit;                 /* nvidia.com/gpu.deploy.container-toolkit=true */
         int64_t gpu_capacity, gpu_allocatable; /* nvidia.com/gpu plus the nvidia.com/mig- resources */
-        int64_t rdma_allocatable;              /* the rdma/ resources */
+        int64_t gpu_expected;     /* what it should have: the larger of its capacity and GFD's nvidia.com/gpu.count
+                                   * (capacity drops with a GPU lost; the label keeps the count GFD saw) */
+        int64_t rdma_allocatable; /* the rdma/ resources */
         struct cl_condition layers[CLUSTER_LAYERS];
         /* from the pods on the node */
         char *agent_namespace, *agent_pod; /* the gpunode agent pod, NULL when none */
@@ -212,6 +214,7 @@ struct cluster_report {
         const struct cl_finding *root_cause;
         size_t nodes_ready; /* GPU nodes that can take work: Ready, schedulable, no layer failing */
         int64_t gpus_allocatable, gpus_capacity;
+        int64_t gpus_expected; /* the nodes' gpu_expected: more than gpus_capacity when GPUs were lost */
 };
 
 /* registry.c: every cluster check, bottom-up (category order). */

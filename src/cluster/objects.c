@@ -143,6 +143,13 @@ int cl_node_parse(const json_t *node, struct cl_node *ret) {
         ret->operator_toolkit = tk && streq(tk, "true");
         ret->gpu_capacity = gpu_sum(json_object_get(status, "capacity"));
         ret->gpu_allocatable = gpu_sum(json_object_get(status, "allocatable"));
+        /* GFD's count of the GPUs NVML listed (a decimal label value; anything else is not a count) */
+        const char *count = kube_json_str(json_object_get(labels, "nvidia.com/gpu.count"));
+        int64_t counted = 0;
+        for (const char *p = count; p && *p >= '0' && *p <= '9' && counted < 100000; p++)
+                counted = counted * 10 + (*p - '0');
+        if (!count || !*count || strspn(count, "0123456789") != strlen(count) || counted >= 100000) counted = 0;
+        ret->gpu_expected = counted > ret->gpu_capacity ? counted : ret->gpu_capacity;
         ret->rdma_allocatable = rdma_sum(json_object_get(status, "allocatable"));
         size_t i;
         const json_t *c;

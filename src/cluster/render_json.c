@@ -49,17 +49,18 @@ static json_t *row_json(const struct cluster_report *r, const struct cl_row *row
                 root = json_pack("{s:o, s:o}", "layer", row->root_layer ? json_integer(row->root_layer) : json_null(),
                                  "text", text(row->root_cause));
         return json_pack(
-                "{s:o, s:s, s:s, s:o, s:b, s:o, s:o, s:o, s:{s:I, s:I, s:I}, s:{s:o, s:o, s:o, s:o, s:o, s:o},"
+                "{s:o, s:s, s:s, s:o, s:b, s:o, s:o, s:o, s:{s:I, s:I, s:I, s:I}, s:{s:o, s:o, s:o, s:o, s:o, s:o},"
                 " s:o, s:b}",
                 "name", text(n->name), "status", check_status_name(row->status), "gpu_because", n->gpu_because, "ready",
                 n->ready == 1   ? json_true()
                 : n->ready == 0 ? json_false()
                                 : json_null(),
                 "schedulable", !n->unschedulable, "taints", taints, "layers", layers, "root_cause", root, "gpus",
-                "capacity", (json_int_t)n->gpu_capacity, "allocatable", (json_int_t)n->gpu_allocatable, "requested",
-                (json_int_t)n->gpu_requested, "labels", "product", text(n->product), "driver", text(n->driver_version),
-                "cuda", text(n->cuda_version), "instance_type", text(n->instance_type), "kubelet",
-                text(n->kubelet_version), "runtime", text(n->runtime_version), "agent", agent, "rdma_nic", n->rdma_nic);
+                "capacity", (json_int_t)n->gpu_capacity, "expected", (json_int_t)n->gpu_expected, "allocatable",
+                (json_int_t)n->gpu_allocatable, "requested", (json_int_t)n->gpu_requested, "labels", "product",
+                text(n->product), "driver", text(n->driver_version), "cuda", text(n->cuda_version), "instance_type",
+                text(n->instance_type), "kubelet", text(n->kubelet_version), "runtime", text(n->runtime_version),
+                "agent", agent, "rdma_nic", n->rdma_nic);
 }
 
 /* Returns one check as a JSON object (a new reference). */
@@ -103,14 +104,14 @@ static json_t *head_json(const struct cluster_report *r) {
                                                                "runtimeclasses", "services",       "servicemonitors" };
         for (int l = 0; l < CL_LIST_COUNT; l++)
                 if (f->lists[l].rc) json_object_set_new(lists, list_names[l], text(f->lists[l].error));
-        return json_pack("{s:s, s:o, s:I, s:s, s:o, s:{s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I}, s:o, s:o, s:o}",
+        return json_pack("{s:s, s:o, s:I, s:s, s:o, s:{s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I}, s:o, s:o, s:o}",
                          "schema", CLUSTER_SCHEMA, "server", text(f->server), "time", (json_int_t)f->now, "verdict",
                          verdict_name(r->verdict), "root_cause", root, "summary", "nodes", (json_int_t)f->n_nodes_total,
                          "gpu_nodes", (json_int_t)f->n_nodes, "gpu_nodes_ready", (json_int_t)r->nodes_ready,
                          "gpus_allocatable", (json_int_t)r->gpus_allocatable, "gpus_capacity",
-                         (json_int_t)r->gpus_capacity, "pods", (json_int_t)f->n_pods, "pending_gpu_pods",
-                         (json_int_t)f->n_pending, "api_pages", (json_int_t)f->pages, "unreadable", lists, "categories",
-                         cats, "checks", checks);
+                         (json_int_t)r->gpus_capacity, "gpus_expected", (json_int_t)r->gpus_expected, "pods",
+                         (json_int_t)f->n_pods, "pending_gpu_pods", (json_int_t)f->n_pending, "api_pages",
+                         (json_int_t)f->pages, "unreadable", lists, "categories", cats, "checks", checks);
 }
 
 json_t *cluster_report_to_json(const struct cluster_report *r) {

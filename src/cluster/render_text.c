@@ -89,6 +89,12 @@ int cluster_render_text(FILE *out, const struct cluster_report *r, const struct 
         fprintf(out,
                 "\n%zu nodes, %zu GPU nodes, %zu ready for GPU work; GPUs allocatable %" PRId64 " of %" PRId64 "\n",
                 f->n_nodes_total, f->n_nodes, r->nodes_ready, r->gpus_allocatable, r->gpus_capacity);
+        if (r->gpus_expected > r->gpus_capacity)
+                fprintf(out,
+                        "%s%" PRId64 " GPUs lost: the GPU nodes should have %" PRId64
+                        " (GFD's nvidia.com/gpu.count), their capacity says %" PRId64 "%s\n",
+                        COL(TEXT_RED), r->gpus_expected - r->gpus_capacity, r->gpus_expected, r->gpus_capacity,
+                        COL(TEXT_RESET));
         put_pools(out, r);
         if (r->n_rows) {
                 int w = 4;
@@ -129,7 +135,7 @@ int cluster_render_text(FILE *out, const struct cluster_report *r, const struct 
                                         if (same_trouble(&r->rows[k], row)) {
                                                 last = &r->rows[k];
                                                 alloc += r->rows[k].node->gpu_allocatable;
-                                                cap += r->rows[k].node->gpu_capacity;
+                                                cap += r->rows[k].node->gpu_expected;
                                         }
                                 fprintf(out, "%s%zu nodes: ", COL(text_status_color(row->status)), same);
                                 put_clean(out, row->root_cause);
@@ -152,7 +158,7 @@ int cluster_render_text(FILE *out, const struct cluster_report *r, const struct 
                                                     : text_status_color(row->layer[l])),
                                         cell(row, l), COL(TEXT_RESET));
                         _cleanup_free_ char *gpus =
-                                xasprintf("%" PRId64 "/%" PRId64, row->node->gpu_allocatable, row->node->gpu_capacity);
+                                xasprintf("%" PRId64 "/%" PRId64, row->node->gpu_allocatable, row->node->gpu_expected);
                         fprintf(out, " %-8s %s", gpus, COL(text_status_color(row->status)));
                         put_clean(out, row->root_cause ? row->root_cause : "-");
                         fprintf(out, "%s\n", COL(TEXT_RESET));

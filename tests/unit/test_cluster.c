@@ -300,6 +300,46 @@ static void test_text_grouped_and_pools(void **state) {
         cluster_facts_free(&f);
 }
 
+/* A node whose capacity dropped to 7 while GFD counted 8 GPUs: the GPU lost is said (before: "GPUs
+ * allocatable 15 of 15"), its row shows 7/8, the allocatable check names it; a count label that is no
+ * number is no count. */
+static void test_lost_gpus_counted(void **state) {
+        (void)state;
+        struct cluster_facts f = { .now = 1796126400, .stale_after_s = 900 };
+        static const struct {
+                const char *name, *count, *cap;
+        } nodes[] = { { "gpu-a", "8", "7" }, { "gpu-b", "8", "8" }, { "gpu-c", "eight", "8" }, { "gpu-d", "1e3", "8" } };
+        for (size_t i = 0; i < ELEMENTSOF(nodes); i++) {
+                json_t *n = gpu_node(nodes[i].name, false);
+                json_t *st = json_object_get(n, "status");
+                json_object_set_new(json_object_get(st, "capacity"), "nvidia.com/gpu", json_string(nodes[i].cap));
+                json_object_set_new(json_object_get(st, "allocatable"), "nvidia.com/gpu", json_string(nodes[i].cap));
+                json_object_set_new(json_object_get(n, "metadata"), "labels",
+                                    json_pack("{s:s}", "nvidia.com/gpu.count", nodes[i].count));
+                assert_int_equal(cluster_facts_add(&f, CL_LIST_NODES, n), 0);
+                json_decref(n);
+        }
+        cluster_facts_finish(&f);
+        assert_int_equal(f.nodes[0].gpu_expected, 8);
+        assert_int_equal(f.nodes[2].gpu_expected, 8); /* "eight": the capacity */
+        assert_int_equal(f.nodes[3].gpu_expected, 8); /* "1e3": the capacity */
+        struct cluster_report r;
+        cluster_report_build(&f, &r);
+        assert_int_equal(r.gpus_capacity, 31);
+        assert_int_equal(r.gpus_expected, 32);
+        struct cl_text_options to = { 0 };
+        _cleanup_free_ char *text = render(&r, &to);
+        assert_non_null(strstr(text, "GPUs allocatable 31 of 31\n1 GPUs lost: the GPU nodes should have 32 (GFD's "
+                                     "nvidia.com/gpu.count), their capacity says 31\n"));
+        assert_non_null(strstr(text, " 7/8 "));
+        const struct cl_finding *ga = cluster_report_find(&r, "scheduling.gpu-allocatable");
+        assert_int_equal(ga->f.status, CHECK_FAIL);
+        assert_non_null(strstr(ga->f.evidence[0], "gpu-a: 7 of 8 GPUs allocatable"));
+        assert_non_null(strstr(ga->f.evidence[0], "GPUs lost"));
+        cluster_report_free(&r);
+        cluster_facts_free(&f);
+}
+
 /* The driver-broken scenario's real report, read back as the agent serves it. */
 static void test_agent_report(void **state) {
         (void)state;
@@ -465,6 +505,7 @@ int main(void) {
                 cmocka_unit_test(test_parse_time),          cmocka_unit_test(test_gpu_node_reason),
                 cmocka_unit_test(test_node_parse_recorded), cmocka_unit_test(test_node_parse_conditions),
                 cmocka_unit_test(test_facts_from_recorded), cmocka_unit_test(test_attribution), cmocka_unit_test(test_text_grouped_and_pools),
+                cmocka_unit_test(test_lost_gpus_counted),
                 cmocka_unit_test(test_agent_report),        cmocka_unit_test(test_engine_and_cluster_agree),
                 cmocka_unit_test(test_heartbeat_in_future),
         };
