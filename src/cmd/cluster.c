@@ -2,6 +2,7 @@
  * check NODE`: a node's report from its agent through the API server's pod proxy. */
 #include "cmd/commands.h"
 #include "cmd/options.h"
+#include "basic/rfc3339.h"
 #include "basic/util.h"
 #include "cluster/cluster.h"
 #include "output/report_read.h"
@@ -11,6 +12,7 @@
 #include "output/output.h"
 
 #include <getopt.h>
+#include <inttypes.h>
 #include <signal.h>
 #include <time.h>
 #include <unistd.h>
@@ -252,6 +254,19 @@ static int run_check_node(const struct cluster_options *o, const char *node) {
         }
         struct text_options to = { .color = o->color, .verbose = o->verbose };
         r = output_text(stdout, &rep, &to);
+        /* How old the agent's diagnosis is: the report says when its facts were read. */
+        if (rep.time > 0) {
+                char when[RFC3339_MAX];
+                int64_t age = (int64_t)time(NULL) - rep.time;
+                if (age >= 0)
+                        fprintf_escaped(stderr, "gpunode cluster: agent %s/%s checked at %s (%" PRId64 " s ago)\n", ans,
+                                        aname, rfc3339_format(rep.time, when), age);
+                else
+                        fprintf_escaped(stderr,
+                                        "gpunode cluster: agent %s/%s checked at %s, %" PRId64
+                                        " s ahead of this clock (one of the two clocks is wrong)\n",
+                                        ans, aname, rfc3339_format(rep.time, when), -age);
+        }
         code = r < 0 ? EXIT_INTERNAL : verdict_exit_code(rep.verdict);
         report_read_free(&rep);
         return code;

@@ -239,6 +239,8 @@ check(r.returncode == 2 and r.stdout == expected_check_text,
       "rc %d stderr %s\n%s" % (r.returncode, r.stderr, "".join(
           "%s\n" % l for l in __import__("difflib").unified_diff(expected_check_text.splitlines(), r.stdout.splitlines(),
                                                                   lineterm=""))[:3000]))
+check("checked at %s (" % agent_time in r.stderr and " s ago)" in r.stderr,
+      "kubectl gpunode check NODE: says when the agent checked and how long ago", r.stderr[-500:])
 r = srv.run("check", "gpu-0001", "--output", "json", argv0=plugin)
 check(r.returncode == 2 and json.loads(r.stdout or "{}") == json.loads(report_text),
       "kubectl gpunode check NODE --output json: the report as served", "rc %d: %s" % (r.returncode, r.stderr[-3000:]))
