@@ -155,11 +155,13 @@ void cl_node_free(struct cl_node *n);
  * the epoch, or 0 when s is NULL or not such a time. */
 int64_t cl_parse_time(const char *s);
 
-/* fetch.c: reads the cluster. Returns 0 with *ret filled, or a negative errno with *ret_error: a list
- * that failed part-way (never a partial set of facts), or the nodes or pods that cannot be listed. */
+/* fetch.c: reads the cluster, its nodes those matching node_selector when not NULL (a label selector,
+ * "node.kubernetes.io/instance-type=p5.48xlarge": the API server filters them). Returns 0 with *ret
+ * filled, or a negative errno with *ret_error: a list that failed part-way (never a partial set of
+ * facts), or the nodes or pods that cannot be listed. */
 struct kube_client;
-int cluster_fetch(struct kube_client *c, unsigned limit, int64_t stale_after_s, struct cluster_facts *ret,
-                  char **ret_error);
+int cluster_fetch(struct kube_client *c, unsigned limit, int64_t stale_after_s, const char *node_selector,
+                  struct cluster_facts *ret, char **ret_error);
 void cluster_facts_free(struct cluster_facts *f);
 /* Feeds one item of list l to the facts (what cluster_fetch does per item; the fuzz target's entry).
  * Returns 0, or a negative errno on an item that cannot be read (-EBADMSG). */

@@ -543,10 +543,12 @@ void cluster_facts_free(struct cluster_facts *f) {
 }
 
 /* Reads every list once into f. Returns 0, or a negative errno with *ret_error (-ESTALE: start again). */
-static int fetch_once(struct kube_client *c, unsigned limit, struct cluster_facts *f, char **ret_error) {
+static int fetch_once(struct kube_client *c, unsigned limit, const char *node_selector, struct cluster_facts *f,
+                      char **ret_error) {
         for (size_t i = 0; i < ELEMENTSOF(lists); i++) {
                 struct kube_list_request req = lists[i].req;
                 req.limit = limit;
+                if (lists[i].l == CL_LIST_NODES && node_selector && *node_selector) req.label_selector = node_selector;
                 struct add_ctx a = { f, lists[i].l };
                 struct kube_list_stats st = { 0 };
                 _cleanup_free_ char *err = NULL;
@@ -574,8 +576,8 @@ static int fetch_once(struct kube_client *c, unsigned limit, struct cluster_fact
         return 0;
 }
 
-int cluster_fetch(struct kube_client *c, unsigned limit, int64_t stale_after_s, struct cluster_facts *ret,
-                  char **ret_error) {
+int cluster_fetch(struct kube_client *c, unsigned limit, int64_t stale_after_s, const char *node_selector,
+                  struct cluster_facts *ret, char **ret_error) {
         int r = 0;
         /* An expired continue token (410) means the list must start again, as client-go's pager does:
          * once; a second expiry is an error. */
@@ -585,7 +587,7 @@ int cluster_fetch(struct kube_client *c, unsigned limit, int64_t stale_after_s, 
                 ret->now = (int64_t)time(NULL);
                 ret->stale_after_s = stale_after_s;
                 _cleanup_free_ char *err = NULL;
-                r = fetch_once(c, limit, ret, &err);
+                r = fetch_once(c, limit, node_selector, ret, &err);
                 if (r == 0) return 0;
                 cluster_facts_free(ret);
                 if (r != -ESTALE || attempt == 1) return errorf(ret_error, r, "%s", err);

@@ -37,10 +37,12 @@ enum {
         OPT_CTIMEOUT,
         OPT_LIST_CHECKS,
         OPT_ONLY,
+        OPT_SELECTOR,
 };
 
 struct cluster_options {
         const char *kubeconfig, *context, *namespace;
+        const char *selector; /* -l/--selector: only the nodes it matches */
         bool json, watch, all_nodes, verbose, color;
         enum check_status only; /* --only: CHECK_FAIL failing, CHECK_WARN troubled, CHECK_PASS all */
         uint64_t interval_ms, timeout_ms, stale_ms;
@@ -94,7 +96,7 @@ static int open_client(const struct cluster_options *o, struct kube_client **ret
 static int one_pass(struct kube_client *kube, const struct cluster_options *o, char **ret_text, size_t *ret_len) {
         struct cluster_facts facts;
         _cleanup_free_ char *err = NULL;
-        int r = cluster_fetch(kube, o->chunk, (int64_t)(o->stale_ms / 1000), &facts, &err);
+        int r = cluster_fetch(kube, o->chunk, (int64_t)(o->stale_ms / 1000), o->selector, &facts, &err);
         if (r < 0) {
                 *ret_text = NULL;
                 return api_failure("", r, err);
@@ -358,6 +360,17 @@ static int cluster_option(int c, const char *arg, struct cluster_options *o) {
                 }
                 return 0;
         case OPT_NAMESPACE: o->namespace = arg; return 0;
+        case 'l':
+        case OPT_SELECTOR:
+                if (!*arg || strlen(arg) > 1024 || strpbrk(arg, "\t\r\n")) {
+                        fprintf_escaped(stderr,
+                                        "gpunode cluster: --selector must be a label selector (key=value, key!=value, "
+                                        "key in (a,b), key, !key; comma-separated), not '%s'\n",
+                                        arg);
+                        return -EINVAL;
+                }
+                o->selector = arg;
+                return 0;
         case OPT_VERBOSE: o->verbose = true; return 0;
         case OPT_NO_COLOR: o->color = false; return 0;
         default: return -EINVAL;
@@ -379,6 +392,7 @@ static int parse_argv_cluster(int argc, char **argv, struct cluster_args *args) 
                 { "stale-after", required_argument, NULL, OPT_STALE },
                 { "all-nodes", no_argument, NULL, OPT_ALL_NODES },
                 { "only", required_argument, NULL, OPT_ONLY },
+                { "selector", required_argument, NULL, OPT_SELECTOR },
                 { "namespace", required_argument, NULL, OPT_NAMESPACE },
                 { "verbose", no_argument, NULL, OPT_VERBOSE },
                 { "no-color", no_argument, NULL, OPT_NO_COLOR },
@@ -395,7 +409,7 @@ static int parse_argv_cluster(int argc, char **argv, struct cluster_args *args) 
         };
         int c;
         optind = 1;
-        while ((c = getopt_long(argc, argv, "o:w", longopts, NULL)) != -1) {
+        while ((c = getopt_long(argc, argv, "o:wl:", longopts, NULL)) != -1) {
                 if (c == OPT_LIST_CHECKS) {
                         args->list_checks = true;
                         return 0;
@@ -456,6 +470,7 @@ const struct command command_cluster = {
                 "  --all-nodes           one line per GPU node also past 50 nodes (else only troubled ones), and\n"
                 "                        none grouped (else 4 or more nodes with one root cause share a line)\n"
                 "  --only WHICH          the node table's rows: failing, troubled (failing or warning) or all\n"
+                "  -l, --selector SEL    only the nodes this label selector matches (as kubectl get nodes -l)\n"
                 "  --verbose             evidence of passing checks too\n"
                 "  --no-color            no colours (NO_COLOR is honoured too)\n"
                 "  --list-checks         print every check's id and what it verifies, and exit\n"

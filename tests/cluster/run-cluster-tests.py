@@ -165,6 +165,16 @@ check(ev and ev[0]["query"].get("fieldSelector") == "involvedObject.kind=Pod,rea
 r = srv.run("--no-color", "--chunk-size", "3")
 check(r.returncode == 0 and "gpu-0003  yes    ok    ok    ok    ok    8/8      -" in r.stdout and "Verdict: healthy" in r.stdout,
       "all ready: the table has one line per node", r.stdout)
+# -l/--selector: the API server lists only the nodes it matches
+r, doc = cluster_json(srv, "-l", "kubernetes.io/hostname in (gpu-0001,gpu-0002)")
+check(r.returncode == 0 and doc and doc["summary"]["gpu_nodes"] == 2 and
+      sorted(n["name"] for n in doc["nodes"]) == ["gpu-0001", "gpu-0002"],
+      "-l: only the two nodes the selector matches", (r.stderr + json.dumps(doc and doc["summary"]))[-800:])
+nodes_q = [q for q in srv.control()["requests"] if q["path"] == "/api/v1/nodes"]
+check(nodes_q and nodes_q[-1]["query"].get("labelSelector") == "kubernetes.io/hostname in (gpu-0001,gpu-0002)",
+      "-l: the selector goes to the API server (labelSelector)")
+r = srv.run("--selector", "a\tb")
+check(r.returncode == 64 and "--selector must be a label selector" in r.stderr, "--selector with a tab: usage error")
 # --watch: nothing changes, so one frame in two passes
 r = srv.run("--no-color", "--watch", "--interval", "100ms", "--watch-limit", "3")
 check(r.returncode == 0 and r.stdout.count("Verdict:") == 1, "--watch: no redraw while nothing changes", r.stdout[-500:])
