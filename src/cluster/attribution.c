@@ -193,6 +193,14 @@ int cluster_report_build_with(const struct cluster_facts *facts, const struct cl
         }
         ret->verdict = rep.verdict;
         ret->root_cause = rep.root_cause ? &ret->findings[rep.root_cause - rep.findings] : NULL;
+        /* A missing agent or stale conditions only hide the GPUs' health: a failure that takes GPUs away
+         * (dead GPUs, a node not Ready) names the cluster's root cause first, the first in check order. */
+        if (ret->root_cause && ret->root_cause->def->hides_only)
+                for (size_t i = 0; i < ret->n_findings; i++)
+                        if (ret->findings[i].f.status == CHECK_FAIL && !ret->findings[i].def->hides_only) {
+                                ret->root_cause = &ret->findings[i];
+                                break;
+                        }
         free(rep.findings);
         free(rep.node);
         free(rep.root);

@@ -218,6 +218,7 @@ const struct cl_check_def cl_check_infrastructure_agent_running = {
         .title = "the gpunode agent runs on every GPU node",
         .depends = { "infrastructure.gpu-nodes" },
         .run = run_agent_running,
+        .hides_only = true,
 };
 const struct cl_check_def cl_check_infrastructure_agent_heartbeat = {
         .id = "infrastructure.agent-heartbeat",
@@ -225,4 +226,5 @@ const struct cl_check_def cl_check_infrastructure_agent_heartbeat = {
         .title = "the agents' conditions are fresh",
         .depends = { "infrastructure.gpu-nodes" },
         .run = run_agent_heartbeat,
+        .hides_only = true,
 };

@@ -186,6 +186,9 @@ struct cl_check_def {
         const char *title;
         const char *depends[CHECK_MAX_DEPS]; /* checks it rests on (any category) */
         void (*run)(const struct cluster_facts *facts, struct cl_finding *f);
+        /* A failure here hides GPUs' health (no agent, stale conditions) but takes no GPU away: a failure
+         * elsewhere that does (8 dead GPUs) is the root cause before it. */
+        bool hides_only;
 };
 
 struct cl_finding {

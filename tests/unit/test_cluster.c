@@ -340,6 +340,30 @@ static void test_lost_gpus_counted(void **state) {
         cluster_facts_free(&f);
 }
 
+/* A node without an agent and a node with dead GPUs: the dead GPUs are the cluster's root cause (before:
+ * the missing agent, the first failure in check order, which takes no GPU away). */
+static void test_root_cause_prefers_lost_gpus(void **state) {
+        (void)state;
+        struct cluster_facts f = { .now = 1796126400, .stale_after_s = 900 };
+        json_t *dead = gpu_node("gpu-dead", true);
+        json_t *blind = parse("{\"metadata\":{\"name\":\"gpu-blind\",\"labels\":{\"nvidia.com/gpu.present\":\"true\"}},"
+                              "\"status\":{\"capacity\":{\"nvidia.com/gpu\":\"8\"},\"allocatable\":{\"nvidia.com/gpu\":"
+                              "\"8\"},\"conditions\":[{\"type\":\"Ready\",\"status\":\"True\"}]}}");
+        assert_int_equal(cluster_facts_add(&f, CL_LIST_NODES, dead), 0);
+        assert_int_equal(cluster_facts_add(&f, CL_LIST_NODES, blind), 0);
+        cluster_facts_finish(&f);
+        struct cluster_report r;
+        cluster_report_build(&f, &r);
+        assert_int_equal(cluster_report_find(&r, "infrastructure.agent-running")->f.status, CHECK_FAIL);
+        assert_non_null(r.root_cause);
+        assert_string_equal(r.root_cause->def->id, "gpu-health.layer-conditions");
+        assert_int_equal(r.verdict, VERDICT_FAILED);
+        cluster_report_free(&r);
+        cluster_facts_free(&f);
+        json_decref(dead);
+        json_decref(blind);
+}
+
 /* The driver-broken scenario's real report, read back as the agent serves it. */
 static void test_agent_report(void **state) {
         (void)state;
@@ -506,6 +530,7 @@ int main(void) {
                 cmocka_unit_test(test_node_parse_recorded), cmocka_unit_test(test_node_parse_conditions),
                 cmocka_unit_test(test_facts_from_recorded), cmocka_unit_test(test_attribution), cmocka_unit_test(test_text_grouped_and_pools),
                 cmocka_unit_test(test_lost_gpus_counted),
+                cmocka_unit_test(test_root_cause_prefers_lost_gpus),
                 cmocka_unit_test(test_agent_report),        cmocka_unit_test(test_engine_and_cluster_agree),
                 cmocka_unit_test(test_heartbeat_in_future),
         };
