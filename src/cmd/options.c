@@ -130,10 +130,11 @@ static const char *const shared_help[] = {
         /* SHARED_OPT_OPERATOR_NAMESPACE */
         "  --operator-namespace NS  the GPU Operator's namespace (default: found from its pods on the node)\n",
         /* SHARED_OPT_DCGM_URL */
-        "  --dcgm-url URL        DCGM exporter metrics (default: the exporter pod on this node, port 9400,\n"
-        "                        else http://localhost:9400/metrics)\n",
+        "  --dcgm-url URL        DCGM exporter metrics (default: the exporter pod on this node, at the port it\n"
+        "                        declares, 9400 when none; else http://localhost:9400/metrics)\n",
         /* SHARED_OPT_NODE_EXPORTER_URL */
-        "  --node-exporter-url URL  node exporter metrics (default: its pod on this node, else localhost:9100)\n",
+        "  --node-exporter-url URL  node exporter metrics (default: its pod on this node, at the port it declares,\n"
+        "                        9100 when none; else localhost:9100)\n",
 };
 
 _Static_assert(1u << (ELEMENTSOF(shared_help) - 1) == SHARED_OPT_NODE_EXPORTER_URL, "one help text per SHARED_OPT_*");
