@@ -312,6 +312,7 @@ class DaemonSetPod:
             shutil.copytree(root, host, symlinks=True)
             os.makedirs(os.path.dirname(os.path.join(host, nvml_host_path)), exist_ok=True)
             shutil.copy(fake_nvml, os.path.join(host, nvml_host_path))
+            os.chmod(os.path.join(host, nvml_host_path), 0o755)  # writable by others: gpunode would refuse it
             root = host
         self.hostpaths = {}
         self.agent = None

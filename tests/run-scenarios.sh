@@ -35,7 +35,7 @@ for name in "${scenarios[@]}"; do
                 root=$tmp/root-$name
                 rm -rf "$root" && cp -a "$dir/root" "$root"
                 while read -r p; do
-                        mkdir -p "$root/$(dirname "$p")" && cp "$fake" "$root/$p"
+                        mkdir -p "$root/$(dirname "$p")" && cp "$fake" "$root/$p" && chmod 0755 "$root/$p"
                 done < "$dir/nvml-in-root"
                 nvml_args=()
         fi

@@ -145,6 +145,15 @@ static void *open_in_root(const char *hostpath, struct buf *why) {
                 buf_printf(why, "; %s under %s is not a regular file", hostpath, hostfs_root());
                 return NULL;
         }
+        /* Loading it runs its code: only a file that root (or this user) owns and nobody else may
+         * write, as a driver's installer leaves it, never one a tree's other users could have planted. */
+        if ((st.st_uid != 0 && st.st_uid != geteuid()) || (st.st_mode & (S_IWGRP | S_IWOTH))) {
+                buf_printf(why,
+                           "; %s under %s not loaded: owned by uid %u, mode %04o (a library must be root's and "
+                           "writable by its owner only)",
+                           hostpath, hostfs_root(), (unsigned)st.st_uid, (unsigned)(st.st_mode & 07777));
+                return NULL;
+        }
         char link[64], real[PATH_MAX];
         snprintf(link, sizeof link, "/proc/self/fd/%d", fd);
         ssize_t n = readlink(link, real, sizeof real - 1);

@@ -661,6 +661,8 @@ static void plant_fake(const char *dir, const char *rel) {
                 fclose(f);
         }
         write_at(dir, rel, "");
+        _cleanup_free_ char *mode_path = xasprintf("%s/%s", dir, rel);
+        assert_int_equal(chmod(mode_path, 0755), 0);
         _cleanup_free_ char *p = xasprintf("%s/%s", dir, rel);
         FILE *f = fopen(p, "wb");
         assert_non_null(f);
@@ -692,6 +694,18 @@ static void test_lookup_under_root(void **state) {
         lib->nvmlShutdown();
         nvml_lib_unref(lib);
         lib = NULL;
+        /* A library others may write is never loaded (it runs code): passed over with the reason. */
+        _cleanup_free_ char *real = xasprintf("%s/opt/driver/libnvidia-ml.so.550.54.15", dir);
+        assert_int_equal(chmod(real, 0666), 0);
+        free(err);
+        err = NULL;
+        if (nvml_lib_open(NULL, &lib, &err) == 0) {
+                assert_string_not_equal(lib->path, want); /* the test's LD_LIBRARY_PATH one, not the root's */
+                nvml_lib_unref(lib);
+                lib = NULL;
+        } else
+                assert_non_null(strstr(err, "not loaded: owned by uid"));
+        assert_int_equal(chmod(real, 0755), 0);
         /* Nothing loadable under the root: the error names the root and what it tried. */
         assert_int_equal(unlink(link), 0);
         free(err);
