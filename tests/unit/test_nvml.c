@@ -541,10 +541,10 @@ static int count_entry(const char *key, const char *value, uint32_t flags, void 
         return 0;
 }
 
-/* ldconfig's own output (Debian GLIBC 2.36, `ldconfig -r` and `ldconfig -c compat -r`): both layouts. */
+/* ldconfig's own output (Debian GLIBC 2.36, `ldconfig -r`, `-c compat` and `-c old`): every layout. */
 static void test_ld_cache_ldconfig(void **state) {
         (void)state;
-        static const char *const files[] = { "ld.so.cache-new", "ld.so.cache-compat" };
+        static const char *const files[] = { "ld.so.cache-new", "ld.so.cache-compat", "ld.so.cache-old" };
         for (size_t i = 0; i < ELEMENTSOF(files); i++) {
                 size_t len;
                 _cleanup_free_ char *data = read_testdata(files[i], &len);
@@ -586,7 +586,7 @@ static void test_ld_cache_host(void **state) {
  * read past the end. */
 static void test_ld_cache_bad(void **state) {
         (void)state;
-        static const char *const files[] = { "ld.so.cache-new", "ld.so.cache-compat" };
+        static const char *const files[] = { "ld.so.cache-new", "ld.so.cache-compat", "ld.so.cache-old" };
         for (size_t i = 0; i < ELEMENTSOF(files); i++) {
                 size_t len;
                 _cleanup_free_ char *data = read_testdata(files[i], &len);
