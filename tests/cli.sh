@@ -54,6 +54,38 @@ contains "  --node-exporter-url URL " "collect --help lists the kube options in 
 expect 0 "labels --help" -- "$gpunode" labels --help
 contains "  --nvml-timeout MS " "labels --help lists --nvml-timeout"
 contains "  --root DIR " "labels --help lists --root"
+# Every long option a command accepts is in its --help. The accepted ones are found from getopt_long
+# itself, not the source: glibc lists the possibilities of an ambiguous prefix, and names a unique
+# prefix's option in full when it refuses "--PREFIX=x" (no argument allowed) or a bare "--PREFIX" last
+# (an argument required). An unknown option follows the first probe, so nothing runs. (The exporter is
+# left out: its dcgm-exporter aliases take optional arguments, which neither probe names.)
+accepted_options() { # accepted_options CMD: prints its long option names, one a line
+        local cmd=$1 p out
+        for p in a b c d e f g h i j k l m n o p q r s t u v w x y z; do
+                out=$(timeout 5 "$gpunode" "$cmd" "--$p=x" --zz-none 2>&1 >/dev/null | head -1)
+                case $out in
+                *"unrecognized option '--$p=x'"*) ;;
+                *"is ambiguous; possibilities:"*) echo "${out#*possibilities: }" | tr ' ' '\n' | tr -d "'" | sed 's/^--//' ;;
+                *"doesn't allow an argument"*) out=${out#*option \'--} && echo "${out%%\'*}" ;;
+                *) out=$(timeout 5 "$gpunode" "$cmd" "--$p" 2>&1 >/dev/null | head -1)
+                   case $out in
+                   *"requires an argument"*) out=${out#*option \'--} && echo "${out%%\'*}" ;;
+                   *) echo "?--$p: $out" ;;
+                   esac ;;
+                esac
+        done | grep -v '^$' | sort -u
+}
+for cmd in agent device-plugin; do
+        "$gpunode" "$cmd" --help > /tmp/gpunode-cli.help
+        opts=$(accepted_options "$cmd")
+        if [ "$(echo "$opts" | wc -l)" -lt 3 ]; then echo "FAIL $cmd: found only '$opts' as options"; failed=$((failed + 1)); fi
+        for o in $opts; do
+                [ "$o" = help ] && continue
+                case $o in "?"*) echo "FAIL $cmd: a probe did not name its option: $o"; failed=$((failed + 1)); continue ;; esac
+                if grep -qE -- "(^|[ ,])--$o( |\$)" /tmp/gpunode-cli.help; then passed=$((passed + 1)); else
+                        echo "FAIL $cmd accepts --$o, which its --help does not list"; failed=$((failed + 1)); fi
+        done
+done
 # The root is opened by main.c for the commands that read the host; --snapshot brings its own.
 for args in "check --output json" "collect -o -" "labels --once -o -"; do
         set -- $args

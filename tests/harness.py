@@ -294,15 +294,26 @@ class DaemonSetPod:
     tmpfs (the host's /usr read-only, a copy of /etc, a minimal /dev, /proc, /sys) with each of the
     DaemonSet's volumeMounts (hostPath / -> the fixture ROOT, read-only as the manifest says; other
     hostPaths -> temporary folders; emptyDir -> a tmpfs), the service account's folder read-only, and the
-    test-only additions: the binary at /test/gpunode, the fake NVML at /test/lib/libnvidia-ml.so.1
-    (LD_LIBRARY_PATH=/test/lib, the NVIDIA Container Toolkit's role) answering NVML_JSON
-    (GPUNODE_FAKE_NVML=/test/nvml.json; a missing file: NVML does not initialise). The env is the
-    DaemonSet's, resolved as the kubelet does, plus the kubelet's own variables."""
+    test-only additions: the binary at /test/gpunode, and the fake NVML answering NVML_JSON
+    (GPUNODE_FAKE_NVML=/test/nvml.json; a missing file: NVML does not initialise). The fake is where a
+    driver installs libnvidia-ml.so.1 on the host, NVML_HOST_PATH in a copy of ROOT (the agent finds it
+    under --root, as it finds the host's real one without the nvidia runtime); NVML_HOST_PATH None puts it
+    at /test/lib with LD_LIBRARY_PATH=/test/lib instead (the NVIDIA Container Toolkit's role). The env is
+    the DaemonSet's, resolved as the kubelet does, plus the kubelet's own variables."""
 
     TOKEN = "daemonset-sa-token-0123456789"
 
-    def __init__(self, tmp, spec, gpunode, fake_nvml, root, nvml_json, api_dir, node):
+    def __init__(self, tmp, spec, gpunode, fake_nvml, root, nvml_json, api_dir, node,
+                 nvml_host_path="usr/lib/x86_64-linux-gnu/libnvidia-ml.so.1"):
         self.tmp, self.spec, self.node = tmp, spec, node
+        self.nvml_in_host = bool(nvml_host_path)
+        if nvml_host_path:
+            host = tmp + "/host-root"
+            shutil.copytree(root, host, symlinks=True)
+            os.makedirs(os.path.dirname(os.path.join(host, nvml_host_path)), exist_ok=True)
+            shutil.copy(fake_nvml, os.path.join(host, nvml_host_path))
+            os.chmod(os.path.join(host, nvml_host_path), 0o755)  # writable by others: gpunode would refuse it
+            root = host
         self.hostpaths = {}
         self.agent = None
         make_certs(tmp + "/certs")
@@ -316,7 +327,8 @@ class DaemonSetPod:
         self._root(root)
         os.makedirs(self.pod + "/test/lib")
         shutil.copy(gpunode, self.pod + "/test/gpunode")
-        shutil.copy(fake_nvml, self.pod + "/test/lib/libnvidia-ml.so.1")
+        if not self.nvml_in_host:
+            shutil.copy(fake_nvml, self.pod + "/test/lib/libnvidia-ml.so.1")
         if os.path.exists(nvml_json):
             shutil.copy(nvml_json, self.pod + "/test/nvml.json")
         self.env = self._env()
@@ -416,7 +428,8 @@ class DaemonSetPod:
                 env[e["name"]] = quantity(q, r.get("divisor"))
             else:
                 raise SystemExit("env %s: valueFrom not resolved by this test: %s" % (e["name"], e["valueFrom"]))
-        env["LD_LIBRARY_PATH"] = "/test/lib"
+        if not self.nvml_in_host:
+            env["LD_LIBRARY_PATH"] = "/test/lib"
         env["GPUNODE_FAKE_NVML"] = "/test/nvml.json"
         return env
 

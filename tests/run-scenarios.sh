@@ -28,15 +28,26 @@ for name in "${scenarios[@]}"; do
                 continue
         fi
         fill_ports
+        root=$dir/root nvml_args=(--nvml-library "$fake")
+        if [ -f "$dir/nvml-in-root" ]; then
+                # NVML found under the root by gpunode's own lookup: a copy of the root with the fake
+                # library planted at each listed path, no --nvml-library, no LD_LIBRARY_PATH.
+                root=$tmp/root-$name
+                rm -rf "$root" && cp -a "$dir/root" "$root"
+                while read -r p; do
+                        mkdir -p "$root/$(dirname "$p")" && cp "$fake" "$root/$p" && chmod 0755 "$root/$p"
+                done < "$dir/nvml-in-root"
+                nvml_args=()
+        fi
         for fmt in json text; do
                 out=$tmp/$name.$fmt
                 # No cluster unless the scenario has one: no kubeconfig, no service account, no proxy.
-                "${no_cluster_env[@]}" GPUNODE_FAKE_NVML=$dir/nvml.json NO_COLOR=1 NODE_NAME= timeout 60 "$gpunode" check \
-                        --root "$dir/root" --nvml-library "$fake" --node "$name" --output "$fmt" "${kube_args[@]}" "${extra[@]}" \
+                "${no_cluster_env[@]}" LD_LIBRARY_PATH= GPUNODE_FAKE_NVML=$dir/nvml.json NO_COLOR=1 NODE_NAME= timeout 60 \
+                        "$gpunode" check --root "$root" "${nvml_args[@]}" --node "$name" --output "$fmt" "${kube_args[@]}" "${extra[@]}" \
                         > "$out" 2> "$tmp/$name.err"
                 echo "exit $?" >> "$out"
                 # Paths and ports differ between runs: write them as placeholders.
-                sed -i -e "s|$dir/root|@ROOT@|g" -e "s|$fake|@NVML_LIBRARY@|g" -e "s|$tmp|@TMP@|g" \
+                sed -i -e "s|$root|@ROOT@|g" -e "s|$fake|@NVML_LIBRARY@|g" -e "s|$tmp|@TMP@|g" \
                         -e "s|127\.0\.0\.1:$closed_port\b|127.0.0.1:@CLOSED_PORT@|g" "$out"
                 [ -n "$api_port" ] && sed -i -e "s|127\.0\.0\.1:$api_port\b|127.0.0.1:@API_PORT@|g" "$out"
                 [ -n "$metrics_port" ] && sed -i -e "s|127\.0\.0\.1:$metrics_port\b|127.0.0.1:@METRICS_PORT@|g" "$out"

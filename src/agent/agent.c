@@ -4,6 +4,7 @@
 #include "agent/api_child.h"
 #include "daemon/diagnosis.h"
 
+#include <inttypes.h>
 #include <poll.h>
 #include <pthread.h>
 #include <sys/eventfd.h>
@@ -34,7 +35,8 @@ struct agent {
         pthread_mutex_t lock;
         char *report; /* the latest report, NULL before the first */
         size_t report_len;
-        char *page; /* the status page */
+        int64_t report_at; /* wall clock of the latest report */
+        char *page;        /* the status page */
         size_t page_len;
         struct agent_condition latest[AGENT_N_LAYERS];
         bool have_latest;
@@ -84,6 +86,7 @@ static void publish(struct agent *a, char *report, size_t len, const struct repo
                 free(a->report);
                 a->report = report;
                 a->report_len = len;
+                a->report_at = wall_s();
         }
         free(a->page);
         a->page = page;
@@ -576,12 +579,18 @@ static bool path_is(const struct http_request *req, const char *p) {
 
 bool agent_http_route(void *userdata, const struct http_request *req, struct http_response *r) {
         struct agent *a = userdata;
-        bool report = path_is(req, "/report");
-        if (!report && !path_is(req, "/")) return false;
+        bool report = path_is(req, "/report"), ready = path_is(req, "/ready");
+        if (!report && !ready && !path_is(req, "/")) return false;
         pthread_mutex_lock(&a->lock);
-        if (report && !a->report) {
+        if ((report || ready) && !a->report) {
                 static const char busy[] = "no diagnosis yet\n";
                 reply_copy(r, 503, "text/plain; charset=utf-8", busy, sizeof busy - 1);
+        } else if (ready) {
+                /* Ready: it serves and a diagnosis finished, whatever that diagnosis found. */
+                char body[128];
+                int n = snprintf(body, sizeof body, "ready: the last diagnosis finished %" PRId64 " s ago\n",
+                                 wall_s() - a->report_at);
+                reply_copy(r, 200, "text/plain; charset=utf-8", body, (size_t)n);
         } else if (report) {
                 reply_copy(r, 200, "application/json", a->report, a->report_len);
         } else {

@@ -31,8 +31,10 @@ struct diagnosis_sink;
  * conditions, Events and taint to write, /report and the status page. Returns nothing. */
 void agent_diagnosis_sink(struct agent *a, struct diagnosis_sink *ret);
 
-/* The exporter's route callback (userdata: the agent): /report (503 before the first diagnosis) and /
- * (the status page). Returns true when it answered. Never blocks. */
+/* The exporter's route callback (userdata: the agent): /report (503 before the first diagnosis), /ready
+ * (the readiness probe: 200 once a diagnosis finished, whatever it found, so a node whose NVML fails still
+ * has a Ready agent reporting it; 503 before) and / (the status page). Returns true when it answered.
+ * Never blocks. */
 bool agent_http_route(void *userdata, const struct http_request *req, struct http_response *r);
 
 /* Queues an Event about the node (Warning or Normal) from any thread, such as the device plugin's

@@ -170,6 +170,17 @@ static int agent_port(const json_t *spec) {
 
 enum pod_kind { POD_OTHER, POD_AGENT, POD_DCGM, POD_NODE_EXPORTER, POD_NETWORK_OPERATOR };
 
+/* Returns true when a node's agent pod works: Running and Ready, or Running with fresh conditions on its node
+ * (a pod whose readiness probe fails still diagnoses and reports; the conditions it heartbeats are the proof).
+ * The node's conditions are read before the pods (the node list comes first). */
+static bool agent_works(const struct cluster_facts *f, const struct cl_node *n, bool running, const json_t *status) {
+        if (!running) return false;
+        if (pod_ready(status)) return true;
+        bool known = false;
+        for (int l = 0; l < CLUSTER_LAYERS; l++) known |= n->layers[l].status != CL_COND_ABSENT;
+        return known && !cl_node_stale(f, n);
+}
+
 /* Returns what a pod is by its labels and namespace. */
 static enum pod_kind pod_kind(const char *ns, const json_t *labels) {
         const char *name = label(labels, "app.kubernetes.io/name"), *app = label(labels, "app");
@@ -224,7 +235,7 @@ static int add_pod(struct cluster_facts *f, const json_t *pod) {
                         n->agent_pod = xstrndup(name, 253);
                         n->agent_namespace = xstrndup(ns, 253);
                         n->agent_port = agent_port(spec);
-                        n->agent_ready = running && pod_ready(status);
+                        n->agent_ready = agent_works(f, n, running, status);
                 }
                 if (scrape && streq(scrape, "true")) f->metrics_pods_annotated = true;
                 break;

@@ -95,6 +95,7 @@ static int parse_argv_agent(int argc, char **argv, struct agent_args *ret) {
                 { "device-plugin", no_argument, NULL, OPT_DEVICE_PLUGIN },
                 { "device-plugin-config", required_argument, NULL, OPT_DEVICE_PLUGIN_CONFIG },
                 OPTION_ROOT,
+                OPTION_KMSG,
                 OPTION_NVML_LIBRARY,
                 OPTION_NODE,
                 OPTIONS_KUBE,
@@ -314,6 +315,7 @@ static int run_agent(struct agent_args *a) {
                 .diagnosis = { .self = self,
                                .root = a->so.root,
                                .nvml_library = nvml_library,
+                               .kmsg = a->so.probe.kmsg_file,
                                .kubeconfig = a->so.kube.kubeconfig,
                                .node = node,
                                .api_timeout_ms = a->so.kube.timeout_ms,
@@ -375,8 +377,8 @@ const struct command command_agent = {
         .summary = "the DaemonSet process: exporter, labels, periodic diagnosis, node conditions, events, taint",
         .usage = "[OPTIONS]",
         .options =
-                "  -a, --listen ADDR      HOST:PORT, [V6]:PORT or :PORT (default :9400): /metrics, /health, /report, "
-                "/\n"
+                "  -a, --listen ADDR      HOST:PORT, [V6]:PORT or :PORT (default :9400): /metrics, /health (NVML and\n"
+                "                         the samples are fine), /ready (a diagnosis finished), /report, /\n"
                 "  --interval DURATION    how often NVML is sampled for /metrics (default 10s)\n"
                 "  --check-interval DUR   how often the diagnosis runs (default 60s); an Xid starts one at once\n"
                 "  --check-timeout DUR    a diagnosis running longer is killed (default 60s)\n"
@@ -395,10 +397,7 @@ const struct command command_agent = {
                 "the\n"
                 "                         kubelet's device-plugins folder writable under --root)\n"
                 "  --device-plugin-config FILE  NVIDIA's device plugin config file for it (env CONFIG_FILE)\n"
-                "  --root DIR             host root (env GPUNODE_ROOT, default /; /host in the DaemonSet)\n"
-                "  --nvml-library PATH    load this file instead of libnvidia-ml.so.1\n"
-                "  --node NAME            the node (default $NODE_NAME, else the host name)\n"
-                "  --kubeconfig FILE      (default: in-cluster, $KUBECONFIG, ~/.kube/config)\n"
-                "  --timeout DUR          each API request (and the diagnosis's)\n"
-                "stops cleanly on SIGTERM, SIGINT, SIGHUP or SIGQUIT\n",
+                "  (the options below are given to each diagnosis, `gpunode check`, as well)\n",
+        .shared = SHARED_OPT_ROOT | SHARED_OPT_KMSG | SHARED_OPT_NVML_LIBRARY | SHARED_OPT_NODE | SHARED_OPTS_KUBE,
+        .notes = "stops cleanly on SIGTERM, SIGINT, SIGHUP or SIGQUIT\n",
 };

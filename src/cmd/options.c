@@ -113,11 +113,14 @@ const char *env_first(const char *const *names, const char **ret_name) {
 /* The shared options' help, in the order of their SHARED_OPT_* bits: written here once, beside their parser. */
 static const char *const shared_help[] = {
         /* SHARED_OPT_ROOT */
-        "  --root DIR            host root to read, never written to (env GPUNODE_ROOT, default /)\n",
+        "  --root DIR            host root to read, never written to (env GPUNODE_ROOT, default /); the\n"
+        "                        driver's libnvidia-ml.so.1 is loaded from it (root's files only)\n",
         /* SHARED_OPT_KMSG */
         "  --kmsg FILE           read a saved kernel log (dmesg, journal or kmsg format) instead of /dev/kmsg\n",
         /* SHARED_OPT_NVML_LIBRARY */
-        "  --nvml-library PATH   load this file instead of libnvidia-ml.so.1\n",
+        "  --nvml-library PATH   load this file instead of libnvidia-ml.so.1 (default: the root's: its\n"
+        "                        ld.so.cache, /usr/lib/<triplet>, /usr/lib64, /usr/lib, also under\n"
+        "                        /run/nvidia/driver; then the dynamic linker's search)\n",
         /* SHARED_OPT_NVML_TIMEOUT */
         "  --nvml-timeout MS     bound on all NVML calls together, per round when looping (default 10000)\n",
         /* SHARED_OPT_NODE */
@@ -130,10 +133,11 @@ static const char *const shared_help[] = {
         /* SHARED_OPT_OPERATOR_NAMESPACE */
         "  --operator-namespace NS  the GPU Operator's namespace (default: found from its pods on the node)\n",
         /* SHARED_OPT_DCGM_URL */
-        "  --dcgm-url URL        DCGM exporter metrics (default: the exporter pod on this node, port 9400,\n"
-        "                        else http://localhost:9400/metrics)\n",
+        "  --dcgm-url URL        DCGM exporter metrics (default: the exporter pod on this node, at the port it\n"
+        "                        declares, 9400 when none; else http://localhost:9400/metrics)\n",
         /* SHARED_OPT_NODE_EXPORTER_URL */
-        "  --node-exporter-url URL  node exporter metrics (default: its pod on this node, else localhost:9100)\n",
+        "  --node-exporter-url URL  node exporter metrics (default: its pod on this node, at the port it declares,\n"
+        "                        9100 when none; else localhost:9100)\n",
 };
 
 _Static_assert(1u << (ELEMENTSOF(shared_help) - 1) == SHARED_OPT_NODE_EXPORTER_URL, "one help text per SHARED_OPT_*");

@@ -23,7 +23,7 @@
 
 struct diagnosis {
         struct diagnosis_options o;
-        char *self, *root, *nvml_library, *kubeconfig, *node, *dcgm_url, *node_exporter_url, *operator_namespace;
+        char *self, *root, *nvml_library, *kmsg, *kubeconfig, *node, *dcgm_url, *node_exporter_url, *operator_namespace;
         int stop_fd;    /* eventfd, written once on stop and never drained: every wait sees it */
         int trigger_fd; /* eventfd: a run now */
         pid_t unreaped; /* a killed child that could not be reaped yet */
@@ -53,6 +53,7 @@ static void child_argv(const struct diagnosis *d, const char *timeout, const cha
         OPTIONAL("--node", d->node);
         OPTIONAL("--timeout", timeout);
         OPTIONAL("--nvml-library", d->nvml_library);
+        OPTIONAL("--kmsg", d->kmsg);
         OPTIONAL("--kubeconfig", d->kubeconfig);
         OPTIONAL("--dcgm-url", d->dcgm_url);
         OPTIONAL("--node-exporter-url", d->node_exporter_url);
@@ -195,6 +196,7 @@ int diagnosis_start(const struct diagnosis_options *o, struct diagnosis **ret) {
         d->self = xstrdup(o->self);
         d->root = xstrdup(o->root ? o->root : "/");
         d->nvml_library = dup_or_null(o->nvml_library);
+        d->kmsg = dup_or_null(o->kmsg);
         d->kubeconfig = dup_or_null(o->kubeconfig);
         d->node = dup_or_null(o->node);
         d->dcgm_url = dup_or_null(o->dcgm_url);
@@ -230,6 +232,7 @@ struct diagnosis *diagnosis_stop(struct diagnosis *d) {
         free(d->self);
         free(d->root);
         free(d->nvml_library);
+        free(d->kmsg);
         free(d->kubeconfig);
         free(d->node);
         free(d->dcgm_url);

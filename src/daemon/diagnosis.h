@@ -45,6 +45,7 @@ struct diagnosis_options {
         const char *self;         /* this program, e.g. child_self_path() */
         const char *root;         /* --root (default /) */
         const char *nvml_library; /* --nvml-library */
+        const char *kmsg;         /* --kmsg: a saved kernel log instead of /dev/kmsg */
         const char *kubeconfig;   /* --kubeconfig */
         const char *node;         /* --node */
         unsigned api_timeout_ms;  /* --timeout */

@@ -183,6 +183,26 @@ static bool requests_nvidia(const json_t *containers) {
         return false;
 }
 
+/* Returns the port a pod's containers declare for metrics: a TCP containerPort named "metrics" or
+ * "http-metrics" (dcgm-exporter's, the prometheus-node-exporter chart's) in any container, else the first
+ * TCP containerPort declared (an exporter's pod has one container, its exporter); 0 when none is declared. */
+static int declared_metrics_port(const json_t *containers) {
+        size_t i, j;
+        const json_t *c, *port;
+        int first = 0;
+        json_array_foreach(containers, i, c) json_array_foreach(json_object_get(c, "ports"), j, port) {
+                const char *name = kube_json_str(json_object_get(port, "name"));
+                const char *proto = kube_json_str(json_object_get(port, "protocol"));
+                const json_t *num = json_object_get(port, "containerPort");
+                if (!json_is_integer(num) || json_integer_value(num) < 1 || json_integer_value(num) > 65535) continue;
+                if (proto && !streq(proto, "TCP")) continue;
+                int v = (int)json_integer_value(num);
+                if (name && (streq(name, "metrics") || streq(name, "http-metrics"))) return v;
+                if (!first) first = v;
+        }
+        return first;
+}
+
 int kube_pod_list_parse(const json_t *list, struct kube_pod_info **ret, size_t *ret_n) {
         const json_t *items = json_object_get(list, "items");
         *ret = NULL;
@@ -209,6 +229,7 @@ int kube_pod_list_parse(const json_t *list, struct kube_pod_info **ret, size_t *
                 const json_t *spec = json_object_get(it, "spec");
                 p.n_init_spec = json_array_size(json_object_get(spec, "initContainers"));
                 p.runtime_class = str_member(spec, "runtimeClassName");
+                p.metrics_port = declared_metrics_port(json_object_get(spec, "containers"));
                 p.requests_gpu = requests_nvidia(json_object_get(spec, "containers")) ||
                                  requests_nvidia(json_object_get(spec, "initContainers"));
                 add_containers(&p, json_object_get(st, "initContainerStatuses"), true);

@@ -48,6 +48,7 @@ struct kube_pod_info {
         size_t n_init_spec;  /* init containers in spec (statuses may be missing) */
         char *runtime_class; /* spec.runtimeClassName, NULL when unset */
         bool requests_gpu;   /* a container's limits or requests name an nvidia.com/ resource */
+        int metrics_port; /* the TCP containerPort named "metrics"/"http-metrics", else the first declared; 0: none */
 };
 
 /* Returns v's string when v is a JSON string without an embedded U+0000 (owned by v), else NULL. For

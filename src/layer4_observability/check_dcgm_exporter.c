@@ -112,7 +112,7 @@ const struct check_def check_dcgm_exporter_metrics = {
         .component = "dcgm-exporter",
         .title = "the DCGM exporter serves a series for every GPU, not all zero",
         .reads = "the exporter's /metrics: --dcgm-url, else the app=nvidia-dcgm-exporter pod on this node "
-                 "(podIP:9400), else "
+                 "(podIP, at the containerPort it names \"metrics\", else its first, else 9400), else "
                  "localhost:9400; its pod's state; NVML's GPU UUIDs",
         .outcomes = "pass: every GPU has series with values; fail: down, no series for a GPU, or all zero; warn: "
                     "series for GPUs "

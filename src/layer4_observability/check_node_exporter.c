@@ -46,7 +46,8 @@ const struct check_def check_node_exporter_metrics = {
         .layer = 4,
         .component = "node-exporter",
         .title = "the node exporter serves host metrics",
-        .reads = "--node-exporter-url, else the node exporter pod on this node (podIP:9100), else localhost:9100",
+        .reads = "--node-exporter-url, else the node exporter pod on this node (podIP, at its "
+                 "\"metrics\"/\"http-metrics\" containerPort, else its first, else 9100), else localhost:9100",
         .outcomes = "pass: answers with samples; fail: its pod exists (or the URL was given) and it does not answer; "
                     "skip: none here",
         .remedy = "check the node exporter pod's log and that its port (9100) is free on the host",

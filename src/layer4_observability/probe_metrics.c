@@ -18,15 +18,17 @@ static const struct kube_pod_info *pod_with_role(const struct kube_api_facts *a,
         return NULL;
 }
 
-/* Chooses the endpoint's URL (flag, the pod on this node, the default port) and fetches it. */
+/* Chooses the endpoint's URL (flag; the pod on this node at the port it declares, else port; localhost:port) and
+ * fetches it. */
 static void probe_endpoint(const char *flag, const char *flag_name, enum kube_pod_role role, int port, bool k8s_node,
                            const struct kube_api_facts *a, unsigned timeout_ms, struct metrics_endpoint *ep) {
         const struct kube_pod_info *pod = pod_with_role(a, role);
         if (flag && *flag) {
                 ep->url = xstrdup(flag);
                 ep->found_by = xstrdup(flag_name);
-        } else if (pod && (ep->url = metrics_url_for_pod(pod, port))) {
-                ep->found_by = xasprintf("pod %s/%s", pod->namespace, pod->name);
+        } else if (pod && (ep->url = metrics_url_for_pod(pod, pod->metrics_port ? pod->metrics_port : port))) {
+                ep->found_by = xasprintf("pod %s/%s%s", pod->namespace, pod->name,
+                                         pod->metrics_port ? ", the port it declares" : "");
         } else if (k8s_node) {
                 ep->url = xasprintf("http://localhost:%d/metrics", port);
                 ep->found_by = xstrdup("default port");

@@ -20,12 +20,17 @@ emptyDir -> a tmpfs), bind-mounts a temporary service-account folder (token, ca.
 read-only at /var/run/secrets/kubernetes.io/serviceaccount, and chroots into it. Nothing on the
 real host changes.
 
-The only additions to the DaemonSet's pod, both test-only: the fake NVML, copied to
-/test/lib/libnvidia-ml.so.1 with LD_LIBRARY_PATH=/test/lib (the role of the NVIDIA Container
-Toolkit, which injects libnvidia-ml.so.1 into the real pod) and GPUNODE_FAKE_NVML=/test/nvml.json
-(the fake's device description); and the binary at /test/gpunode instead of the image's
-/usr/bin/gpunode (the host's /usr is mounted read-only). Exit 77 (skip) when not root or unshare is
-unavailable. Debian's python3, standard library only."""
+The only additions to the DaemonSet's pod, both test-only: the fake NVML, copied where a driver
+installs libnvidia-ml.so.1 on the host (usr/lib/x86_64-linux-gnu in a copy of the fixture root: the
+agent finds it under --root /host, with no LD_LIBRARY_PATH and no nvidia runtime, as it finds the real
+one) and GPUNODE_FAKE_NVML=/test/nvml.json (the fake's device description); and the binary at
+/test/gpunode instead of the image's /usr/bin/gpunode (the host's /usr is mounted read-only).
+
+A second pod on a node whose NVML does not initialise (no device description), with `--kmsg
+/host/var/log/kern.log` added to the args (the unprivileged set-up's kernel log): the readiness probe
+succeeds once a diagnosis finished (Ready means the agent works, not that the node is healthy), /health
+answers 503, GPUHardwareProblem=True is written, and the diagnosis read the saved kernel log.
+Exit 77 (skip) when not root or unshare is unavailable. Debian's python3, standard library only."""
 import json, os, shutil, subprocess, sys, tempfile
 
 sys.dont_write_bytecode = True  # no __pycache__ in the source tree
@@ -99,6 +104,42 @@ try:
     pod.log.close()
     print("# agent log (last lines):")
     for line in open(tmp + "/agent.log").read().splitlines()[-40:]:
+        print("#   " + line)
+    pod.close()
+
+    # NVML fails on this node (no device description: nvmlInit fails), the kernel log is a saved file.
+    broken = tmp + "/broken"
+    os.makedirs(broken)
+    src = broken + "/fixture"
+    shutil.copytree(scen + "/root", src, symlinks=True)
+    os.makedirs(src + "/var/log", exist_ok=True)
+    with open(src + "/var/log/kern.log", "w") as f:
+        f.write("Dec  1 11:50:00 k8s-healthy kernel: [    0.000000] Linux version 6.1.0-18-amd64\n"
+                "Dec  1 11:50:05 k8s-healthy kernel: [    5.100000] nvidia: loading out-of-tree module taints kernel.\n"
+                "Dec  1 11:50:06 k8s-healthy kernel: [    6.200000] NVRM: loading NVIDIA UNIX x86_64 Kernel Module  550.54.15\n")
+    pod = H.DaemonSetPod(broken, spec, gpunode, fake_nvml, src, broken + "/no-such-nvml.json", scen + "/api", NODE)
+    agent = pod.run_agent(broken + "/agent.log", pod.argv() + ["--kmsg", "/host/var/log/kern.log"])
+    http = pod.http
+    rep = wait(lambda: (lambda r: r if r[0] == 200 else None)(http("/report")), 60, 0.25)
+    check(rep is not None, "NVML failing: a diagnosis finished (/report)")
+    pr = spec["readinessProbe"]
+    g = pr["httpGet"]
+    st = http(g["path"], named[g["port"]] if isinstance(g["port"], str) else g["port"], pr.get("timeoutSeconds", 1))
+    check(200 <= st[0] < 400, "NVML failing: the readiness probe GET %s succeeds (%d %s)" % (g["path"], st[0], st[1][:80]))
+    st = http("/health")
+    check(st[0] == 503, "NVML failing: /health answers 503 (%d %s)" % (st[0], st[1][:80]))
+    conds = wait(lambda: (lambda d: d if d.get("GPUHardwareProblem", {}).get("status") == "True" else None)(
+        {c["type"]: c for c in pod.api.get("/api/v1/nodes/" + NODE)["status"]["conditions"]}), 60, 0.25)
+    check(conds is not None, "NVML failing: the agent wrote GPUHardwareProblem=True")
+    text = rep[1].decode() if rep else ""
+    check("/host/var/log/kern.log: 3 lines scanned" in text, "--kmsg: the diagnosis read the saved kernel log")
+    agent.terminate()
+    try:
+        agent.wait(15)
+    except subprocess.TimeoutExpired:
+        agent.kill()
+    pod.log.close()
+    for line in open(broken + "/agent.log").read().splitlines()[-10:]:
         print("#   " + line)
 finally:
     H.stop_all()

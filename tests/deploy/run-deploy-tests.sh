@@ -3,7 +3,8 @@
 #   yamllint; every manifest against the Kubernetes and Prometheus Operator schemas
 #   (kubernetes-models, @kubernetes-models/prometheus-operator: validate.mjs, which also proves the
 #   schemas reject broken copies and asserts RBAC least privilege); promtool check rules and
-#   promtool test rules on the PrometheusRule's groups.
+#   promtool test rules on the PrometheusRule's groups; kustomize's renders (`kubectl kustomize`, else
+#   `kustomize build`) of deploy/ alone, with each component, and with all of them (renders.mjs).
 # The npm packages are installed into tests/deploy/node_modules from the committed package-lock.json
 # when they are missing (npm ci; scripts/install-deps.sh does the same).
 set -euo pipefail
@@ -28,6 +29,27 @@ echo "ok - yamllint"
 
 echo "# validate.mjs"
 node "$here/validate.mjs" "$deploy" "$root" "$tmp/rules.yaml"
+
+# kustomize: the install path (`kubectl apply -k deploy/`) rendered as kubectl renders it, with each
+# component (deploy/components/) alone and all together through an overlay outside deploy/ (kustomize
+# refuses an overlay inside its base).
+if command -v kubectl >/dev/null; then kustomize=(kubectl kustomize)
+elif command -v kustomize >/dev/null; then kustomize=(kustomize build)
+else echo "run-deploy-tests: neither kubectl nor kustomize found (kubectl kustomize renders deploy/)" >&2; exit 1; fi
+echo "# ${kustomize[*]} deploy/ and its components"
+"${kustomize[@]}" "$deploy" > "$tmp/render-default.yaml"
+mkdir -p "$tmp/overlay"
+rel=$(realpath --relative-to="$tmp/overlay" "$deploy")
+renders=("default=$tmp/render-default.yaml")
+for comp in no-prometheus-operator taint device-plugin all; do
+        if [ "$comp" = all ]; then list=$(for c in "$deploy"/components/*/; do printf ' %s/components/%s' "$rel" "$(basename "$c")"; done)
+        else list=" $rel/components/$comp"; fi
+        printf 'apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\nresources: [%s]\ncomponents: [%s]\n' \
+                "$rel" "$(echo $list | tr ' ' ',')" > "$tmp/overlay/kustomization.yaml"
+        "${kustomize[@]}" "$tmp/overlay" > "$tmp/render-$comp.yaml"
+        renders+=("$comp=$tmp/render-$comp.yaml")
+done
+node "$here/renders.mjs" "${renders[@]}"
 
 echo "# promtool check rules"
 promtool check rules "$tmp/rules.yaml"

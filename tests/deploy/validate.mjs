@@ -6,10 +6,7 @@
 import fs from "node:fs";
 import path from "node:path";
 import YAML from "yaml";
-import { Namespace, ServiceAccount, Service } from "kubernetes-models/v1";
-import { DaemonSet } from "kubernetes-models/apps/v1";
-import { ClusterRole, ClusterRoleBinding } from "kubernetes-models/rbac.authorization.k8s.io/v1";
-import { ServiceMonitor, PrometheusRule } from "@kubernetes-models/prometheus-operator/monitoring.coreos.com/v1";
+import { validate } from "./models.mjs";
 
 const [deployDir, sourceRoot, rulesOut] = process.argv.slice(2);
 if (!deployDir || !sourceRoot || !rulesOut) {
@@ -17,35 +14,22 @@ if (!deployDir || !sourceRoot || !rulesOut) {
   process.exit(2);
 }
 
-const models = {
-  "v1/Namespace": Namespace,
-  "v1/ServiceAccount": ServiceAccount,
-  "v1/Service": Service,
-  "apps/v1/DaemonSet": DaemonSet,
-  "rbac.authorization.k8s.io/v1/ClusterRole": ClusterRole,
-  "rbac.authorization.k8s.io/v1/ClusterRoleBinding": ClusterRoleBinding,
-  "monitoring.coreos.com/v1/ServiceMonitor": ServiceMonitor,
-  "monitoring.coreos.com/v1/PrometheusRule": PrometheusRule,
-};
-
 let failures = 0;
 const fail = (msg) => { console.log(`not ok - ${msg}`); failures++; };
 const ok = (msg) => console.log(`ok - ${msg}`);
 const check = (cond, msg) => (cond ? ok(msg) : fail(msg));
 const clone = (o) => JSON.parse(JSON.stringify(o));
 
-function validate(obj) {
-  const Model = models[`${obj.apiVersion}/${obj.kind}`];
-  if (!Model) throw new Error(`no model for ${obj.apiVersion} ${obj.kind}`);
-  new Model(obj).validate();
-}
 function expectThrow(obj, what) {
   try { validate(obj); fail(`broken copy accepted: ${what}`); }
   catch (e) { ok(`broken copy rejected: ${what} (${String(e.message).split("\n")[0].slice(0, 100)})`); }
 }
 
-// Every manifest: one object kind per file, each valid against its schema.
-const files = fs.readdirSync(deployDir).filter((f) => f.endsWith(".yaml") && f !== "kustomization.yaml").sort();
+// Every manifest: one object kind per file, each valid against its schema: deploy/*.yaml and each component's.
+const components = fs.readdirSync(path.join(deployDir, "components")).sort();
+const yamls = (dir) => fs.readdirSync(path.join(deployDir, dir)).filter((f) => f.endsWith(".yaml") && f !== "kustomization.yaml")
+  .sort().map((f) => path.join(dir, f));
+const files = [...yamls("."), ...components.flatMap((c) => yamls(path.join("components", c)))].map((f) => path.normalize(f));
 const objs = {};
 for (const f of files) {
   const docs = YAML.parseAllDocuments(fs.readFileSync(path.join(deployDir, f), "utf8"));
@@ -62,13 +46,22 @@ for (const f of files) {
   }
 }
 
-// kustomization.yaml lists every manifest (the optional taint RBAC as comments) and nothing else.
+// kustomization.yaml lists every manifest of deploy/ but the cluster reader's role (applied by the people who
+// use it), each component lists its own, and every component is named (commented) under components:.
 const kustText = fs.readFileSync(path.join(deployDir, "kustomization.yaml"), "utf8");
 const kust = YAML.parse(kustText);
 for (const r of kust.resources) check(files.includes(r), `kustomization resource ${r} exists`);
-for (const f of files) {
-  const listed = kust.resources.includes(f) || new RegExp(`^\\s*#\\s*-\\s*${f.replace(".", "\\.")}\\s*$`, "m").test(kustText);
-  check(listed, `${f} is in kustomization.yaml (or commented there as optional)`);
+for (const f of files.filter((f) => !f.includes("/"))) {
+  if (f === "clusterrole-cluster-reader.yaml") continue;
+  check(kust.resources.includes(f), `${f} is in kustomization.yaml`);
+}
+check(!kust.components, "no component is on by default");
+for (const c of components) {
+  const ck = YAML.parse(fs.readFileSync(path.join(deployDir, "components", c, "kustomization.yaml"), "utf8"));
+  check(ck.kind === "Component", `components/${c} is a kustomize Component`);
+  for (const f of yamls(path.join("components", c)))
+    check((ck.resources ?? []).includes(path.basename(f)), `${f} is in its component's resources`);
+  check(new RegExp(`^#\\s+-\\s+components/${c}\\s*$`, "m").test(kustText), `components/${c} is named in kustomization.yaml`);
 }
 for (const f of ["clusterrole-taint.yaml", "clusterrolebinding-taint.yaml"])
   check(!kust.resources.includes(f), `${f} is optional (not applied by default)`);
@@ -187,7 +180,13 @@ for (const { obj } of objs.ClusterRoleBinding) {
 const sc = c.securityContext;
 check(pod.serviceAccountName === one("ServiceAccount").metadata.name, "DaemonSet runs as the service account");
 check(pod.priorityClassName === "system-node-critical", "priorityClassName system-node-critical");
-check(pod.hostPID !== true && pod.hostNetwork !== true && pod.hostIPC !== true, "no host PID, network or IPC namespace");
+// hostPID: true for gpu.processes (NVML names processes in the caller's PID namespace), the reason beside it.
+check(pod.hostPID === true && pod.hostNetwork !== true && pod.hostIPC !== true, "the host's PID namespace; no host network or IPC");
+const dsText = fs.readFileSync(path.join(deployDir, "daemonset.yaml"), "utf8");
+check(/#[^\n]*gpu\.processes[^]*?\n\s*hostPID: true/.test(dsText), "daemonset.yaml says why hostPID (gpu.processes)");
+// NVML from the host under --root, not from the nvidia runtime (it fails the pod where the toolkit or driver is broken).
+check(pod.runtimeClassName === undefined, "no runtimeClassName (the agent must start where the toolkit is broken)");
+check(!(c.env ?? []).some((e) => e.name.startsWith("NVIDIA_")), "no NVIDIA_* env (nothing for the toolkit's hook to inject)");
 // privileged for /dev/kmsg (the device cgroup; daemonset.yaml says why); the API rejects
 // allowPrivilegeEscalation false with it, and capabilities would be ignored.
 check(sc.privileged === true, "privileged (for /dev/kmsg)");
@@ -218,7 +217,8 @@ check(nodeName?.valueFrom?.fieldRef?.fieldPath === "spec.nodeName", "NODE_NAME f
 const args = c.args.join(" ");
 check(args.startsWith("agent ") && / --root \/host( |$)/.test(args) && / --listen :9400( |$)/.test(args) && / --check-interval \d+s( |$)/.test(args),
   `args: ${args}`);
-check(c.readinessProbe?.httpGet?.path === "/health" && c.readinessProbe.httpGet.port === "metrics", "readiness probe on /health");
+check(c.readinessProbe?.httpGet?.path === "/ready" && c.readinessProbe.httpGet.port === "metrics",
+  "readiness probe on /ready (a diagnosis finished), not /health (NVML works)");
 check(c.livenessProbe?.httpGet?.port === "metrics", "liveness probe on the metrics port");
 check(c.resources?.requests?.memory && c.resources?.limits?.memory && c.resources?.requests?.cpu, "memory request and limit, cpu request");
 check(c.ports.some((p) => p.name === "metrics" && p.containerPort === 9400), "container port 9400 named metrics");

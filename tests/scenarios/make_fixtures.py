@@ -980,6 +980,35 @@ def layer2_scenarios():
             '  runtime_type = "io.containerd.runc.v2\n')
     n.finish()
 
+    nvml_lookup_scenarios()
+
+
+# /etc/ld.so.cache as `ldconfig -r ROOT` (Debian GLIBC 2.36) wrote it for a root whose /etc/ld.so.conf
+# lists /opt/nvidia/lib: libnvidia-ml.so.1 -> /opt/nvidia/lib/libnvidia-ml.so.1, libcuda.so.1 in
+# /usr/lib/x86_64-linux-gnu.
+LDCONFIG_CACHE_OPT_NVIDIA = bytes.fromhex(
+    "676c6962632d6c642e736f2e6361636865312e31020000004900000002000000ac000000000000000000000000000000030300007000000060000000000000000000000000000000030300009c000000820000000000000000000000000000002f6f70742f6e76696469612f6c69622f6c69626e76696469612d6d6c2e736f2e31002f7573722f6c69622f7838365f36342d6c696e75782d676e752f6c6962637564612e736f2e31000000007421a4ea010000000000000000000000c4000000430000006c64636f6e666967202844656269616e20474c49424320322e33362d392b64656231327531342920737461626c652072656c656173652076657273696f6e20322e3336")
+
+
+def nvml_lookup_scenarios():
+    """NVML found under --root, with no --nvml-library and no LD_LIBRARY_PATH: the agent's case without
+    the nvidia runtime. tests/run-scenarios.sh copies the root and plants the fake NVML at each path
+    listed in the scenario's nvml-in-root."""
+    # The distribution's folder: Debian/Ubuntu packages and the .run installer.
+    n = l4_node("nvml-in-root")
+    n.finish()
+    with open(os.path.join(n.dir, "nvml-in-root"), "w") as f:
+        f.write("usr/lib/x86_64-linux-gnu/libnvidia-ml.so.1\n")
+    # The GPU Operator's driver container, mounted at /run/nvidia/driver: the library where its
+    # ld.so.cache says (a folder not searched otherwise), through the versioned file's symlink.
+    n = l4_node("nvml-operator-driver-root")
+    n.write("run/nvidia/driver/etc/ld.so.cache", LDCONFIG_CACHE_OPT_NVIDIA, mode="wb")
+    n.write("run/nvidia/driver/etc/ld.so.conf", "/opt/nvidia/lib\n")
+    n.symlink("libnvidia-ml.so.%s" % DRIVER, "run/nvidia/driver/opt/nvidia/lib/libnvidia-ml.so.1")
+    n.finish()
+    with open(os.path.join(n.dir, "nvml-in-root"), "w") as f:
+        f.write("run/nvidia/driver/opt/nvidia/lib/libnvidia-ml.so.%s\n" % DRIVER)
+
 
 if __name__ == "__main__":
     sys.exit(main())

@@ -410,12 +410,16 @@ static void test_agent_report(void **state) {
 
 /* A check that gives no answer (leaves the finding empty), one that passes, and one resting on the first: the node
  * engine and the cluster (which runs its checks through it) must judge them alike. */
-static void silent_node(const struct node_facts *facts, struct finding *f) { (void)facts, (void)f; }
+static void silent_node(const struct node_facts *facts, struct finding *f) {
+        (void)facts, (void)f;
+}
 static void pass_node(const struct node_facts *facts, struct finding *f) {
         (void)facts;
         finding_pass(f, "fine");
 }
-static void silent_cluster(const struct cluster_facts *facts, struct cl_finding *f) { (void)facts, (void)f; }
+static void silent_cluster(const struct cluster_facts *facts, struct cl_finding *f) {
+        (void)facts, (void)f;
+}
 static void pass_cluster(const struct cluster_facts *facts, struct cl_finding *f) {
         (void)facts;
         finding_pass(&f->f, "fine");
@@ -429,8 +433,9 @@ static void test_engine_and_cluster_agree(void **state) {
                 .id = "b.dep", .layer = 2, .component = "b", .depends = { "a.silent" }, .run = pass_node
         };
         static const struct cl_check_def c_pass = { .id = "a.pass", .category = CL_INFRA, .run = pass_cluster };
-        static const struct cl_check_def c_silent = { .id = "a.silent", .category = CL_INFRA, .title = "a title",
-                                                      .run = silent_cluster };
+        static const struct cl_check_def c_silent = {
+                .id = "a.silent", .category = CL_INFRA, .title = "a title", .run = silent_cluster
+        };
         static const struct cl_check_def c_dep = {
                 .id = "b.dep", .category = CL_GPU_HEALTH, .depends = { "a.silent" }, .run = pass_cluster
         };
@@ -524,6 +529,41 @@ static void test_heartbeat_in_future(void **state) {
         json_decref(skew);
 }
 
+/* An agent pod that runs but is not Ready (its readiness probe failing) works when its node's conditions are fresh:
+ * it diagnoses and heartbeats. With stale conditions it does not. */
+static void test_agent_not_ready_but_reporting(void **state) {
+        (void)state;
+        struct cluster_facts f = { .now = 1796126400, .stale_after_s = 900 };
+        json_t *a = gpu_node("a", true);
+        json_t *b = parse("{\"metadata\":{\"name\":\"b\"},\"status\":{\"capacity\":{\"nvidia.com/gpu\":\"8\"},"
+                          "\"conditions\":[{\"type\":\"GPUHardwareProblem\",\"status\":\"False\",\"reason\":"
+                          "\"GPUHardwareHealthy\",\"lastHeartbeatTime\":\"2026-11-01T11:59:00Z\"}]}}");
+        assert_int_equal(cluster_facts_add(&f, CL_LIST_NODES, a), 0);
+        assert_int_equal(cluster_facts_add(&f, CL_LIST_NODES, b), 0);
+        cluster_facts_finish(&f);
+        for (const char *node = "a"; node; node = streq(node, "a") ? "b" : NULL) {
+                _cleanup_free_ char *s =
+                        xasprintf("{\"metadata\":{\"name\":\"gpunode-%s\",\"namespace\":\"gpunode\",\"labels\":{"
+                                  "\"app.kubernetes.io/name\":\"gpunode\"}},\"spec\":{\"nodeName\":\"%s\"},\"status\":{"
+                                  "\"phase\":\"Running\",\"conditions\":[{\"type\":\"Ready\",\"status\":\"False\"}]}}",
+                                  node, node);
+                json_t *pod = parse(s);
+                assert_int_equal(cluster_facts_add(&f, CL_LIST_PODS, pod), 0);
+                json_decref(pod);
+        }
+        assert_true(cluster_node_find(&f, "a")->agent_ready);
+        assert_false(cluster_node_find(&f, "b")->agent_ready);
+        struct cluster_report r;
+        assert_int_equal(cluster_report_build(&f, &r), 0);
+        const struct cl_finding *running = cluster_report_find(&r, "infrastructure.agent-running");
+        assert_int_equal(running->f.status, CHECK_FAIL);
+        assert_non_null(strstr(running->f.summary, "1 of 2 GPU nodes"));
+        cluster_report_free(&r);
+        cluster_facts_free(&f);
+        json_decref(a);
+        json_decref(b);
+}
+
 int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_parse_time),          cmocka_unit_test(test_gpu_node_reason),
@@ -532,7 +572,7 @@ int main(void) {
                 cmocka_unit_test(test_lost_gpus_counted),
                 cmocka_unit_test(test_root_cause_prefers_lost_gpus),
                 cmocka_unit_test(test_agent_report),        cmocka_unit_test(test_engine_and_cluster_agree),
-                cmocka_unit_test(test_heartbeat_in_future),
+                cmocka_unit_test(test_heartbeat_in_future), cmocka_unit_test(test_agent_not_ready_but_reporting),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -5,9 +5,14 @@
 #include <cmocka.h>
 
 #include <dlfcn.h>
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
 #include <jansson.h>
 #include <time.h>
 
+#include "basic/hostfs.h"
+#include "nvml/ld_cache.h"
 #include "nvml/nvml_facts_json.h"
 #include "nvml/nvml_lib.h"
 #include "nvml/nvml_probe.h"
@@ -65,9 +70,8 @@ static void test_return_names(void **state) {
         assert_string_equal(nvml_return_name(0), "NVML_SUCCESS");
         assert_string_equal(nvml_return_name(999), "NVML_ERROR_UNKNOWN");
         assert_string_equal(nvml_return_name(12345), "NVML_ERROR_UNRECOGNIZED");
-        assert_string_equal(nvml_return_message(18),
-                            "the NVML library and the kernel module have different versions "
-                            "(driver/library version mismatch)");
+        assert_string_equal(nvml_return_message(18), "the NVML library and the kernel module have different versions "
+                                                     "(driver/library version mismatch)");
         for (int rc = 0; rc <= 30; rc++) {
                 assert_string_not_equal(nvml_return_name(rc), "NVML_ERROR_UNRECOGNIZED");
                 assert_non_null(strstr(nvml_return_name(rc), "NVML_"));
@@ -112,7 +116,8 @@ static void test_symbols(void **state) {
         unsigned n;
         assert_int_equal(lib->nvmlDeviceGetCount(&n), NVML_ERROR_UNINITIALIZED);
         assert_int_equal(lib->nvmlShutdown(), NVML_ERROR_UNINITIALIZED);
-        assert_string_equal(lib->nvmlErrorString(NVML_ERROR_LIB_RM_VERSION_MISMATCH), "Driver/library version mismatch");
+        assert_string_equal(lib->nvmlErrorString(NVML_ERROR_LIB_RM_VERSION_MISMATCH),
+                            "Driver/library version mismatch");
 }
 
 static void test_two_gpus(void **state) {
@@ -360,8 +365,7 @@ static void check_round_trip(const char *name) {
         assert_int_equal(f2->n_gpus, f1->n_gpus);
         assert_string_equal(f2->driver_version, f1->driver_version);
         assert_int_equal(f2->cuda_driver_version.value, f1->cuda_driver_version.value);
-        for (unsigned i = 0; i < f1->n_gpus; i++)
-                assert_memory_equal(&f1->gpus[i], &f2->gpus[i], sizeof f1->gpus[i]);
+        for (unsigned i = 0; i < f1->n_gpus; i++) assert_memory_equal(&f1->gpus[i], &f2->gpus[i], sizeof f1->gpus[i]);
         nvml_facts_free(f2);
 }
 
@@ -508,6 +512,216 @@ static void test_labels_scope(void **state) {
         }
 }
 
+/* Returns testdata/name's bytes (malloc'd, exactly *ret_len long: ASan sees any read past the end). */
+static char *read_testdata(const char *name, size_t *ret_len) {
+        _cleanup_free_ char *p = xasprintf("%s/%s", getenv("GPUNODE_TEST_NVML_TESTDATA") ?: NVML_TESTDATA, name);
+        FILE *f = fopen(p, "rb");
+        if (!f) fail_msg("cannot open %s", p);
+        char *data = xmalloc(1 << 20);
+        size_t n = fread(data, 1, 1 << 20, f);
+        fclose(f);
+        char *exact = xmalloc(n ? n : 1);
+        memcpy(exact, data, n);
+        free(data);
+        *ret_len = n;
+        return exact;
+}
+
+struct cache_count {
+        size_t entries, native;
+};
+
+/* Counts entries and those of this machine's ABI. */
+static int count_entry(const char *key, const char *value, uint32_t flags, void *userdata) {
+        struct cache_count *c = userdata;
+        assert_true(*key);
+        assert_true(value[0] == '/');
+        c->entries++;
+        c->native += flags == ld_cache_native_flags();
+        return 0;
+}
+
+/* ldconfig's own output (Debian GLIBC 2.36, `ldconfig -r`, `-c compat` and `-c old`): every layout. */
+static void test_ld_cache_ldconfig(void **state) {
+        (void)state;
+        static const char *const files[] = { "ld.so.cache-new", "ld.so.cache-compat", "ld.so.cache-old" };
+        for (size_t i = 0; i < ELEMENTSOF(files); i++) {
+                size_t len;
+                _cleanup_free_ char *data = read_testdata(files[i], &len);
+                _cleanup_free_ char *path = NULL, *err = NULL;
+                assert_int_equal(ld_cache_find(data, len, "libnvidia-ml.so.1", 0, &path, &err), 0);
+                assert_string_equal(path, "/opt/nvidia/lib/libnvidia-ml.so.1");
+                free(path);
+                path = NULL;
+                assert_int_equal(ld_cache_find(data, len, "libcuda.so.1",
+                                               LD_CACHE_FLAG_ELF_LIBC6 | LD_CACHE_FLAG_X8664_LIB64, &path, &err),
+                                 0);
+                assert_string_equal(path, "/usr/lib/x86_64-linux-gnu/libcuda.so.1");
+                assert_int_equal(ld_cache_find(data, len, "libnvidia-ml.so.1",
+                                               LD_CACHE_FLAG_ELF_LIBC6 | LD_CACHE_FLAG_AARCH64_LIB64, &path, &err),
+                                 -ENOENT);
+                assert_int_equal(ld_cache_find(data, len, "libc.so.6", 0, &path, &err), -ENOENT);
+                struct cache_count c = { 0 };
+                assert_int_equal(ld_cache_parse(data, len, count_entry, &c, &err), 0);
+                assert_int_equal(c.entries, 2);
+        }
+}
+
+/* A whole distribution's cache: this build machine's /etc/ld.so.cache (Debian 12, 693 entries). */
+static void test_ld_cache_host(void **state) {
+        (void)state;
+        size_t len;
+        _cleanup_free_ char *data = read_testdata("../../../fuzz/seeds/ld_cache/host", &len);
+        _cleanup_free_ char *path = NULL, *err = NULL;
+        struct cache_count c = { 0 };
+        assert_int_equal(ld_cache_parse(data, len, count_entry, &c, &err), 0);
+        assert_int_equal(c.entries, 693);
+        assert_int_equal(
+                ld_cache_find(data, len, "libc.so.6", LD_CACHE_FLAG_ELF_LIBC6 | LD_CACHE_FLAG_X8664_LIB64, &path, &err),
+                0);
+        assert_string_equal(path, "/lib/x86_64-linux-gnu/libc.so.6");
+}
+
+/* Every truncation, a bad offset, a huge count, a foreign byte order, no magic: -EBADMSG with a reason, never a
+ * read past the end. */
+static void test_ld_cache_bad(void **state) {
+        (void)state;
+        static const char *const files[] = { "ld.so.cache-new", "ld.so.cache-compat", "ld.so.cache-old" };
+        for (size_t i = 0; i < ELEMENTSOF(files); i++) {
+                size_t len;
+                _cleanup_free_ char *data = read_testdata(files[i], &len);
+                for (size_t cut = 0; cut < len; cut++) {
+                        char *prefix = xmalloc(cut ? cut : 1);
+                        memcpy(prefix, data, cut);
+                        char *path = NULL, *err = NULL;
+                        int r = ld_cache_find(prefix, cut, "libnvidia-ml.so.1", 0, &path, &err);
+                        /* The strings are last: a cut inside ldconfig's trailing version text still finds it. */
+                        if (r == 0)
+                                assert_string_equal(path, "/opt/nvidia/lib/libnvidia-ml.so.1");
+                        else {
+                                assert_int_equal(r, -EBADMSG);
+                                assert_non_null(err);
+                        }
+                        free(path);
+                        free(err);
+                        free(prefix);
+                }
+        }
+        size_t len;
+        _cleanup_free_ char *data = read_testdata("ld.so.cache-new", &len);
+        char *path = NULL, *err = NULL;
+        /* entry 0's key offset (at 48 + 4) past the end */
+        uint32_t off = (uint32_t)len + 10;
+        memcpy(data + 52, &off, 4);
+        assert_int_equal(ld_cache_find(data, len, "libnvidia-ml.so.1", 0, &path, &err), -EBADMSG);
+        assert_non_null(strstr(err, "entry 0"));
+        free(err);
+        /* a count of entries the file cannot hold */
+        _cleanup_free_ char *d2 = read_testdata("ld.so.cache-new", &len);
+        uint32_t many = 0x10000000;
+        memcpy(d2 + 20, &many, 4);
+        assert_int_equal(ld_cache_find(d2, len, "libnvidia-ml.so.1", 0, &path, &err), -EBADMSG);
+        assert_non_null(strstr(err, "entries"));
+        free(err);
+        /* big-endian */
+        _cleanup_free_ char *d3 = read_testdata("ld.so.cache-new", &len);
+        d3[28] = 3;
+        assert_int_equal(ld_cache_find(d3, len, "libnvidia-ml.so.1", 0, &path, &err), -EBADMSG);
+        assert_non_null(strstr(err, "big-endian"));
+        free(err);
+        assert_int_equal(ld_cache_find("hello, world", 12, "libnvidia-ml.so.1", 0, &path, &err), -EBADMSG);
+        assert_non_null(strstr(err, "not an ld.so.cache"));
+        free(err);
+        assert_null(path);
+}
+
+/* Writes a file of text at dir/rel, making its folders. */
+static void write_at(const char *dir, const char *rel, const char *text) {
+        _cleanup_free_ char *p = xasprintf("%s/%s", dir, rel);
+        for (char *s = strchr(p + strlen(dir) + 1, '/'); s; s = strchr(s + 1, '/')) {
+                *s = 0;
+                mkdir(p, 0755);
+                *s = '/';
+        }
+        FILE *f = fopen(p, "w");
+        assert_non_null(f);
+        fputs(text, f);
+        fclose(f);
+}
+
+/* Copies the fake NVML to dir/rel. */
+static void plant_fake(const char *dir, const char *rel) {
+        size_t len;
+        char *lib;
+        {
+                FILE *f = fopen(fake_library(), "rb");
+                assert_non_null(f);
+                lib = xmalloc(8 << 20);
+                len = fread(lib, 1, 8 << 20, f);
+                fclose(f);
+        }
+        write_at(dir, rel, "");
+        _cleanup_free_ char *mode_path = xasprintf("%s/%s", dir, rel);
+        assert_int_equal(chmod(mode_path, 0755), 0);
+        _cleanup_free_ char *p = xasprintf("%s/%s", dir, rel);
+        FILE *f = fopen(p, "wb");
+        assert_non_null(f);
+        assert_int_equal(fwrite(lib, 1, len, f), len);
+        fclose(f);
+        free(lib);
+}
+
+/* No path given: NVML is looked for under --root (the agent without the nvidia runtime). An absolute symlink is
+ * resolved inside the root, not on this machine; a file that is not NVML is passed over with its reason. */
+static void test_lookup_under_root(void **state) {
+        (void)state;
+        char dir[] = "/tmp/gpunode-nvml-root-XXXXXX";
+        assert_non_null(mkdtemp(dir));
+        plant_fake(dir, "opt/driver/libnvidia-ml.so.550.54.15");
+        write_at(dir, "usr/lib/x86_64-linux-gnu/libnvidia-ml.so.1", "not an ELF file\n");
+        _cleanup_free_ char *link = xasprintf("%s/usr/lib64/libnvidia-ml.so.1", dir);
+        _cleanup_free_ char *lib64 = xasprintf("%s/usr/lib64", dir);
+        assert_int_equal(mkdir(lib64, 0755), 0);
+        assert_int_equal(symlink("/opt/driver/libnvidia-ml.so.550.54.15", link), 0);
+        assert_int_equal(hostfs_init(dir), 0);
+        struct nvml_lib *lib = NULL;
+        _cleanup_free_ char *err = NULL;
+        assert_int_equal(nvml_lib_open(NULL, &lib, &err), 0);
+        _cleanup_free_ char *want = xasprintf("%s/opt/driver/libnvidia-ml.so.550.54.15", dir);
+        assert_string_equal(lib->path, want);
+        use_description("two-gpus.json");
+        assert_int_equal(lib->nvmlInit(), NVML_SUCCESS);
+        lib->nvmlShutdown();
+        nvml_lib_unref(lib);
+        lib = NULL;
+        /* A library others may write is never loaded (it runs code): passed over with the reason. */
+        _cleanup_free_ char *real = xasprintf("%s/opt/driver/libnvidia-ml.so.550.54.15", dir);
+        assert_int_equal(chmod(real, 0666), 0);
+        free(err);
+        err = NULL;
+        if (nvml_lib_open(NULL, &lib, &err) == 0) {
+                assert_string_not_equal(lib->path, want); /* the test's LD_LIBRARY_PATH one, not the root's */
+                nvml_lib_unref(lib);
+                lib = NULL;
+        } else
+                assert_non_null(strstr(err, "not loaded: owned by uid"));
+        assert_int_equal(chmod(real, 0755), 0);
+        /* Nothing loadable under the root: the error names the root and what it tried. */
+        assert_int_equal(unlink(link), 0);
+        free(err);
+        err = NULL;
+        if (nvml_lib_open(NULL, &lib, &err) == 0) {
+                /* the test's own LD_LIBRARY_PATH holds the fake: fine, it was tried after the root */
+                nvml_lib_unref(lib);
+        } else {
+                assert_non_null(strstr(err, dir));
+                assert_non_null(strstr(err, "/run/nvidia/driver"));
+        }
+        hostfs_done();
+        _cleanup_free_ char *cmd = xasprintf("rm -rf %s", dir);
+        assert_int_equal(system(cmd), 0);
+}
+
 int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_return_names),
@@ -526,6 +740,10 @@ int main(void) {
                 cmocka_unit_test(test_abandoned_worker_cleans_up),
                 cmocka_unit_test(test_health),
                 cmocka_unit_test(test_labels_scope),
+                cmocka_unit_test(test_ld_cache_ldconfig),
+                cmocka_unit_test(test_ld_cache_host),
+                cmocka_unit_test(test_ld_cache_bad),
+                cmocka_unit_test(test_lookup_under_root),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }
