@@ -215,18 +215,21 @@ static void diagnose_now(void *userdata) {
         daemon_diagnose_now(userdata);
 }
 
+/* Returns the environment variable name's value, or NULL when it is unset or empty. */
+static const char *env_or_null(const char *name) {
+        const char *v = getenv(name);
+        return v && *v ? v : NULL;
+}
+
 /* Starts the device plugin's thread (--device-plugin), its GPU health subscribed to the daemon's Xid
  * watch and its health changes posted as Events by the agent. Returns true when it runs. */
 static bool start_device_plugin(struct agent_dp *dp, const struct agent_args *a, struct agent *agent,
                                 struct daemon *d) {
-        const char *v;
-        dp->o = (struct dp_options){ .config_file = a->dp_config                        ? a->dp_config
-                                                    : (v = getenv("CONFIG_FILE")) && *v ? v
-                                                                                        : NULL,
-                                     .mig_strategy = (v = getenv("MIG_STRATEGY")) && *v ? v : NULL,
-                                     .list_strategy = (v = getenv("DEVICE_LIST_STRATEGY")) && *v ? v : NULL,
-                                     .id_strategy = (v = getenv("DEVICE_ID_STRATEGY")) && *v ? v : NULL,
-                                     .pass_device_specs = (v = getenv("PASS_DEVICE_SPECS")) && *v ? v : NULL,
+        dp->o = (struct dp_options){ .config_file = a->dp_config ? a->dp_config : env_or_null("CONFIG_FILE"),
+                                     .mig_strategy = env_or_null("MIG_STRATEGY"),
+                                     .list_strategy = env_or_null("DEVICE_LIST_STRATEGY"),
+                                     .id_strategy = env_or_null("DEVICE_ID_STRATEGY"),
+                                     .pass_device_specs = env_or_null("PASS_DEVICE_SPECS"),
                                      .nvml_library = a->so.probe.nvml_library,
                                      .xid = daemon_xid_watch(d),
                                      .log = dp_log,
