@@ -4,16 +4,20 @@
 # usage: cli.sh GPUNODE
 set -u
 gpunode=$1
+# Each run's own files: two builds (or two checkouts) may run this suite at once.
+cli_tmp=$(mktemp -d /tmp/gpunode-cli.XXXXXX)
+trap 'rm -rf "$cli_tmp"' EXIT
+cli_out=$cli_tmp/out cli_err=$cli_tmp/err
 passed=0 failed=0
 expect() { # expect CODE DESCRIPTION -- COMMAND...
         local want=$1 what=$2; shift 3
-        "$@" > /tmp/gpunode-cli.out 2> /tmp/gpunode-cli.err
+        "$@" > "$cli_out" 2> "$cli_err"
         local got=$?
         if [ "$got" = "$want" ]; then passed=$((passed + 1)); else
-                echo "FAIL $what: exit $got, expected $want"; cat /tmp/gpunode-cli.err; failed=$((failed + 1)); fi
+                echo "FAIL $what: exit $got, expected $want"; cat "$cli_err"; failed=$((failed + 1)); fi
 }
 contains() { # contains TEXT DESCRIPTION: the last command's stdout holds TEXT
-        if grep -qF -- "$1" /tmp/gpunode-cli.out; then passed=$((passed + 1)); else
+        if grep -qF -- "$1" "$cli_out"; then passed=$((passed + 1)); else
                 echo "FAIL $2: output lacks '$1'"; failed=$((failed + 1)); fi
 }
 
@@ -31,15 +35,15 @@ for cmd in $("$gpunode" --help | awk '/^commands:/{on=1; next} on && /^  [a-z]/{
         expect 0 "help $cmd" -- "$gpunode" help "$cmd"
 done
 # kube-call (the agent's child) is hidden from --help, still runnable, with its own help.
-"$gpunode" --help > /tmp/gpunode-cli.out
-if grep -q '^  kube-call' /tmp/gpunode-cli.out; then echo "FAIL: --help lists kube-call"; failed=$((failed + 1)); else passed=$((passed + 1)); fi
+"$gpunode" --help > "$cli_out"
+if grep -q '^  kube-call' "$cli_out"; then echo "FAIL: --help lists kube-call"; failed=$((failed + 1)); else passed=$((passed + 1)); fi
 expect 0 "kube-call --help" -- "$gpunode" kube-call --help
 contains "usage: gpunode kube-call" "kube-call --help usage line"
 contains "--kubeconfig FILE" "kube-call --help lists the shared --kubeconfig"
 expect 64 "kube-call without a method" -- "$gpunode" kube-call
 # The command column fits the longest name: every summary starts in the same column, device-plugin's too.
-"$gpunode" --help > /tmp/gpunode-cli.out
-cols=$(awk '/^commands:/{on=1; next} on && /^  [a-z]/{print index($0, $2)}' /tmp/gpunode-cli.out | sort -u)
+"$gpunode" --help > "$cli_out"
+cols=$(awk '/^commands:/{on=1; next} on && /^  [a-z]/{print index($0, $2)}' "$cli_out" | sort -u)
 if [ "$(echo "$cols" | wc -l)" = 1 ]; then passed=$((passed + 1)); else echo "FAIL: --help summaries start in columns $cols"; failed=$((failed + 1)); fi
 contains "  device-plugin  the kubelet device plugin" "--help: device-plugin's summary apart from its name"
 # The shared options' help, written once in options.c, appended for the commands that take them.
@@ -76,13 +80,13 @@ accepted_options() { # accepted_options CMD: prints its long option names, one a
         done | grep -v '^$' | sort -u
 }
 for cmd in agent device-plugin; do
-        "$gpunode" "$cmd" --help > /tmp/gpunode-cli.help
+        "$gpunode" "$cmd" --help > "$cli_tmp/help"
         opts=$(accepted_options "$cmd")
         if [ "$(echo "$opts" | wc -l)" -lt 3 ]; then echo "FAIL $cmd: found only '$opts' as options"; failed=$((failed + 1)); fi
         for o in $opts; do
                 [ "$o" = help ] && continue
                 case $o in "?"*) echo "FAIL $cmd: a probe did not name its option: $o"; failed=$((failed + 1)); continue ;; esac
-                if grep -qE -- "(^|[ ,])--$o( |\$)" /tmp/gpunode-cli.help; then passed=$((passed + 1)); else
+                if grep -qE -- "(^|[ ,])--$o( |\$)" "$cli_tmp/help"; then passed=$((passed + 1)); else
                         echo "FAIL $cmd accepts --$o, which its --help does not list"; failed=$((failed + 1)); fi
         done
 done
@@ -90,11 +94,11 @@ done
 for args in "check --output json" "collect -o -" "labels --once -o -"; do
         set -- $args
         expect 64 "$1 with a root that does not exist" -- "$gpunode" "$@" --root /nonexistent/root
-        grep -qF "gpunode $1: cannot open root /nonexistent/root: No such file or directory" /tmp/gpunode-cli.err &&
-                passed=$((passed + 1)) || { echo "FAIL: $1: the root error"; cat /tmp/gpunode-cli.err; failed=$((failed + 1)); }
+        grep -qF "gpunode $1: cannot open root /nonexistent/root: No such file or directory" "$cli_err" &&
+                passed=$((passed + 1)) || { echo "FAIL: $1: the root error"; cat "$cli_err"; failed=$((failed + 1)); }
 done
 GPUNODE_ROOT=/nonexistent/root expect 64 "check with GPUNODE_ROOT that does not exist" -- "$gpunode" check
-grep -qF "gpunode check: cannot open root /nonexistent/root" /tmp/gpunode-cli.err && passed=$((passed + 1)) ||
+grep -qF "gpunode check: cannot open root /nonexistent/root" "$cli_err" && passed=$((passed + 1)) ||
         { echo "FAIL: the root error names the command and the root"; failed=$((failed + 1)); }
 here=$(cd "$(dirname "$0")" && pwd)
 GPUNODE_ROOT=/nonexistent/root expect 0 "check --snapshot does not open GPUNODE_ROOT" -- \
@@ -141,7 +145,7 @@ if [ "$(id -u)" = 0 ] && command -v setpriv > /dev/null && command -v prlimit > 
                 "$gpunode" kube-call --kubeconfig "$kc" GET /api/v1/nodes
         contains "cannot start the YAML parser (a child process): Resource temporarily unavailable" \
                 "a refused fork is named as one"
-        if grep -q "no Kubernetes configuration" /tmp/gpunode-cli.out; then
+        if grep -q "no Kubernetes configuration" "$cli_out"; then
                 echo "FAIL a refused fork reads as no Kubernetes configuration"; failed=$((failed + 1))
         else passed=$((passed + 1)); fi
         rm -f "$kc"
@@ -248,12 +252,12 @@ says "sampling every 0.25 s" "--collect-interval in milliseconds"
 exporter_run --listen 127.0.0.1:0 --interval 1m30s
 says "sampling every 90 s" "--interval takes a Go duration"
 DCGM_EXPORTER_LISTEN=bogus expect 64 "DCGM_EXPORTER_LISTEN over the default" -- "$gpunode" exporter --nvml-library /nonexistent/libnvidia-ml.so.1
-grep -qF "cannot listen on bogus" /tmp/gpunode-cli.err && passed=$((passed + 1)) || { echo "FAIL: DCGM_EXPORTER_LISTEN not used"; failed=$((failed + 1)); }
+grep -qF "cannot listen on bogus" "$cli_err" && passed=$((passed + 1)) || { echo "FAIL: DCGM_EXPORTER_LISTEN not used"; failed=$((failed + 1)); }
 for bad in 0 -5 1s 1.5 abc 86400001; do
         expect 64 "-c $bad refused" -- "$gpunode" exporter -c "$bad"
         DCGM_EXPORTER_INTERVAL=$bad expect 64 "DCGM_EXPORTER_INTERVAL=$bad refused" -- "$gpunode" exporter
 done
-grep -qF "DCGM_EXPORTER_INTERVAL: '86400001' is not 1..86400000 milliseconds" /tmp/gpunode-cli.err && passed=$((passed + 1)) ||
+grep -qF "DCGM_EXPORTER_INTERVAL: '86400001' is not 1..86400000 milliseconds" "$cli_err" && passed=$((passed + 1)) ||
         { echo "FAIL: the interval refusal names the variable"; failed=$((failed + 1)); }
 expect 64 "--interval 1m30 refused" -- "$gpunode" exporter --interval 1m30
 expect 64 "--kubernetes=maybe refused" -- "$gpunode" exporter --kubernetes=maybe
@@ -276,16 +280,16 @@ says "serving the 3 counter(s) $tmp/three.csv names" "-f wins over DCGM_EXPORTER
 DCGM_EXPORTER_COLLECTORS=$here/../etc/default-counters.csv exporter_run -a 127.0.0.1:0
 says "serving the 24 counter(s)" "the shipped etc/default-counters.csv is accepted"
 DCGM_EXPORTER_COLLECTORS=$tmp/unknown.csv expect 64 "unknown counter refused" -- "$gpunode" exporter
-contains_file /tmp/gpunode-cli.err "counter DCGM_FI_DEV_ECC_DBE_VOL_TOTAL in $tmp/unknown.csv line 3 is not one gpunode serves; it serves: DCGM_FI_DEV_SM_CLOCK, " \
+contains_file "$cli_err" "counter DCGM_FI_DEV_ECC_DBE_VOL_TOTAL in $tmp/unknown.csv line 3 is not one gpunode serves; it serves: DCGM_FI_DEV_SM_CLOCK, " \
         "the unknown counter named with file and line, and what is served"
-contains_file /tmp/gpunode-cli.err "DCGM_FI_DRIVER_VERSION (label)" "the served list names the driver label"
+contains_file "$cli_err" "DCGM_FI_DRIVER_VERSION (label)" "the served list names the driver label"
 expect 64 "wrong type refused" -- "$gpunode" exporter --collectors "$tmp/type.csv"
-contains_file /tmp/gpunode-cli.err "counter DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION in $tmp/type.csv line 2 has type gauge; it is a counter" \
+contains_file "$cli_err" "counter DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION in $tmp/type.csv line 2 has type gauge; it is a counter" \
         "the type refusal"
 csv_refused() { # csv_refused TEXT MESSAGE DESCRIPTION
         printf "$1" > "$tmp/bad.csv"
         expect 64 "$3" -- "$gpunode" exporter -f "$tmp/bad.csv"
-        contains_file /tmp/gpunode-cli.err "$2" "$3: message"
+        contains_file "$cli_err" "$2" "$3: message"
 }
 csv_refused 'DCGM_FI_DEV_SM_CLOCK, gauge\n' "line 1: 2 field(s), not the 3" "two fields"
 csv_refused 'DCGM_FI_DEV_SM_CLOCK, gauge, SM, clock\n' "line 1: 4 field(s)" "an unquoted comma in the help"
@@ -295,7 +299,7 @@ csv_refused 'DCGM_FI_DEV_SM_CLOCK, gague, a\n' "type 'gague' of DCGM_FI_DEV_SM_C
 csv_refused 'DCGM_FI_DRIVER_VERSION, gauge, a\n' "gpunode serves it as a label" "the driver version as a gauge"
 csv_refused 'DCGM_FI_NVML_VERSION, label, NVML Version\n' "counter DCGM_FI_NVML_VERSION in $tmp/bad.csv line 1 is not one gpunode serves" "an unserved label"
 expect 64 "a missing collectors file" -- "$gpunode" exporter -f "$tmp/none.csv"
-contains_file /tmp/gpunode-cli.err "cannot read the collectors file $tmp/none.csv" "a missing collectors file: message"
+contains_file "$cli_err" "cannot read the collectors file $tmp/none.csv" "a missing collectors file: message"
 # SIGTERM or SIGINT ends check --snapshot at once, even while its report is stuck on a full pipe
 # that nobody reads: exit 128+signal within 2 s of the signal, the extracted folder removed. The
 # delays land in extraction (the signal waits for the folder to be complete), the analysis and the

@@ -125,7 +125,6 @@ static int run_validate(struct validate_args *args) {
                 .n_gpus = args->n_gpus,
                 .cuda_library = args->cuda_library,
                 .nvml_library = args->so.probe.nvml_library,
-                .root = args->so.root,
                 .node = node,
                 .timeout_ms = args->timeout_ms,
                 .force = args->force,

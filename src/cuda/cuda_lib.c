@@ -4,6 +4,7 @@
 #include <dlfcn.h>
 #include <stddef.h>
 
+#include "basic/driver_lib.h"
 #include "basic/util.h"
 
 /* One table row: the member to fill, whether the table needs it, the names to try, newest first. */
@@ -70,16 +71,6 @@ static const struct cuda_sym cuda_syms[] = {
         SYM(cuEventDestroy, true, "cuEventDestroy_v2"),
 };
 
-/* Where a host's (or the GPU Operator driver container's) libcuda.so.1 lies, relative to the root. */
-static const char *const root_lib_dirs[] = {
-        "/usr/lib/x86_64-linux-gnu",
-        "/usr/lib64",
-        "/usr/lib/aarch64-linux-gnu",
-        "/usr/lib",
-        "/run/nvidia/driver/usr/lib/x86_64-linux-gnu",
-        "/run/nvidia/driver/usr/lib64",
-};
-
 /* Frees a lib whose last reference is gone. Returns nothing; never fails. */
 static void cuda_lib_free(struct cuda_lib *lib) {
         if (lib->handle) dlclose(lib->handle);
@@ -117,33 +108,27 @@ static int resolve(void *h, const char *name, struct cuda_lib **ret, char **ret_
         return 0;
 }
 
-int cuda_lib_open(const char *path, const char *root, struct cuda_lib **ret, char **ret_error) {
+int cuda_lib_open(const char *path, struct cuda_lib **ret, char **ret_error) {
         const char *name = path ? path : CUDA_LIBRARY_NAME;
         if (ret_error) *ret_error = NULL;
-        dlerror();
-        void *h = dlopen(name, RTLD_NOW | RTLD_LOCAL);
-        _cleanup_free_ char *first_error = NULL;
-        if (!h) {
-                const char *e = dlerror();
-                first_error = xstrdup(e ? e : "dlopen failed");
-        }
-        _cleanup_free_ char *found = NULL;
-        const char *loaded = name;
-        if (!h && !path && root && *root && !streq(root, "/"))
-                for (size_t i = 0; i < ELEMENTSOF(root_lib_dirs) && !h; i++) {
-                        free(found);
-                        found = xasprintf("%s%s/%s", root, root_lib_dirs[i], CUDA_LIBRARY_NAME);
-                        h = dlopen(found, RTLD_NOW | RTLD_LOCAL);
-                        loaded = found;
+        _cleanup_free_ char *why = NULL;
+        void *h;
+        if (path) {
+                dlerror();
+                h = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+                if (!h) {
+                        const char *e = dlerror();
+                        why = xstrdup(e ? e : "dlopen failed");
                 }
+        } else
+                h = driver_lib_dlopen(CUDA_LIBRARY_NAME, &why);
         if (!h) {
                 if (ret_error)
-                        *ret_error = xasprintf(
-                                "cannot load %s%s%s: %s", name, path ? "" : " (the NVIDIA driver's CUDA library)",
-                                !path && root && !streq(root, "/") ? ", nor under the root" : "", first_error);
+                        *ret_error = xasprintf("cannot load %s%s: %s", name,
+                                               path ? "" : " (the NVIDIA driver's CUDA library)", why ? why : "?");
                 return -ENOENT;
         }
-        return resolve(h, loaded, ret, ret_error);
+        return resolve(h, name, ret, ret_error);
 }
 
 struct cuda_lib *cuda_lib_ref(struct cuda_lib *lib) {

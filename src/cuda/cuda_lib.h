@@ -67,14 +67,14 @@ struct cuda_lib {
 
 /*
  * Loads the CUDA driver library and resolves the table. path: a file the user named, loaded as it is
- * (not under the root); NULL: CUDA_LIBRARY_NAME through the dynamic linker's search, then, when root is
- * not NULL and not "/", the driver's usual folders under root (ROOT/usr/lib/x86_64-linux-gnu, ROOT/usr/lib64,
- * ROOT/usr/lib/aarch64-linux-gnu, ROOT/usr/lib, ROOT/run/nvidia/driver/usr/lib/x86_64-linux-gnu: the host's
- * and the GPU Operator's driver container's). Returns 0 and *ret (release with cuda_lib_unref); -ENOENT when
- * no library can be loaded, -ELIBBAD when a required entry point is missing. On failure *ret_error (when
- * not NULL) gets a malloc'd sentence naming the file and dlerror's text.
+ * (not under the root); NULL: CUDA_LIBRARY_NAME where drivers install it, under the root hostfs reads
+ * and through the dynamic linker, as NVML is found (driver_lib_dlopen: the host's and the GPU
+ * Operator's driver container's folders, their ld.so.cache). Returns 0 and *ret (release with
+ * cuda_lib_unref); -ENOENT when no library can be loaded, -ELIBBAD when a required entry point is
+ * missing. On failure *ret_error (when not NULL) gets a malloc'd sentence naming the file and the
+ * loader's errors.
  */
-int cuda_lib_open(const char *path, const char *root, struct cuda_lib **ret, char **ret_error);
+int cuda_lib_open(const char *path, struct cuda_lib **ret, char **ret_error);
 
 /* Returns lib after taking one more reference (lib may be NULL). Thread-safe. */
 struct cuda_lib *cuda_lib_ref(struct cuda_lib *lib);

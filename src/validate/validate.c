@@ -1166,7 +1166,7 @@ int validate_run(const struct validate_options *o, struct validate_result *ret) 
         /* nvidia-smi's order (PCI bus) rather than CUDA's default fastest-first, so indexes agree */
         setenv("CUDA_DEVICE_ORDER", "PCI_BUS_ID", 0);
         char *err = NULL;
-        if (cuda_lib_open(o->cuda_library, o->root, &r->cu, &err) < 0) {
+        if (cuda_lib_open(o->cuda_library, &r->cu, &err) < 0) {
                 code = cannot_run(rep, "cuda", err ? err : "cannot load libcuda.so.1", VALIDATE_EXIT_UNAVAILABLE);
                 free(err);
                 goto done;

@@ -22,9 +22,8 @@ struct validate_options {
         enum validate_level level;
         const char *const *gpus; /* --gpu selectors: an index (the NVML/nvidia-smi one) or a UUID; NULL: all */
         size_t n_gpus;
-        const char *cuda_library; /* NULL: libcuda.so.1, then the root's */
+        const char *cuda_library; /* NULL: libcuda.so.1 where drivers install it (cuda_lib_open) */
         const char *nvml_library; /* NULL: libnvidia-ml.so.1 */
-        const char *root;         /* for finding libcuda.so.1 under a host root; NULL or "/" */
         const char *node;         /* the node's name for the report */
         uint64_t timeout_ms;      /* bound of one test on one GPU (stress.sustained: its duration plus this) */
         bool force;               /* validate GPUs that run compute processes */

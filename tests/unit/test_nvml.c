@@ -12,7 +12,7 @@
 #include <time.h>
 
 #include "basic/hostfs.h"
-#include "nvml/ld_cache.h"
+#include "basic/ld_cache.h"
 #include "nvml/nvml_facts_json.h"
 #include "nvml/nvml_lib.h"
 #include "nvml/nvml_probe.h"

@@ -1,5 +1,5 @@
 /* ld_cache.c: glibc's ld.so.cache formats, read with bounds checks on every offset (see ld_cache.h). */
-#include "nvml/ld_cache.h"
+#include "basic/ld_cache.h"
 
 #include <inttypes.h>
 #include <string.h>
