@@ -3,7 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "nvml/ld_cache.h"
+#include "basic/ld_cache.h"
 
 /* Touches every string the parser hands out, so a bad offset reads out of bounds under ASan. */
 static int touch(const char *key, const char *value, uint32_t flags, void *userdata) {
