@@ -144,7 +144,9 @@ r, doc = cluster_json(srv)
 check(r.returncode == 0 and doc and doc["verdict"] == "healthy", "all ready: healthy, exit 0", r.stdout[-2000:] + r.stderr)
 if doc:
     check(doc["schema"] == "gpunode.cluster/v1", "all ready: schema gpunode.cluster/v1")
-    check(all(c["status"] == "pass" for c in doc["checks"]), "all ready: every check passes",
+    # gpu-health.validation skips: no agent runs with --validate-on-start in this cluster (cases below)
+    check(all(c["status"] == "pass" or (c["id"] == "gpu-health.validation" and c["status"] == "skip")
+              for c in doc["checks"]), "all ready: every check passes (validation: skipped, no node validated)",
           json.dumps([c for c in doc["checks"] if c["status"] != "pass"], indent=1))
     check([c["id"] for c in doc["categories"]] == ["infrastructure", "gpu-health", "network", "storage", "scheduling",
                                                     "observability"], "all ready: the six categories in order")
@@ -463,12 +465,39 @@ check(r.returncode == 69 and r.stdout == "" and "cycle" in r.stderr and "/api/v1
       % (time.monotonic() - t0), r.stderr)
 srv.stop()
 
+# ---- validated nodes (agent --validate-on-start: the GPUValidationFailed condition) ----
+d = base()
+gpu_names = [n["metadata"]["name"] for n in d["nodes"]
+             if any(c["type"] == "GPUHardwareProblem" for c in n["status"].get("conditions", []))]
+ago = lambda s: time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(now - s))
+for name, st_, reason, msg, since in (
+        (gpu_names[0], "False", "GPUValidationPassed", "quick validation passed on 8 GPU(s) in 41 s", 7200),
+        (gpu_names[1], "True", "GPUValidationMemoryBandwidth",
+         "quick validation failed: GPU 5 (GPU-b) memory.bandwidth: 1200 GB/s, 25% of the 4800 GB/s specified", 600)):
+    get_node(d, name)["status"]["conditions"].append(
+        {"type": "GPUValidationFailed", "status": st_, "reason": reason, "message": msg,
+         "lastTransitionTime": ago(since), "lastHeartbeatTime": ago(30)})
+srv = Server(d, "validated")
+r, doc = cluster_json(srv)
+v = finding(doc, "gpu-health.validation") if doc else {}
+ev = v.get("evidence", [])
+check(v.get("status") == "fail" and "1 of 2 validated GPU nodes failed" in v.get("summary", ""),
+      "validation: a node whose validation failed fails gpu-health.validation", json.dumps(v, indent=1))
+check(any(e.startswith(gpu_names[1] + ": failed (GPUValidationMemoryBandwidth) since 10 min ago") and
+          "1200 GB/s" in e for e in ev) and
+      any(e.startswith(gpu_names[0] + ": validated (GPUValidationPassed) since 2 h ago") for e in ev) and
+      any("have no validation condition" in e for e in ev),
+      "validation: which nodes, when, the verdict and the figures (%s)" % ev)
+r = srv.run()
+check("gpu-health.validation" in r.stdout, "validation: the text output shows the check", r.stdout[-1500:])
+srv.stop()
+
 # ---- usage ----
 r = subprocess.run([gpunode, "cluster", "--list-checks"], capture_output=True, text=True)
 ids = [l.split()[0] for l in r.stdout.splitlines()]
-check(r.returncode == 0 and len(ids) == 23 and ids[0] == "infrastructure.gpu-nodes" and ids[-1] == "observability.scrape-config"
+check(r.returncode == 0 and len(ids) == 24 and ids[0] == "infrastructure.gpu-nodes" and ids[-1] == "observability.scrape-config"
       and all(i.split(".")[0] in ("infrastructure", "gpu-health", "network", "storage", "scheduling", "observability") for i in ids),
-      "--list-checks: 23 checks, each <category>.<name>", r.stdout)
+      "--list-checks: 24 checks, each <category>.<name>", r.stdout)
 r = subprocess.run([gpunode, "cluster", "--output", "yaml"], capture_output=True, text=True)
 check(r.returncode == 64, "--output yaml: usage error")
 
