@@ -730,14 +730,14 @@ int agent_start(const struct agent_options *o, struct agent **ret) {
                 agent_stop(a);
                 return r;
         }
-        if (o->validate_on_start) {
+        if (o->validate_on_start || o->allow_remote_validate) {
                 const struct agent_validation_options vo = { .self = o->self,
                                                              .root = o->root,
                                                              .nvml_library = o->nvml_library,
                                                              .cuda_library = o->cuda_library,
                                                              .node = a->node,
                                                              .timeout_ms = o->validate_timeout_ms,
-                                                             .on_start = true,
+                                                             .on_start = o->validate_on_start,
                                                              .on_result = on_validation_result,
                                                              .userdata = a };
                 int k = agent_validation_start(&vo, &a->validation);
@@ -776,9 +776,37 @@ static bool path_is(const struct http_request *req, const char *p) {
 
 bool agent_http_route(void *userdata, const struct http_request *req, struct http_response *r) {
         struct agent *a = userdata;
+        if (req->method == HTTP_POST) {
+                if (!path_is(req, "/validate")) return false;
+                if (!a->o.allow_remote_validate) {
+                        /* a Kubernetes Status, so that a client reading it through the pod proxy finds the message */
+                        static const char refused[] =
+                                "{\"kind\":\"Status\",\"apiVersion\":\"v1\",\"status\":\"Failure\",\"reason\":"
+                                "\"Forbidden\",\"code\":403,\"message\":\"remote validation refused: this agent was "
+                                "started without --allow-remote-validate\"}\n";
+                        reply_copy(r, 403, "application/json", refused, sizeof refused - 1);
+                        return true;
+                }
+                unsigned run = agent_validation_request(a->validation);
+                char body[64];
+                int n = snprintf(body, sizeof body, "{\"accepted\":true,\"run\":%u}\n", run);
+                fprintf(stderr, "gpunode agent: a validation was asked for remotely (run %u)\n", run);
+                reply_copy(r, 202, "application/json", body, (size_t)n);
+                return true;
+        }
+        if (a->validation && path_is(req, "/validate/status")) {
+                struct agent_validation_state st;
+                agent_validation_get(a->validation, &st);
+                char body[128];
+                int n = snprintf(body, sizeof body, "{\"results\":%u,\"running\":%s,\"at\":%lld}\n", st.seq,
+                                 st.running ? "true" : "false", (long long)st.at);
+                reply_copy(r, 200, "application/json", body, (size_t)n);
+                return true;
+        }
         if (path_is(req, "/validate") || path_is(req, "/metrics/validate")) {
                 if (!a->validation) {
-                        static const char off[] = "validation is off: the agent runs without --validate-on-start\n";
+                        static const char off[] = "validation is off: the agent runs without --validate-on-start or "
+                                                  "--allow-remote-validate\n";
                         reply_copy(r, 404, "text/plain; charset=utf-8", off, sizeof off - 1);
                         return true;
                 }

@@ -315,11 +315,14 @@ void agent_validation_note_gpu_pods(struct agent_validation *v, size_t gpu_pods)
         pthread_mutex_unlock(&v->lock);
 }
 
-void agent_validation_request(struct agent_validation *v) {
+unsigned agent_validation_request(struct agent_validation *v) {
         pthread_mutex_lock(&v->lock);
+        /* a run in progress started before this request: the one after it answers */
+        unsigned target = v->st.seq + (v->st.running ? 2 : 1);
         v->requested = true;
         pthread_cond_signal(&v->cond);
         pthread_mutex_unlock(&v->lock);
+        return target;
 }
 
 void agent_validation_get(struct agent_validation *v, struct agent_validation_state *ret) {

@@ -53,8 +53,9 @@ int agent_validation_start(const struct agent_validation_options *o, struct agen
  * nothing. */
 void agent_validation_note_gpu_pods(struct agent_validation *v, size_t gpu_pods);
 
-/* Asks for a run now (or right after the one in progress). Returns nothing. */
-void agent_validation_request(struct agent_validation *v);
+/* Asks for a run now (or right after the one in progress). Returns the sequence number its result will
+ * carry (agent_validation_state.seq once it is in). */
+unsigned agent_validation_request(struct agent_validation *v);
 
 /* The latest state, copied under the thread's lock. */
 struct agent_validation_state {

@@ -32,6 +32,7 @@ enum {
         OPT_VALIDATE_ON_START,
         OPT_VALIDATE_TIMEOUT,
         OPT_CUDA_LIBRARY,
+        OPT_ALLOW_REMOTE_VALIDATE,
 };
 
 /* The device plugin inside the agent (--device-plugin): its thread, stopped through a pipe. */
@@ -100,6 +101,7 @@ static int parse_argv_agent(int argc, char **argv, struct agent_args *ret) {
                 { "validate-on-start", no_argument, NULL, OPT_VALIDATE_ON_START },
                 { "validate-timeout", required_argument, NULL, OPT_VALIDATE_TIMEOUT },
                 { "cuda-library", required_argument, NULL, OPT_CUDA_LIBRARY },
+                { "allow-remote-validate", no_argument, NULL, OPT_ALLOW_REMOTE_VALIDATE },
                 OPTION_ROOT,
                 OPTION_KMSG,
                 OPTION_NVML_LIBRARY,
@@ -185,6 +187,7 @@ static int parse_argv_agent(int argc, char **argv, struct agent_args *ret) {
                         min = 1000;
                         break;
                 case OPT_CUDA_LIBRARY: ao.cuda_library = optarg; break;
+                case OPT_ALLOW_REMOTE_VALIDATE: ao.allow_remote_validate = true; break;
                 default: {
                         _cleanup_free_ char *error = NULL;
                         int k = shared_option(c, optarg, &so, &error);
@@ -307,7 +310,7 @@ static int run_agent(struct agent_args *a) {
                 return EXIT_INTERNAL;
         }
         /* the agent's / (the status page) before the exporter's index */
-        daemon_add_route(d, &(struct daemon_route){ .handle = agent_http_route, .userdata = agent });
+        daemon_add_route(d, &(struct daemon_route){ .handle = agent_http_route, .userdata = agent, .post = true });
         exporter_join_daemon(e, d);
         struct diagnosis_sink sink;
         agent_diagnosis_sink(agent, &sink);
@@ -426,6 +429,8 @@ const struct command command_agent = {
                 "                         with --taint, gpunode.io/unvalidated=true:NoSchedule until a run passes\n"
                 "  --validate-timeout DUR the validation child is killed past this (default 15m)\n"
                 "  --cuda-library PATH    libcuda.so.1 for the validation (default: the linker's, then --root's)\n"
+                "  --allow-remote-validate  POST /validate (`kubectl gpunode validate NODE`) starts a validation;\n"
+                "                         refused (403) without it\n"
                 "  (the options below are given to each diagnosis, `gpunode check`, as well)\n",
         .shared = SHARED_OPT_ROOT | SHARED_OPT_KMSG | SHARED_OPT_NVML_LIBRARY | SHARED_OPT_NODE | SHARED_OPTS_KUBE,
         .notes = "stops cleanly on SIGTERM, SIGINT, SIGHUP or SIGQUIT\n",

@@ -269,6 +269,18 @@ def fake_cuda_description(path, bad_gpu=None):
     json.dump({"gpus": gpus}, open(path, "w"))
 
 
+def http_post(path):
+    """POSTs {} to the agent. Returns (status, body)."""
+    import urllib.request, urllib.error
+    req = urllib.request.Request("http://127.0.0.1:%d%s" % (port, path), data=b"{}", method="POST",
+                                 headers={"Content-Type": "application/json"})
+    try:
+        with urllib.request.urlopen(req, timeout=5) as r:
+            return r.status, r.read()
+    except urllib.error.HTTPError as e:
+        return e.code, e.read()
+
+
 def validation_condition():
     return conditions()[0].get("GPUValidationFailed")
 
@@ -340,9 +352,31 @@ def validate_on_start():
     check(bool(w) and w[0]["type"] == "Normal", "a Normal Event says the validation passed")
     check("taint removed: gpunode.io/unvalidated:NoSchedule" in open(tmp + "/agent.log").read(),
           "the log says the taint was removed")
+    # without --allow-remote-validate a POST /validate is refused, with a message naming the option
+    st, body = http_post("/validate")
+    check(st == 403 and b"--allow-remote-validate" in body and json.loads(body).get("kind") == "Status",
+          "POST /validate without --allow-remote-validate: 403 naming the option (%s %s)" % (st, body[:100]))
+    st, body = http_post("/report")
+    check(st == 405, "POST of another path: 405 (%s)" % st)
     p.send_signal(signal.SIGTERM)
     p.wait(10)
     check(p.returncode == 0, "the agent stops cleanly (exit %s)" % p.returncode)
+    # --allow-remote-validate alone: nothing runs on start; a POST starts a run, /validate/status says when it is in
+    p = start_agent("--allow-remote-validate", "--cuda-library", fake_cuda)
+    check(wait(lambda: http("/ready")[0] == 200, 15) is not None, "remote case: the agent is ready")
+    st, body = http("/validate/status")
+    check(st == 200 and json.loads(body)["results"] == 0, "remote case: no validation on start (%s)" % body)
+    t0 = time.time()
+    st, body = http_post("/validate")
+    ack = json.loads(body) if st == 202 else {}
+    check(st == 202 and ack.get("run") == 1, "POST /validate with --allow-remote-validate: 202, run 1 (%s)" % body)
+    done = wait(lambda: json.loads(http("/validate/status")[1])["results"] >= 1, 20)
+    st, body = http("/validate")
+    rep = json.loads(body) if st == 200 else {}
+    check(bool(done) and rep.get("verdict") == "pass" and len(rep.get("gpus", [])) == 8,
+          "the remote run's result is served: verdict %s in %.1f s" % (rep.get("verdict"), time.time() - t0))
+    p.send_signal(signal.SIGTERM)
+    p.wait(10)
     for k in ("GPUNODE_VALIDATE_TEST_SCALE", "GPUNODE_FAKE_CUDA"):
         env.pop(k, None)
 
