@@ -175,8 +175,8 @@ static int api_get_node(struct agent *a, json_t **ret, char **ret_error) {
         return api_get_fields(a, path, NODE_FIELDS, "get nodes", ret, ret_error);
 }
 
-/* Reads the node's GPUValidationFailed condition (status and lastTransitionTime; heartbeat 0: due) into
- * *ret, so that a restarted agent keeps lastTransitionTime while the status stays. Returns nothing; an
+/* Reads the node's GPUValidationFailed condition (status, reason, message, lastTransitionTime; heartbeat 0: due)
+ * into *ret, so that a restarted agent keeps the last run's result until its own run ends. Returns nothing; an
  * absent or unreadable condition leaves *ret !known. */
 static void validation_from_node(const json_t *node, struct agent_cond_state *ret) {
         size_t i;
@@ -192,6 +192,10 @@ static void validation_from_node(const json_t *node, struct agent_cond_state *re
                 ret->c.status = streq(status, "True")    ? AGENT_TRUE
                                 : streq(status, "False") ? AGENT_FALSE
                                                          : AGENT_UNKNOWN;
+                const char *reason = kube_json_str(json_object_get(c, "reason"));
+                const char *message = kube_json_str(json_object_get(c, "message"));
+                snprintf(ret->c.reason, sizeof ret->c.reason, "%s", reason ? reason : "");
+                agent_bound_utf8(message ? message : "", ret->c.message, sizeof ret->c.message);
                 return;
         }
 }
@@ -462,6 +466,13 @@ static int sync_taint(struct agent *a, char **ret_error) {
         return 0;
 }
 
+/* Returns true when reason is a validation's result (pass, degraded, a failure, cannot run), not a state
+ * before the first run (GPUValidationNotRun, GPUValidationWaitingForGPUPods). */
+static bool validation_is_result(const char *reason) {
+        return startswith(reason, "GPUValidation") && !streq(reason, "GPUValidationNotRun") &&
+               !streq(reason, "GPUValidationWaitingForGPUPods");
+}
+
 /* Writes the GPUValidationFailed condition (a strategic merge PATCH of that type alone) when its status or
  * words changed from what was written, or its heartbeat is due; queues an Event for each validation result
  * whose status or reason differs from the last one's (the first result always gets one). Returns 0, or
@@ -471,6 +482,8 @@ static int sync_validation(struct agent *a, char **ret_error) {
         agent_validation_get(a->validation, &st);
         int64_t now = wall_s();
         struct agent_cond_state *w = &a->val_written;
+        /* before this process's first result, a result already on the Node (a restarted agent) stays */
+        if (st.seq == 0 && w->known && validation_is_result(w->c.reason)) st.cond = w->c;
         bool status_changed = !w->known || w->c.status != st.cond.status;
         bool changed = status_changed || !streq(w->c.reason, st.cond.reason) || !streq(w->c.message, st.cond.message);
         bool heartbeat = w->known && (now - w->heartbeat_time >= (int64_t)a->o.heartbeat_s ||
@@ -517,12 +530,15 @@ static int sync_validation(struct agent *a, char **ret_error) {
 }
 
 /* Adds or removes gpunode.io/unvalidated=true:NoSchedule (--taint --validate-on-start): due until a
- * validation passed, removed after; added only when the circuit breaker allows, as the other taint.
- * Returns 0 or -errno with *ret_error. */
+ * validation passed (a restarted agent whose Node says GPUValidationPassed does not fence it again), removed after;
+ * added only when the circuit breaker allows, as the other taint. Returns 0 or -errno with *ret_error. */
 static int sync_unvalidated_taint(struct agent *a, char **ret_error) {
         struct agent_validation_state st;
         agent_validation_get(a->validation, &st);
-        const char *want = st.passed_once ? NULL : "true";
+        /* passed: in this process, or (before its first result) the Node's condition says a run passed */
+        bool passed = st.passed_once ||
+                      (st.seq == 0 && a->val_written.known && streq(a->val_written.c.reason, "GPUValidationPassed"));
+        const char *want = passed ? NULL : "true";
         for (int attempt = 0; attempt < 2; attempt++) {
                 json_t *node = NULL;
                 char *err = NULL;

@@ -361,9 +361,22 @@ def validate_on_start():
     p.send_signal(signal.SIGTERM)
     p.wait(10)
     check(p.returncode == 0, "the agent stops cleanly (exit %s)" % p.returncode)
-    # --allow-remote-validate alone: nothing runs on start; a POST starts a run, /validate/status says when it is in
-    p = start_agent("--allow-remote-validate", "--cuda-library", fake_cuda)
+    # --allow-remote-validate alone: nothing runs on start; a POST starts a run, /validate/status says when it is in.
+    # A restarted agent keeps the Node's passed result: no Unknown written over it, the node not fenced again
+    # (before: GPUValidationNotRun and the taint again on every restart, until a new run passed).
+    log_from = len(open(tmp + "/requests.log").readlines())
+    p = start_agent("--allow-remote-validate", "--cuda-library", fake_cuda, "--taint", "--taint-max-share", "1")
     check(wait(lambda: http("/ready")[0] == 200, 15) is not None, "remote case: the agent is ready")
+    time.sleep(2)
+    writes = [json.loads(l) for l in open(tmp + "/requests.log").readlines()[log_from:] if '"PATCH"' in l]
+    unknown = [w for w in writes if w.get("path", "").endswith("/status") and
+               any(c.get("type") == "GPUValidationFailed" and c.get("status") != "False"
+                   for c in ((w.get("body") or {}).get("status") or {}).get("conditions", []))]
+    fenced = [w for w in writes if "gpunode.io/unvalidated" in json.dumps(w.get("body"))]
+    check(not unknown and not fenced and validation_condition()["reason"] == "GPUValidationPassed" and
+          not unvalidated_taint(),
+          "a restarted agent keeps the Node's GPUValidationPassed: no Unknown written (%d), no taint added (%d)"
+          % (len(unknown), len(fenced)))
     st, body = http("/validate/status")
     check(st == 200 and json.loads(body)["results"] == 0, "remote case: no validation on start (%s)" % body)
     t0 = time.time()
