@@ -203,6 +203,7 @@ void probe_all(const struct probe_options *opts, struct node_facts *ret) {
         probe_rdma(&ret->rdma);
         probe_sriov(&ret->sriov);
         ret->runtime = probe_runtime(&ret->dpkg);
+        ret->expect_gpus = opts->expect_gpus;
         if (opts->kube) {
                 ret->kube = probe_kube(opts->kube, ret->hostname);
                 ret->metrics = probe_metrics(opts->kube, ret->kube);

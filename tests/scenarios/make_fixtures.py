@@ -534,12 +534,22 @@ def nvswitch_scenarios():
     n.finish()
 
 
-def hgx(name, fabric_state=3, fm_running=True, rdma=True, gpu_overrides=None, runtime=True):
+def boot_enumeration(n, buses, suffix=""):
+    """The kernel's PCI enumeration lines at boot for the HGX GPUs on buses and the NVSwitches (kernels
+    from 6.8 on end each line with the port type: suffix " PCIe Endpoint")."""
+    for bus in NVSWITCH_BUSES:
+        n.log("pci 0000:%s:00.0: [10de:22a3] type 00 class 0x068000%s" % (bus, suffix))
+    for bus in buses:
+        n.log("pci 0000:%s:00.0: [10de:%04x] type 00 class 0x030200%s" % (bus, H100["device"], suffix))
+        n.log("pci 0000:%s:00.0: reg 0x10: [mem 0x%s000000-0x%sffffff 64bit pref]" % (bus, bus, bus))
+
+
+def hgx(name, fabric_state=3, fm_running=True, rdma=True, gpu_overrides=None, runtime=True, buses=HGX_BUSES):
     gpu_overrides = gpu_overrides or {}
     n = Node(name)
     boot_noise(n)
     n.add_other_pci()
-    for i, bus in enumerate(HGX_BUSES):
+    for i, bus in enumerate(buses):
         n.add_gpu(H100, bus, **gpu_overrides.get(i, {}))
     for bus in NVSWITCH_BUSES:
         n.add_nvswitch(bus)
@@ -611,6 +621,22 @@ def main():
     n.log("NVRM: GPU 0000:5d:00.0: GPU has fallen off the bus.", 3)
     n.nvml_doc()
     n.finish()
+
+    # A GPU the kernel enumerated at boot left the bus later (its slot's link went down): PCI and NVML
+    # both count 7 and agree; the boot's enumeration names the missing slot.
+    n = hgx("gpu-gone-since-boot", buses=[b for b in HGX_BUSES if b != "5d"])
+    boot_enumeration(n, HGX_BUSES, suffix=" PCIe Endpoint")
+    n.log("pcieport 0000:5c:00.0: pciehp: Slot(5): Link Down", 3)
+    n.log("pcieport 0000:5c:00.0: pciehp: Slot(5): Card not present", 3)
+    n.nvml_doc()
+    n.finish()
+
+    # A GPU not enumerated at boot at all (GPUd --gpu-count, the EKS agent's count mismatch): PCI, NVML
+    # and the boot's enumeration all say 7; only the count the node should have tells.
+    n = hgx("gpu-count-below-expected", buses=[b for b in HGX_BUSES if b != "ba"])
+    boot_enumeration(n, [b for b in HGX_BUSES if b != "ba"])
+    n.nvml_doc()
+    n.finish(args=["--expect-gpus", "8"])
 
     # 5. Double-bit ECC error, then a failed page retirement, on one GPU.
     n = hgx("xid-48-then-64", gpu_overrides={5: {
