@@ -220,6 +220,7 @@ void node_facts_free(struct node_facts *f) {
         kmsg_facts_free(&f->kmsg);
         nvml_state_free(&f->nvml);
         gpu_process_facts_free(&f->gpu_processes);
+        process_facts_free(&f->processes);
         rdma_facts_free(&f->rdma);
         sriov_facts_free(&f->sriov);
         fabric_manager_facts_free(&f->fabric_manager);

@@ -22,6 +22,7 @@
         X(driver_recovery_action)                                                                                      \
         X(driver_memory_errors)                                                                                        \
         X(driver_persistence)                                                                                          \
+        X(driver_stuck_processes)                                                                                      \
         X(gpu_clock_slowdown)                                                                                          \
         X(gpu_temperature)                                                                                             \
         X(gpu_pcie_link)                                                                                               \

@@ -170,6 +170,17 @@ class Node:
         self.write("proc/%d/comm" % pid, comm + "\n")
         self.write("proc/%d/cmdline" % pid, comm + "\0")
 
+    def task(self, pid, comm, state, wchan="0", kernel_thread=False):
+        """A process with its /proc/<pid>/stat (state letter, field 3) and wchan; a kernel thread has an
+        empty cmdline and ppid 2 (kthreadd)."""
+        self.write("proc/%d/comm" % pid, comm[:15] + "\n")
+        self.write("proc/%d/cmdline" % pid, "" if kernel_thread else comm + "\0")
+        self.write("proc/%d/stat" % pid, "%d (%s) %s %d %d 0 0 -1 %d 0 0 0 0 12 340 0 0 20 0 1 0 1234 0 0 "
+                   "18446744073709551615 0 0 0 0 0 0 0 2147483647 0 0 0 0 17 3 0 0 0 0 0\n"
+                   % (pid, comm[:15], state, 2 if kernel_thread else 1, 0 if kernel_thread else pid,
+                      0x208040 if kernel_thread else 0x400100))
+        self.write("proc/%d/wchan" % pid, wchan)
+
     def ib(self, dev, ports, hca="MT4129", fw="28.41.1000"):
         base = "sys/class/infiniband/" + dev
         self.write(base + "/hca_type", hca + "\n")
@@ -637,6 +648,16 @@ def main():
     boot_enumeration(n, [b for b in HGX_BUSES if b != "ba"])
     n.nvml_doc()
     n.finish(args=["--expect-gpus", "8"])
+
+    # A GPU that stopped answering: the driver's queue thread, nvidia-smi and the training process on
+    # GPU 0 wait in the driver, uninterruptible (D state); a sleeping driver thread is fine.
+    n = hgx("driver-stuck-d-state", gpu_overrides={0: {"processes": [{"pid": 70001, "used_memory": 41 << 30}]}})
+    n.task(812, "nv_queue", "D", "__down_common", kernel_thread=True)
+    n.task(813, "nvidia-modeset/kthread_q", "S", "worker_thread", kernel_thread=True)
+    n.task(51234, "nvidia-smi", "D", "rwsem_down_write_slowpath")
+    n.task(70001, "python3", "D", "uvm_va_space_destroy")
+    n.nvml_doc()
+    n.finish()
 
     # 5. Double-bit ECC error, then a failed page retirement, on one GPU.
     n = hgx("xid-48-then-64", gpu_overrides={5: {
