@@ -682,6 +682,24 @@ def main():
     n.nvml_doc()
     n.finish()
 
+    # The fabric manager died after the GPUs registered (NVSentinel#883, 20 days unnoticed): the fabric
+    # state still reads completed, the next GPU reset or partition change fails. Its log ends mid-run
+    # (a crash writes no line).
+    n = hgx("fabric-manager-died", fm_running=False)
+    n.fabric_manager(log=fm_started())
+    n.nvml_doc()
+    n.finish()
+
+    # The fabric health mask (NVML fabric info v2, r570's four fields): GPU 2's route unhealthy (bits 4-5
+    # = 1), GPU 5's bandwidth degraded (bits 0-1 = 1); the others 0xaa, every field "false".
+    masks = {i: 0xAA for i in range(8)}
+    masks.update({2: 0x9A, 5: 0xA9})
+    n = hgx("nvlink-fabric-unhealthy")
+    for g in n.gpus:
+        g["nvml"]["fabric"]["health_mask"] = masks[g["index"]]
+    n.nvml_doc()
+    n.finish()
+
     # 8. One InfiniBand port down on an otherwise healthy HGX node.
     n = hgx("ib-port-down")
     shutil.rmtree(n.path("sys/class/infiniband/mlx5_3/ports/1"))
