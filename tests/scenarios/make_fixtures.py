@@ -68,12 +68,33 @@ class Node:
         self.nvml = None
         self.write("proc/sys/kernel/hostname", name + "\n")
         self.write("proc/sys/kernel/osrelease", KERNEL + "\n")
+        self.mountinfo()
         self.mkdir("sys/bus/pci/devices")
         # Every host has a loopback interface (a virtual one: no device link, no SR-IOV). Git keeps
         # no empty folders, so a fixture never relies on one.
         self.write("sys/devices/virtual/net/lo/type", "772\n")
         self.write("sys/devices/virtual/net/lo/operstate", "unknown\n")
         self.symlink("../../devices/virtual/net/lo", "sys/class/net/lo")
+
+    def mountinfo(self, root_opts="rw,relatime", root_super="rw", extra=()):
+        """The host's mounts as init sees them (/proc/1/mountinfo, proc(5)): an ext4 root on NVMe, the
+        kernel's filesystems, and a pod's projected volume and a container's rootfs below it."""
+        lines = [
+            "22 28 0:21 / /sys rw,nosuid,nodev,noexec,relatime shared:7 - sysfs sysfs rw",
+            "23 28 0:22 / /proc rw,nosuid,nodev,noexec,relatime shared:13 - proc proc rw",
+            "24 28 0:5 / /dev rw,nosuid,relatime shared:2 - devtmpfs udev rw,size=1056508416k,nr_inodes=264127104,mode=755,inode64",
+            "26 28 0:25 / /run rw,nosuid,nodev,noexec,relatime shared:5 - tmpfs tmpfs rw,size=211315208k,mode=755,inode64",
+            "28 1 259:2 / / %s shared:1 - ext4 /dev/nvme0n1p2 %s" % (root_opts, root_super),
+            "31 28 259:1 / /boot/efi rw,relatime shared:32 - vfat /dev/nvme0n1p1 rw,fmask=0077,dmask=0077,codepage=437,"
+            "iocharset=iso8859-1,shortname=mixed,errors=remount-ro",
+            "1843 28 0:58 / /var/lib/kubelet/pods/7c1e2a4b-0d3f-4a6e-9b21-5f8c3d2e1a90/volumes/kubernetes.io~projected/"
+            "kube-api-access-7xk2p rw,relatime shared:780 - tmpfs tmpfs rw,size=1048576k,inode64",
+            "2101 26 0:63 / /run/containerd/io.containerd.runtime.v2.task/k8s.io/9f2c4b1a/rootfs rw,relatime shared:800 - "
+            "overlay overlay rw,lowerdir=/var/lib/containerd/io.containerd.snapshotter.v1.overlayfs/snapshots/12/fs,"
+            "upperdir=/var/lib/containerd/io.containerd.snapshotter.v1.overlayfs/snapshots/13/fs,"
+            "workdir=/var/lib/containerd/io.containerd.snapshotter.v1.overlayfs/snapshots/13/work",
+        ] + list(extra)
+        self.write("proc/1/mountinfo", "".join(l + "\n" for l in lines))
 
     def path(self, p):
         return os.path.join(self.root, p.lstrip("/"))
@@ -697,6 +718,24 @@ def main():
     n = hgx("nvlink-fabric-unhealthy")
     for g in n.gpus:
         g["nvml"]["fabric"]["health_mask"] = masks[g["index"]]
+    n.nvml_doc()
+    n.finish()
+
+    # The root filesystem hit an error and the kernel remounted it read-only (errors=remount-ro): the
+    # mount's options still say rw, its superblock's say ro. containerd and the kubelet cannot write.
+    n = hgx("root-remounted-read-only")
+    n.mountinfo(root_super="ro")
+    n.write("var/lib/kubelet/config.yaml", "apiVersion: kubelet.config.k8s.io/v1beta1\nkind: KubeletConfiguration\n")
+    n.log("EXT4-fs error (device nvme0n1p2): ext4_journal_check_start:83: comm containerd: Detected aborted journal", 2)
+    n.log("EXT4-fs (nvme0n1p2): Remounting filesystem read-only", 2)
+    n.nvml_doc()
+    n.finish()
+
+    # /var/lib/kubelet on its own disk, mounted read-only by a wrong fstab line; the root is fine.
+    n = hgx("kubelet-dir-read-only")
+    n.mountinfo(extra=["1201 28 259:5 / /var/lib/kubelet ro,relatime shared:40 - xfs /dev/nvme1n1 ro,attr2,inode64,"
+                       "logbufs=8,logbsize=32k,noquota"])
+    n.write("var/lib/kubelet/config.yaml", "apiVersion: kubelet.config.k8s.io/v1beta1\nkind: KubeletConfiguration\n")
     n.nvml_doc()
     n.finish()
 
