@@ -138,6 +138,7 @@ struct stuck_process {
 struct process_facts {
         bool fabricmanager_running; /* nv-fabricmanager in /proc */
         bool persistenced_running;  /* nvidia-persistenced in /proc */
+        bool proc_visible;          /* /proc under the root lists processes (their comm readable) */
         /* The driver's processes (comm "nv_*", "nvidia*", "UVM *", "irq/N-nvidia*", "nv-*") in D state */
         struct stuck_process *stuck;
         size_t n_stuck;

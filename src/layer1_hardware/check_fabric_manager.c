@@ -245,7 +245,9 @@ static void run_fabric_state(const struct node_facts *facts, struct finding *f) 
                 return;
         }
         finding_evidence(f, "%zu NVSwitch function(s); nv-fabricmanager %s", facts->pci.n_nvswitches,
-                         facts->processes.fabricmanager_running ? "running" : "not running");
+                         facts->processes.fabricmanager_running ? "running"
+                         : facts->processes.proc_visible        ? "not running"
+                                                         : "unknown (no process visible under the root's /proc)");
         unsigned done = 0, waiting = 0, failed = 0, unknown = 0, unhealthy = 0, degraded = 0;
         for (unsigned i = 0; i < n->n_gpus; i++) {
                 const struct nvml_gpu_facts *g = &n->gpus[i];
@@ -303,7 +305,7 @@ static void run_fabric_state(const struct node_facts *facts, struct finding *f) 
         } else if (unknown) {
                 finding_warn(f, "NVML does not report the fabric state of %u GPU(s) on an NVSwitch system", unknown);
                 finding_remedy(f, "update the driver; check `nvidia-smi -q | grep -A3 Fabric`");
-        } else if (done && !facts->processes.fabricmanager_running) {
+        } else if (done && !facts->processes.fabricmanager_running && facts->processes.proc_visible) {
                 fm_log_evidence(&facts->fabric_manager.log, f);
                 finding_warn(f,
                              "all %u GPU(s) registered with the NVLink fabric, but the fabric manager is not "

@@ -54,6 +54,7 @@ void probe_processes(struct process_facts *ret) {
                 _cleanup_free_ char *p = xasprintf("/proc/%s/comm", names[i]);
                 _cleanup_free_ char *comm = NULL;
                 if (hostfs_read_line(p, &comm) < 0) continue;
+                ret->proc_visible = true;
                 if (streq(comm, "nv-fabricmanager")) ret->fabricmanager_running = true;
                 if (streq(comm, "nvidia-persiste") || streq(comm, "nvidia-persistenced"))
                         ret->persistenced_running = true;

@@ -711,6 +711,19 @@ def main():
     n.nvml_doc()
     n.finish()
 
+    # The same node seen without its processes (a pod without the host's /proc): that the fabric manager
+    # is not in /proc proves nothing, so no warning.
+    n = hgx("fabric-manager-proc-hidden", fm_running=False)
+    n.fabric_manager(log=fm_started())
+    for pid in [e for e in os.listdir(n.path("proc")) if e.isdigit()]:
+        if pid == "1":  # /proc/1/mountinfo stays: the mounts are read through it
+            os.remove(n.path("proc/1/comm"))
+            os.remove(n.path("proc/1/cmdline"))
+        else:
+            shutil.rmtree(n.path("proc/" + pid))
+    n.nvml_doc()
+    n.finish()
+
     # The fabric health mask (NVML fabric info v2, r570's four fields): GPU 2's route unhealthy (bits 4-5
     # = 1), GPU 5's bandwidth degraded (bits 0-1 = 1); the others 0xaa, every field "false".
     masks = {i: 0xAA for i in range(8)}
