@@ -1,4 +1,5 @@
-/* fuzz_kmsg.c: libFuzzer target feeding arbitrary input to the kernel log scanner in input-chosen chunks, checking the summary's invariants (GPUs and Xids, NVSwitches and SXids). */
+/* fuzz_kmsg.c: libFuzzer target feeding arbitrary input to the kernel log scanner in input-chosen chunks, checking the
+ * summary's invariants (GPUs and Xids, NVSwitches and SXids, the GPUs enumerated at boot). */
 #include <errno.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -86,6 +87,14 @@ static void check_summary(const struct kmsg_summary *sum, size_t len) {
                 sxid_lines += sw->sxid_lines;
         }
         check(sxid_lines == sum->ev[KMSG_EV_SXID].count);
+        check(sum->n_boot_gpus <= KMSG_MAX_BOOT_GPUS);
+        for (size_t i = 0; i < sum->n_boot_gpus; i++) {
+                const struct kmsg_boot_gpu *b = &sum->boot_gpus[i];
+                check(memchr(b->address, 0, sizeof b->address) != NULL && strlen(b->address) >= 12);
+                check((b->class_code >> 8) == 0x0300 || (b->class_code >> 8) == 0x0302);
+                check_line(&b->line);
+                for (size_t j = 0; j < i; j++) check(strcmp(sum->boot_gpus[j].address, b->address) != 0);
+        }
 }
 
 /* Feeds data in chunks whose sizes come from a PRNG seeded by the input's first bytes (so
@@ -127,6 +136,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
                 int a = xid154_action((const char *)data, size, name, sizeof name);
                 check(a >= -1 && a <= 1000 && memchr(name, 0, sizeof name) != NULL);
         }
+        struct kmsg_boot_gpu bg;
+        int e = kmsg_parse_pci_enum((const char *)data, size, &bg);
+        check(e == 0 || e == -ENOENT || e == -EINVAL);
+        if (e == 0) check(strlen(bg.address) >= 12 && (bg.class_code >> 16) == 0x03);
         struct sxid_line sl;
         if (sxid_parse_line((const char *)data, size, &sl) == 0) {
                 check(sl.sxid > 0 && sl.sxid < 1000000 && sl.kind < _SXID_LINE_KIND_MAX);

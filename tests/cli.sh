@@ -49,7 +49,7 @@ contains "  device-plugin  the kubelet device plugin" "--help: device-plugin's s
 # The shared options' help, written once in options.c, appended for the commands that take them.
 expect 0 "check --help" -- "$gpunode" check --help
 for o in "--root DIR" "--kmsg FILE" "--nvml-library PATH" "--nvml-timeout MS" "--node NAME" "--kubeconfig FILE" \
-        "--timeout DURATION" "--operator-namespace NS" "--dcgm-url URL" "--node-exporter-url URL"; do
+        "--timeout DURATION" "--operator-namespace NS" "--dcgm-url URL" "--node-exporter-url URL" "--expect-gpus N"; do
         contains "  $o " "check --help lists $o"
 done
 contains "exit status: 0 healthy" "check --help ends with its exit status"
@@ -106,6 +106,9 @@ GPUNODE_ROOT=/nonexistent/root expect 0 "check --snapshot does not open GPUNODE_
 expect 64 "check --output bogus" -- "$gpunode" check --output bogus
 expect 64 "check --root missing" -- "$gpunode" check --root /nonexistent/root
 expect 64 "check --nvml-timeout 0" -- "$gpunode" check --nvml-timeout 0
+expect 64 "check --expect-gpus 0" -- "$gpunode" check --expect-gpus 0
+grep -qF "gpunode check: --expect-gpus must be a number of GPUs, 1..1024, not '0'" "$cli_err" && passed=$((passed + 1)) ||
+        { echo "FAIL: --expect-gpus 0 names the option and the value"; failed=$((failed + 1)); }
 expect 64 "check extra argument" -- "$gpunode" check extra
 
 # explain covers every check id the report can contain.

@@ -130,6 +130,7 @@ static int parse_argv_check(int argc, char **argv, struct check_args *args) {
                 OPTION_NVML_LIBRARY,
                 OPTION_NVML_TIMEOUT,
                 OPTION_NODE,
+                OPTION_EXPECT_GPUS,
                 { "verbose", no_argument, NULL, 'v' },
                 { "no-color", no_argument, NULL, 'C' },
                 { "record-paths", required_argument, NULL, 'R' },
@@ -326,7 +327,8 @@ const struct command command_check = {
                 "  --save-nvml FILE      write NVML's answers in the test NVML's description format\n"
                 "  --snapshot FILE       check a node from its `gpunode collect` archive (replaces --root, --kmsg,\n"
                 "                        --nvml-library and the API and metrics options: all answers come from it)\n",
-        .shared = SHARED_OPT_ROOT | SHARED_OPT_KMSG | SHARED_OPTS_NVML | SHARED_OPT_NODE | SHARED_OPTS_KUBE,
+        .shared = SHARED_OPT_ROOT | SHARED_OPT_KMSG | SHARED_OPTS_NVML | SHARED_OPT_NODE | SHARED_OPTS_KUBE |
+                  SHARED_OPT_EXPECT_GPUS,
         .notes = "no Kubernetes configuration: the API checks are skipped\n"
                  "exit status: 0 healthy, 1 warnings, 2 failures, 64 usage error, 70 internal error\n",
 };

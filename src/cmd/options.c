@@ -138,9 +138,12 @@ static const char *const shared_help[] = {
         /* SHARED_OPT_NODE_EXPORTER_URL */
         "  --node-exporter-url URL  node exporter metrics (default: its pod on this node, at the port it declares,\n"
         "                        9100 when none; else localhost:9100)\n",
+        /* SHARED_OPT_EXPECT_GPUS */
+        "  --expect-gpus N       the GPUs this node should have (1..1024): fewer on the PCI bus or in NVML\n"
+        "                        fails driver.gpu-count\n",
 };
 
-_Static_assert(1u << (ELEMENTSOF(shared_help) - 1) == SHARED_OPT_NODE_EXPORTER_URL, "one help text per SHARED_OPT_*");
+_Static_assert(1u << (ELEMENTSOF(shared_help) - 1) == SHARED_OPT_EXPECT_GPUS, "one help text per SHARED_OPT_*");
 
 const char *shared_option_help(unsigned bit) {
         for (size_t i = 0; i < ELEMENTSOF(shared_help); i++)
@@ -181,6 +184,13 @@ int shared_option(int c, const char *arg, struct shared_options *o, char **ret_e
         case OPT_OPERATOR_NAMESPACE: o->kube.operator_namespace = arg; return 1;
         case OPT_DCGM_URL: o->kube.dcgm_url = arg; return 1;
         case OPT_NODE_EXPORTER_URL: o->kube.node_exporter_url = arg; return 1;
+        case OPT_EXPECT_GPUS:
+                if (parse_u64(arg, 10, &ms) < 0 || ms == 0 || ms > 1024) {
+                        *ret_error = xasprintf("--expect-gpus must be a number of GPUs, 1..1024, not '%s'", arg);
+                        return -EINVAL;
+                }
+                o->probe.expect_gpus = (unsigned)ms;
+                return 1;
         default: return 0;
         }
 }

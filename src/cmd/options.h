@@ -21,6 +21,7 @@ enum {
         OPT_OPERATOR_NAMESPACE,
         OPT_DCGM_URL,
         OPT_NODE_EXPORTER_URL,
+        OPT_EXPECT_GPUS,
 };
 #define OPTION_ROOT                                                                                                    \
         { "root", required_argument, NULL, OPT_ROOT }
@@ -32,6 +33,8 @@ enum {
         { "nvml-timeout", required_argument, NULL, OPT_NVML_TIMEOUT }
 #define OPTION_NODE                                                                                                    \
         { "node", required_argument, NULL, OPT_NODE }
+#define OPTION_EXPECT_GPUS                                                                                             \
+        { "expect-gpus", required_argument, NULL, OPT_EXPECT_GPUS }
 #define OPTION_KUBECONFIG                                                                                              \
         { "kubeconfig", required_argument, NULL, OPT_KUBECONFIG }
 /* --kubeconfig, --timeout, --operator-namespace, --dcgm-url, --node-exporter-url */
@@ -55,6 +58,7 @@ enum {
         SHARED_OPT_OPERATOR_NAMESPACE = 1u << 7,
         SHARED_OPT_DCGM_URL = 1u << 8,
         SHARED_OPT_NODE_EXPORTER_URL = 1u << 9,
+        SHARED_OPT_EXPECT_GPUS = 1u << 10,
 };
 /* --nvml-library, --nvml-timeout */
 #define SHARED_OPTS_NVML (SHARED_OPT_NVML_LIBRARY | SHARED_OPT_NVML_TIMEOUT)
@@ -74,7 +78,7 @@ struct shared_options {
         const char *root;               /* --root, else $GPUNODE_ROOT, else "/" */
         bool root_given;                /* --root was on the command line */
         const char *node;               /* --node; NULL: node_name_resolve()'s rule */
-        struct probe_options probe;     /* --kmsg, --nvml-library, --nvml-timeout */
+        struct probe_options probe;     /* --kmsg, --nvml-library, --nvml-timeout, --expect-gpus */
         struct kube_probe_options kube; /* OPTIONS_KUBE */
         bool timeout_given;             /* --timeout was on the command line */
 };

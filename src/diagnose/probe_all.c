@@ -203,6 +203,7 @@ void probe_all(const struct probe_options *opts, struct node_facts *ret) {
         probe_rdma(&ret->rdma);
         probe_sriov(&ret->sriov);
         ret->runtime = probe_runtime(&ret->dpkg);
+        ret->expect_gpus = opts->expect_gpus;
         if (opts->kube) {
                 ret->kube = probe_kube(opts->kube, ret->hostname);
                 ret->metrics = probe_metrics(opts->kube, ret->kube);
@@ -219,6 +220,7 @@ void node_facts_free(struct node_facts *f) {
         kmsg_facts_free(&f->kmsg);
         nvml_state_free(&f->nvml);
         gpu_process_facts_free(&f->gpu_processes);
+        process_facts_free(&f->processes);
         rdma_facts_free(&f->rdma);
         sriov_facts_free(&f->sriov);
         fabric_manager_facts_free(&f->fabric_manager);

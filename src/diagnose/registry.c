@@ -22,6 +22,7 @@
         X(driver_recovery_action)                                                                                      \
         X(driver_memory_errors)                                                                                        \
         X(driver_persistence)                                                                                          \
+        X(driver_stuck_processes)                                                                                      \
         X(gpu_clock_slowdown)                                                                                          \
         X(gpu_temperature)                                                                                             \
         X(gpu_pcie_link)                                                                                               \
@@ -47,7 +48,9 @@
         X(container_toolkit_config_applied)                                                                            \
         X(container_toolkit_cdi_specs)                                                                                 \
         X(rdma_device_plugin_devices)                                                                                  \
+        X(container_toolkit_runtime_storage)                                                                           \
         /* Layer 3: Kubernetes resource exposure */                                                                    \
+        X(kubelet_storage)                                                                                             \
         X(kubelet_api_access)                                                                                          \
         X(kubelet_node_ready)                                                                                          \
         X(gpu_operator_pods)                                                                                           \

@@ -126,9 +126,23 @@ struct nvml_state {
         struct nvml_facts *facts; /* NULL when not loaded */
 };
 
+/* A process of the driver's (an nvidia kernel thread, a driver daemon or tool) in uninterruptible sleep. */
+struct stuck_process {
+        unsigned pid;
+        char comm[64]; /* from /proc/<pid>/stat */
+        char *wchan;   /* /proc/<pid>/wchan: the kernel function it waits in; NULL unreadable or "0" */
+};
+
+#define MAX_STUCK_PROCESSES 32 /* D-state processes kept; the rest counted */
+
 struct process_facts {
         bool fabricmanager_running; /* nv-fabricmanager in /proc */
         bool persistenced_running;  /* nvidia-persistenced in /proc */
+        bool proc_visible;          /* /proc under the root lists processes (their comm readable) */
+        /* The driver's processes (comm "nv_*", "nvidia*", "UVM *", "irq/N-nvidia*", "nv-*") in D state */
+        struct stuck_process *stuck;
+        size_t n_stuck;
+        size_t stuck_untracked; /* beyond MAX_STUCK_PROCESSES */
 };
 
 /* ---- Fabric manager and NVSwitch (probe_fabric_manager.c) ---- */
@@ -211,6 +225,8 @@ struct gpu_process_host {
         char *comm;         /* /proc/<pid>/comm; NULL unreadable */
         char *pod_uid;      /* the kubelet pod cgroup's UID (/proc/<pid>/cgroup); NULL: not in a pod */
         char *container_id; /* the container's id in that cgroup; NULL unknown */
+        char state;         /* /proc/<pid>/stat's state letter ('D' uninterruptible); 0 unreadable */
+        char *wchan;        /* /proc/<pid>/wchan when state is 'D'; NULL otherwise or unreadable */
 };
 
 struct gpu_process_facts {
@@ -238,6 +254,9 @@ void probe_nvml_replay(const char *library, const struct nvml_facts *facts, int 
 void probe_rdma(struct rdma_facts *ret);
 void probe_sriov(struct sriov_facts *ret);
 void probe_processes(struct process_facts *ret);
+void process_facts_free(struct process_facts *f);
+/* Reads /proc/<pid>/wchan under the root. Returns it malloc'd, or NULL when unreadable, empty or "0". */
+char *probe_wchan(unsigned pid);
 /* Reads /proc/<pid> of every process NVML listed on a GPU (nvml may hold no facts). */
 void probe_gpu_processes(const struct nvml_state *nvml, struct gpu_process_facts *ret);
 void gpu_process_facts_free(struct gpu_process_facts *f);

@@ -139,6 +139,34 @@ struct cdi_facts {
         size_t n_specs;
 };
 
+/* The mount that holds one host path, from the host's /proc/1/mountinfo. */
+struct host_mount {
+        const char *path;  /* the host path asked about ("/var/lib/containerd"), a literal */
+        bool exists;       /* the path exists under the root */
+        char *mount_point; /* the mount holding it ("/", "/var/lib/containerd"); NULL when none does */
+        char *fstype, *source;
+        bool read_only;    /* mounted "ro" */
+        bool sb_read_only; /* its superblock is read-only (ext4 and xfs after an error: errors=remount-ro) */
+        unsigned line;     /* its line in mountinfo */
+};
+
+/* The paths the container runtimes (layer 2) and the kubelet (layer 3) write to, and their mounts. */
+enum {
+        HOST_MOUNT_ROOT,
+        HOST_MOUNT_CONTAINERD,
+        HOST_MOUNT_CRIO,
+        HOST_MOUNT_DOCKER,
+        HOST_MOUNT_KUBELET,
+        _HOST_MOUNT_MAX
+};
+#define HOST_MOUNTINFO_PATH "/proc/1/mountinfo" /* init's: the host's mounts when /proc is the host's */
+
+struct host_mounts {
+        int rc;      /* 0 read and parsed; -ENOENT absent; -EINVAL a line not in the kernel's format; -errno */
+        char *error; /* the sentence for rc < 0, naming the file (and the line) */
+        struct host_mount m[_HOST_MOUNT_MAX];
+};
+
 struct runtime_facts {
         struct containerd_facts containerd;
         struct crio_facts crio;
@@ -149,6 +177,7 @@ struct runtime_facts {
         int infiniband_rc; /* listing /dev/infiniband */
         size_t n_uverbs;
         bool have_rdma_cm;
+        struct host_mounts mounts; /* the runtimes' and the kubelet's storage */
 };
 
 /* Runs the layer 2 probes below the root; dpkg is the status file probe_all read (basic/dpkg.h). Returns a new
@@ -163,6 +192,9 @@ void probe_crio(struct crio_facts *ret);
 void probe_docker(struct docker_facts *ret);
 void probe_toolkit(struct toolkit_facts *ret);
 void probe_cdi(struct cdi_facts *ret);
+/* Reads HOST_MOUNTINFO_PATH and finds the mount of each HOST_MOUNT_* path into ret. Never fails. */
+void probe_mounts(struct host_mounts *ret);
+void host_mounts_free(struct host_mounts *f);
 
 void containerd_facts_free(struct containerd_facts *f);
 void crio_facts_free(struct crio_facts *f);

@@ -76,6 +76,7 @@ struct node_facts {
         struct metrics_facts *metrics; /* layer 4 (layer4_observability.h); NULL when not probed */
         struct gpu_pod_join gpu_pods;  /* node-level: which pod holds which GPU */
         struct node_pods pods;         /* node-level: the pods on this node and their runtime class */
+        unsigned expect_gpus;          /* the GPUs the node should have (--expect-gpus); 0: not said */
 };
 
 /* Options that steer probing. */
@@ -92,6 +93,7 @@ struct probe_options {
         const char *nvml_load_error;
         const char *kmsg_label;                /* shown as the kernel log's source instead of kmsg_file */
         const struct kube_probe_options *kube; /* layers 3 and 4 (layer3_kubernetes.h); NULL: not probed */
+        unsigned expect_gpus;                  /* --expect-gpus: copied to node_facts.expect_gpus; 0 unset */
 };
 
 /* Runs every probe, then node_facts_join(). Never fails: each probe records its own errors in its facts. */

@@ -86,3 +86,25 @@ int cgroup_pod_container(const char *text, size_t len, char **ret_pod_uid, char 
         }
         return 0;
 }
+
+int proc_stat_state(const char *text, size_t len, char comm[PROC_COMM_MAX]) {
+        comm[0] = 0;
+        size_t i = 0;
+        while (i < len && text[i] >= '0' && text[i] <= '9') i++;
+        if (i == 0 || i > 10 || len - i < 2 || text[i] != ' ' || text[i + 1] != '(') return -EINVAL;
+        size_t open = i + 2, close = len;
+        while (close > open && text[close - 1] != ')') close--;
+        if (close == open) return -EINVAL; /* no ')' */
+        close--;                           /* at the last ')' */
+        if (len - close < 3 || text[close + 1] != ' ') return -EINVAL;
+        char st = text[close + 2];
+        if (!((st >= 'A' && st <= 'Z') || (st >= 'a' && st <= 'z'))) return -EINVAL;
+        if (len - close > 3 && text[close + 3] != ' ' && text[close + 3] != '\n') return -EINVAL;
+        size_t n = close - open < PROC_COMM_MAX - 1 ? close - open : PROC_COMM_MAX - 1;
+        for (size_t k = 0; k < n; k++) {
+                unsigned char c = (unsigned char)text[open + k];
+                comm[k] = c < ' ' || c >= 0x7f ? '?' : (char)c;
+        }
+        comm[n] = 0;
+        return (unsigned char)st;
+}

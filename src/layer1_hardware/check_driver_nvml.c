@@ -3,6 +3,9 @@
 #include "layer1_hardware/kmsg_evidence.h"
 #include "layer1_hardware/nvml_evidence.h"
 
+#include <inttypes.h>
+#include <strings.h>
+
 /* Adds, as evidence, the NVML call the probe stopped waiting for, if any. */
 static void note_timeout(const struct nvml_facts *n, struct finding *f) {
         if (n && n->timed_out) finding_evidence(f, "NVML probe stopped: %s", n->timeout_message);
@@ -86,6 +89,31 @@ static void run_nvml_init(const struct node_facts *facts, struct finding *f) {
                      n->device_count);
 }
 
+/* Adds, as evidence, each GPU the kernel enumerated in the log's last boot that the PCI bus no longer
+ * lists, and a line with the boot's count. Returns how many are gone, the first's address malloc'd in
+ * *ret_first (NULL when none). Never fails: without a kernel log or a PCI listing it counts none. */
+static size_t boot_gpus_gone(const struct node_facts *facts, struct finding *f, char **ret_first) {
+        *ret_first = NULL;
+        const struct kmsg_summary *sum = facts->kmsg.scan ? kmsg_scan_summary(facts->kmsg.scan) : NULL;
+        if (!sum || sum->n_boot_gpus == 0 || facts->pci.rc < 0) return 0;
+        size_t gone = 0;
+        for (size_t i = 0; i < sum->n_boot_gpus; i++) {
+                const struct kmsg_boot_gpu *b = &sum->boot_gpus[i];
+                bool present = false;
+                for (size_t j = 0; j < facts->pci.n_gpus && !present; j++)
+                        present = strcasecmp(facts->pci.gpus[j].address, b->address) == 0;
+                if (present) continue;
+                if (gone++ == 0) *ret_first = xstrdup(b->address);
+                finding_evidence(f,
+                                 "%s [10de:%04x] class 0x%06x: enumerated at boot (kernel log line %" PRIu64
+                                 "), gone from the PCI bus now",
+                                 b->address, b->device, b->class_code, b->line.lineno);
+        }
+        finding_evidence(f, "kernel log: %zu GPU(s) enumerated at boot%s", sum->n_boot_gpus,
+                         sum->boot_gpus_untracked ? " (more not tracked)" : "");
+        return gone;
+}
+
 /* Judges driver.gpu-count (NVML sees every GPU the PCI bus has) from the facts into f; never fails:
  * what it cannot read, it says. */
 static void run_gpu_count(const struct node_facts *facts, struct finding *f) {
@@ -112,7 +140,23 @@ static void run_gpu_count(const struct node_facts *facts, struct finding *f) {
         note_timeout(n, f);
         finding_evidence(f, "PCI: %zu GPU(s) bound to nvidia; NVML: %u counted, %zu answering", bound, n->device_count,
                          answering);
-        if (n->device_count < bound) {
+        _cleanup_free_ char *gone_first = NULL;
+        size_t gone = boot_gpus_gone(facts, f, &gone_first);
+        size_t seen = facts->pci.n_gpus > n->device_count ? facts->pci.n_gpus : n->device_count;
+        if (facts->expect_gpus) finding_evidence(f, "expected: %u GPU(s) (--expect-gpus)", facts->expect_gpus);
+        if (gone) {
+                finding_fail(f, "%zu GPU(s) the kernel enumerated at boot are gone from the PCI bus (%s%s)", gone,
+                             gone_first, gone > 1 ? ", ..." : "");
+                finding_remedy(f, "the slot lost its link after boot (surprise removal, a PCIe or power fault): check "
+                                  "the kernel log for AER and pciehp lines on that address; drain the node and reboot "
+                                  "it; if the GPU does not come back, reseat it or RMA it");
+        } else if (facts->expect_gpus && seen < facts->expect_gpus) {
+                finding_fail(f, "the node should have %u GPU(s) but PCI has %zu and NVML %u", facts->expect_gpus,
+                             facts->pci.n_gpus, n->device_count);
+                finding_remedy(f, "a GPU the firmware or the kernel did not enumerate at boot: check the BMC's "
+                                  "inventory and event log, `lspci -nn | grep -i nvidia` and the BIOS (slot power, "
+                                  "above-4G decoding); reseat or RMA the GPU whose slot is empty");
+        } else if (n->device_count < bound) {
                 finding_fail(f, "NVML sees %u GPU(s) but %zu are bound to nvidia on the PCI bus", n->device_count,
                              bound);
                 finding_remedy(
@@ -297,9 +341,11 @@ const struct check_def check_driver_gpu_count = {
         .layer = 1,
         .component = "driver",
         .title = "NVML sees every GPU the PCI bus has",
-        .reads = "nvmlDeviceGetCount and each device handle, against PCI GPUs bound to nvidia",
+        .reads = "nvmlDeviceGetCount and each device handle, against PCI GPUs bound to nvidia, the GPUs the kernel "
+                 "log's last boot enumerated (`pci ...: [10de:xxxx] ... class 0x0302xx`) and --expect-gpus",
         .outcomes =
-                "pass: counts agree and every GPU answers; fail: a GPU missing or lost. A pod named as holding a lost "
+                "pass: counts agree and every GPU answers; fail: a GPU missing or lost, a GPU enumerated at boot gone "
+                "from the PCI bus (named by its address), fewer GPUs than --expect-gpus. A pod named as holding a lost "
                 "GPU (the kubelet's pod-resources List) lost it: that job is dead and must be rescheduled",
         .remedy =
                 "find the missing PCI address in the kernel log (NVRM lines); reset or reboot, then RMA if it persists",

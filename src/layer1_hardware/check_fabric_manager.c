@@ -201,8 +201,39 @@ static const char *fabric_state_text(unsigned s) {
         return "unknown";
 }
 
+/* The fields of NVML's fabric health mask (nvmlGpuFabricInfo_v2_t.healthMask, nvml.h's
+ * NVML_GPU_FABRIC_HEALTH_MASK_*): two bits each at its shift, 0 not supported, 1 true, 2 false. */
+enum { FABRIC_HEALTH_TRUE = 1 };
+static const struct {
+        unsigned shift;
+        bool fails;       /* true: traffic cannot flow; false: it flows, slower or recovering */
+        const char *what; /* what true means */
+} fabric_health_fields[] = {
+        { 0, false, "NVLink bandwidth degraded" },                  /* ..._SHIFT_DEGRADED_BW */
+        { 2, false, "NVLink route recovery in progress" },          /* ..._SHIFT_ROUTE_RECOVERY */
+        { 4, true, "NVLink route unhealthy" },                      /* ..._SHIFT_ROUTE_UNHEALTHY */
+        { 6, false, "NVLink access timeout recovery in progress" }, /* ..._SHIFT_ACCESS_TIMEOUT_RECOVERY */
+};
+
+/* Adds, as evidence, each condition g's fabric health mask reports (version 2 or later, a completed
+ * registration). Returns 2 when one of them stops traffic, 1 when only degrading ones are set, 0 when
+ * none. */
+static int fabric_health_evidence(const struct nvml_gpu_facts *g, const char *label, struct finding *f) {
+        if (g->fabric_version < 2) return 0;
+        int worst = 0;
+        for (size_t k = 0; k < ELEMENTSOF(fabric_health_fields); k++) {
+                if (((g->fabric_health_mask >> fabric_health_fields[k].shift) & 0x3) != FABRIC_HEALTH_TRUE) continue;
+                finding_evidence(f, "%s: %s (fabric health mask 0x%x)", label, fabric_health_fields[k].what,
+                                 g->fabric_health_mask);
+                int v = fabric_health_fields[k].fails ? 2 : 1;
+                if (v > worst) worst = v;
+        }
+        return worst;
+}
+
 /* Judges fabric-manager.fabric-state (on NVSwitch systems every GPU is registered with the NVLink
- * fabric) from the facts into f; never fails: what it cannot read, it says. */
+ * fabric, its fabric health mask reports nothing wrong, and the fabric manager still runs) from the
+ * facts into f; never fails: what it cannot read, it says. */
 static void run_fabric_state(const struct node_facts *facts, struct finding *f) {
         if (facts->pci.n_nvswitches == 0) {
                 finding_skip(f, "no NVSwitch on the PCI bus: fabric manager is not needed");
@@ -214,8 +245,10 @@ static void run_fabric_state(const struct node_facts *facts, struct finding *f) 
                 return;
         }
         finding_evidence(f, "%zu NVSwitch function(s); nv-fabricmanager %s", facts->pci.n_nvswitches,
-                         facts->processes.fabricmanager_running ? "running" : "not running");
-        unsigned done = 0, waiting = 0, failed = 0, unknown = 0;
+                         facts->processes.fabricmanager_running ? "running"
+                         : facts->processes.proc_visible        ? "not running"
+                                                         : "unknown (no process visible under the root's /proc)");
+        unsigned done = 0, waiting = 0, failed = 0, unknown = 0, unhealthy = 0, degraded = 0;
         for (unsigned i = 0; i < n->n_gpus; i++) {
                 const struct nvml_gpu_facts *g = &n->gpus[i];
                 _cleanup_free_ char *label = nvml_gpu_label(g);
@@ -230,6 +263,9 @@ static void run_fabric_state(const struct node_facts *facts, struct finding *f) 
                 }
                 if (g->fabric_state == 3 && g->fabric_status == NVML_SUCCESS) {
                         done++;
+                        int h = fabric_health_evidence(g, label, f);
+                        if (h == 2) unhealthy++;
+                        if (h == 1) degraded++;
                         continue;
                 }
                 if (g->fabric_state == 3) {
@@ -252,9 +288,31 @@ static void run_fabric_state(const struct node_facts *facts, struct finding *f) 
                         "start the fabric manager (`systemctl enable --now nvidia-fabricmanager`); its version must "
                         "equal the driver's (%s); read /var/log/fabricmanager.log",
                         n->driver_version_rc == NVML_SUCCESS ? n->driver_version : "see driver.version");
+        } else if (unhealthy) {
+                finding_fail(f,
+                             "the NVLink fabric reports an unhealthy route on %u of %u GPU(s): NVLink traffic "
+                             "through the NVSwitches fails",
+                             unhealthy, n->n_gpus);
+                finding_action(f, ACTION_REBOOT);
+                finding_remedy(f, "drain the node; read /var/log/fabricmanager.log and `nvidia-smi -q | grep -A8 "
+                                  "Fabric`; reset the GPUs and NVSwitches (a reboot), then run the NVLink diagnostic "
+                                  "(`dcgmi diag -r 2`); RMA the tray if it stays");
+        } else if (degraded) {
+                finding_warn(f, "the NVLink fabric reports degraded bandwidth or a recovery on %u of %u GPU(s)",
+                             degraded, n->n_gpus);
+                finding_remedy(f, "jobs run with less NVLink bandwidth: read `nvidia-smi -q | grep -A8 Fabric` and the "
+                                  "fabric manager log; drain and reboot when it does not clear, RMA if it stays");
         } else if (unknown) {
                 finding_warn(f, "NVML does not report the fabric state of %u GPU(s) on an NVSwitch system", unknown);
                 finding_remedy(f, "update the driver; check `nvidia-smi -q | grep -A3 Fabric`");
+        } else if (done && !facts->processes.fabricmanager_running && facts->processes.proc_visible) {
+                fm_log_evidence(&facts->fabric_manager.log, f);
+                finding_warn(f,
+                             "all %u GPU(s) registered with the NVLink fabric, but the fabric manager is not "
+                             "running: the next GPU reset or partition change will fail",
+                             done);
+                finding_remedy(f, "restart it (`systemctl restart nvidia-fabricmanager`, or the GPU Operator's driver "
+                                  "pod) and read /var/log/fabricmanager.log for why it stopped");
         } else {
                 finding_pass(f, "all %u GPU(s) registered with the NVLink fabric", done);
         }
@@ -303,10 +361,14 @@ const struct check_def check_fabric_manager_fabric_state = {
         .layer = 1,
         .component = "fabric-manager",
         .title = "on NVSwitch systems every GPU is registered with the NVLink fabric",
-        .reads = "NVSwitch PCI functions (class 0x0680), nvmlDeviceGetGpuFabricInfoV per GPU, nv-fabricmanager in "
+        .reads = "NVSwitch PCI functions (class 0x0680), nvmlDeviceGetGpuFabricInfoV per GPU (state, status, "
+                 "health mask), nv-fabricmanager in "
                  "/proc, "
                  "the fabric manager log's last error as evidence",
-        .outcomes = "pass: all completed; fail: not started/in progress/failed (CUDA error 802); skip: no NVSwitch",
+        .outcomes = "pass: all completed, healthy, the fabric manager running; fail: not started/in progress/failed "
+                    "(CUDA error 802), or a route unhealthy in the fabric health mask; warn: degraded bandwidth or a "
+                    "recovery in the health mask, or the fabric manager gone after the GPUs registered; skip: no "
+                    "NVSwitch",
         .remedy = "`systemctl enable --now nvidia-fabricmanager` with the same version as the driver; read "
                   "/var/log/fabricmanager.log",
         .depends = { "driver.nvml-init" },

@@ -653,11 +653,99 @@ static const char *inserted_module(const struct msg *m, char *dst, size_t cap, c
         return dst;
 }
 
+/* Returns the number of hex digits at p (at most max, n bytes there). */
+static size_t hex_run(const char *p, size_t n, size_t max) {
+        size_t i = 0;
+        while (i < n && i < max && is_hex(p[i])) i++;
+        return i;
+}
+
+/* Returns the value of n hex digits at p (n <= 8, all hex). */
+static uint32_t hex_value(const char *p, size_t n) {
+        uint32_t v = 0;
+        for (size_t i = 0; i < n; i++) {
+                char c = p[i];
+                v = v * 16 + (uint32_t)(is_digit(c) ? c - '0' : (c | 0x20) - 'a' + 10);
+        }
+        return v;
+}
+
+int kmsg_parse_pci_enum(const char *s, size_t n, struct kmsg_boot_gpu *ret) {
+        /* "pci " DOMAIN ":" BB ":" DD "." F ": [" VVVV ":" DDDD "] type " TT " class 0x" CCCCCC */
+        size_t i = 0, k;
+        if (n < 4 || memcmp(s, "pci ", 4) != 0) return -EINVAL;
+        i = 4;
+        size_t addr_at = i;
+        if ((k = hex_run(s + i, n - i, 8)) < 4) return -EINVAL;
+        i += k;
+        for (int part = 0; part < 2; part++) {
+                if (i >= n || s[i] != ':') return -EINVAL;
+                i++;
+                if (hex_run(s + i, n - i, 2) != 2) return -EINVAL;
+                i += 2;
+        }
+        if (i + 2 > n || s[i] != '.' || s[i + 1] < '0' || s[i + 1] > '7') return -EINVAL;
+        i += 2;
+        size_t addr_len = i - addr_at;
+        if (n - i < 3 || memcmp(s + i, ": [", 3) != 0) return -EINVAL;
+        i += 3;
+        if (hex_run(s + i, n - i, 4) != 4 || i + 4 >= n || s[i + 4] != ':') return -EINVAL;
+        uint32_t vendor = hex_value(s + i, 4);
+        i += 5;
+        if (hex_run(s + i, n - i, 4) != 4) return -EINVAL;
+        uint32_t device = hex_value(s + i, 4);
+        i += 4;
+        if (n - i < 7 || memcmp(s + i, "] type ", 7) != 0) return -EINVAL;
+        i += 7;
+        if (hex_run(s + i, n - i, 2) != 2) return -EINVAL;
+        i += 2;
+        if (n - i < 9 || memcmp(s + i, " class 0x", 9) != 0) return -EINVAL;
+        i += 9;
+        if (hex_run(s + i, n - i, 6) != 6) return -EINVAL;
+        uint32_t cls = hex_value(s + i, 6);
+        i += 6;
+        if (i < n && s[i] != ' ') return -EINVAL; /* "class 0x0302001": not the kernel's line */
+        if (vendor != 0x10de || ((cls >> 8) != 0x0300 && (cls >> 8) != 0x0302)) return -ENOENT;
+        if (addr_len >= sizeof ret->address) return -EINVAL;
+        for (size_t j = 0; j < addr_len; j++)
+                ret->address[j] = (char)(s[addr_at + j] | (is_upper(s[addr_at + j]) ? 0x20 : 0));
+        ret->address[addr_len] = 0;
+        ret->device = (uint16_t)device;
+        ret->class_code = cls;
+        return 0;
+}
+
+/* Records a GPU enumeration line (each address once per boot). */
+static void record_boot_gpu(struct kmsg_scan *s, const struct kmsg_boot_gpu *g, const struct msg *m) {
+        for (size_t i = 0; i < s->sum.n_boot_gpus; i++)
+                if (streq(s->sum.boot_gpus[i].address, g->address)) return;
+        if (s->sum.n_boot_gpus >= KMSG_MAX_BOOT_GPUS) {
+                s->sum.boot_gpus_untracked++;
+                return;
+        }
+        struct kmsg_boot_gpu *d = &s->sum.boot_gpus[s->sum.n_boot_gpus++];
+        *d = *g;
+        fill_line(&d->line, m);
+}
+
 /* Looks at one message and records what it recognises. */
 static void classify(struct kmsg_scan *s, const struct msg *m) {
         char val[KMSG_VALUE_MAX], val2[KMSG_VALUE_MAX];
         struct kmsg_line l;
         const char *a, *end;
+
+        if (m->n >= 14 && memcmp(m->p, "Linux version ", 14) == 0) {
+                /* a new boot: what an earlier one enumerated is history */
+                s->sum.n_boot_gpus = 0;
+                s->sum.boot_gpus_untracked = 0;
+                s->sum.boot_seen = true;
+                return;
+        }
+        if (m->n >= 4 && memcmp(m->p, "pci ", 4) == 0 && FIND(m, "[10de:")) {
+                struct kmsg_boot_gpu g;
+                if (kmsg_parse_pci_enum(m->p, m->n, &g) == 0) record_boot_gpu(s, &g, m);
+                return;
+        }
 
         if (FIND(m, "NVRM") && classify_nvrm(s, m)) return;
 

@@ -21,6 +21,7 @@
 #define KMSG_RECENT_XIDS          32  /* last Xid events kept per GPU, in order */
 #define KMSG_MAX_SWITCHES         64  /* NVSwitches (PCI addresses) tracked */
 #define KMSG_MAX_SXIDS_PER_SWITCH 24  /* distinct SXid numbers tracked per NVSwitch */
+#define KMSG_MAX_BOOT_GPUS        64  /* GPUs the kernel enumerated at boot tracked */
 
 /* What the scanner recognises. value/value2 of struct kmsg_event_stat hold, from the last
  * occurrence, what the comment names ("" when the line did not say). */
@@ -115,6 +116,15 @@ struct kmsg_switch {
         struct kmsg_sxid_stat sxids[KMSG_MAX_SXIDS_PER_SWITCH]; /* in order of first appearance */
 };
 
+/* A GPU the kernel enumerated on the PCI bus, from its "pci 0000:18:00.0: [10de:2330] type 00 class
+ * 0x030200" line (vendor 10de, class 0x0300xx VGA or 0x0302xx 3D controller). */
+struct kmsg_boot_gpu {
+        char address[KMSG_PCI_MAX + 4]; /* "0000:18:00.0" as the line gives it, lowercased */
+        uint16_t device;                /* the PCI device id: 0x2330 */
+        uint32_t class_code;            /* 0x030200 */
+        struct kmsg_line line;
+};
+
 struct kmsg_summary {
         uint64_t lines;                 /* lines seen (kmsg continuation lines included) */
         uint64_t bytes;                 /* bytes fed */
@@ -128,6 +138,12 @@ struct kmsg_summary {
         size_t n_switches;
         struct kmsg_switch *switches[KMSG_MAX_SWITCHES]; /* in order of first appearance */
         uint64_t switches_untracked_events;              /* SXid lines for NVSwitches beyond KMSG_MAX_SWITCHES */
+        /* The GPUs enumerated since the last "Linux version" line (the last boot in the log), each
+         * address once, in order; boot_gpus_untracked counts those beyond KMSG_MAX_BOOT_GPUS. */
+        size_t n_boot_gpus;
+        struct kmsg_boot_gpu boot_gpus[KMSG_MAX_BOOT_GPUS];
+        uint64_t boot_gpus_untracked;
+        bool boot_seen; /* a "Linux version" line was in the log: the enumeration is of a whole boot */
 };
 
 struct kmsg_scan;
@@ -182,6 +198,13 @@ uint64_t kmsg_sxid_occurrences(const struct kmsg_sxid_stat *st);
 /* Returns true when an Xid `first` was logged on the GPU before an Xid `then` (e.g. 48 then 64:
  * drain and reset). Exact over the whole input for tracked Xid numbers. */
 bool kmsg_gpu_xid_before(const struct kmsg_gpu *g, int first, int then);
+
+/* Parses a kernel PCI enumeration line's message (n bytes, prefix removed): "pci 0000:18:00.0:
+ * [10de:2330] type 00 class 0x030200" (newer kernels append " PCIe Endpoint" or the like). Returns 0
+ * with the address (lowercased), the device id and the class in ret (line untouched) when it names an
+ * NVIDIA GPU (vendor 10de, class 0x0300xx or 0x0302xx); -ENOENT when it is an enumeration line of any
+ * other device; -EINVAL when it is not an enumeration line. */
+int kmsg_parse_pci_enum(const char *s, size_t n, struct kmsg_boot_gpu *ret);
 
 /* Returns a stable name for an event kind ("xid", "fallen-off-bus", ...), or "?". */
 const char *kmsg_event_kind_name(enum kmsg_event_kind k);

@@ -21,6 +21,13 @@ static void read_process(unsigned pid, struct gpu_process_host *p) {
         if (!p->alive) return;
         _cleanup_free_ char *comm_path = xasprintf("/proc/%u/comm", pid);
         if (hostfs_read_line(comm_path, &p->comm) < 0) p->comm = NULL;
+        _cleanup_free_ char *stat_path = xasprintf("/proc/%u/stat", pid);
+        _cleanup_free_ char *stat = NULL;
+        size_t stat_len = 0;
+        char comm[PROC_COMM_MAX];
+        int st = hostfs_read(stat_path, 4096, &stat, &stat_len) == 0 ? proc_stat_state(stat, stat_len, comm) : -1;
+        p->state = st > 0 ? (char)st : 0;
+        if (p->state == 'D') p->wchan = probe_wchan(pid);
         _cleanup_free_ char *cg_path = xasprintf("/proc/%u/cgroup", pid);
         _cleanup_free_ char *cg = NULL;
         size_t len = 0;
@@ -52,6 +59,7 @@ void gpu_process_facts_free(struct gpu_process_facts *f) {
                 free(f->procs[i].comm);
                 free(f->procs[i].pod_uid);
                 free(f->procs[i].container_id);
+                free(f->procs[i].wchan);
         }
         free(f->procs);
         *f = (struct gpu_process_facts){ .pid_namespace = -1 };

@@ -14,6 +14,7 @@ struct runtime_facts *probe_runtime(const struct dpkg_status *dpkg) {
         probe_docker(&f->docker);
         probe_toolkit(&f->toolkit);
         probe_cdi(&f->cdi);
+        probe_mounts(&f->mounts);
         _cleanup_strv_free_ char **procs = NULL;
         int np = hostfs_list("/proc", false, &procs);
         for (int i = 0; i < np && !f->proc_visible; i++) f->proc_visible = isdigit((unsigned char)procs[i][0]);
@@ -34,5 +35,6 @@ void runtime_facts_free(struct runtime_facts *f) {
         docker_facts_free(&f->docker);
         toolkit_facts_free(&f->toolkit);
         cdi_facts_free(&f->cdi);
+        host_mounts_free(&f->mounts);
         free(f);
 }

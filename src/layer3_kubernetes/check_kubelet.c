@@ -1,4 +1,7 @@
-/* check_kubelet.c: layer 3, kubelet: the API server answers about this node, and the node is Ready. */
+/* check_kubelet.c: layer 3, kubelet: its folder is writable, the API server answers about this node, and
+ * the node is Ready. */
+#include "facts/layer2_container.h"
+#include "layer2_container/runtime_evidence.h"
 #include "layer3_kubernetes/kube_evidence.h"
 
 #include <inttypes.h>
@@ -133,6 +136,44 @@ static void run_node_ready(const struct node_facts *facts, struct finding *f) {
                        "look at the kubelet on the node: `systemctl status kubelet`, `journalctl -u kubelet -n 200`; a "
                        "container runtime or CNI failure shows there");
 }
+
+/* --- kubelet.storage --- */
+
+/* Judges kubelet.storage (/var/lib/kubelet is on a writable mount) from the facts into f; never fails:
+ * what it cannot read, it says. */
+static void run_storage(const struct node_facts *facts, struct finding *f) {
+        const struct host_mounts *hm = facts->runtime ? &facts->runtime->mounts : NULL;
+        const struct host_mount *m = hm ? &hm->m[HOST_MOUNT_KUBELET] : NULL;
+        if (!m || !m->exists) {
+                finding_skip(f, "no /var/lib/kubelet on this host: not a Kubernetes node");
+                return;
+        }
+        if (hm->rc < 0) {
+                finding_skip(f, "cannot tell which mount holds /var/lib/kubelet: %s", hm->error);
+                return;
+        }
+        if (mount_fail_if_read_only(m, "the kubelet", f)) {
+                finding_action(f, ACTION_REBOOT);
+                return;
+        }
+        finding_pass(f, "/var/lib/kubelet is on a writable mount (%s)", m->mount_point ? m->mount_point : "?");
+}
+
+const struct check_def check_kubelet_storage = {
+        .id = "kubelet.storage",
+        .action = ACTION_RECONFIGURE,
+        .layer = 3,
+        .component = "kubelet",
+        .title = "the kubelet's folder is writable",
+        .reads = "/proc/1/mountinfo (the host's mounts): the mount holding /var/lib/kubelet, its options and "
+                 "superblock options",
+        .outcomes = "pass: on a read-write mount; fail: read-only (the root mounted ro, or remounted read-only after "
+                    "an error): pods fail to start with misleading volume and sandbox errors, device plugins cannot "
+                    "register; skip: no /var/lib/kubelet, or mountinfo unreadable",
+        .remedy = "remount read-write or fix /etc/fstab; after an I/O or filesystem error: drain, fsck or replace the "
+                  "disk, reboot",
+        .run = run_storage,
+};
 
 const struct check_def check_kubelet_api_access = {
         .id = "kubelet.api-access",

@@ -68,12 +68,33 @@ class Node:
         self.nvml = None
         self.write("proc/sys/kernel/hostname", name + "\n")
         self.write("proc/sys/kernel/osrelease", KERNEL + "\n")
+        self.mountinfo()
         self.mkdir("sys/bus/pci/devices")
         # Every host has a loopback interface (a virtual one: no device link, no SR-IOV). Git keeps
         # no empty folders, so a fixture never relies on one.
         self.write("sys/devices/virtual/net/lo/type", "772\n")
         self.write("sys/devices/virtual/net/lo/operstate", "unknown\n")
         self.symlink("../../devices/virtual/net/lo", "sys/class/net/lo")
+
+    def mountinfo(self, root_opts="rw,relatime", root_super="rw", extra=()):
+        """The host's mounts as init sees them (/proc/1/mountinfo, proc(5)): an ext4 root on NVMe, the
+        kernel's filesystems, and a pod's projected volume and a container's rootfs below it."""
+        lines = [
+            "22 28 0:21 / /sys rw,nosuid,nodev,noexec,relatime shared:7 - sysfs sysfs rw",
+            "23 28 0:22 / /proc rw,nosuid,nodev,noexec,relatime shared:13 - proc proc rw",
+            "24 28 0:5 / /dev rw,nosuid,relatime shared:2 - devtmpfs udev rw,size=1056508416k,nr_inodes=264127104,mode=755,inode64",
+            "26 28 0:25 / /run rw,nosuid,nodev,noexec,relatime shared:5 - tmpfs tmpfs rw,size=211315208k,mode=755,inode64",
+            "28 1 259:2 / / %s shared:1 - ext4 /dev/nvme0n1p2 %s" % (root_opts, root_super),
+            "31 28 259:1 / /boot/efi rw,relatime shared:32 - vfat /dev/nvme0n1p1 rw,fmask=0077,dmask=0077,codepage=437,"
+            "iocharset=iso8859-1,shortname=mixed,errors=remount-ro",
+            "1843 28 0:58 / /var/lib/kubelet/pods/7c1e2a4b-0d3f-4a6e-9b21-5f8c3d2e1a90/volumes/kubernetes.io~projected/"
+            "kube-api-access-7xk2p rw,relatime shared:780 - tmpfs tmpfs rw,size=1048576k,inode64",
+            "2101 26 0:63 / /run/containerd/io.containerd.runtime.v2.task/k8s.io/9f2c4b1a/rootfs rw,relatime shared:800 - "
+            "overlay overlay rw,lowerdir=/var/lib/containerd/io.containerd.snapshotter.v1.overlayfs/snapshots/12/fs,"
+            "upperdir=/var/lib/containerd/io.containerd.snapshotter.v1.overlayfs/snapshots/13/fs,"
+            "workdir=/var/lib/containerd/io.containerd.snapshotter.v1.overlayfs/snapshots/13/work",
+        ] + list(extra)
+        self.write("proc/1/mountinfo", "".join(l + "\n" for l in lines))
 
     def path(self, p):
         return os.path.join(self.root, p.lstrip("/"))
@@ -169,6 +190,17 @@ class Node:
     def process(self, pid, comm):
         self.write("proc/%d/comm" % pid, comm + "\n")
         self.write("proc/%d/cmdline" % pid, comm + "\0")
+
+    def task(self, pid, comm, state, wchan="0", kernel_thread=False):
+        """A process with its /proc/<pid>/stat (state letter, field 3) and wchan; a kernel thread has an
+        empty cmdline and ppid 2 (kthreadd)."""
+        self.write("proc/%d/comm" % pid, comm[:15] + "\n")
+        self.write("proc/%d/cmdline" % pid, "" if kernel_thread else comm + "\0")
+        self.write("proc/%d/stat" % pid, "%d (%s) %s %d %d 0 0 -1 %d 0 0 0 0 12 340 0 0 20 0 1 0 1234 0 0 "
+                   "18446744073709551615 0 0 0 0 0 0 0 2147483647 0 0 0 0 17 3 0 0 0 0 0\n"
+                   % (pid, comm[:15], state, 2 if kernel_thread else 1, 0 if kernel_thread else pid,
+                      0x208040 if kernel_thread else 0x400100))
+        self.write("proc/%d/wchan" % pid, wchan)
 
     def ib(self, dev, ports, hca="MT4129", fw="28.41.1000"):
         base = "sys/class/infiniband/" + dev
@@ -534,12 +566,22 @@ def nvswitch_scenarios():
     n.finish()
 
 
-def hgx(name, fabric_state=3, fm_running=True, rdma=True, gpu_overrides=None, runtime=True):
+def boot_enumeration(n, buses, suffix=""):
+    """The kernel's PCI enumeration lines at boot for the HGX GPUs on buses and the NVSwitches (kernels
+    from 6.8 on end each line with the port type: suffix " PCIe Endpoint")."""
+    for bus in NVSWITCH_BUSES:
+        n.log("pci 0000:%s:00.0: [10de:22a3] type 00 class 0x068000%s" % (bus, suffix))
+    for bus in buses:
+        n.log("pci 0000:%s:00.0: [10de:%04x] type 00 class 0x030200%s" % (bus, H100["device"], suffix))
+        n.log("pci 0000:%s:00.0: reg 0x10: [mem 0x%s000000-0x%sffffff 64bit pref]" % (bus, bus, bus))
+
+
+def hgx(name, fabric_state=3, fm_running=True, rdma=True, gpu_overrides=None, runtime=True, buses=HGX_BUSES):
     gpu_overrides = gpu_overrides or {}
     n = Node(name)
     boot_noise(n)
     n.add_other_pci()
-    for i, bus in enumerate(HGX_BUSES):
+    for i, bus in enumerate(buses):
         n.add_gpu(H100, bus, **gpu_overrides.get(i, {}))
     for bus in NVSWITCH_BUSES:
         n.add_nvswitch(bus)
@@ -612,6 +654,32 @@ def main():
     n.nvml_doc()
     n.finish()
 
+    # A GPU the kernel enumerated at boot left the bus later (its slot's link went down): PCI and NVML
+    # both count 7 and agree; the boot's enumeration names the missing slot.
+    n = hgx("gpu-gone-since-boot", buses=[b for b in HGX_BUSES if b != "5d"])
+    boot_enumeration(n, HGX_BUSES, suffix=" PCIe Endpoint")
+    n.log("pcieport 0000:5c:00.0: pciehp: Slot(5): Link Down", 3)
+    n.log("pcieport 0000:5c:00.0: pciehp: Slot(5): Card not present", 3)
+    n.nvml_doc()
+    n.finish()
+
+    # A GPU not enumerated at boot at all (GPUd --gpu-count, the EKS agent's count mismatch): PCI, NVML
+    # and the boot's enumeration all say 7; only the count the node should have tells.
+    n = hgx("gpu-count-below-expected", buses=[b for b in HGX_BUSES if b != "ba"])
+    boot_enumeration(n, [b for b in HGX_BUSES if b != "ba"])
+    n.nvml_doc()
+    n.finish(args=["--expect-gpus", "8"])
+
+    # A GPU that stopped answering: the driver's queue thread, nvidia-smi and the training process on
+    # GPU 0 wait in the driver, uninterruptible (D state); a sleeping driver thread is fine.
+    n = hgx("driver-stuck-d-state", gpu_overrides={0: {"processes": [{"pid": 70001, "used_memory": 41 << 30}]}})
+    n.task(812, "nv_queue", "D", "__down_common", kernel_thread=True)
+    n.task(813, "nvidia-modeset/kthread_q", "S", "worker_thread", kernel_thread=True)
+    n.task(51234, "nvidia-smi", "D", "rwsem_down_write_slowpath")
+    n.task(70001, "python3", "D", "uvm_va_space_destroy")
+    n.nvml_doc()
+    n.finish()
+
     # 5. Double-bit ECC error, then a failed page retirement, on one GPU.
     n = hgx("xid-48-then-64", gpu_overrides={5: {
         "remapped_rows": {"correctable": 0, "uncorrectable": 1, "pending": True, "failure": False},
@@ -632,6 +700,55 @@ def main():
 
     # 7. HGX with the fabric manager stopped: GPUs never registered with the NVLink fabric.
     n = hgx("fabric-manager-down", fabric_state=1, fm_running=False)
+    n.nvml_doc()
+    n.finish()
+
+    # The fabric manager died after the GPUs registered (NVSentinel#883, 20 days unnoticed): the fabric
+    # state still reads completed, the next GPU reset or partition change fails. Its log ends mid-run
+    # (a crash writes no line).
+    n = hgx("fabric-manager-died", fm_running=False)
+    n.fabric_manager(log=fm_started())
+    n.nvml_doc()
+    n.finish()
+
+    # The same node seen without its processes (a pod without the host's /proc): that the fabric manager
+    # is not in /proc proves nothing, so no warning.
+    n = hgx("fabric-manager-proc-hidden", fm_running=False)
+    n.fabric_manager(log=fm_started())
+    for pid in [e for e in os.listdir(n.path("proc")) if e.isdigit()]:
+        if pid == "1":  # /proc/1/mountinfo stays: the mounts are read through it
+            os.remove(n.path("proc/1/comm"))
+            os.remove(n.path("proc/1/cmdline"))
+        else:
+            shutil.rmtree(n.path("proc/" + pid))
+    n.nvml_doc()
+    n.finish()
+
+    # The fabric health mask (NVML fabric info v2, r570's four fields): GPU 2's route unhealthy (bits 4-5
+    # = 1), GPU 5's bandwidth degraded (bits 0-1 = 1); the others 0xaa, every field "false".
+    masks = {i: 0xAA for i in range(8)}
+    masks.update({2: 0x9A, 5: 0xA9})
+    n = hgx("nvlink-fabric-unhealthy")
+    for g in n.gpus:
+        g["nvml"]["fabric"]["health_mask"] = masks[g["index"]]
+    n.nvml_doc()
+    n.finish()
+
+    # The root filesystem hit an error and the kernel remounted it read-only (errors=remount-ro): the
+    # mount's options still say rw, its superblock's say ro. containerd and the kubelet cannot write.
+    n = hgx("root-remounted-read-only")
+    n.mountinfo(root_super="ro")
+    n.write("var/lib/kubelet/config.yaml", "apiVersion: kubelet.config.k8s.io/v1beta1\nkind: KubeletConfiguration\n")
+    n.log("EXT4-fs error (device nvme0n1p2): ext4_journal_check_start:83: comm containerd: Detected aborted journal", 2)
+    n.log("EXT4-fs (nvme0n1p2): Remounting filesystem read-only", 2)
+    n.nvml_doc()
+    n.finish()
+
+    # /var/lib/kubelet on its own disk, mounted read-only by a wrong fstab line; the root is fine.
+    n = hgx("kubelet-dir-read-only")
+    n.mountinfo(extra=["1201 28 259:5 / /var/lib/kubelet ro,relatime shared:40 - xfs /dev/nvme1n1 ro,attr2,inode64,"
+                       "logbufs=8,logbsize=32k,noquota"])
+    n.write("var/lib/kubelet/config.yaml", "apiVersion: kubelet.config.k8s.io/v1beta1\nkind: KubeletConfiguration\n")
     n.nvml_doc()
     n.finish()
 

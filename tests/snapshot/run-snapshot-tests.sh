@@ -28,10 +28,16 @@ for name in "${scenarios[@]}"; do
                 fail "$name: a test server did not start"; stop_servers; continue
         fi
         fill_ports
+        # Options that steer the judging, not what is read (--expect-gpus N): not collect's; the replay takes them.
+        collect_args=() judge_args=()
+        for ((i = 0; i < ${#extra[@]}; i++)); do
+                if [ "${extra[i]}" = --expect-gpus ]; then judge_args+=("${extra[i]}" "${extra[i + 1]}"); i=$((i + 1))
+                else collect_args+=("${extra[i]}"); fi
+        done
         before=$(cd "$dir/root" && find . -printf '%p %y %s %T@ %m\n' | sort | md5sum)
         if ! "${no_cluster_env[@]}" GPUNODE_FAKE_NVML=$dir/nvml.json NODE_NAME= timeout 60 "$gpunode" collect \
-                -o "$tmp/$name.tar.gz" --root "$dir/root" --nvml-library "$fake" --node "$name" "${kube_args[@]}" "${extra[@]}" \
-                2> "$tmp/$name.collect.err"; then
+                -o "$tmp/$name.tar.gz" --root "$dir/root" --nvml-library "$fake" --node "$name" "${kube_args[@]}" \
+                "${collect_args[@]}" 2> "$tmp/$name.collect.err"; then
                 fail "$name: collect failed"; cat "$tmp/$name.collect.err"; stop_servers; continue
         fi
         after=$(cd "$dir/root" && find . -printf '%p %y %s %T@ %m\n' | sort | md5sum)
@@ -46,7 +52,8 @@ for name in "${scenarios[@]}"; do
         stop_servers
         for fmt in json text; do
                 "${no_cluster_env[@]}" TMPDIR=$tmp/tmpdir NO_COLOR=1 NODE_NAME=elsewhere timeout 60 "$gpunode" check \
-                        --snapshot "$tmp/$name.tar.gz" --output "$fmt" > "$tmp/$name.snap.$fmt" 2> "$tmp/$name.snap.err"
+                        --snapshot "$tmp/$name.tar.gz" --output "$fmt" "${judge_args[@]}" > "$tmp/$name.snap.$fmt" \
+                        2> "$tmp/$name.snap.err"
                 echo "exit $?" >> "$tmp/$name.snap.$fmt"
                 # The replay's time is the collection's, a moment before the node's own check.
                 report_placeholders "$tmp/$name.node.$fmt" "$tmp/$name.snap.$fmt"

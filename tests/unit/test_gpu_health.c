@@ -86,6 +86,39 @@ static void expect_cgroup(const char *text, int want, const char *pod, const cha
         else assert_null(c);
 }
 
+/* /proc/<pid>/stat: the state letter after the last ')', the name between, on real lines. */
+static void test_proc_stat(void **state) {
+        (void)state;
+        char comm[PROC_COMM_MAX];
+        /* a kernel thread of the driver's, as Linux 6.1 writes it */
+        const char *l = "812 (nv_queue) D 2 0 0 0 -1 2129984 0 0 0 0 0 25 0 0 20 0 1 0 1043 0 0 "
+                        "18446744073709551615 0 0 0 0 0 0 0 2147483647 0 0 0 0 17 3 0 0 0 0 0 0 0 0 0 0 0 0 0 0\n";
+        assert_int_equal(proc_stat_state(l, strlen(l), comm), 'D');
+        assert_string_equal(comm, "nv_queue");
+        /* a name with spaces and parentheses (UVM's queue, a process that renamed itself) */
+        l = "915 (UVM global queue) S 2 0 0 0 -1 2129984 0 0 0 0 0 0 0 0 20 0 1 0 1100 0 0\n";
+        assert_int_equal(proc_stat_state(l, strlen(l), comm), 'S');
+        assert_string_equal(comm, "UVM global queue");
+        l = "70001 (pt_main) (x)) R 1 70001 70001 0 -1 4194560 120345 0 12 0 1500 800 0 0 20 0 24 0 1234";
+        assert_int_equal(proc_stat_state(l, strlen(l), comm), 'R');
+        assert_string_equal(comm, "pt_main) (x)");
+        l = "1 (systemd) S";
+        assert_int_equal(proc_stat_state(l, strlen(l), comm), 'S');
+        l = "4242 (zomb\ti) Z 1 0";
+        assert_int_equal(proc_stat_state(l, strlen(l), comm), 'Z');
+        assert_string_equal(comm, "zomb?i");
+        /* the name cut at PROC_COMM_MAX */
+        _cleanup_free_ char *longname = xasprintf("7 (%0200d) I 2", 0);
+        assert_int_equal(proc_stat_state(longname, strlen(longname), comm), 'I');
+        assert_int_equal(strlen(comm), PROC_COMM_MAX - 1);
+        /* not stat lines */
+        static const char *const bad[] = { "", "812", "812 (nv_queue)", "812 (nv_queue) ", "812 (nv_queue) 5 2",
+                                           "812 (nv_queue) DD 2", "(nv_queue) D 2", "812 nv_queue D 2",
+                                           "812 (nv_queue D 2", "12345678901 (x) D 2", "0::/kubepods.slice\n" };
+        for (size_t i = 0; i < ELEMENTSOF(bad); i++)
+                assert_int_equal(proc_stat_state(bad[i], strlen(bad[i]), comm), -EINVAL);
+}
+
 static void test_cgroup(void **state) {
         (void)state;
         const char *cid = "9f2c4b1a7e3d5f6a8b0c2d4e6f8a0b1c3d5e7f9a1b3c5d7e9f0a2b4c6d8e0f1a";
@@ -198,7 +231,7 @@ int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_reasons_text),     cmocka_unit_test(test_slowdown_judge),
                 cmocka_unit_test(test_temperature_judge), cmocka_unit_test(test_expected_links),
-                cmocka_unit_test(test_cgroup),           cmocka_unit_test(test_error_evidence),
+                cmocka_unit_test(test_cgroup), cmocka_unit_test(test_proc_stat),           cmocka_unit_test(test_error_evidence),
                 cmocka_unit_test(test_recovery_verdict),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);

@@ -772,6 +772,94 @@ static void test_prefix_edges(void **state) {
         kmsg_scan_free(s);
 }
 
+/* The kernel's PCI enumeration lines: NVIDIA GPUs kept per boot, every other device and near-miss not. */
+static void test_pci_enumeration(void **state) {
+        (void)state;
+        struct kmsg_boot_gpu g;
+        const char *l;
+        /* 5.x/6.1 (Debian 12, Ubuntu 22.04), 6.8+ with the port type, an A100 with "class 0x030200" */
+        l = "pci 0000:18:00.0: [10de:2330] type 00 class 0x030200";
+        assert_int_equal(kmsg_parse_pci_enum(l, strlen(l), &g), 0);
+        assert_string_equal(g.address, "0000:18:00.0");
+        assert_int_equal(g.device, 0x2330);
+        assert_int_equal(g.class_code, 0x030200);
+        l = "pci 0000:DB:00.0: [10de:2335] type 00 class 0x030200 PCIe Endpoint";
+        assert_int_equal(kmsg_parse_pci_enum(l, strlen(l), &g), 0);
+        assert_string_equal(g.address, "0000:db:00.0");
+        /* a VGA-class GPU (an L40S's display mode), a VMD domain */
+        l = "pci 10000:01:00.0: [10de:26b9] type 00 class 0x030000";
+        assert_int_equal(kmsg_parse_pci_enum(l, strlen(l), &g), 0);
+        assert_string_equal(g.address, "10000:01:00.0");
+        /* other devices: an NVSwitch, the GPU's audio function, an Intel bridge */
+        l = "pci 0000:05:00.0: [10de:22a3] type 00 class 0x068000";
+        assert_int_equal(kmsg_parse_pci_enum(l, strlen(l), &g), -ENOENT);
+        l = "pci 0000:3b:00.1: [10de:22ba] type 00 class 0x040300";
+        assert_int_equal(kmsg_parse_pci_enum(l, strlen(l), &g), -ENOENT);
+        l = "pci 0000:00:00.0: [8086:09a2] type 00 class 0x060000";
+        assert_int_equal(kmsg_parse_pci_enum(l, strlen(l), &g), -ENOENT);
+        /* not enumeration lines */
+        static const char *const bad[] = {
+                "pci 0000:18:00.0: reg 0x10: [mem 0x18000000-0x18ffffff 64bit pref]",
+                "pci 0000:18:00.0: [10de:2330] type 00 class 0x0302001",
+                "pci 0000:18:00.0: [10de:2330] type 00 class 0x0302",
+                "pci 0000:18:00.8: [10de:2330] type 00 class 0x030200",
+                "pci 000:18:00.0: [10de:2330] type 00 class 0x030200",
+                "pci 0000:18:00.0 [10de:2330] type 00 class 0x030200",
+                "pci 0000:18:00.0: [10de:2330]",
+                "pci 0000:18:00.0: [10de:233g] type 00 class 0x030200",
+                "pci 0000:18:00.0: [10de:2330] type 00 class 0x03020g",
+                "pci ",
+                "",
+        };
+        for (size_t i = 0; i < ELEMENTSOF(bad); i++)
+                assert_int_equal(kmsg_parse_pci_enum(bad[i], strlen(bad[i]), &g), -EINVAL);
+        /* cut anywhere: never read past n */
+        l = "pci 0000:18:00.0: [10de:2330] type 00 class 0x030200";
+        for (size_t n = 0; n < strlen(l); n++) {
+                char *cut = xmalloc(n + 1); /* exactly n bytes that matter: ASan sees a read past them */
+                memcpy(cut, l, n);
+                assert_int_equal(kmsg_parse_pci_enum(cut, n, &g), -EINVAL);
+                free(cut);
+        }
+
+        /* in a log: two boots (journal format); only the last boot's GPUs, each address once */
+        const char *log =
+                "Jul 31 23:14:18 h kernel: Linux version 6.1.0-18-amd64 (debian-kernel@lists.debian.org)\n"
+                "Jul 31 23:14:18 h kernel: pci 0000:18:00.0: [10de:2330] type 00 class 0x030200\n"
+                "Jul 31 23:14:18 h kernel: pci 0000:2a:00.0: [10de:2330] type 00 class 0x030200\n"
+                "Aug  1 08:00:01 h kernel: Linux version 6.1.0-18-amd64 (debian-kernel@lists.debian.org)\n"
+                "Aug  1 08:00:01 h kernel: pci 0000:05:00.0: [10de:22a3] type 00 class 0x068000\n"
+                "Aug  1 08:00:01 h kernel: pci 0000:18:00.0: [10de:2330] type 00 class 0x030200\n"
+                "Aug  1 09:00:01 h kernel: pci 0000:18:00.0: [10de:2330] type 00 class 0x030200\n"
+                "[    2.345678] pci 0000:3a:00.0: [10de:2330] type 00 class 0x030200 PCIe Endpoint\n"
+                "6,812,5012000,-;pci 0000:5d:00.0: [10de:2330] type 00 class 0x030200\n";
+        struct kmsg_scan *s = scan_all(log, strlen(log));
+        const struct kmsg_summary *sum = kmsg_scan_summary(s);
+        assert_true(sum->boot_seen);
+        assert_int_equal(sum->n_boot_gpus, 3);
+        assert_string_equal(sum->boot_gpus[0].address, "0000:18:00.0");
+        assert_int_equal(sum->boot_gpus[0].line.lineno, 6);
+        assert_string_equal(sum->boot_gpus[1].address, "0000:3a:00.0");
+        assert_string_equal(sum->boot_gpus[1].line.ts, "2.345678");
+        assert_string_equal(sum->boot_gpus[2].address, "0000:5d:00.0");
+        kmsg_scan_free(s);
+
+        /* more GPUs than tracked: counted, not kept */
+        char *big = NULL;
+        size_t big_len = 0;
+        FILE *m = open_memstream(&big, &big_len);
+        for (unsigned i = 0; i < KMSG_MAX_BOOT_GPUS + 5; i++)
+                fprintf(m, "pci 0000:%02x:%02x.0: [10de:2330] type 00 class 0x030200\n", i / 32, i % 32);
+        fclose(m);
+        s = scan_all(big, big_len);
+        sum = kmsg_scan_summary(s);
+        assert_false(sum->boot_seen);
+        assert_int_equal(sum->n_boot_gpus, KMSG_MAX_BOOT_GPUS);
+        assert_int_equal(sum->boot_gpus_untracked, 5);
+        kmsg_scan_free(s);
+        free(big);
+}
+
 int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_reference_lines),
@@ -787,6 +875,7 @@ int main(void) {
                 cmocka_unit_test(test_event_bounds),
                 cmocka_unit_test(test_records),
                 cmocka_unit_test(test_prefix_edges),
+                cmocka_unit_test(test_pci_enumeration),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }

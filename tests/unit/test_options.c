@@ -121,6 +121,19 @@ static void test_shared_option_errors(void **state) {
         assert_true(o.root_given);
         assert_int_equal(shared_option('Z', "x", &o, &err), 0); /* not a shared option */
         assert_null(err);
+        /* --expect-gpus: a count of GPUs, 1..1024, nothing else */
+        assert_int_equal(o.probe.expect_gpus, 0);
+        assert_int_equal(shared_option(OPT_EXPECT_GPUS, "8", &o, &err), 1);
+        assert_int_equal(o.probe.expect_gpus, 8);
+        static const char *const bad[] = { "0", "-1", "1025", "8x", "", " 8", "0x8", "99999999999999999999" };
+        for (size_t i = 0; i < ELEMENTSOF(bad); i++) {
+                assert_int_equal(shared_option(OPT_EXPECT_GPUS, bad[i], &o, &err), -EINVAL);
+                assert_non_null(strstr(err, "--expect-gpus"));
+                assert_non_null(strstr(err, bad[i]));
+                free(err);
+                err = NULL;
+        }
+        assert_int_equal(o.probe.expect_gpus, 8); /* a refused value leaves the last good one */
 }
 
 /* --node takes node names only (DNS-1123 subdomains); before, any string was taken and went raw
@@ -180,6 +193,7 @@ static void test_shared_option_help(void **state) {
                 { SHARED_OPT_OPERATOR_NAMESPACE, "--operator-namespace NS" },
                 { SHARED_OPT_DCGM_URL, "--dcgm-url URL" },
                 { SHARED_OPT_NODE_EXPORTER_URL, "--node-exporter-url URL" },
+                { SHARED_OPT_EXPECT_GPUS, "--expect-gpus N" },
         };
         for (size_t i = 0; i < ELEMENTSOF(opts); i++) {
                 const char *h = shared_option_help(opts[i].bit);
@@ -201,7 +215,7 @@ static void test_shared_option_help(void **state) {
         /* not exactly one bit: no text */
         assert_null(shared_option_help(0));
         assert_null(shared_option_help(SHARED_OPT_ROOT | SHARED_OPT_KMSG));
-        assert_null(shared_option_help(SHARED_OPT_NODE_EXPORTER_URL << 1));
+        assert_null(shared_option_help(SHARED_OPT_EXPECT_GPUS << 1));
 }
 
 /* Writes text to dir/rel, creating the folders on the way. */
