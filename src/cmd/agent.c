@@ -104,6 +104,7 @@ static int parse_argv_agent(int argc, char **argv, struct agent_args *ret) {
                 { "allow-remote-validate", no_argument, NULL, OPT_ALLOW_REMOTE_VALIDATE },
                 OPTION_ROOT,
                 OPTION_KMSG,
+                OPTION_EXPECT_GPUS,
                 OPTION_NVML_LIBRARY,
                 OPTION_NODE,
                 OPTIONS_KUBE,
@@ -344,6 +345,7 @@ static int run_agent(struct agent_args *a) {
                                .dcgm_url = a->so.kube.dcgm_url,
                                .node_exporter_url = a->so.kube.node_exporter_url,
                                .operator_namespace = a->so.kube.operator_namespace,
+                               .expect_gpus = a->so.probe.expect_gpus,
                                .interval_ms = a->check_interval_ms,
                                .timeout_ms = a->check_timeout_ms },
                 .supervise_argv = a->labels ? labels_argv : NULL,
@@ -432,6 +434,7 @@ const struct command command_agent = {
                 "  --allow-remote-validate  POST /validate (`kubectl gpunode validate NODE`) starts a validation;\n"
                 "                         refused (403) without it\n"
                 "  (the options below are given to each diagnosis, `gpunode check`, as well)\n",
-        .shared = SHARED_OPT_ROOT | SHARED_OPT_KMSG | SHARED_OPT_NVML_LIBRARY | SHARED_OPT_NODE | SHARED_OPTS_KUBE,
+        .shared = SHARED_OPT_ROOT | SHARED_OPT_KMSG | SHARED_OPT_NVML_LIBRARY | SHARED_OPT_NODE | SHARED_OPTS_KUBE |
+                  SHARED_OPT_EXPECT_GPUS,
         .notes = "stops cleanly on SIGTERM, SIGINT, SIGHUP or SIGQUIT\n",
 };

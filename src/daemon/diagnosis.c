@@ -37,7 +37,7 @@ static char *dup_or_null(const char *s) {
 }
 
 /* Fills argv (room for 32) with the child's command line. Returns nothing. */
-static void child_argv(const struct diagnosis *d, const char *timeout, const char **argv) {
+static void child_argv(const struct diagnosis *d, const char *timeout, const char *expect_gpus, const char **argv) {
         unsigned n = 0;
         argv[n++] = "gpunode";
         argv[n++] = "check";
@@ -58,6 +58,7 @@ static void child_argv(const struct diagnosis *d, const char *timeout, const cha
         OPTIONAL("--dcgm-url", d->dcgm_url);
         OPTIONAL("--node-exporter-url", d->node_exporter_url);
         OPTIONAL("--operator-namespace", d->operator_namespace);
+        OPTIONAL("--expect-gpus", expect_gpus);
 #undef OPTIONAL
         argv[n] = NULL;
 }
@@ -76,10 +77,11 @@ static int run_child(struct diagnosis *d, char **ret_text, size_t *ret_len) {
                 if (w == 0) return -EBUSY;
                 d->unreaped = 0;
         }
-        char timeout[32];
+        char timeout[32], expect[16];
         snprintf(timeout, sizeof timeout, "%ums", d->o.api_timeout_ms);
+        snprintf(expect, sizeof expect, "%u", d->o.expect_gpus);
         const char *argv[32];
-        child_argv(d, d->o.api_timeout_ms ? timeout : NULL, argv);
+        child_argv(d, d->o.api_timeout_ms ? timeout : NULL, d->o.expect_gpus ? expect : NULL, argv);
         const struct child_run_options co = {
                 .max_output = REPORT_MAX, .timeout_ms = d->o.timeout_ms, .cancel_fd = d->stop_fd, .quiet = true
         };

@@ -50,6 +50,7 @@ struct diagnosis_options {
         const char *node;         /* --node */
         unsigned api_timeout_ms;  /* --timeout */
         const char *dcgm_url, *node_exporter_url, *operator_namespace;
+        unsigned expect_gpus; /* --expect-gpus (0: left out) */
         unsigned interval_ms; /* between runs (> 0) */
         unsigned timeout_ms;  /* a run taking longer is killed (0: 60 s) */
         struct diagnosis_sink sinks[DIAGNOSIS_MAX_SINKS];

@@ -181,14 +181,16 @@ static void record_round(void *userdata, const struct diagnosis_round *round) {
         pthread_mutex_unlock(&r->lock);
 }
 
-/* Runs the loop with `self` a script whose body is script, until both sinks saw a round (or 10 s).
- * Returns nothing; the sinks' records in *a and *b. */
-static void run_loop(const char *script, unsigned timeout_ms, struct rounds *a, struct rounds *b) {
+/* Runs the loop with `self` a script whose body is script, until both sinks saw a round (or 10 s), the
+ * child given kmsg and expect_gpus (NULL, 0: none). Returns nothing; the sinks' records in *a and *b. */
+static void run_loop_with(const char *script, unsigned timeout_ms, const char *kmsg, unsigned expect_gpus,
+                          struct rounds *a, struct rounds *b) {
         char dir[] = "/tmp/test-daemon-XXXXXX";
         assert_non_null(mkdtemp(dir));
         _cleanup_free_ char *self = write_file(dir, "gpunode", script, true);
         struct diagnosis_options o = { .self = self, .root = "/", .node = "node-a", .interval_ms = 60000,
-                                       .timeout_ms = timeout_ms, .n_sinks = 2 };
+                                       .timeout_ms = timeout_ms, .n_sinks = 2, .kmsg = kmsg,
+                                       .expect_gpus = expect_gpus };
         o.sinks[0] = (struct diagnosis_sink){ .on_round = record_round, .userdata = a };
         o.sinks[1] = (struct diagnosis_sink){ .on_round = record_round, .userdata = b };
         struct diagnosis *d = NULL;
@@ -203,6 +205,11 @@ static void run_loop(const char *script, unsigned timeout_ms, struct rounds *a, 
         diagnosis_stop(d);
         unlink(self);
         rmdir(dir);
+}
+
+/* run_loop_with() without the optional options. */
+static void run_loop(const char *script, unsigned timeout_ms, struct rounds *a, struct rounds *b) {
+        run_loop_with(script, timeout_ms, NULL, 0, a, b);
 }
 
 #define REPORT_SCRIPT                                                                                                  \
@@ -227,6 +234,20 @@ static void test_diagnosis_report_to_every_sink(void **state) {
         assert_int_equal(a.verdict, VERDICT_FAILED);
         assert_string_equal(a.root_cause, "driver.module-signature");
         assert_string_equal(b.root_cause, "driver.module-signature");
+}
+
+/* The agent's --kmsg and --expect-gpus reach its diagnosis child (the script refuses to report without
+ * them). */
+static void test_diagnosis_child_options(void **state) {
+        (void)state;
+        struct rounds a = { .lock = PTHREAD_MUTEX_INITIALIZER }, b = { .lock = PTHREAD_MUTEX_INITIALIZER };
+        static const char script[] = "#!/bin/sh\n"
+                                     "case \" $* \" in *' --kmsg /host/var/log/kern.log '*) ;; *) exit 64 ;; esac\n"
+                                     "case \" $* \" in *' --expect-gpus 8 '*) ;; *) exit 64 ;; esac\n"
+                                     "echo '{\"schema\": \"gpunode.report/v1\", \"verdict\": \"healthy\", \"checks\": []}'\n";
+        run_loop_with(script, 10000, "/host/var/log/kern.log", 8, &a, &b);
+        assert_int_equal(a.n, 1);
+        if (a.last != DIAGNOSIS_OK) fail_msg("the child did not get the options: %s", a.error);
 }
 
 /* Output that is not a report is INVALID, with the reader's sentence. */
@@ -316,6 +337,7 @@ int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_xid_fan_out),
                 cmocka_unit_test(test_xid_reregister),
+                cmocka_unit_test(test_diagnosis_child_options),
                 cmocka_unit_test(test_diagnosis_report_to_every_sink),
                 cmocka_unit_test(test_diagnosis_invalid),
                 cmocka_unit_test(test_diagnosis_failed_and_timeout),
