@@ -83,8 +83,8 @@ struct finding {
         char **evidence;
         size_t n_evidence;
         char *remedy;
-        const char *blocked_by; /* id of the failed check this one rests on */
-        size_t n_evidence_more; /* evidence lines a reader of the JSON left out (report_read.c's bound) */
+        const char *blocked_by;     /* id of the failed check this one rests on */
+        size_t n_evidence_more;     /* evidence lines a reader of the JSON left out (report_read.c's bound) */
         enum finding_action action; /* none for pass, skip and blocked; else run()'s or the def's */
         bool action_set;            /* run() chose the action (finding_action) */
         struct finding_gpu *gpus;   /* the GPUs it is about (finding_gpu), owned */

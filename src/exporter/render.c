@@ -1,7 +1,6 @@
 /* render.c: the exporter's page as Prometheus text: DCGM-compatible GPU series, its own health, gzip. */
 #include "exporter/exporter.h"
 
-
 #include <inttypes.h>
 #include <math.h>
 #include <zlib.h>
