@@ -406,18 +406,16 @@ static int count_gpu_nodes(struct agent *a, unsigned *ret_gpu_nodes, unsigned *r
         return 0;
 }
 
-/* Adds, changes or removes gpunode's taint key=want:NoSchedule on the Node (want NULL: removes it), with the
- * circuit breaker counting GPU nodes that carry either gpunode taint; set_why and removed_why end the log
- * lines ("" or " (until a validation passes)"). Other taints are left alone. Returns 0 or -errno with
- * *ret_error. */
-static int sync_taint_key(struct agent *a, const char *key, const char *want, const char *set_why,
-                          const char *removed_why, char **ret_error) {
+/* Adds, changes or removes the taint as the conditions ask, with the circuit breaker. Returns 0 or
+ * -errno with *ret_error. */
+static int sync_taint(struct agent *a, char **ret_error) {
+        const char *want = agent_taint_wanted(a->cur);
         for (int attempt = 0; attempt < 2; attempt++) {
                 json_t *node = NULL;
                 char *err = NULL;
                 int r = api_get_node(a, &node, ret_error);
                 if (r < 0) return r;
-                const char *has = agent_taint_current_key(node, key);
+                const char *has = agent_taint_current(node);
                 unsigned gpu_nodes = 1, tainted = 0;
                 if (want && !has && (r = count_gpu_nodes(a, &gpu_nodes, &tainted, ret_error)) < 0) {
                         json_decref(node);
@@ -431,20 +429,20 @@ static int sync_taint_key(struct agent *a, const char *key, const char *want, co
                 if (act == AGENT_TAINT_REFUSE) {
                         json_decref(node);
                         _cleanup_free_ char *msg = xasprintf(
-                                "not tainting %s with %s=%s:NoSchedule: %u of %u GPU nodes already carry a gpunode "
-                                "taint, the most --taint-max-share %.0f%% allows is %u",
-                                a->node, key, want, tainted, gpu_nodes, a->o.taint_max_share * 100,
+                                "not tainting %s with %s=%s:NoSchedule: %u of %u GPU nodes already carry it, the most "
+                                "--taint-max-share %.0f%% allows is %u",
+                                a->node, AGENT_TAINT_KEY, want, tainted, gpu_nodes, a->o.taint_max_share * 100,
                                 agent_taint_allowed(gpu_nodes, a->o.taint_max_share));
-                        char once[128];
-                        snprintf(once, sizeof once, "refused %u/%u %s", tainted, gpu_nodes, key);
-                        if (!streq(a->last_error, once)) {
-                                snprintf(a->last_error, sizeof a->last_error, "%s", once);
+                        char key[64];
+                        snprintf(key, sizeof key, "refused %u/%u", tainted, gpu_nodes);
+                        if (!streq(a->last_error, key)) {
+                                snprintf(a->last_error, sizeof a->last_error, "%s", key);
                                 fprintf_escaped(stderr, "gpunode agent: %s\n", msg);
                                 note_event(a, "TaintRefusedCircuitBreaker", msg);
                         }
                         return 0;
                 }
-                json_t *p = agent_taint_patch_key(node, key, act == AGENT_TAINT_REMOVE ? NULL : want);
+                json_t *p = agent_taint_patch(node, act == AGENT_TAINT_REMOVE ? NULL : want);
                 json_decref(node);
                 _cleanup_free_ char *text = json_dumps(p, JSON_COMPACT);
                 json_decref(p);
@@ -460,18 +458,12 @@ static int sync_taint_key(struct agent *a, const char *key, const char *want, co
                 }
                 /* as kubectl writes a taint: key=value:effect */
                 if (act == AGENT_TAINT_REMOVE)
-                        fprintf(stderr, "gpunode agent: taint removed: %s:NoSchedule%s\n", key, removed_why);
+                        fprintf(stderr, "gpunode agent: taint removed: %s:NoSchedule\n", AGENT_TAINT_KEY);
                 else
-                        fprintf_escaped(stderr, "gpunode agent: taint set: %s=%s:NoSchedule%s\n", key, want, set_why);
+                        fprintf_escaped(stderr, "gpunode agent: taint set: %s=%s:NoSchedule\n", AGENT_TAINT_KEY, want);
                 return 0;
         }
         return 0;
-}
-
-/* Adds, changes or removes the taint as the conditions ask, with the circuit breaker. Returns 0 or
- * -errno with *ret_error. */
-static int sync_taint(struct agent *a, char **ret_error) {
-        return sync_taint_key(a, AGENT_TAINT_KEY, agent_taint_wanted(a->cur), "", "", ret_error);
 }
 
 /* Returns true when reason is a validation's result (pass, degraded, a failure, cannot run), not a state
@@ -546,8 +538,63 @@ static int sync_unvalidated_taint(struct agent *a, char **ret_error) {
         /* passed: in this process, or (before its first result) the Node's condition says a run passed */
         bool passed = st.passed_once ||
                       (st.seq == 0 && a->val_written.known && streq(a->val_written.c.reason, "GPUValidationPassed"));
-        return sync_taint_key(a, AGENT_UNVALIDATED_TAINT_KEY, passed ? NULL : "true", " (until a validation passes)",
-                              " (validation passed)", ret_error);
+        const char *want = passed ? NULL : "true";
+        for (int attempt = 0; attempt < 2; attempt++) {
+                json_t *node = NULL;
+                char *err = NULL;
+                int r = api_get_node(a, &node, ret_error);
+                if (r < 0) return r;
+                const char *has = agent_taint_current_key(node, AGENT_UNVALIDATED_TAINT_KEY);
+                unsigned gpu_nodes = 1, tainted = 0;
+                if (want && !has && (r = count_gpu_nodes(a, &gpu_nodes, &tainted, ret_error)) < 0) {
+                        json_decref(node);
+                        return r;
+                }
+                enum agent_taint_action act = agent_taint_decide(want, has, gpu_nodes, tainted, a->o.taint_max_share);
+                if (act == AGENT_TAINT_NONE) {
+                        json_decref(node);
+                        return 0;
+                }
+                if (act == AGENT_TAINT_REFUSE) {
+                        json_decref(node);
+                        _cleanup_free_ char *msg = xasprintf(
+                                "not tainting %s with %s=true:NoSchedule: %u of %u GPU nodes already carry a gpunode "
+                                "taint, the most --taint-max-share %.0f%% allows is %u",
+                                a->node, AGENT_UNVALIDATED_TAINT_KEY, tainted, gpu_nodes, a->o.taint_max_share * 100,
+                                agent_taint_allowed(gpu_nodes, a->o.taint_max_share));
+                        char key[64];
+                        snprintf(key, sizeof key, "refused %u/%u unvalidated", tainted, gpu_nodes);
+                        if (!streq(a->last_error, key)) {
+                                snprintf(a->last_error, sizeof a->last_error, "%s", key);
+                                fprintf_escaped(stderr, "gpunode agent: %s\n", msg);
+                                note_event(a, "TaintRefusedCircuitBreaker", msg);
+                        }
+                        return 0;
+                }
+                json_t *p = agent_taint_patch_key(node, AGENT_UNVALIDATED_TAINT_KEY,
+                                                  act == AGENT_TAINT_REMOVE ? NULL : want);
+                json_decref(node);
+                _cleanup_free_ char *text = json_dumps(p, JSON_COMPACT);
+                json_decref(p);
+                _cleanup_free_ char *path = node_path(a, "");
+                r = api_call(a, "PATCH", path, "merge", text, "patch nodes", NULL, &err);
+                if (r == -EBUSY && attempt == 0) {
+                        free(err);
+                        continue;
+                }
+                if (r < 0) {
+                        *ret_error = err;
+                        return r;
+                }
+                if (act == AGENT_TAINT_REMOVE)
+                        fprintf(stderr, "gpunode agent: taint removed: %s:NoSchedule (validation passed)\n",
+                                AGENT_UNVALIDATED_TAINT_KEY);
+                else
+                        fprintf(stderr, "gpunode agent: taint set: %s=true:NoSchedule (until a validation passes)\n",
+                                AGENT_UNVALIDATED_TAINT_KEY);
+                return 0;
+        }
+        return 0;
 }
 
 /* Writes what the latest conditions ask for: the conditions (when due), the Events, the taint. On

@@ -308,7 +308,7 @@ def validate_on_start():
     env["GPUNODE_FAKE_CUDA"] = bad
     t0 = time.time()
     p = start_agent("--validate-on-start", "--cuda-library", fake_cuda, "--taint", "--taint-max-share", "1")
-    c = wait(lambda: (validation_condition() or {}).get("status") == "True" and validation_condition(), 60)
+    c = wait(lambda: (validation_condition() or {}).get("status") == "True" and validation_condition(), 20)
     check(bool(c) and c["reason"] == "GPUValidationMemoryPattern" and "GPU 3 (GPU-" in c["message"] and
           "memory.pattern" in c["message"],
           "a GPU with a bit flip: GPUValidationFailed=True (%s: %s) in %.1f s" %
@@ -341,7 +341,7 @@ def validate_on_start():
     n1 = len(events())
     t0 = time.time()
     p = start_agent("--validate-on-start", "--cuda-library", fake_cuda, "--taint", "--taint-max-share", "1")
-    c = wait(lambda: (validation_condition() or {}).get("status") == "False" and validation_condition(), 60)
+    c = wait(lambda: (validation_condition() or {}).get("status") == "False" and validation_condition(), 20)
     check(bool(c) and c["reason"] == "GPUValidationPassed" and "8 GPU(s)" in c["message"],
           "healthy GPUs: GPUValidationFailed=False (%s: %s) in %.1f s" %
           (c and c["reason"], c and c["message"], time.time() - t0))
