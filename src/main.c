@@ -84,19 +84,16 @@ static int kubectl_plugin(int argc, char **argv) {
         const char *sub = argc > 1 ? argv[1] : "--help";
         if (streq(sub, "cluster")) return finish(command_run(&command_cluster, argc - 1, argv + 1));
         /* `gpunode cluster check NODE`: getopt permutes, so options after NODE are taken too */
-        if (streq(sub, "check") || streq(sub, "validate")) return finish(command_run(&command_cluster, argc, argv));
+        if (streq(sub, "check")) return finish(command_run(&command_cluster, argc, argv));
         if (streq(sub, "--version") || streq(sub, "version")) {
                 printf("kubectl-gpunode (gpunode %s)\n", GPUNODE_VERSION);
                 return finish(0);
         }
         bool help = streq(sub, "--help") || streq(sub, "-h") || streq(sub, "help");
         printf("usage: kubectl gpunode cluster [OPTIONS]   every GPU node's readiness, six categories\n"
-               "       kubectl gpunode check NODE [--output json]   the node's report from its gpunode agent\n"
-               "       kubectl gpunode validate NODE [--output json]   run `gpunode validate` through its agent\n\n");
+               "       kubectl gpunode check NODE [--output json]   the node's report from its gpunode agent\n\n");
         command_options_help(&command_cluster);
-        if (!help)
-                fprintf_escaped(stderr, "kubectl gpunode: '%s' is not a command (cluster, check NODE, validate NODE)\n",
-                                sub);
+        if (!help) fprintf_escaped(stderr, "kubectl gpunode: '%s' is not a command (cluster, check NODE)\n", sub);
         return finish(help ? 0 : EXIT_USAGE);
 }
 

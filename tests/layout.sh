@@ -61,13 +61,9 @@ allowed() { # allowed FOLDER: the folders its files may include; "unknown" when 
         device_plugin) echo "basic engine grpc kube nvidia nvml dpconfig output daemon device_plugin" ;;
         cluster) echo "basic engine grpc kube output cluster" ;;
         validate) echo "basic engine nvidia nvml cuda output daemon validate" ;;
-        agent) # validation.c: the last result rendered as validate does (validate_render_prometheus)
+        agent | dra)
                 echo "basic engine facts nvidia nvml grpc kube $layers diagnose output exporter snapshot daemon" \
-                        "device_plugin validate agent"
-                ;;
-        dra)
-                echo "basic engine facts nvidia nvml grpc kube $layers diagnose output exporter snapshot daemon" \
-                        "device_plugin dra"
+                        "device_plugin $1"
                 ;;
         cmd)
                 echo "basic engine facts nvidia nvml cuda grpc kube $layers diagnose output exporter snapshot daemon" \

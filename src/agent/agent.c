@@ -12,7 +12,6 @@
 #include "agent/events.h"
 #include "agent/status_page.h"
 #include "agent/taint.h"
-#include "agent/validation.h"
 #include "basic/http_server.h"
 #include "kube/kube_client.h"
 #include "kube/kube_list.h"
@@ -38,7 +37,6 @@ struct agent {
         size_t report_len;
         int64_t report_at; /* wall clock of the latest report */
         char *page;        /* the status page */
-        char *page_base;   /* the diagnosis's page, without the validation section */
         size_t page_len;
         struct agent_condition latest[AGENT_N_LAYERS];
         bool have_latest;
@@ -59,12 +57,6 @@ struct agent {
         /* Under lock: Events posted by other threads (the device plugin's GPU health), not yet queued. */
         struct agent_event posted[EVENT_QUEUE_MAX];
         unsigned posted_n;
-        /* --validate-on-start: the thread, and (API thread only) what was written of its result. */
-        struct agent_validation *validation;
-        struct agent_cond_state val_written;
-        unsigned val_seq_evented; /* the result an Event was decided for */
-        enum agent_status val_event_status;
-        char val_event_reason[AGENT_REASON_MAX];
 };
 
 /* Returns the wall clock in Unix seconds. */
@@ -85,25 +77,10 @@ static bool fd_fired(int fd) {
         return fd >= 0 && read(fd, &v, sizeof v) == (ssize_t)sizeof v;
 }
 
-/* Composes the page from the diagnosis's page (a->page_base) and, with --validate-on-start, the
- * validation section before its footer. Returns nothing. */
-static void publish_page(struct agent *a) {
-        _cleanup_free_ char *section = a->validation ? agent_validation_html(a->validation) : NULL;
-        pthread_mutex_lock(&a->lock);
-        const char *base = a->page_base ? a->page_base : "";
-        const char *foot = strstr(base, "<footer");
-        size_t at = foot ? (size_t)(foot - base) : strlen(base);
-        char *page = xasprintf("%.*s%s%s", (int)at, base, section ? section : "", base + at);
-        free(a->page);
-        a->page = page;
-        a->page_len = strlen(page);
-        pthread_mutex_unlock(&a->lock);
-}
-
 /* Publishes a report's text (report may be NULL: none yet; takes it) and the status page of its
  * parsed form for the HTTP routes. Returns nothing. */
 static void publish(struct agent *a, char *report, size_t len, const struct report *parsed) {
-        char *base = status_page_html(parsed, a->node);
+        char *page = status_page_html(parsed, a->node);
         pthread_mutex_lock(&a->lock);
         if (report) {
                 free(a->report);
@@ -111,10 +88,10 @@ static void publish(struct agent *a, char *report, size_t len, const struct repo
                 a->report_len = len;
                 a->report_at = wall_s();
         }
-        free(a->page_base);
-        a->page_base = base;
+        free(a->page);
+        a->page = page;
+        a->page_len = strlen(page);
         pthread_mutex_unlock(&a->lock);
-        publish_page(a);
 }
 
 /* Describes an API failure r (message msg) of what (e.g. "patch nodes/status") for the log: 403 names
@@ -175,31 +152,6 @@ static int api_get_node(struct agent *a, json_t **ret, char **ret_error) {
         return api_get_fields(a, path, NODE_FIELDS, "get nodes", ret, ret_error);
 }
 
-/* Reads the node's GPUValidationFailed condition (status, reason, message, lastTransitionTime; heartbeat 0: due)
- * into *ret, so that a restarted agent keeps the last run's result until its own run ends. Returns nothing; an
- * absent or unreadable condition leaves *ret !known. */
-static void validation_from_node(const json_t *node, struct agent_cond_state *ret) {
-        size_t i;
-        const json_t *c;
-        json_array_foreach(json_object_get(json_object_get(node, "status"), "conditions"), i, c) {
-                const char *type = kube_json_str(json_object_get(c, "type"));
-                const char *status = kube_json_str(json_object_get(c, "status"));
-                const char *lt = kube_json_str(json_object_get(c, "lastTransitionTime"));
-                int64_t t;
-                if (!type || !streq(type, AGENT_VALIDATION_CONDITION) || !status || !lt || agent_time_parse(lt, &t) < 0)
-                        continue;
-                *ret = (struct agent_cond_state){ .known = true, .transition_time = t };
-                ret->c.status = streq(status, "True")    ? AGENT_TRUE
-                                : streq(status, "False") ? AGENT_FALSE
-                                                         : AGENT_UNKNOWN;
-                const char *reason = kube_json_str(json_object_get(c, "reason"));
-                const char *message = kube_json_str(json_object_get(c, "message"));
-                snprintf(ret->c.reason, sizeof ret->c.reason, "%s", reason ? reason : "");
-                agent_bound_utf8(message ? message : "", ret->c.message, sizeof ret->c.message);
-                return;
-        }
-}
-
 /* Makes sure the node's uid (and, once, its conditions) are known. Returns 0, or -errno with a
  * malloc'd sentence in *ret_error. */
 static int api_ready(struct agent *a, char **ret_error) {
@@ -213,7 +165,6 @@ static int api_ready(struct agent *a, char **ret_error) {
                 a->node_uid = xstrdup(uid ? uid : "");
                 if (!a->seeded) {
                         agent_conditions_from_node(node, a->cond);
-                        validation_from_node(node, &a->val_written);
                         a->seeded = true;
                 }
                 json_decref(node);
@@ -466,137 +417,6 @@ static int sync_taint(struct agent *a, char **ret_error) {
         return 0;
 }
 
-/* Returns true when reason is a validation's result (pass, degraded, a failure, cannot run), not a state
- * before the first run (GPUValidationNotRun, GPUValidationWaitingForGPUPods). */
-static bool validation_is_result(const char *reason) {
-        return startswith(reason, "GPUValidation") && !streq(reason, "GPUValidationNotRun") &&
-               !streq(reason, "GPUValidationWaitingForGPUPods");
-}
-
-/* Writes the GPUValidationFailed condition (a strategic merge PATCH of that type alone) when its status or
- * words changed from what was written, or its heartbeat is due; queues an Event for each validation result
- * whose status or reason differs from the last one's (the first result always gets one). Returns 0, or
- * -errno with *ret_error. */
-static int sync_validation(struct agent *a, char **ret_error) {
-        struct agent_validation_state st;
-        agent_validation_get(a->validation, &st);
-        int64_t now = wall_s();
-        struct agent_cond_state *w = &a->val_written;
-        /* before this process's first result, a result already on the Node (a restarted agent) stays */
-        if (st.seq == 0 && w->known && validation_is_result(w->c.reason)) st.cond = w->c;
-        bool status_changed = !w->known || w->c.status != st.cond.status;
-        bool changed = status_changed || !streq(w->c.reason, st.cond.reason) || !streq(w->c.message, st.cond.message);
-        bool heartbeat = w->known && (now - w->heartbeat_time >= (int64_t)a->o.heartbeat_s ||
-                                      w->heartbeat_time > now + AGENT_CLOCK_SKEW_S);
-        if (changed || heartbeat) {
-                struct agent_cond_state next = { .known = true, .c = st.cond, .heartbeat_time = now };
-                next.transition_time =
-                        status_changed || w->transition_time > now + AGENT_CLOCK_SKEW_S ? now : w->transition_time;
-                char lt[32], hb[32];
-                json_t *body = json_pack("{s:{s:[{s:s, s:s, s:s, s:s, s:s, s:s}]}}", "status", "conditions", "type",
-                                         AGENT_VALIDATION_CONDITION, "status", agent_status_name(next.c.status),
-                                         "reason", next.c.reason, "message", next.c.message, "lastTransitionTime",
-                                         agent_time_format(next.transition_time, lt, sizeof lt), "lastHeartbeatTime",
-                                         agent_time_format(now, hb, sizeof hb));
-                _cleanup_free_ char *text = json_dumps(body, JSON_COMPACT);
-                json_decref(body);
-                _cleanup_free_ char *path = node_path(a, "/status");
-                int r = api_call(a, "PATCH", path, "strategic", text, "patch nodes/status", NULL, ret_error);
-                if (r < 0) return r;
-                *w = next;
-                if (changed)
-                        fprintf_escaped(stderr, "gpunode agent: %s=%s (%s)\n", AGENT_VALIDATION_CONDITION,
-                                        agent_status_name(next.c.status), next.c.reason);
-        }
-        if (st.seq && st.seq != a->val_seq_evented) {
-                bool first = a->val_seq_evented == 0;
-                if (first || a->val_event_status != st.cond.status || !streq(a->val_event_reason, st.cond.reason)) {
-                        struct agent_event ev = { .type = st.cond.status == AGENT_FALSE ? "Normal" : "Warning",
-                                                  .count = 1 };
-                        snprintf(ev.reason, sizeof ev.reason, "%s", st.cond.reason);
-                        _cleanup_free_ char *m = xasprintf("%s is %s: %s", AGENT_VALIDATION_CONDITION,
-                                                           agent_status_name(st.cond.status), st.cond.message);
-                        agent_bound_utf8(m, ev.message, sizeof ev.message);
-                        ev.first_time = ev.last_time = now;
-                        snprintf(ev.name, sizeof ev.name, "%.200s.gpunode-validate.%llx", a->node,
-                                 (unsigned long long)(int64_t)monotonic_ms());
-                        enqueue_event(a, &ev);
-                }
-                a->val_seq_evented = st.seq;
-                a->val_event_status = st.cond.status;
-                snprintf(a->val_event_reason, sizeof a->val_event_reason, "%s", st.cond.reason);
-        }
-        return 0;
-}
-
-/* Adds or removes gpunode.io/unvalidated=true:NoSchedule (--taint --validate-on-start): due until a
- * validation passed (a restarted agent whose Node says GPUValidationPassed does not fence it again), removed after;
- * added only when the circuit breaker allows, as the other taint. Returns 0 or -errno with *ret_error. */
-static int sync_unvalidated_taint(struct agent *a, char **ret_error) {
-        struct agent_validation_state st;
-        agent_validation_get(a->validation, &st);
-        /* passed: in this process, or (before its first result) the Node's condition says a run passed */
-        bool passed = st.passed_once ||
-                      (st.seq == 0 && a->val_written.known && streq(a->val_written.c.reason, "GPUValidationPassed"));
-        const char *want = passed ? NULL : "true";
-        for (int attempt = 0; attempt < 2; attempt++) {
-                json_t *node = NULL;
-                char *err = NULL;
-                int r = api_get_node(a, &node, ret_error);
-                if (r < 0) return r;
-                const char *has = agent_taint_current_key(node, AGENT_UNVALIDATED_TAINT_KEY);
-                unsigned gpu_nodes = 1, tainted = 0;
-                if (want && !has && (r = count_gpu_nodes(a, &gpu_nodes, &tainted, ret_error)) < 0) {
-                        json_decref(node);
-                        return r;
-                }
-                enum agent_taint_action act = agent_taint_decide(want, has, gpu_nodes, tainted, a->o.taint_max_share);
-                if (act == AGENT_TAINT_NONE) {
-                        json_decref(node);
-                        return 0;
-                }
-                if (act == AGENT_TAINT_REFUSE) {
-                        json_decref(node);
-                        _cleanup_free_ char *msg = xasprintf(
-                                "not tainting %s with %s=true:NoSchedule: %u of %u GPU nodes already carry a gpunode "
-                                "taint, the most --taint-max-share %.0f%% allows is %u",
-                                a->node, AGENT_UNVALIDATED_TAINT_KEY, tainted, gpu_nodes, a->o.taint_max_share * 100,
-                                agent_taint_allowed(gpu_nodes, a->o.taint_max_share));
-                        char key[64];
-                        snprintf(key, sizeof key, "refused %u/%u unvalidated", tainted, gpu_nodes);
-                        if (!streq(a->last_error, key)) {
-                                snprintf(a->last_error, sizeof a->last_error, "%s", key);
-                                fprintf_escaped(stderr, "gpunode agent: %s\n", msg);
-                                note_event(a, "TaintRefusedCircuitBreaker", msg);
-                        }
-                        return 0;
-                }
-                json_t *p = agent_taint_patch_key(node, AGENT_UNVALIDATED_TAINT_KEY,
-                                                  act == AGENT_TAINT_REMOVE ? NULL : want);
-                json_decref(node);
-                _cleanup_free_ char *text = json_dumps(p, JSON_COMPACT);
-                json_decref(p);
-                _cleanup_free_ char *path = node_path(a, "");
-                r = api_call(a, "PATCH", path, "merge", text, "patch nodes", NULL, &err);
-                if (r == -EBUSY && attempt == 0) {
-                        free(err);
-                        continue;
-                }
-                if (r < 0) {
-                        *ret_error = err;
-                        return r;
-                }
-                if (act == AGENT_TAINT_REMOVE)
-                        fprintf(stderr, "gpunode agent: taint removed: %s:NoSchedule (validation passed)\n",
-                                AGENT_UNVALIDATED_TAINT_KEY);
-                else
-                        fprintf(stderr, "gpunode agent: taint set: %s=true:NoSchedule (until a validation passes)\n",
-                                AGENT_UNVALIDATED_TAINT_KEY);
-                return 0;
-        }
-        return 0;
-}
-
 /* Writes what the latest conditions ask for: the conditions (when due), the Events, the taint. On
  * failure schedules a retry with exponential backoff. Returns nothing. */
 static void api_sync(struct agent *a) {
@@ -638,10 +458,7 @@ static void api_sync(struct agent *a) {
                         }
                         r = flush_events(a, &err);
                 }
-                if (r == 0 && a->validation) r = sync_validation(a, &err);
-                if (r == 0) r = flush_events(a, &err);
                 if (r == 0 && a->o.taint) r = sync_taint(a, &err);
-                if (r == 0 && a->o.taint && a->validation) r = sync_unvalidated_taint(a, &err);
                 if (r == 0) r = flush_events(a, &err); /* the taint's refusal, if any */
         }
         if (r == 0) {
@@ -682,11 +499,6 @@ static void on_round(void *userdata, const struct diagnosis_round *round) {
                 (void)!write(a->wake_fd, &one, sizeof one);
                 return;
         }
-        if (a->validation) {
-                size_t pods = 0;
-                for (size_t i = 0; i < round->report->n_gpus; i++) pods += round->report->gpus[i].n_pods;
-                agent_validation_note_gpu_pods(a->validation, pods);
-        }
         char *copy = xmalloc(round->json_len + 1);
         memcpy(copy, round->json, round->json_len);
         copy[round->json_len] = 0;
@@ -723,15 +535,6 @@ static void *api_main(void *arg) {
         return NULL;
 }
 
-/* A validation finished (the validation thread): the page shows it, and the API thread writes its
- * condition, Event and taint. Returns nothing. */
-static void on_validation_result(void *userdata) {
-        struct agent *a = userdata;
-        uint64_t one = 1;
-        publish_page(a);
-        (void)!write(a->wake_fd, &one, sizeof one);
-}
-
 int agent_start(const struct agent_options *o, struct agent **ret) {
         struct agent *a = xcalloc(1, sizeof *a);
         a->o = *o;
@@ -745,22 +548,6 @@ int agent_start(const struct agent_options *o, struct agent **ret) {
                 int r = -errno;
                 agent_stop(a);
                 return r;
-        }
-        if (o->validate_on_start || o->allow_remote_validate) {
-                const struct agent_validation_options vo = { .self = o->self,
-                                                             .root = o->root,
-                                                             .nvml_library = o->nvml_library,
-                                                             .cuda_library = o->cuda_library,
-                                                             .node = a->node,
-                                                             .timeout_ms = o->validate_timeout_ms,
-                                                             .on_start = o->validate_on_start,
-                                                             .on_result = on_validation_result,
-                                                             .userdata = a };
-                int k = agent_validation_start(&vo, &a->validation);
-                if (k < 0) {
-                        agent_stop(a);
-                        return k;
-                }
         }
         publish(a, NULL, 0, NULL);
         int r = -pthread_create(&a->api_thread, NULL, api_main, a);
@@ -792,55 +579,6 @@ static bool path_is(const struct http_request *req, const char *p) {
 
 bool agent_http_route(void *userdata, const struct http_request *req, struct http_response *r) {
         struct agent *a = userdata;
-        if (req->method == HTTP_POST) {
-                if (!path_is(req, "/validate")) return false;
-                if (!a->o.allow_remote_validate) {
-                        /* a Kubernetes Status, so that a client reading it through the pod proxy finds the message */
-                        static const char refused[] =
-                                "{\"kind\":\"Status\",\"apiVersion\":\"v1\",\"status\":\"Failure\",\"reason\":"
-                                "\"Forbidden\",\"code\":403,\"message\":\"remote validation refused: this agent was "
-                                "started without --allow-remote-validate\"}\n";
-                        reply_copy(r, 403, "application/json", refused, sizeof refused - 1);
-                        return true;
-                }
-                unsigned run = agent_validation_request(a->validation);
-                char body[64];
-                int n = snprintf(body, sizeof body, "{\"accepted\":true,\"run\":%u}\n", run);
-                fprintf(stderr, "gpunode agent: a validation was asked for remotely (run %u)\n", run);
-                reply_copy(r, 202, "application/json", body, (size_t)n);
-                return true;
-        }
-        if (a->validation && path_is(req, "/validate/status")) {
-                struct agent_validation_state st;
-                agent_validation_get(a->validation, &st);
-                char body[128];
-                int n = snprintf(body, sizeof body, "{\"results\":%u,\"running\":%s,\"at\":%lld}\n", st.seq,
-                                 st.running ? "true" : "false", (long long)st.at);
-                reply_copy(r, 200, "application/json", body, (size_t)n);
-                return true;
-        }
-        if (path_is(req, "/validate") || path_is(req, "/metrics/validate")) {
-                if (!a->validation) {
-                        static const char off[] = "validation is off: the agent runs without --validate-on-start or "
-                                                  "--allow-remote-validate\n";
-                        reply_copy(r, 404, "text/plain; charset=utf-8", off, sizeof off - 1);
-                        return true;
-                }
-                bool metrics = path_is(req, "/metrics/validate");
-                char *body = metrics ? agent_validation_metrics(a->validation) : agent_validation_json(a->validation);
-                if (!body) {
-                        static const char none[] = "no validation result yet\n";
-                        reply_copy(r, 503, "text/plain; charset=utf-8", none, sizeof none - 1);
-                        return true;
-                }
-                r->status = 200;
-                r->content_type = metrics ? "text/plain; version=0.0.4; charset=utf-8" : "application/json";
-                r->body[0] = (struct iovec){ body, strlen(body) };
-                r->n_body = 1;
-                r->release = free;
-                r->release_arg = body;
-                return true;
-        }
         bool report = path_is(req, "/report"), ready = path_is(req, "/ready");
         if (!report && !ready && !path_is(req, "/")) return false;
         pthread_mutex_lock(&a->lock);
@@ -869,13 +607,11 @@ struct agent *agent_stop(struct agent *a) {
                 (void)!write(a->stop_fd, &one, sizeof one);
         }
         if (a->api_running) pthread_join(a->api_thread, NULL);
-        a->validation = agent_validation_stop(a->validation);
         if (a->stop_fd >= 0) close(a->stop_fd);
         if (a->wake_fd >= 0) close(a->wake_fd);
         pthread_mutex_destroy(&a->lock);
         free(a->report);
         free(a->page);
-        free(a->page_base);
         free(a->node_uid);
         free(a->kubeconfig);
         free(a->node);

@@ -18,15 +18,6 @@ struct agent_options {
         /* Asks the daemon for a diagnosis at once (a posted Event about a GPU); NULL: none. */
         void (*diagnose_now)(void *userdata);
         void *diagnose_now_userdata;
-        /* --validate-on-start: run `gpunode validate --level quick` (self, with root, nvml_library,
-         * cuda_library) once no pod holds a GPU; the GPUValidationFailed condition, its Events, with --taint
-         * gpunode.io/unvalidated until the first pass; GET /validate (the last JSON), /metrics/validate. */
-        bool validate_on_start;
-        /* --allow-remote-validate: POST /validate starts a run (202 with the run's number; GET
-         * /validate/status says when it is in); without it POST /validate is refused (403). */
-        bool allow_remote_validate;
-        const char *self, *root, *nvml_library, *cuda_library;
-        unsigned validate_timeout_ms; /* 0: AGENT_VALIDATION_TIMEOUT_MS */
 };
 
 struct agent;
@@ -40,12 +31,9 @@ struct diagnosis_sink;
  * conditions, Events and taint to write, /report and the status page. Returns nothing. */
 void agent_diagnosis_sink(struct agent *a, struct diagnosis_sink *ret);
 
-/* The exporter's route callback (userdata: the agent; registered with .post): POST /validate (403 without
- * --allow-remote-validate, else 202 {"run": N}: the run whose result will be number N), GET /validate (the
- * last gpunode.validate/v1 result, 404 with validation off, 503 before the first), /validate/status
- * ({"results", "running"}), /metrics/validate (the result's Prometheus text), /report (503 before
- * the first diagnosis), /ready (the readiness probe: 200 once a diagnosis finished, whatever it found, so a node whose
- * NVML fails still has a Ready agent reporting it; 503 before) and / (the status page). Returns true when it answered.
+/* The exporter's route callback (userdata: the agent): /report (503 before the first diagnosis), /ready
+ * (the readiness probe: 200 once a diagnosis finished, whatever it found, so a node whose NVML fails still
+ * has a Ready agent reporting it; 503 before) and / (the status page). Returns true when it answered.
  * Never blocks. */
 bool agent_http_route(void *userdata, const struct http_request *req, struct http_response *r);
 

@@ -14,16 +14,12 @@ const char *agent_taint_wanted(const struct agent_condition c[AGENT_N_LAYERS]) {
 }
 
 const char *agent_taint_current(const json_t *node) {
-        return agent_taint_current_key(node, AGENT_TAINT_KEY);
-}
-
-const char *agent_taint_current_key(const json_t *node, const char *taint_key) {
         const json_t *taints = json_object_get(json_object_get(node, "spec"), "taints");
         size_t i;
         const json_t *t;
         json_array_foreach(taints, i, t) {
                 const char *key = kube_json_str(json_object_get(t, "key"));
-                if (key && streq(key, taint_key)) {
+                if (key && streq(key, AGENT_TAINT_KEY)) {
                         /* a value holding a NUL is none the agent writes: "" (it is changed, not kept) */
                         const char *v = kube_json_str(json_object_get(t, "value"));
                         return v ? v : "";
@@ -45,9 +41,7 @@ void agent_taint_counter_add(struct agent_taint_counter *c, const json_t *node) 
         const char *name = kube_json_str(json_object_get(json_object_get(node, "metadata"), "name"));
         if (!name || !*name || json_object_get(c->seen, name)) return;
         json_object_set_new(c->seen, name, json_true());
-        if (!(c->self && streq(name, c->self)) &&
-            (agent_taint_current(node) || agent_taint_current_key(node, AGENT_UNVALIDATED_TAINT_KEY)))
-                c->tainted++;
+        if (!(c->self && streq(name, c->self)) && agent_taint_current(node)) c->tainted++;
 }
 
 void agent_taint_counter_done(struct agent_taint_counter *c, unsigned *ret_gpu_nodes, unsigned *ret_tainted_others) {
@@ -80,22 +74,18 @@ enum agent_taint_action agent_taint_decide(const char *want, const char *has, un
 }
 
 json_t *agent_taint_patch(const json_t *node, const char *want) {
-        return agent_taint_patch_key(node, AGENT_TAINT_KEY, want);
-}
-
-json_t *agent_taint_patch_key(const json_t *node, const char *taint_key, const char *want) {
         json_t *list = json_array();
         const json_t *taints = json_object_get(json_object_get(node, "spec"), "taints");
         size_t i;
         json_t *t;
         json_array_foreach(taints, i, t) {
                 const char *key = kube_json_str(json_object_get(t, "key"));
-                if (key && streq(key, taint_key)) continue;
+                if (key && streq(key, AGENT_TAINT_KEY)) continue;
                 json_array_append(list, t);
         }
         if (want)
-                json_array_append_new(
-                        list, json_pack("{s:s, s:s, s:s}", "key", taint_key, "value", want, "effect", "NoSchedule"));
+                json_array_append_new(list, json_pack("{s:s, s:s, s:s}", "key", AGENT_TAINT_KEY, "value", want,
+                                                      "effect", "NoSchedule"));
         const char *rv = json_string_value(json_object_get(json_object_get(node, "metadata"), "resourceVersion"));
         json_t *patch = json_pack("{s:{s:o}}", "spec", "taints", list);
         if (rv) json_object_set_new(patch, "metadata", json_pack("{s:s}", "resourceVersion", rv));

@@ -7,8 +7,6 @@
 #include "agent/conditions.h"
 
 #define AGENT_TAINT_KEY "gpunode.io/unhealthy"
-/* --taint with --validate-on-start: the node carries it (value "true") until its first validation passes. */
-#define AGENT_UNVALIDATED_TAINT_KEY "gpunode.io/unvalidated"
 /* The nodes that count as GPU nodes for the circuit breaker. */
 #define AGENT_GPU_NODE_SELECTORS                                                                                       \
         { "nvidia.com/gpu.present=true", "feature.node.kubernetes.io/pci-10de.present=true" }
@@ -20,16 +18,11 @@ const char *agent_taint_wanted(const struct agent_condition c[AGENT_N_LAYERS]);
 /* Returns the value of the node's gpunode.io/unhealthy taint (owned by node), or NULL when it has none. */
 const char *agent_taint_current(const json_t *node);
 
-/* Returns the value of the node's taint taint_key (owned by node; "" for a value holding a NUL), or NULL
- * when it has none. */
-const char *agent_taint_current_key(const json_t *node, const char *taint_key);
-
 /* Returns how many nodes may carry the taint at once: floor(max_share x gpu_nodes), at least 1 (a
  * single broken node of a small cluster is still fenced). */
 unsigned agent_taint_allowed(unsigned gpu_nodes, double max_share);
 
-/* Counts GPU nodes page by page: distinct names (self included) and those other than self with either
- * gpunode taint (unhealthy or unvalidated: both fence a node, both count against the share). */
+/* Counts GPU nodes page by page: distinct names (self included) and those other than self with the taint. */
 struct agent_taint_counter {
         json_t *seen; /* name -> true */
         const char *self;
@@ -67,7 +60,3 @@ enum agent_taint_action agent_taint_decide(const char *want, const char *has, un
  * gpunode.io/unhealthy, plus it with value want when want is not NULL; metadata.resourceVersion from
  * node, so that a concurrent change answers 409. Returns a new reference. */
 json_t *agent_taint_patch(const json_t *node, const char *want);
-
-/* agent_taint_patch() for the taint taint_key (the other taints, gpunode's other one included, kept). Returns
- * a new reference. */
-json_t *agent_taint_patch_key(const json_t *node, const char *taint_key, const char *want);

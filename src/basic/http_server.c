@@ -102,7 +102,6 @@ static int parse_request_line(const char *s, size_t n, struct http_request *req)
         req->method_len = i;
         req->method = word_eq(s, i, "GET") && memcmp(s, "GET", 3) == 0     ? HTTP_GET
                       : word_eq(s, i, "HEAD") && memcmp(s, "HEAD", 4) == 0 ? HTTP_HEAD
-                      : word_eq(s, i, "POST") && memcmp(s, "POST", 4) == 0 ? HTTP_POST
                                                                            : HTTP_OTHER;
         size_t t = ++i;
         while (i < n && (unsigned char)s[i] > 0x20 && (unsigned char)s[i] < 0x7f) i++;
@@ -453,15 +452,14 @@ static int respond(struct http_server *s, struct conn *c, const struct http_requ
         resp->release_arg = NULL;
         bool head_only = req->method == HTTP_HEAD;
         const char *extra = "";
-        if (req->method != HTTP_OTHER) s->handler(s->userdata, req, resp);
-        if (req->method == HTTP_OTHER || (req->method == HTTP_POST && resp->status == 0)) {
-                /* a POST no route takes is as any other method */
+        if (req->method == HTTP_OTHER) {
                 int m = snprintf(resp->scratch, sizeof resp->scratch, "method not allowed\n");
                 resp->status = 405;
                 resp->body[0] = (struct iovec){ resp->scratch, (size_t)m };
                 resp->n_body = 1;
                 extra = "Allow: GET, HEAD\r\n";
         } else {
+                s->handler(s->userdata, req, resp);
                 if (resp->status == 0) {
                         if (resp->release) resp->release(resp->release_arg);
                         return send_error(s, c, 500, head_only);

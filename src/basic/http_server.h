@@ -15,8 +15,7 @@
 #define HTTP_MAX_HEADERS     100u   /* header fields in one request; more: 431 */
 #define HTTP_SCRATCH_SIZE    1024u  /* bytes a handler may fill per response (struct http_response) */
 
-/* HTTP_POST reaches the handler too; a handler that leaves a POST unanswered (status 0) gets 405. */
-enum http_method { HTTP_GET, HTTP_HEAD, HTTP_OTHER, HTTP_POST };
+enum http_method { HTTP_GET, HTTP_HEAD, HTTP_OTHER };
 
 /* A parsed request head. Pointers point into the parsed buffer and are not NUL-terminated. */
 struct http_request {
@@ -58,8 +57,8 @@ struct http_response {
         char scratch[HTTP_SCRATCH_SIZE];
 };
 
-/* Handles a GET, HEAD or POST request: fills resp (status 0 is answered 500, for a POST 405). Runs on the server thread
- * and must not block. For HEAD the server sends only the headers. Returns nothing. */
+/* Handles a GET or HEAD request: fills resp (status 0 is answered 500). Runs on the server thread and
+ * must not block. For HEAD the server sends only the headers. Returns nothing. */
 typedef void (*http_handler_t)(void *userdata, const struct http_request *req, struct http_response *resp);
 
 struct http_server;

@@ -3,8 +3,6 @@
 #include "cluster/cluster.h"
 #include "basic/util.h"
 
-#include <inttypes.h>
-
 /* The component a condition reason names (the CamelCase of the agent's root-cause check id). */
 static const char *reason_component(const char *reason) {
         static const struct {
@@ -69,63 +67,6 @@ static void run_layer_conditions(const struct cluster_facts *facts, struct cl_fi
         if (known < facts->n_nodes)
                 finding_evidence(&f->f, "%zu GPU nodes have no agent conditions (see infrastructure.agent-running)",
                                  facts->n_nodes - known);
-}
-
-/* Writes how long ago t was (now: the facts' time) into ret: "12 min ago", "3 h ago", "2 d ago". Returns ret. */
-static char *ago(int64_t now, int64_t t, char *ret, size_t size) {
-        int64_t d = now - t;
-        if (t <= 0)
-                snprintf(ret, size, "at an unknown time");
-        else if (d < 0)
-                snprintf(ret, size, "in the future (clock skew)");
-        else if (d < 3600)
-                snprintf(ret, size, "%" PRId64 " min ago", d / 60);
-        else if (d < 2 * 86400)
-                snprintf(ret, size, "%" PRId64 " h ago", d / 3600);
-        else
-                snprintf(ret, size, "%" PRId64 " d ago", d / 86400);
-        return ret;
-}
-
-/* run_validation: which GPU nodes were validated (the agents' GPUValidationFailed condition, agent
- * --validate-on-start), when (its lastTransitionTime) and with what result (its reason and message, the figures
- * of the failing test). Fails when one is True, warns when one could not run; skips when no node carries the
- * condition. Fills f; never fails. */
-static void run_validation(const struct cluster_facts *facts, struct cl_finding *f) {
-        size_t known = 0, failed = 0, passed = 0, unknown = 0, shown = 0;
-        for (size_t i = 0; i < facts->n_nodes; i++) {
-                const struct cl_node *n = &facts->nodes[i];
-                const struct cl_condition *c = &n->validation;
-                if (c->status == CL_COND_ABSENT) continue;
-                known++;
-                failed += c->status == CL_COND_TRUE;
-                passed += c->status == CL_COND_FALSE;
-                unknown += c->status == CL_COND_UNKNOWN;
-                char when[64];
-                const char *word = c->status == CL_COND_TRUE    ? "failed"
-                                   : c->status == CL_COND_FALSE ? "validated"
-                                                                : "not validated";
-                cl_evidence_node(f, &shown, "%s: %s (%s) since %s: %.300s%s", n->name, word,
-                                 c->reason ? c->reason : "?", ago(facts->now, n->validated_at, when, sizeof when),
-                                 c->message ? c->message : "", c->message && strlen(c->message) > 300 ? "..." : "");
-        }
-        cl_evidence_more(f, shown);
-        if (known == 0) {
-                finding_skip(&f->f, "no GPU node carries GPUValidationFailed: no agent runs with --validate-on-start");
-                return;
-        }
-        if (known < facts->n_nodes)
-                finding_evidence(&f->f, "%zu GPU nodes have no validation condition", facts->n_nodes - known);
-        if (failed) {
-                finding_fail(&f->f, "%zu of %zu validated GPU nodes failed `gpunode validate`", failed, known);
-                finding_remedy(&f->f, "drain the failed nodes and repair the GPU the message names (`kubectl gpunode "
-                                      "check NODE`, the agent's page /validate section); a repaired node is validated "
-                                      "again when its agent restarts");
-        } else if (unknown)
-                finding_warn(&f->f, "%zu of %zu GPU nodes with a validation condition passed, %zu not (yet) validated",
-                             passed, known, unknown);
-        else
-                finding_pass(&f->f, "every one of %zu GPU nodes with a validation condition passed", known);
 }
 
 /* Warns when the GPU nodes' values of field differ (what: "driver"). Returns nothing. */
@@ -222,13 +163,6 @@ const struct cl_check_def cl_check_gpu_health_layer_conditions = {
         .title = "no GPU node's agent reports a failing layer",
         .depends = { "infrastructure.gpu-nodes" },
         .run = run_layer_conditions,
-};
-const struct cl_check_def cl_check_gpu_health_validation = {
-        .id = "gpu-health.validation",
-        .category = CL_GPU_HEALTH,
-        .title = "the validated GPU nodes passed `gpunode validate`",
-        .depends = { "infrastructure.gpu-nodes" },
-        .run = run_validation,
 };
 const struct cl_check_def cl_check_gpu_health_driver_skew = {
         .id = "gpu-health.driver-skew",

@@ -44,8 +44,6 @@ struct cl_node {
                                    * (capacity drops with a GPU lost; the label keeps the count GFD saw) */
         int64_t rdma_allocatable; /* the rdma/ resources */
         struct cl_condition layers[CLUSTER_LAYERS];
-        struct cl_condition validation; /* the agent's GPUValidationFailed (agent --validate-on-start) */
-        int64_t validated_at;           /* its lastTransitionTime (seconds since the epoch; 0: absent) */
         /* from the pods on the node */
         char *agent_namespace, *agent_pod; /* the gpunode agent pod, NULL when none */
         int agent_port;

@@ -163,19 +163,6 @@ int cl_node_parse(const json_t *node, struct cl_node *ret) {
                         ret->ready_reason = dup_member(c, "reason");
                         continue;
                 }
-                if (streq(type, "GPUValidationFailed")) {
-                        struct cl_condition *d = &ret->validation;
-                        free(d->reason);
-                        free(d->message);
-                        d->status = streq(st, "True")    ? CL_COND_TRUE
-                                    : streq(st, "False") ? CL_COND_FALSE
-                                                         : CL_COND_UNKNOWN;
-                        d->reason = dup_member(c, "reason");
-                        d->message = dup_member(c, "message");
-                        d->heartbeat = cl_parse_time(kube_json_str(json_object_get(c, "lastHeartbeatTime")));
-                        ret->validated_at = cl_parse_time(kube_json_str(json_object_get(c, "lastTransitionTime")));
-                        continue;
-                }
                 for (int l = 0; l < CLUSTER_LAYERS; l++) {
                         if (!streq(type, layer_types[l])) continue;
                         struct cl_condition *d = &ret->layers[l];
@@ -216,8 +203,6 @@ void cl_node_free(struct cl_node *n) {
                 free(n->layers[l].reason);
                 free(n->layers[l].message);
         }
-        free(n->validation.reason);
-        free(n->validation.message);
         free(n->agent_namespace);
         free(n->agent_pod);
         for (size_t i = 0; i < n->n_csi_drivers; i++) free(n->csi_drivers[i]);

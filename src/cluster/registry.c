@@ -9,7 +9,6 @@
         X(infrastructure_agent_running)                                                                                \
         X(infrastructure_agent_heartbeat)                                                                              \
         X(gpu_health_layer_conditions)                                                                                 \
-        X(gpu_health_validation)                                                                                       \
         X(gpu_health_driver_skew)                                                                                      \
         X(gpu_health_cuda_skew)                                                                                        \
         X(gpu_health_product_skew)                                                                                     \

@@ -29,10 +29,6 @@ enum {
         OPT_BACKOFF_MAX,
         OPT_DEVICE_PLUGIN,
         OPT_DEVICE_PLUGIN_CONFIG,
-        OPT_VALIDATE_ON_START,
-        OPT_VALIDATE_TIMEOUT,
-        OPT_CUDA_LIBRARY,
-        OPT_ALLOW_REMOTE_VALIDATE,
 };
 
 /* The device plugin inside the agent (--device-plugin): its thread, stopped through a pipe. */
@@ -98,10 +94,6 @@ static int parse_argv_agent(int argc, char **argv, struct agent_args *ret) {
                 { "no-kubernetes", no_argument, NULL, OPT_NO_KUBERNETES },
                 { "device-plugin", no_argument, NULL, OPT_DEVICE_PLUGIN },
                 { "device-plugin-config", required_argument, NULL, OPT_DEVICE_PLUGIN_CONFIG },
-                { "validate-on-start", no_argument, NULL, OPT_VALIDATE_ON_START },
-                { "validate-timeout", required_argument, NULL, OPT_VALIDATE_TIMEOUT },
-                { "cuda-library", required_argument, NULL, OPT_CUDA_LIBRARY },
-                { "allow-remote-validate", no_argument, NULL, OPT_ALLOW_REMOTE_VALIDATE },
                 OPTION_ROOT,
                 OPTION_KMSG,
                 OPTION_EXPECT_GPUS,
@@ -181,14 +173,6 @@ static int parse_argv_agent(int argc, char **argv, struct agent_args *ret) {
                 case OPT_NO_KUBERNETES: kubernetes = false; break;
                 case OPT_DEVICE_PLUGIN: device_plugin = true; break;
                 case OPT_DEVICE_PLUGIN_CONFIG: dp_config = optarg; break;
-                case OPT_VALIDATE_ON_START: ao.validate_on_start = true; break;
-                case OPT_VALIDATE_TIMEOUT:
-                        name = "validate-timeout";
-                        dst_ms = &ao.validate_timeout_ms;
-                        min = 1000;
-                        break;
-                case OPT_CUDA_LIBRARY: ao.cuda_library = optarg; break;
-                case OPT_ALLOW_REMOTE_VALIDATE: ao.allow_remote_validate = true; break;
                 default: {
                         _cleanup_free_ char *error = NULL;
                         int k = shared_option(c, optarg, &so, &error);
@@ -298,9 +282,6 @@ static int run_agent(struct agent_args *a) {
         a->ao.api_timeout_ms = a->so.kube.timeout_ms;
         a->ao.diagnose_now = diagnose_now;
         a->ao.diagnose_now_userdata = d;
-        a->ao.self = self;
-        a->ao.root = a->so.root;
-        a->ao.nvml_library = nvml_library;
         struct agent *agent = NULL;
         r = agent_start(&a->ao, &agent);
         if (r < 0) {
@@ -311,7 +292,7 @@ static int run_agent(struct agent_args *a) {
                 return EXIT_INTERNAL;
         }
         /* the agent's / (the status page) before the exporter's index */
-        daemon_add_route(d, &(struct daemon_route){ .handle = agent_http_route, .userdata = agent, .post = true });
+        daemon_add_route(d, &(struct daemon_route){ .handle = agent_http_route, .userdata = agent });
         exporter_join_daemon(e, d);
         struct diagnosis_sink sink;
         agent_diagnosis_sink(agent, &sink);
@@ -372,11 +353,6 @@ static int run_agent(struct agent_args *a) {
                         a->listen_addr, a->check_interval_ms / 1000.0, a->ao.conditions ? ", conditions" : "",
                         a->ao.taint ? ", taint" : "", a->labels ? ", labels" : "",
                         device_plugin ? ", device plugin" : "");
-        if (a->ao.validate_on_start)
-                fprintf(stderr,
-                        "gpunode agent: validation on start (gpunode validate --level quick) once no pod holds "
-                        "a GPU%s\n",
-                        a->ao.taint ? "; tainted gpunode.io/unvalidated=true:NoSchedule until it passes" : "");
         int sig = daemon_run(d, &sigs);
         fprintf_escaped(stderr, "gpunode agent: %s, stopping\n", strsignal(sig));
         if (device_plugin) {
@@ -426,13 +402,6 @@ const struct command command_agent = {
                 "the\n"
                 "                         kubelet's device-plugins folder writable under --root)\n"
                 "  --device-plugin-config FILE  NVIDIA's device plugin config file for it (env CONFIG_FILE)\n"
-                "  --validate-on-start    run `gpunode validate --level quick` once no pod holds a GPU: condition\n"
-                "                         GPUValidationFailed, an Event per change, GET /validate, /metrics/validate;\n"
-                "                         with --taint, gpunode.io/unvalidated=true:NoSchedule until a run passes\n"
-                "  --validate-timeout DUR the validation child is killed past this (default 15m)\n"
-                "  --cuda-library PATH    libcuda.so.1 for the validation (default: the linker's, then --root's)\n"
-                "  --allow-remote-validate  POST /validate (`kubectl gpunode validate NODE`) starts a validation;\n"
-                "                         refused (403) without it\n"
                 "  (the options below are given to each diagnosis, `gpunode check`, as well)\n",
         .shared = SHARED_OPT_ROOT | SHARED_OPT_KMSG | SHARED_OPT_NVML_LIBRARY | SHARED_OPT_NODE | SHARED_OPTS_KUBE |
                   SHARED_OPT_EXPECT_GPUS,

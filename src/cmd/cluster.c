@@ -10,7 +10,6 @@
 #include "kube/kube_list.h"
 #include "kube/kubeconfig.h"
 #include "output/output.h"
-#include "validate/validate.h"
 
 #include <getopt.h>
 #include <inttypes.h>
@@ -197,19 +196,23 @@ static int agent_pod_cb(const json_t *pod, void *userdata) {
         return 0;
 }
 
-/* Finds node's gpunode agent pod (app.kubernetes.io/name=gpunode, in o->namespace when given) into *a. Returns 0, or
- * the exit code having said why on stderr (none: EXIT_API). */
-static int find_agent_pod(struct kube_client *kube, const struct cluster_options *o, const char *node,
-                          struct find_agent *a) {
+/* `cluster check NODE`: the agent's report through the pod proxy, rendered as `gpunode check` does. Returns the exit
+ * code. */
+static int run_check_node(const struct cluster_options *o, const char *node) {
+        _cleanup_kube_client_ struct kube_client *kube = NULL;
+        int code = open_client(o, &kube);
+        if (code) return code;
         _cleanup_free_ char *fs = xasprintf("spec.nodeName=%s", node), *err = NULL;
         _cleanup_free_ char *path =
                 o->namespace ? xasprintf("/api/v1/namespaces/%s/pods", o->namespace) : xstrdup("/api/v1/pods");
         struct kube_list_request req = { .path = path,
                                          .label_selector = "app.kubernetes.io/name=gpunode",
                                          .field_selector = fs };
-        int r = kube_list_all(kube, &req, agent_pod_cb, a, NULL, &err);
+        struct find_agent a = { 0 };
+        int r = kube_list_all(kube, &req, agent_pod_cb, &a, NULL, &err);
         if (r < 0) return api_failure("cannot find the node's agent pod", r, err);
-        if (!a->name) {
+        _cleanup_free_ char *ans = a.namespace, *aname = a.name;
+        if (!aname) {
                 fprintf_escaped(stderr,
                                 "gpunode cluster: no gpunode agent pod on node %s (pods labelled "
                                 "app.kubernetes.io/name=gpunode%s%s): is the node's name right, and does the DaemonSet "
@@ -217,21 +220,6 @@ static int find_agent_pod(struct kube_client *kube, const struct cluster_options
                                 node, o->namespace ? " in namespace " : "", o->namespace ? o->namespace : "");
                 return EXIT_API;
         }
-        return 0;
-}
-
-/* `cluster check NODE`: the agent's report through the pod proxy, rendered as `gpunode check` does. Returns the exit
- * code. */
-static int run_check_node(const struct cluster_options *o, const char *node) {
-        _cleanup_kube_client_ struct kube_client *kube = NULL;
-        int code = open_client(o, &kube);
-        if (code) return code;
-        _cleanup_free_ char *err = NULL;
-        struct find_agent a = { 0 };
-        int r;
-        code = find_agent_pod(kube, o, node, &a);
-        _cleanup_free_ char *ans = a.namespace, *aname = a.name;
-        if (code) return code;
         _cleanup_free_ char *ens = kube_query_escape(ans), *epod = kube_query_escape(aname);
         _cleanup_free_ char *proxy = xasprintf("/api/v1/namespaces/%s/pods/%s:%d/proxy/report", ens, epod, a.port);
         json_t *doc = NULL;
@@ -286,109 +274,12 @@ static int run_check_node(const struct cluster_options *o, const char *node) {
         return code;
 }
 
-/* How long `cluster validate NODE` waits for the agent's run: the quick level takes about a minute. */
-#define VALIDATE_WAIT_MS    (20u * 60 * 1000)
-#define VALIDATE_POLL_MS    1000u
-#define VALIDATE_MAX_POLL_S 5u /* the poll slows to this */
-
-/* `cluster validate NODE`: asks the node's agent for a validation (POST /validate through the pod proxy; the agent
- * refuses it with 403 unless it runs with --allow-remote-validate), waits until the run's result is in (GET
- * /validate/status, bounded by VALIDATE_WAIT_MS), then shows it (GET /validate) as `gpunode validate` does, or as
- * its JSON. Returns the exit code: validate's (0 pass, 1 degraded, 2 fail, 69 cannot run), or the API's. */
-static int run_validate_node(const struct cluster_options *o, const char *node) {
-        _cleanup_kube_client_ struct kube_client *kube = NULL;
-        int code = open_client(o, &kube);
-        if (code) return code;
-        struct find_agent a = { 0 };
-        code = find_agent_pod(kube, o, node, &a);
-        _cleanup_free_ char *ans = a.namespace, *aname = a.name;
-        if (code) return code;
-        _cleanup_free_ char *ens = kube_query_escape(ans), *epod = kube_query_escape(aname);
-        _cleanup_free_ char *base = xasprintf("/api/v1/namespaces/%s/pods/%s:%d/proxy/validate", ens, epod, a.port);
-        _cleanup_free_ char *status_path = xasprintf("%s/status", base);
-        _cleanup_free_ char *err = NULL;
-        json_t *ack = NULL;
-        int r = kube_post(kube, base, "{}", &ack, &err);
-        if (r == -EPERM) {
-                fprintf_escaped(stderr,
-                                "gpunode cluster: agent %s/%s refuses remote validation: %s\ngpunode cluster: start "
-                                "the agent with --allow-remote-validate to allow `kubectl gpunode validate`\n",
-                                ans, aname, err ? err : "403");
-                return EXIT_NOPERM;
-        }
-        if (r < 0) {
-                if (err && strstr(err, "404"))
-                        fprintf_escaped(stderr,
-                                        "gpunode cluster: agent %s/%s has no /validate (an older gpunode, or "
-                                        "validation off)\n",
-                                        ans, aname);
-                return api_failure("cannot ask the agent for a validation", r, err);
-        }
-        json_int_t run = json_integer_value(json_object_get(ack, "run"));
-        json_decref(ack);
-        if (run <= 0) {
-                fprintf_escaped(stderr,
-                                "gpunode cluster: agent %s/%s answered the validation request without a run "
-                                "number\n",
-                                ans, aname);
-                return EXIT_API;
-        }
-        fprintf_escaped(stderr, "gpunode cluster: agent %s/%s validates node %s (run %lld); waiting for its result\n",
-                        ans, aname, node, (long long)run);
-        uint64_t start = monotonic_ms(), wait_ms = VALIDATE_POLL_MS;
-        for (;;) {
-                json_t *st = NULL;
-                free(err);
-                err = NULL;
-                r = kube_get(kube, status_path, &st, &err);
-                if (r < 0) return api_failure("cannot read the agent's validation status", r, err);
-                json_int_t results = json_integer_value(json_object_get(st, "results"));
-                json_decref(st);
-                if (results >= run) break;
-                if (monotonic_ms() - start + wait_ms > VALIDATE_WAIT_MS) {
-                        fprintf_escaped(stderr,
-                                        "gpunode cluster: agent %s/%s gave no validation result within %u min (run "
-                                        "%lld)\n",
-                                        ans, aname, VALIDATE_WAIT_MS / 60000, (long long)run);
-                        return EXIT_API;
-                }
-                sleep_ms(wait_ms);
-                if (wait_ms < VALIDATE_MAX_POLL_S * 1000) wait_ms += 500;
-        }
-        json_t *doc = NULL;
-        free(err);
-        err = NULL;
-        r = kube_get(kube, base, &doc, &err);
-        if (r < 0) return api_failure("cannot fetch the agent's validation result", r, err);
-        const char *schema = json_string_value(json_object_get(doc, "schema"));
-        const char *v = json_string_value(json_object_get(doc, "verdict"));
-        if (!schema || !streq(schema, "gpunode.validate/v1") || !v) {
-                json_decref(doc);
-                fprintf_escaped(stderr,
-                                "gpunode cluster: agent %s/%s answered something else than a "
-                                "gpunode.validate/v1 result\n",
-                                ans, aname);
-                return EXIT_API;
-        }
-        code = streq(v, "pass") ? 0 : streq(v, "degraded") ? 1 : streq(v, "fail") ? 2 : 69 /* validate could not run */;
-        int w;
-        if (o->json)
-                w = json_dumpf(doc, stdout, JSON_INDENT(2) | JSON_PRESERVE_ORDER) < 0 || fputc('\n', stdout) == EOF;
-        else {
-                _cleanup_free_ char *text = validate_render_text(doc);
-                w = fputs(text, stdout) == EOF;
-        }
-        json_decref(doc);
-        return w ? EXIT_INTERNAL : code;
-}
-
 /* What `gpunode cluster` was asked: the view, a node's report, or the list of checks. */
 struct cluster_args {
         struct command_args base;
         struct cluster_options o;
-        const char *check_node;    /* `cluster check NODE` */
-        const char *validate_node; /* `cluster validate NODE` */
-        bool list_checks;          /* --list-checks: the options after it are not read */
+        const char *check_node; /* `cluster check NODE` */
+        bool list_checks;       /* --list-checks: the options after it are not read */
 };
 
 /* Parses a duration option (getopt code c: --interval, --timeout, --stale-after) into o. Returns 0, or
@@ -525,23 +416,17 @@ static int parse_argv_cluster(int argc, char **argv, struct cluster_args *args) 
                 }
                 if (cluster_option(c, optarg, &args->o) < 0) return -EINVAL;
         }
-        if (optind < argc && (streq(argv[optind], "check") || streq(argv[optind], "validate"))) {
-                const char *sub = argv[optind];
+        if (optind < argc && streq(argv[optind], "check")) {
                 if (optind + 2 != argc) {
-                        fprintf(stderr,
-                                "gpunode cluster %s: give one node name (options before it: "
-                                "gpunode cluster [--output json] %s NODE)\n",
-                                sub, sub);
+                        fprintf(stderr, "gpunode cluster check: give one node name (options before it: "
+                                        "gpunode cluster [--output json] check NODE)\n");
                         return -EINVAL;
                 }
                 if (args->o.watch) {
-                        fprintf(stderr, "gpunode cluster %s: --watch is for the cluster view\n", sub);
+                        fprintf(stderr, "gpunode cluster check: --watch is for the cluster view\n");
                         return -EINVAL;
                 }
-                if (streq(sub, "check"))
-                        args->check_node = argv[optind + 1];
-                else
-                        args->validate_node = argv[optind + 1];
+                args->check_node = argv[optind + 1];
                 return 0;
         }
         if (optind < argc) {
@@ -560,7 +445,6 @@ static int run_cluster(struct cluster_args *args) {
                 return 0;
         }
         if (args->check_node) return run_check_node(&args->o, args->check_node);
-        if (args->validate_node) return run_validate_node(&args->o, args->validate_node);
         return show_cluster(&args->o);
 }
 
@@ -571,7 +455,7 @@ const struct command command_cluster = {
         .name = "cluster",
         COMMAND_STEPS(cluster),
         .summary = "is every GPU node ready for work, and if not, why (six categories, bottom-up)",
-        .usage = "[OPTIONS] [check NODE | validate NODE]",
+        .usage = "[OPTIONS] [check NODE]",
         .options =
                 "  --kubeconfig FILE     credentials as kubectl finds them (default $KUBECONFIG, ~/.kube/config, "
                 "in-cluster)\n"
@@ -593,10 +477,7 @@ const struct command command_cluster = {
                 "  check NODE            the node's current report from its agent, through the API server's pod proxy\n"
                 "                        (/api/v1/namespaces/NS/pods/POD:PORT/proxy/report), shown as `gpunode check` "
                 "does\n"
-                "  validate NODE         ask the node's agent for a validation (POST /validate through the pod proxy;\n"
-                "                        refused unless the agent runs with --allow-remote-validate), wait for it\n"
-                "                        (about a minute) and show its result as `gpunode validate` does\n"
-                "  --namespace NS        check, validate: the agent's namespace (default: any)\n",
+                "  --namespace NS        check: the agent's namespace (default: any)\n",
         .notes = "As a kubectl plugin (installed as kubectl-gpunode): kubectl gpunode cluster, kubectl gpunode check "
                  "NODE.\n"
                  "exit status: 0 healthy, 1 warnings, 2 failures, 64 usage error, 69 the cluster cannot be read (a "

@@ -8,15 +8,11 @@ struct daemon_http {
         size_t n_routes;
 };
 
-/* The request handler: the first route that answers (for a POST, of those with .post), else 404 (a POST: status 0,
- * the server's 405). Returns nothing. */
+/* The request handler: the first route that answers, else 404. Returns nothing. */
 static void handle(void *userdata, const struct http_request *req, struct http_response *r) {
         struct daemon_http *h = userdata;
         for (size_t i = 0; i < h->n_routes; i++)
-                if ((req->method != HTTP_POST || h->routes[i].post) &&
-                    h->routes[i].handle(h->routes[i].userdata, req, r))
-                        return;
-        if (req->method == HTTP_POST) return; /* status 0: the server answers 405 */
+                if (h->routes[i].handle(h->routes[i].userdata, req, r)) return;
         static const char not_found[] = "not found\n";
         memcpy(r->scratch, not_found, sizeof not_found - 1);
         r->status = 404;

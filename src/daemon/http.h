@@ -11,7 +11,6 @@
 struct daemon_route {
         bool (*handle)(void *userdata, const struct http_request *req, struct http_response *r);
         void *userdata;
-        bool post; /* asked for POST requests too; the other routes never see one (405) */
 };
 
 #define DAEMON_MAX_ROUTES 4
@@ -19,8 +18,7 @@ struct daemon_route {
 struct daemon_http;
 
 /* Listens on listen_addr (HOST:PORT, [V6]:PORT or :PORT) and serves GET and HEAD through routes[0..n),
- * asked in order (the first that answers wins), 404 for a path none knows; a POST only through the routes
- * with .post, 405 when none takes it. Returns 0 and *ret; -EINVAL
+ * asked in order (the first that answers wins), 404 for a path none knows. Returns 0 and *ret; -EINVAL
  * for an address of another form, -E2BIG past DAEMON_MAX_ROUTES, or -errno when it cannot listen. */
 int daemon_http_start(const char *listen_addr, const struct daemon_route *routes, size_t n, struct daemon_http **ret);
 

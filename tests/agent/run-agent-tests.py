@@ -1,6 +1,6 @@
 #!/usr/bin/python3
 # run-agent-tests.py: end-to-end tests of `gpunode agent` against the HTTPS API stand-in and the fake NVML.
-"""usage: run-agent-tests.py GPUNODE FAKE_NVML [FAKE_CUDA]
+"""usage: run-agent-tests.py GPUNODE FAKE_NVML
 
 Healthy node (conditions False, the kubelet's Ready and another tool's condition kept), a driver
 failure (layer 1 True, a Warning Event, the layers above Unknown), healing (a Normal Event, back to
@@ -9,9 +9,7 @@ permission), the taint's circuit breaker, a huge answer, U+0000 in an annotation
 a hold-down: flapping (Events bounded by the hold-down; condition PATCHes bounded by the conditions'
 hold-down), an Event refused alone is retried; the labels loop; SIGHUP (exit 0, the labels child gone),
 SIGKILL (the labels child dies with it), a lastHeartbeatTime in the future heartbeated over; then a
-cluster of 2,000 GPU nodes of 5.8 KiB (the circuit breaker's list paged, the taint set); --validate-on-start
-with the fake libcuda (a GPU with a bit flip: GPUValidationFailed True, gpunode.io/unvalidated kept, a Warning
-Event, /validate, /metrics/validate, the page; then healthy GPUs: False, the taint removed, a Normal Event).
+cluster of 2,000 GPU nodes of 5.8 KiB (the circuit breaker's list paged, the taint set).
 Debian's python3, standard library only."""
 import json, os, shutil, signal, subprocess, sys, tempfile, time
 
@@ -23,7 +21,6 @@ check, free_port, procs, start_printing_port = H.check, H.free_port, H.procs, H.
 here = os.path.dirname(os.path.abspath(__file__))
 tests = os.path.dirname(here)
 gpunode, fake_nvml = sys.argv[1], sys.argv[2]
-fake_cuda = sys.argv[3] if len(sys.argv) > 3 else None
 tmp = tempfile.mkdtemp(prefix="agent-tests.")
 
 
@@ -255,145 +252,6 @@ def sigkill_takes_labels_child(labels_out):
         os.kill(child, signal.SIGKILL)
 
 
-def fake_cuda_description(path, bad_gpu=None):
-    """Writes a fake libcuda description of the healthy scenario's 8 GPUs (the fake NVML's UUIDs and PCI ids)
-    to PATH; the GPU of index BAD_GPU reads one bit flipped back from its memory."""
-    gpus = []
-    for i, g in enumerate(json.load(open(env["GPUNODE_FAKE_NVML"]))["gpus"]):
-        d = {"name": g["name"], "uuid": g["uuid"], "pci_bus_id": "0000:" + g["pci_bus_id"].split(":", 1)[1],
-             "memory_mib": 16, "sm_count": 2, "memory_gbps": 3000, "tflops": 60, "h2d_gbps": 52, "d2h_gbps": 50,
-             "p2p_gbps": 380}
-        if i == bad_gpu:
-            d["faults"] = {"bit_flips": [{"offset": 4096, "mask": 4}]}
-        gpus.append(d)
-    json.dump({"gpus": gpus}, open(path, "w"))
-
-
-def http_post(path):
-    """POSTs {} to the agent. Returns (status, body)."""
-    import urllib.request, urllib.error
-    req = urllib.request.Request("http://127.0.0.1:%d%s" % (port, path), data=b"{}", method="POST",
-                                 headers={"Content-Type": "application/json"})
-    try:
-        with urllib.request.urlopen(req, timeout=5) as r:
-            return r.status, r.read()
-    except urllib.error.HTTPError as e:
-        return e.code, e.read()
-
-
-def validation_condition():
-    return conditions()[0].get("GPUValidationFailed")
-
-
-def unvalidated_taint():
-    return [t for t in conditions()[1]["spec"].get("taints", []) if t["key"] == "gpunode.io/unvalidated"]
-
-
-def validate_on_start():
-    """--validate-on-start --taint with the fake libcuda: a GPU whose memory flips a bit fails the validation
-    (the condition True naming the GPU and memory.pattern, a Warning Event, the node tainted
-    gpunode.io/unvalidated=true:NoSchedule and kept so, /validate and /metrics/validate serving the result, the
-    page's section); a restarted agent on healthy GPUs passes: the condition False, a Normal Event, the taint
-    removed, the node's other taints kept. Before: no such option (exit 64)."""
-    if not fake_cuda:
-        print("validate-on-start: no fake libcuda given, skipped")
-        return
-    set_root("healthy")
-    n0 = len(events())
-    other = [t for t in conditions()[1]["spec"].get("taints", []) if t["key"] != "gpunode.io/unvalidated"]
-    bad, good = tmp + "/cuda-bad.json", tmp + "/cuda-good.json"
-    fake_cuda_description(bad, bad_gpu=3)
-    fake_cuda_description(good)
-    env["GPUNODE_VALIDATE_TEST_SCALE"] = "100"  # the quick level's 20 s of stress in 0.2 s
-    env["GPUNODE_FAKE_CUDA"] = bad
-    t0 = time.time()
-    p = start_agent("--validate-on-start", "--cuda-library", fake_cuda, "--taint", "--taint-max-share", "1")
-    c = wait(lambda: (validation_condition() or {}).get("status") == "True" and validation_condition(), 20)
-    check(bool(c) and c["reason"] == "GPUValidationMemoryPattern" and "GPU 3 (GPU-" in c["message"] and
-          "memory.pattern" in c["message"],
-          "a GPU with a bit flip: GPUValidationFailed=True (%s: %s) in %.1f s" %
-          (c and c["reason"], c and c["message"][:120], time.time() - t0))
-    t = wait(unvalidated_taint, 10)
-    check(bool(t) and t[0]["value"] == "true" and t[0]["effect"] == "NoSchedule",
-          "the failing node carries gpunode.io/unvalidated=true:NoSchedule")
-    w = wait(lambda: [e for e in events()[n0:] if e["reason"] == "GPUValidationMemoryPattern"], 10)
-    check(bool(w) and w[0]["type"] == "Warning" and w[0]["message"].startswith("GPUValidationFailed is True"),
-          "a Warning Event names the failed validation")
-    st, body = http("/validate")
-    rep = json.loads(body) if st == 200 else {}
-    check(st == 200 and rep.get("schema") == "gpunode.validate/v1" and rep.get("verdict") == "fail",
-          "GET /validate: the last gpunode.validate/v1 result (%s, verdict %s)" % (st, rep.get("verdict")))
-    st, body = http("/metrics/validate")
-    text = body.decode() if st == 200 else ""
-    check('gpunode_validate_verdict{node="k8s-healthy",level="quick"} 2' in text and
-          'gpunode_validate_gpu_verdict{node="k8s-healthy",gpu="3"' in text,
-          "/metrics/validate: gpunode_validate_* of the result (verdict 2: fail)")
-    page = wait(lambda: (lambda r: r[1].decode() if r[0] == 200 and b'id="validation"' in r[1] else None)(http("/")),
-                10)
-    check(bool(page) and "GPUValidationMemoryPattern" in page and "memory.pattern" in page and
-          "<td>fail</td>" in page, "the status page's validation section: verdict and per-GPU figures")
-    time.sleep(1.5)
-    check(bool(unvalidated_taint()), "a failing validation keeps the taint")
-    p.send_signal(signal.SIGTERM)
-    p.wait(10)
-    # healthy GPUs: a restarted agent validates again, passes, removes the taint
-    env["GPUNODE_FAKE_CUDA"] = good
-    n1 = len(events())
-    t0 = time.time()
-    p = start_agent("--validate-on-start", "--cuda-library", fake_cuda, "--taint", "--taint-max-share", "1")
-    c = wait(lambda: (validation_condition() or {}).get("status") == "False" and validation_condition(), 20)
-    check(bool(c) and c["reason"] == "GPUValidationPassed" and "8 GPU(s)" in c["message"],
-          "healthy GPUs: GPUValidationFailed=False (%s: %s) in %.1f s" %
-          (c and c["reason"], c and c["message"], time.time() - t0))
-    check(wait(lambda: not unvalidated_taint(), 10) is not None, "the pass removes gpunode.io/unvalidated")
-    kept = [t for t in conditions()[1]["spec"].get("taints", []) if t["key"] != "gpunode.io/unvalidated"]
-    check(kept == other, "the node's other taints are kept (%s)" % kept)
-    w = wait(lambda: [e for e in events()[n1:] if e["reason"] == "GPUValidationPassed"], 10)
-    check(bool(w) and w[0]["type"] == "Normal", "a Normal Event says the validation passed")
-    check("taint removed: gpunode.io/unvalidated:NoSchedule" in open(tmp + "/agent.log").read(),
-          "the log says the taint was removed")
-    # without --allow-remote-validate a POST /validate is refused, with a message naming the option
-    st, body = http_post("/validate")
-    check(st == 403 and b"--allow-remote-validate" in body and json.loads(body).get("kind") == "Status",
-          "POST /validate without --allow-remote-validate: 403 naming the option (%s %s)" % (st, body[:100]))
-    st, body = http_post("/report")
-    check(st == 405, "POST of another path: 405 (%s)" % st)
-    p.send_signal(signal.SIGTERM)
-    p.wait(10)
-    check(p.returncode == 0, "the agent stops cleanly (exit %s)" % p.returncode)
-    # --allow-remote-validate alone: nothing runs on start; a POST starts a run, /validate/status says when it is in.
-    # A restarted agent keeps the Node's passed result: no Unknown written over it, the node not fenced again
-    # (before: GPUValidationNotRun and the taint again on every restart, until a new run passed).
-    log_from = len(open(tmp + "/requests.log").readlines())
-    p = start_agent("--allow-remote-validate", "--cuda-library", fake_cuda, "--taint", "--taint-max-share", "1")
-    check(wait(lambda: http("/ready")[0] == 200, 15) is not None, "remote case: the agent is ready")
-    time.sleep(2)
-    writes = [json.loads(l) for l in open(tmp + "/requests.log").readlines()[log_from:] if '"PATCH"' in l]
-    unknown = [w for w in writes if w.get("path", "").endswith("/status") and
-               any(c.get("type") == "GPUValidationFailed" and c.get("status") != "False"
-                   for c in ((w.get("body") or {}).get("status") or {}).get("conditions", []))]
-    fenced = [w for w in writes if "gpunode.io/unvalidated" in json.dumps(w.get("body"))]
-    check(not unknown and not fenced and validation_condition()["reason"] == "GPUValidationPassed" and
-          not unvalidated_taint(),
-          "a restarted agent keeps the Node's GPUValidationPassed: no Unknown written (%d), no taint added (%d)"
-          % (len(unknown), len(fenced)))
-    st, body = http("/validate/status")
-    check(st == 200 and json.loads(body)["results"] == 0, "remote case: no validation on start (%s)" % body)
-    t0 = time.time()
-    st, body = http_post("/validate")
-    ack = json.loads(body) if st == 202 else {}
-    check(st == 202 and ack.get("run") == 1, "POST /validate with --allow-remote-validate: 202, run 1 (%s)" % body)
-    done = wait(lambda: json.loads(http("/validate/status")[1])["results"] >= 1, 20)
-    st, body = http("/validate")
-    rep = json.loads(body) if st == 200 else {}
-    check(bool(done) and rep.get("verdict") == "pass" and len(rep.get("gpus", [])) == 8,
-          "the remote run's result is served: verdict %s in %.1f s" % (rep.get("verdict"), time.time() - t0))
-    p.send_signal(signal.SIGTERM)
-    p.wait(10)
-    for k in ("GPUNODE_VALIDATE_TEST_SCALE", "GPUNODE_FAKE_CUDA"):
-        env.pop(k, None)
-
-
 agent = start_agent("--taint")
 try:
     # healthy: four conditions False, the kubelet's and the other tool's kept
@@ -587,7 +445,6 @@ try:
     sighup_stops_agent(agent, labels_out)
     sigkill_takes_labels_child(labels_out)
     heartbeat_from_the_future()
-    validate_on_start()
 
     # A third agent in a cluster of 2,000 GPU nodes of 5.8 KiB (11.6 MB of Nodes, past the agent's 8 MiB
     # answer bound): before, the circuit breaker's one unpaged list was "too large" and the failing node

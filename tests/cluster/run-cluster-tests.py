@@ -48,47 +48,8 @@ expected_check_text = expected_check_text[:expected_check_text.rindex("exit ")].
 agent_state = {"code": 200}
 
 
-# What the agent answers on /validate (kubectl gpunode validate): its gpunode.validate/v1 result, as the agent's
-# --allow-remote-validate serves it; "allow": False answers a POST with the agent's 403 Status.
-validate_doc = {"schema": "gpunode.validate/v1", "node": "gpu-0000", "level": "quick", "verdict": "fail",
-                "time": "2026-12-02T02:20:00Z", "duration_s": 41.2,
-                "gpus": [{"index": 0, "uuid": "GPU-a", "pci_bus_id": "0000:18:00.0", "name": "NVIDIA H200",
-                          "verdict": "fail", "tests": [
-                              {"id": "memory.bandwidth", "status": "fail",
-                               "summary": "1200 GB/s, 25% of the 4800 GB/s specified for H200 (pass >= 80%)",
-                               "value": 1200, "unit": "GB/s", "expected": 4800, "ratio": 0.25, "evidence": []}]}],
-                "pairs": [], "errors": []}
-validate_state = {"allow": True, "results": 0, "posts": 0}
-
-
 class Agent(http.server.BaseHTTPRequestHandler):
-    def send(self, code, body):
-        self.send_response(code)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(body)))
-        self.end_headers()
-        self.wfile.write(body)
-
-    def do_POST(self):
-        self.rfile.read(int(self.headers.get("Content-Length") or 0))
-        if self.path != "/validate":
-            return self.send(405, b"method not allowed\n")
-        validate_state["posts"] += 1
-        if not validate_state["allow"]:
-            return self.send(403, json.dumps({"kind": "Status", "apiVersion": "v1", "status": "Failure",
-                                              "reason": "Forbidden", "code": 403,
-                                              "message": "remote validation refused: this agent was started "
-                                                         "without --allow-remote-validate"}).encode())
-        run = validate_state["results"] + 1
-        # the run finishes a little later, as the agent's child does
-        threading.Timer(1.0, lambda: validate_state.update(results=run)).start()
-        self.send(202, json.dumps({"accepted": True, "run": run}).encode())
-
     def do_GET(self):
-        if self.path == "/validate/status":
-            return self.send(200, json.dumps({"results": validate_state["results"], "running": False}).encode())
-        if self.path == "/validate":
-            return self.send(200, json.dumps(validate_doc).encode())
         body = report_text.encode() if agent_state["code"] == 200 else b"no report yet\n"
         self.send_response(200 if self.path == "/report" and agent_state["code"] == 200 else
                            (404 if self.path != "/report" else agent_state["code"]))
@@ -183,9 +144,7 @@ r, doc = cluster_json(srv)
 check(r.returncode == 0 and doc and doc["verdict"] == "healthy", "all ready: healthy, exit 0", r.stdout[-2000:] + r.stderr)
 if doc:
     check(doc["schema"] == "gpunode.cluster/v1", "all ready: schema gpunode.cluster/v1")
-    # gpu-health.validation skips: no agent runs with --validate-on-start in this cluster (cases below)
-    check(all(c["status"] == "pass" or (c["id"] == "gpu-health.validation" and c["status"] == "skip")
-              for c in doc["checks"]), "all ready: every check passes (validation: skipped, no node validated)",
+    check(all(c["status"] == "pass" for c in doc["checks"]), "all ready: every check passes",
           json.dumps([c for c in doc["checks"] if c["status"] != "pass"], indent=1))
     check([c["id"] for c in doc["categories"]] == ["infrastructure", "gpu-health", "network", "storage", "scheduling",
                                                     "observability"], "all ready: the six categories in order")
@@ -504,64 +463,12 @@ check(r.returncode == 69 and r.stdout == "" and "cycle" in r.stderr and "/api/v1
       % (time.monotonic() - t0), r.stderr)
 srv.stop()
 
-# ---- validated nodes (agent --validate-on-start: the GPUValidationFailed condition) ----
-d = base()
-gpu_names = [n["metadata"]["name"] for n in d["nodes"]
-             if any(c["type"] == "GPUHardwareProblem" for c in n["status"].get("conditions", []))]
-ago = lambda s: time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(now - s))
-for name, st_, reason, msg, since in (
-        (gpu_names[0], "False", "GPUValidationPassed", "quick validation passed on 8 GPU(s) in 41 s", 7200),
-        (gpu_names[1], "True", "GPUValidationMemoryBandwidth",
-         "quick validation failed: GPU 5 (GPU-b) memory.bandwidth: 1200 GB/s, 25% of the 4800 GB/s specified", 600)):
-    get_node(d, name)["status"]["conditions"].append(
-        {"type": "GPUValidationFailed", "status": st_, "reason": reason, "message": msg,
-         "lastTransitionTime": ago(since), "lastHeartbeatTime": ago(30)})
-srv = Server(d, "validated")
-r, doc = cluster_json(srv)
-v = finding(doc, "gpu-health.validation") if doc else {}
-ev = v.get("evidence", [])
-check(v.get("status") == "fail" and "1 of 2 validated GPU nodes failed" in v.get("summary", ""),
-      "validation: a node whose validation failed fails gpu-health.validation", json.dumps(v, indent=1))
-check(any(e.startswith(gpu_names[1] + ": failed (GPUValidationMemoryBandwidth) since 10 min ago") and
-          "1200 GB/s" in e for e in ev) and
-      any(e.startswith(gpu_names[0] + ": validated (GPUValidationPassed) since 2 h ago") for e in ev) and
-      any("have no validation condition" in e for e in ev),
-      "validation: which nodes, when, the verdict and the figures (%s)" % ev)
-r = srv.run()
-check("gpu-health.validation" in r.stdout, "validation: the text output shows the check", r.stdout[-1500:])
-srv.stop()
-
-# ---- kubectl gpunode validate NODE: through the stand-in's pod proxy to the agent ----
-srv = Server(base(), "validate")
-t0 = time.monotonic()
-r = srv.run("validate", "gpu-0000")
-check(r.returncode == 2 and "memory.bandwidth" in r.stdout and "1200 GB/s" in r.stdout and
-      validate_state["posts"] == 1 and "run 1" in r.stderr,
-      "validate NODE: POSTs through the pod proxy, waits for the run (%.1f s), shows the result as text, exit 2 (fail)"
-      % (time.monotonic() - t0), r.stdout[-1500:] + r.stderr)
-r = srv.run("--output", "json", "validate", "gpu-0000")
-doc = json.loads(r.stdout) if r.returncode == 2 else {}
-check(doc.get("schema") == "gpunode.validate/v1" and doc["gpus"][0]["tests"][0]["ratio"] == 0.25,
-      "validate NODE --output json: the agent's gpunode.validate/v1 document", r.stdout[-500:] + r.stderr)
-validate_state["allow"] = False
-r = srv.run("validate", "gpu-0000")
-check(r.returncode == 77 and "refuses remote validation" in r.stderr and "--allow-remote-validate" in r.stderr,
-      "validate NODE on an agent without --allow-remote-validate: refused (403), exit 77, the option named", r.stderr)
-r = srv.run("validate", "no-such-node")
-check(r.returncode == 69 and "no gpunode agent pod on node no-such-node" in r.stderr,
-      "validate NODE of a node without an agent: exit 69, said", r.stderr)
-validate_state["allow"] = True
-r = srv.run("validate", "gpu-0000", argv0=plugin)
-check(r.returncode == 2 and "memory.bandwidth" in r.stdout, "kubectl gpunode validate NODE: the same (exit %d)"
-      % r.returncode, r.stderr)
-srv.stop()
-
 # ---- usage ----
 r = subprocess.run([gpunode, "cluster", "--list-checks"], capture_output=True, text=True)
 ids = [l.split()[0] for l in r.stdout.splitlines()]
-check(r.returncode == 0 and len(ids) == 24 and ids[0] == "infrastructure.gpu-nodes" and ids[-1] == "observability.scrape-config"
+check(r.returncode == 0 and len(ids) == 23 and ids[0] == "infrastructure.gpu-nodes" and ids[-1] == "observability.scrape-config"
       and all(i.split(".")[0] in ("infrastructure", "gpu-health", "network", "storage", "scheduling", "observability") for i in ids),
-      "--list-checks: 24 checks, each <category>.<name>", r.stdout)
+      "--list-checks: 23 checks, each <category>.<name>", r.stdout)
 r = subprocess.run([gpunode, "cluster", "--output", "yaml"], capture_output=True, text=True)
 check(r.returncode == 64, "--output yaml: usage error")
 

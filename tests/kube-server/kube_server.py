@@ -79,7 +79,7 @@ responses folder, as the API server lists them:
     the API's message.
   GET /api, /apis, /api/v1, /apis/GROUP/VERSION  legacy discovery of the resources served (what kubectl
     asks before a list)
-  GET|POST /api/v1/namespaces/NS/pods/NAME[:PORT]/proxy/PATH  the pod proxy: an HTTP GET (POST) of
+  GET /api/v1/namespaces/NS/pods/NAME[:PORT]/proxy/PATH  the pod proxy: an HTTP GET of
     http://<status.podIP>:<PORT, else the first containerPort>/PATH, its status and body passed on;
     503 ServiceUnavailable ("error trying to reach service: ...") when nothing answers there, 404
     for a pod that does not exist.
@@ -620,10 +620,6 @@ class Handler(http.server.BaseHTTPRequestHandler):
                                             "Internal error occurred: kube_server.py mode 500"))
         elif self.command == "GET":
             self.get()
-        elif self.command == "POST" and self.server.cluster is not None and PROXY_RE.fullmatch(path):
-            m = PROXY_RE.fullmatch(path)  # the pod proxy passes a POST on too (kubectl gpunode validate)
-            self.proxy(m.group(1), m.group(2), m.group(3), m.group(4) or "/", urllib.parse.urlsplit(self.path).query,
-                       data=self.raw_body)
         elif self.command in ("PATCH", "POST"):
             if self.write_mode() is not None:
                 return
@@ -934,8 +930,8 @@ class Handler(http.server.BaseHTTPRequestHandler):
                     "groupVersion": "v1" if path == "/api/v1" else path[len("/apis/"):], "resources": resources}
         return None
 
-    def proxy(self, ns, name, port, subpath, query, data=None):
-        """The pod proxy: GET (POST with data) http://podIP:port/subpath, its answer passed on."""
+    def proxy(self, ns, name, port, subpath, query):
+        """The pod proxy: GET http://podIP:port/subpath, its answer passed on."""
         o = self.server.cluster.byname.get(("pods", ns, name))
         if o is None:
             self.send_body(404, status_body(404, "NotFound", 'pods "%s" not found' % name, {"name": name, "kind": "pods"}))
@@ -947,9 +943,7 @@ class Handler(http.server.BaseHTTPRequestHandler):
                     port = port or p.get("containerPort")
         url = "http://%s:%s%s%s" % (ip, port, subpath, "?" + query if query else "")
         try:
-            req = urllib.request.Request(url, data=data, method="POST" if data is not None else "GET",
-                                         headers={"Content-Type": "application/json"} if data is not None else {})
-            with urllib.request.urlopen(req, timeout=5) as r:
+            with urllib.request.urlopen(url, timeout=5) as r:
                 self.send_body(r.status, r.read())
         except urllib.error.HTTPError as ex:
             self.send_body(ex.code, ex.read())

@@ -12,7 +12,6 @@
 #include "agent/conditions.h"
 #include "agent/events.h"
 #include "agent/taint.h"
-#include "agent/validation.h"
 #include "output/report_read.h"
 #include "basic/util.h"
 
@@ -224,12 +223,10 @@ static void test_taint(void **state) {
         assert_int_equal(agent_taint_allowed(25, 0.1), 2);
         json_error_t err;
         json_t *list = json_loads("{\"items\":[{\"metadata\":{\"name\":\"a\"}},"
-                                  "{\"metadata\":{\"name\":\"b\"},\"spec\":{\"taints\":[{\"key\":\"gpunode.io/"
-                                  "unhealthy\",\"value\":\"hardware\",\"effect\":\"NoSchedule\"}]}},"
+                                  "{\"metadata\":{\"name\":\"b\"},\"spec\":{\"taints\":[{\"key\":\"gpunode.io/unhealthy\",\"value\":\"hardware\",\"effect\":\"NoSchedule\"}]}},"
                                   "{\"metadata\":{\"name\":\"c\"}}]}",
                                   0, &err);
-        json_t *list2 =
-                json_loads("{\"items\":[{\"metadata\":{\"name\":\"c\"}},{\"metadata\":{\"name\":\"d\"}}]}", 0, &err);
+        json_t *list2 = json_loads("{\"items\":[{\"metadata\":{\"name\":\"c\"}},{\"metadata\":{\"name\":\"d\"}}]}", 0, &err);
         const json_t *lists[] = { list, list2 };
         unsigned n, tainted;
         agent_taint_count(lists, 2, "a", &n, &tainted);
@@ -260,14 +257,12 @@ static void test_taint(void **state) {
         assert_int_equal(agent_taint_decide(NULL, NULL, n, tainted, 0.1), AGENT_TAINT_NONE);
         /* the patch keeps others' taints and the resourceVersion */
         json_t *node = json_loads("{\"metadata\":{\"name\":\"b\",\"resourceVersion\":\"42\"},\"spec\":{\"taints\":["
-                                  "{\"key\":\"other\",\"effect\":\"NoExecute\"},{\"key\":\"gpunode.io/"
-                                  "unhealthy\",\"value\":\"hardware\",\"effect\":\"NoSchedule\"}]}}",
+                                  "{\"key\":\"other\",\"effect\":\"NoExecute\"},{\"key\":\"gpunode.io/unhealthy\",\"value\":\"hardware\",\"effect\":\"NoSchedule\"}]}}",
                                   0, &err);
         assert_string_equal(agent_taint_current(node), "hardware");
         json_t *p = agent_taint_patch(node, NULL);
         assert_int_equal(json_array_size(json_object_get(json_object_get(p, "spec"), "taints")), 1);
-        assert_string_equal(json_string_value(json_object_get(json_object_get(p, "metadata"), "resourceVersion")),
-                            "42");
+        assert_string_equal(json_string_value(json_object_get(json_object_get(p, "metadata"), "resourceVersion")), "42");
         json_decref(p);
         p = agent_taint_patch(node, "container-runtime");
         assert_int_equal(json_array_size(json_object_get(json_object_get(p, "spec"), "taints")), 2);
@@ -385,102 +380,6 @@ static void test_hold_down(void **state) {
         assert_in_range(patches, 10, 2 * (600 / 60) + 1);
 }
 
-/* Parses a JSON text for the validation tests; fails the test when it is not JSON. Returns a new reference. */
-static json_t *jparse(const char *text) {
-        json_error_t e;
-        json_t *j = json_loads(text, 0, &e);
-        if (!j) fail_msg("%s: %s", text, e.text);
-        return j;
-}
-
-/* The GPUValidationFailed condition from validate's results: pass, fail (the first failing test named, with
- * its GPU), degraded, cannot run (exit 69 with errors[]), no report at all, and another schema. */
-static void test_validation_condition(void **state) {
-        (void)state;
-        struct agent_condition c;
-        json_t *j = jparse("{\"schema\":\"gpunode.validate/v1\",\"level\":\"quick\",\"verdict\":\"pass\","
-                           "\"duration_s\":41.6,\"gpus\":[{},{}]}");
-        agent_validation_condition(j, 0, NULL, &c);
-        assert_int_equal(c.status, AGENT_FALSE);
-        assert_string_equal(c.reason, "GPUValidationPassed");
-        assert_string_equal(c.message, "quick validation passed on 2 GPU(s) in 42 s");
-        json_decref(j);
-        j = jparse("{\"schema\":\"gpunode.validate/v1\",\"level\":\"quick\",\"verdict\":\"fail\",\"gpus\":["
-                   "{\"index\":0,\"uuid\":\"GPU-a\",\"tests\":[{\"id\":\"memory.pattern\",\"status\":\"pass\"}]},"
-                   "{\"index\":5,\"uuid\":\"GPU-b\",\"tests\":[{\"id\":\"compute.fma\",\"status\":\"warn\"},"
-                   "{\"id\":\"memory.bandwidth\",\"status\":\"fail\",\"summary\":\"1200 GB/s, 36%\"}]}]}");
-        agent_validation_condition(j, 2, NULL, &c);
-        assert_int_equal(c.status, AGENT_TRUE);
-        assert_string_equal(c.reason, "GPUValidationMemoryBandwidth");
-        assert_string_equal(c.message, "quick validation failed: GPU 5 (GPU-b) memory.bandwidth: 1200 GB/s, 36%");
-        json_decref(j);
-        /* a failing pair (no GPU test failed) */
-        j = jparse("{\"schema\":\"gpunode.validate/v1\",\"level\":\"quick\",\"verdict\":\"fail\",\"gpus\":[],"
-                   "\"pairs\":[{\"a\":0,\"b\":1,\"tests\":[{\"id\":\"p2p.bandwidth\",\"status\":\"fail\","
-                   "\"summary\":\"GPU 0 -> 1: 20 GB/s\"}]}]}");
-        agent_validation_condition(j, 2, NULL, &c);
-        assert_int_equal(c.status, AGENT_TRUE);
-        assert_string_equal(c.reason, "GPUValidationP2pBandwidth");
-        assert_string_equal(c.message, "quick validation failed: GPUs 0-1 p2p.bandwidth: GPU 0 -> 1: 20 GB/s");
-        json_decref(j);
-        j = jparse("{\"schema\":\"gpunode.validate/v1\",\"level\":\"quick\",\"verdict\":\"degraded\","
-                   "\"gpus\":[{\"index\":1,\"uuid\":\"GPU-c\",\"tests\":[{\"id\":\"pcie.h2d\",\"status\":\"warn\","
-                   "\"summary\":\"x8\"}]}]}");
-        agent_validation_condition(j, 1, NULL, &c);
-        assert_int_equal(c.status, AGENT_FALSE);
-        assert_string_equal(c.reason, "GPUValidationDegraded");
-        assert_string_equal(c.message, "quick validation degraded: GPU 1 (GPU-c) pcie.h2d: x8");
-        json_decref(j);
-        j = jparse("{\"schema\":\"gpunode.validate/v1\",\"level\":\"quick\",\"verdict\":\"error\",\"gpus\":[],"
-                   "\"errors\":[\"libcuda.so.1 not found\"]}");
-        agent_validation_condition(j, 69, NULL, &c);
-        assert_int_equal(c.status, AGENT_UNKNOWN);
-        assert_string_equal(c.reason, "GPUValidationCannotRun");
-        assert_string_equal(c.message, "gpunode validate cannot run (exit 69): libcuda.so.1 not found");
-        json_decref(j);
-        agent_validation_condition(NULL, -1, "gpunode validate ran past 900 s and was killed", &c);
-        assert_int_equal(c.status, AGENT_UNKNOWN);
-        assert_string_equal(c.reason, "GPUValidationCannotRun");
-        assert_non_null(strstr(c.message, "ran past 900 s"));
-        j = jparse("{\"schema\":\"gpunode.report/v1\",\"verdict\":\"pass\"}");
-        agent_validation_condition(j, 0, NULL, &c);
-        assert_int_equal(c.status, AGENT_UNKNOWN);
-        json_decref(j);
-        /* a message past AGENT_MESSAGE_MAX is bounded */
-        struct buf b = { 0 };
-        buf_puts(&b, "{\"schema\":\"gpunode.validate/v1\",\"verdict\":\"fail\",\"gpus\":[{\"index\":0,\"tests\":"
-                     "[{\"id\":\"memory.pattern\",\"status\":\"fail\",\"summary\":\"");
-        for (int i = 0; i < 3000; i++) buf_puts(&b, "x");
-        buf_puts(&b, "\"}]}]}");
-        j = jparse(b.data);
-        buf_free(&b);
-        agent_validation_condition(j, 2, NULL, &c);
-        assert_int_equal(c.status, AGENT_TRUE);
-        assert_true(strlen(c.message) <= AGENT_MESSAGE_MAX);
-        json_decref(j);
-}
-
-/* The page's section: escaped names and figures, the condition's words and time. */
-static void test_validation_section(void **state) {
-        (void)state;
-        json_t *j = jparse("{\"schema\":\"gpunode.validate/v1\",\"verdict\":\"fail\",\"gpus\":[{\"index\":2,"
-                           "\"uuid\":\"GPU-<x>\",\"tests\":[{\"id\":\"memory.bandwidth\",\"status\":\"fail\","
-                           "\"summary\":\"a & b\",\"value\":1200.5,\"unit\":\"GB/s\",\"expected\":4800,"
-                           "\"ratio\":0.25}]}]}");
-        struct agent_condition c = { .status = AGENT_TRUE };
-        snprintf(c.reason, sizeof c.reason, "GPUValidationMemoryBandwidth");
-        snprintf(c.message, sizeof c.message, "<script>");
-        _cleanup_free_ char *h = agent_validation_section_html(j, &c, 1700000000);
-        assert_non_null(strstr(h, "True GPUValidationMemoryBandwidth: &lt;script&gt; (at 2023-11-14T22:13:20Z)"));
-        assert_non_null(strstr(h, "<td>2 GPU-&lt;x&gt;</td><td>memory.bandwidth</td><td>fail</td><td>1200 GB/s</td>"
-                                  "<td>4800</td><td>0.25</td><td>a &amp; b</td>"));
-        assert_null(strstr(h, "<script>"));
-        json_decref(j);
-        _cleanup_free_ char *none = agent_validation_section_html(NULL, &c, 0);
-        assert_null(strstr(none, "<table>"));
-        assert_null(strstr(none, "(at "));
-}
-
 int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_camel_and_bound),
@@ -492,8 +391,6 @@ int main(void) {
                 cmocka_unit_test(test_taint),
                 cmocka_unit_test(test_heartbeat_in_future),
                 cmocka_unit_test(test_hold_down),
-                cmocka_unit_test(test_validation_condition),
-                cmocka_unit_test(test_validation_section),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -265,9 +265,9 @@ static void test_text_grouped_and_pools(void **state) {
         for (int i = 0; i < 9; i++) {
                 _cleanup_free_ char *name = xasprintf("gpu-node-%04d", 100 + i);
                 json_t *n = gpu_node(name, i < 6);
-                json_object_set_new(
-                        json_object_get(n, "metadata"), "labels",
-                        json_pack("{s:s}", "node.kubernetes.io/instance-type", i % 2 ? "p5.48xlarge" : "p4d.24xlarge"));
+                json_object_set_new(json_object_get(n, "metadata"), "labels",
+                                    json_pack("{s:s}", "node.kubernetes.io/instance-type",
+                                              i % 2 ? "p5.48xlarge" : "p4d.24xlarge"));
                 assert_int_equal(cluster_facts_add(&f, CL_LIST_NODES, n), 0);
                 json_decref(n);
         }
@@ -285,7 +285,7 @@ static void test_text_grouped_and_pools(void **state) {
                                      "--all-nodes lists them)"));
         assert_null(strstr(text, "gpu-node-0101  yes"));
         assert_non_null(strstr(text, "layer 1: DriverXidErrors")); /* alone: its own row */
-        assert_non_null(strstr(text, "gpu-node-0106  yes"));       /* healthy: listed (10 nodes) */
+        assert_non_null(strstr(text, "gpu-node-0106  yes"));     /* healthy: listed (10 nodes) */
         assert_non_null(strstr(text, "  pool p4d.24xlarge: 5 GPU nodes, 2 ready; GPUs allocatable 16 of 40\n"));
         assert_non_null(strstr(text, "  pool p5.48xlarge: 4 GPU nodes, 1 ready; GPUs allocatable 8 of 32\n"));
         to.all_nodes = true;
@@ -308,9 +308,7 @@ static void test_lost_gpus_counted(void **state) {
         struct cluster_facts f = { .now = 1796126400, .stale_after_s = 900 };
         static const struct {
                 const char *name, *count, *cap;
-        } nodes[] = {
-                { "gpu-a", "8", "7" }, { "gpu-b", "8", "8" }, { "gpu-c", "eight", "8" }, { "gpu-d", "1e3", "8" }
-        };
+        } nodes[] = { { "gpu-a", "8", "7" }, { "gpu-b", "8", "8" }, { "gpu-c", "eight", "8" }, { "gpu-d", "1e3", "8" } };
         for (size_t i = 0; i < ELEMENTSOF(nodes); i++) {
                 json_t *n = gpu_node(nodes[i].name, false);
                 json_t *st = json_object_get(n, "status");
@@ -566,92 +564,15 @@ static void test_agent_not_ready_but_reporting(void **state) {
         json_decref(b);
 }
 
-/* Returns a healthy GPU node's JSON with a GPUValidationFailed condition of status (NULL: none). */
-static json_t *validated_node(const char *name, const char *status, const char *reason, const char *since) {
-        _cleanup_free_ char *v =
-                status ? xasprintf(",{\"type\":\"GPUValidationFailed\",\"status\":\"%s\",\"reason\":\"%s\","
-                                   "\"message\":\"quick validation of %s\",\"lastTransitionTime\":\"%s\"}",
-                                   status, reason, name, since)
-                       : xstrdup("");
-        _cleanup_free_ char *s = xasprintf(
-                "{\"metadata\":{\"name\":\"%s\"},\"status\":{\"capacity\":{\"nvidia.com/gpu\":\"8\"},"
-                "\"allocatable\":{\"nvidia.com/gpu\":\"8\"},\"conditions\":[{\"type\":\"Ready\",\"status\":\"True\"},"
-                "{\"type\":\"GPUHardwareProblem\",\"status\":\"False\",\"reason\":\"GPUHardwareHealthy\","
-                "\"lastHeartbeatTime\":\"2026-12-01T11:59:00Z\"}%s]}}",
-                name, v);
-        return parse(s);
-}
-
-/* gpu-health.validation: which nodes were validated, when and with what result, from the agents'
- * GPUValidationFailed condition: skip without any, pass, warn for one not validated, fail naming the node. */
-static void test_validation(void **state) {
-        (void)state;
-        struct {
-                const char *b_status, *b_reason;
-                enum check_status want;
-        } cases[] = {
-                { NULL, NULL, CHECK_PASS },
-                { "Unknown", "GPUValidationCannotRun", CHECK_WARN },
-                { "True", "GPUValidationMemoryPattern", CHECK_FAIL },
-        };
-        for (size_t k = 0; k < ELEMENTSOF(cases); k++) {
-                struct cluster_facts f = { .now = 1796126400 /* 2026-12-01T12:00:00Z */, .stale_after_s = 900 };
-                json_t *a = validated_node("a", "False", "GPUValidationPassed", "2026-12-01T10:00:00Z");
-                json_t *b = validated_node("b", cases[k].b_status, cases[k].b_reason, "2026-12-01T11:30:00Z");
-                assert_int_equal(cluster_facts_add(&f, CL_LIST_NODES, a), 0);
-                assert_int_equal(cluster_facts_add(&f, CL_LIST_NODES, b), 0);
-                cluster_facts_finish(&f);
-                struct cluster_report r;
-                cluster_report_build(&f, &r);
-                const struct cl_finding *v = cluster_report_find(&r, "gpu-health.validation");
-                assert_non_null(v);
-                assert_int_equal(v->f.status, cases[k].want);
-                assert_true(v->f.n_evidence >= 1);
-                assert_string_equal(v->f.evidence[0],
-                                    "a: validated (GPUValidationPassed) since 2 h ago: quick validation of a");
-                if (cases[k].b_status)
-                        assert_non_null(strstr(v->f.evidence[1], "b: "));
-                else
-                        assert_string_equal(v->f.evidence[1], "1 GPU nodes have no validation condition");
-                if (cases[k].want == CHECK_FAIL) {
-                        assert_string_equal(v->f.evidence[1], "b: failed (GPUValidationMemoryPattern) since 30 min "
-                                                              "ago: quick validation of b");
-                        assert_non_null(strstr(v->f.summary, "1 of 2 validated GPU nodes failed"));
-                }
-                cluster_report_free(&r);
-                cluster_facts_free(&f);
-                json_decref(a);
-                json_decref(b);
-        }
-        /* no node carries the condition: skipped, not a verdict */
-        struct cluster_facts f = { .now = 1796126400, .stale_after_s = 900 };
-        json_t *a = validated_node("a", NULL, NULL, NULL);
-        assert_int_equal(cluster_facts_add(&f, CL_LIST_NODES, a), 0);
-        cluster_facts_finish(&f);
-        struct cluster_report r;
-        cluster_report_build(&f, &r);
-        assert_int_equal(cluster_report_find(&r, "gpu-health.validation")->f.status, CHECK_SKIP);
-        cluster_report_free(&r);
-        cluster_facts_free(&f);
-        json_decref(a);
-}
-
 int main(void) {
         const struct CMUnitTest tests[] = {
-                cmocka_unit_test(test_parse_time),
-                cmocka_unit_test(test_gpu_node_reason),
-                cmocka_unit_test(test_node_parse_recorded),
-                cmocka_unit_test(test_node_parse_conditions),
-                cmocka_unit_test(test_facts_from_recorded),
-                cmocka_unit_test(test_attribution),
-                cmocka_unit_test(test_text_grouped_and_pools),
+                cmocka_unit_test(test_parse_time),          cmocka_unit_test(test_gpu_node_reason),
+                cmocka_unit_test(test_node_parse_recorded), cmocka_unit_test(test_node_parse_conditions),
+                cmocka_unit_test(test_facts_from_recorded), cmocka_unit_test(test_attribution), cmocka_unit_test(test_text_grouped_and_pools),
                 cmocka_unit_test(test_lost_gpus_counted),
                 cmocka_unit_test(test_root_cause_prefers_lost_gpus),
-                cmocka_unit_test(test_agent_report),
-                cmocka_unit_test(test_engine_and_cluster_agree),
-                cmocka_unit_test(test_heartbeat_in_future),
-                cmocka_unit_test(test_agent_not_ready_but_reporting),
-                cmocka_unit_test(test_validation),
+                cmocka_unit_test(test_agent_report),        cmocka_unit_test(test_engine_and_cluster_agree),
+                cmocka_unit_test(test_heartbeat_in_future), cmocka_unit_test(test_agent_not_ready_but_reporting),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }
